@@ -1,0 +1,167 @@
+"""FairScale FSDP names and their torch equivalents (FSDP3xx).
+
+FairScale is archived; its FSDP was upstreamed into torch (1.11) with different
+arguments. Versions on these rules are torch releases, the owner of the new spelling.
+"""
+
+from __future__ import annotations
+
+from codemods.registry.model import ChangeKind, Example, FixSafety, Framework, Rule
+
+_FSDP = "fairscale.nn.data_parallel"
+_WRAP = "fairscale.nn.wrap"
+_CHECKPOINT = "fairscale.nn.checkpoint"
+
+RULES = (
+    Rule(
+        code="FSDP301",
+        name="fairscale-fsdp",
+        framework=Framework.FAIRSCALE,
+        kind=ChangeKind.CALL_REWRITE,
+        old=(
+            "fairscale.nn.FullyShardedDataParallel",
+            f"{_FSDP}.FullyShardedDataParallel",
+            f"{_FSDP}.fully_sharded_data_parallel.FullyShardedDataParallel",
+        ),
+        new="torch.distributed.fsdp.FullyShardedDataParallel",
+        message="FairScale's `FullyShardedDataParallel` is archived; use torch's",
+        why=(
+            "FairScale is no longer maintained and does not follow new torch releases. "
+            "torch's FSDP takes different arguments (`reshard_after_forward` becomes "
+            "`sharding_strategy`, `mixed_precision=True` becomes a `MixedPrecision` object, "
+            "`move_params_to_cpu` becomes `cpu_offload=CPUOffload(...)`), and some FairScale "
+            "arguments have no torch meaning, so each call needs review."
+        ),
+        example=Example(
+            before=(
+                "from fairscale.nn import FullyShardedDataParallel as FSDP\n"
+                "model = FSDP(model, reshard_after_forward=False)\n"
+            ),
+            after=(
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "from torch.distributed.fsdp import ShardingStrategy\n"
+                "model = FSDP(model, sharding_strategy=ShardingStrategy.SHARD_GRAD_OP)\n"
+            ),
+        ),
+        fix=FixSafety.UNSAFE,
+        introduced="1.11",
+    ),
+    Rule(
+        code="FSDP302",
+        name="fairscale-enable-wrap",
+        framework=Framework.FAIRSCALE,
+        kind=ChangeKind.CALL_REWRITE,
+        old=(f"{_WRAP}.enable_wrap", f"{_WRAP}.auto_wrap.enable_wrap"),
+        new="torch.distributed.fsdp.wrap.enable_wrap",
+        message="use torch's `enable_wrap(wrapper_cls=FullyShardedDataParallel, ...)`",
+        why=(
+            "torch's `enable_wrap` requires `wrapper_cls` by keyword and has no "
+            "`auto_wrap_policy` (nothing in torch consumes it inside the context)."
+        ),
+        example=Example(
+            before=(
+                "from fairscale.nn.wrap import enable_wrap, wrap\n"
+                "with enable_wrap(wrapper_cls=FSDP):\n"
+                "    block = wrap(block)\n"
+            ),
+            after=(
+                "from torch.distributed.fsdp.wrap import enable_wrap, wrap\n"
+                "with enable_wrap(wrapper_cls=FSDP):\n"
+                "    block = wrap(block)\n"
+            ),
+        ),
+        fix=FixSafety.UNSAFE,
+        introduced="1.11",
+    ),
+    Rule(
+        code="FSDP303",
+        name="fairscale-wrap",
+        framework=Framework.FAIRSCALE,
+        kind=ChangeKind.SYMBOL_RENAME,
+        old=(f"{_WRAP}.wrap", f"{_WRAP}.auto_wrap.wrap"),
+        new="torch.distributed.fsdp.wrap.wrap",
+        message="use torch's `wrap` inside torch's `enable_wrap`",
+        why="torch's `wrap` reads the configuration of torch's `enable_wrap` context.",
+        example=Example(
+            before="from fairscale.nn.wrap import wrap\nblock = wrap(block)\n",
+            after="from torch.distributed.fsdp.wrap import wrap\nblock = wrap(block)\n",
+        ),
+        fix=FixSafety.UNSAFE,
+        introduced="1.11",
+    ),
+    Rule(
+        code="FSDP304",
+        name="fairscale-auto-wrap",
+        framework=Framework.FAIRSCALE,
+        kind=ChangeKind.REMOVAL,
+        old=(f"{_WRAP}.auto_wrap", f"{_WRAP}.auto_wrap.auto_wrap"),
+        new=None,
+        message=(
+            "torch has no `auto_wrap`: pass `auto_wrap_policy=` to `FullyShardedDataParallel` "
+            "instead"
+        ),
+        why=(
+            "torch dropped the recursive `auto_wrap()` call; the root FSDP constructor applies "
+            "an auto-wrap policy to the submodules itself."
+        ),
+        example=Example(
+            before=(
+                "with enable_wrap(wrapper_cls=FSDP, auto_wrap_policy=policy):\n"
+                "    model = auto_wrap(model)\n"
+            ),
+            after="model = FSDP(model, auto_wrap_policy=policy)\n",
+        ),
+        fix=FixSafety.MANUAL,
+        introduced="1.11",
+    ),
+    Rule(
+        code="FSDP305",
+        name="fairscale-default-auto-wrap-policy",
+        framework=Framework.FAIRSCALE,
+        kind=ChangeKind.SYMBOL_RENAME,
+        old=(f"{_WRAP}.default_auto_wrap_policy", f"{_WRAP}.auto_wrap.default_auto_wrap_policy"),
+        new="torch.distributed.fsdp.wrap.size_based_auto_wrap_policy",
+        message="use torch's `size_based_auto_wrap_policy` (same `min_num_params` threshold)",
+        why=(
+            "FairScale's size policy became torch's `size_based_auto_wrap_policy`; torch's "
+            "version takes no `module_is_root` argument."
+        ),
+        example=Example(
+            before="from fairscale.nn.wrap import default_auto_wrap_policy\n",
+            after="from torch.distributed.fsdp.wrap import size_based_auto_wrap_policy\n",
+        ),
+        fix=FixSafety.UNSAFE,
+        introduced="1.12",
+    ),
+    Rule(
+        code="FSDP306",
+        name="fairscale-checkpoint-wrapper",
+        framework=Framework.FAIRSCALE,
+        kind=ChangeKind.CALL_REWRITE,
+        old=(
+            f"{_CHECKPOINT}.checkpoint_wrapper",
+            f"{_CHECKPOINT}.checkpoint_activations.checkpoint_wrapper",
+        ),
+        new="torch.distributed.algorithms._checkpoint.checkpoint_wrapper.checkpoint_wrapper",
+        message=(
+            "use torch's `checkpoint_wrapper` (and `offload_wrapper` for `offload_to_cpu=True`)"
+        ),
+        why=(
+            "FairScale's wrapper is reentrant-style and takes `offload_to_cpu`; torch's takes "
+            "`checkpoint_impl` and offloads through a separate `offload_wrapper`."
+        ),
+        example=Example(
+            before=(
+                "from fairscale.nn.checkpoint import checkpoint_wrapper\n"
+                "block = checkpoint_wrapper(block)\n"
+            ),
+            after=(
+                "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import "
+                "checkpoint_wrapper\n"
+                "block = checkpoint_wrapper(block)\n"
+            ),
+        ),
+        fix=FixSafety.UNSAFE,
+        introduced="1.12",
+    ),
+)

@@ -1,0 +1,207 @@
+"""The shape of a registry entry: one API change of torch, Lightning or FairScale.
+
+Everything here is plain data so that the registry imports without torch: the lint
+hook, the codemod, the runtime layer and the docs all read the same entries.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Union
+
+#: A literal that a string-value rule maps (``"fsdp_native"``, ``16``).
+Literal = Union[str, int]
+
+
+class Framework(str, enum.Enum):
+    """The project whose API changed."""
+
+    TORCH = "torch"
+    LIGHTNING = "lightning"
+    FAIRSCALE = "fairscale"
+
+    @property
+    def display(self) -> str:
+        """The name as users write it in prose."""
+        return {"torch": "torch", "lightning": "Lightning", "fairscale": "FairScale"}[self.value]
+
+
+class ChangeKind(str, enum.Enum):
+    """What sort of edit turns the old spelling into the new one."""
+
+    SYMBOL_RENAME = "symbol rename"
+    KEYWORD_RENAME = "keyword rename"
+    CALL_REWRITE = "call rewrite"
+    METHOD_RENAME = "method rename"
+    STRING_VALUE = "string value change"
+    DEFAULT_CHANGE = "default value change"
+    REMOVAL = "removal"
+
+
+class FixSafety(str, enum.Enum):
+    """How far an automatic fix can be trusted (ruff's notion of fix safety).
+
+    ``SAFE`` fixes keep behaviour and are applied by default; ``UNSAFE`` fixes may
+    change behaviour and need ``--unsafe-fixes``; ``MANUAL`` findings are reported
+    for a human.
+    """
+
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+    MANUAL = "manual"
+
+
+@dataclass(frozen=True)
+class Example:
+    """A before/after pair of complete, parseable Python snippets."""
+
+    before: str
+    after: str
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One API change, with everything the lint, the codemod, ``compat`` and the docs need.
+
+    Attributes:
+        code: Stable rule code used in ``--select`` and ``# noqa`` (``FSDP101``).
+        name: Short kebab-case name (``default-auto-wrap-policy``).
+        framework: The project whose API changed.
+        kind: What sort of edit the change is.
+        old: Every fully qualified name the old spelling is reachable under. For a
+            keyword or value change these are the callables that take ``argument``.
+        new: The fully qualified current spelling, or ``None`` where nothing replaces it.
+        message: One line: what is wrong and what to write instead.
+        why: Why the old spelling is a problem (shown by ``--explain`` and the docs).
+        example: A before/after pair; ``after`` is what the fix produces.
+        fix: The safety of the automatic fix.
+        introduced: Release that introduced the new form, if known (a release of
+            ``framework``; for FairScale rules, of torch: see ``version_framework``).
+        deprecated: Release that started warning about the old form, if any.
+        removed: Release that removed the old form, if it is gone.
+        argument: The old keyword argument, for keyword and value changes.
+        new_argument: The keyword that replaces ``argument``, if it is renamed.
+        values: Old-to-new literal pairs, for string value changes.
+        references: Upstream PRs, issues or docs that record the change.
+    """
+
+    code: str
+    name: str
+    framework: Framework
+    kind: ChangeKind
+    old: tuple[str, ...]
+    new: str | None
+    message: str
+    why: str
+    example: Example
+    fix: FixSafety
+    introduced: str | None = None
+    deprecated: str | None = None
+    removed: str | None = None
+    argument: str | None = None
+    new_argument: str | None = None
+    values: tuple[tuple[Literal, Literal], ...] = ()
+    references: tuple[str, ...] = ()
+
+    @property
+    def old_spelling(self) -> str:
+        """The old form as one readable string, e.g. ``f(unwrapped_params=...)``."""
+        return _spell(self.old[0], self.argument)
+
+    @property
+    def new_spelling(self) -> str:
+        """The new form as one readable string, or ``"(nothing)"`` for removals."""
+        if self.new is None:
+            return "(nothing)"
+        return _spell(self.new, self.new_argument)
+
+    @property
+    def short_old_spelling(self) -> str:
+        """The old form with a keyword's callable unqualified, for messages.
+
+        Example:
+            >>> from codemods.registry import REGISTRY
+            >>> REGISTRY["FSDP204"].short_old_spelling
+            'Trainer(strategy=...)'
+        """
+        name = self.old[0].rsplit(".", 1)[-1]
+        if self.kind is ChangeKind.DEFAULT_CHANGE:
+            return f"{name}(...) without {self.argument}="
+        if self.argument:
+            return _spell(name, self.argument)
+        return self.old[0]
+
+    @property
+    def version_framework(self) -> Framework:
+        """Whose releases the version fields count.
+
+        FairScale never deprecated its FSDP, so FairScale rules are dated by the torch
+        release that offers the replacement.
+        """
+        return Framework.TORCH if self.framework is Framework.FAIRSCALE else self.framework
+
+    @property
+    def fixable(self) -> bool:
+        """Whether an automatic fix exists (safe or unsafe)."""
+        return self.fix is not FixSafety.MANUAL
+
+
+@dataclass(frozen=True)
+class Capability:
+    """A version-gated feature that is not a rename: what a feature flag checks.
+
+    Attributes:
+        name: The feature flag's name in :mod:`compat.features`.
+        framework: The project that gained the feature.
+        since: First release that has it.
+        summary: One line saying what became possible.
+        note: What happens before ``since``, or caveats seen on real runs.
+    """
+
+    name: str
+    framework: Framework
+    since: str
+    summary: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Registry:
+    """The whole table: rules by code, and the capabilities feature flags test for."""
+
+    rules: tuple[Rule, ...]
+    capabilities: tuple[Capability, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        codes = [rule.code for rule in self.rules]
+        duplicates = sorted({code for code in codes if codes.count(code) > 1})
+        if duplicates:
+            raise ValueError(f"duplicate rule codes in the registry: {', '.join(duplicates)}")
+
+    def __getitem__(self, code: str) -> Rule:
+        for rule in self.rules:
+            if rule.code == code:
+                return rule
+        raise KeyError(f"no rule {code!r}; known codes: {', '.join(r.code for r in self.rules)}")
+
+    def __iter__(self):
+        return iter(self.rules)
+
+    def __len__(self) -> int:
+        return len(self.rules)
+
+    def capability(self, name: str) -> Capability:
+        """Return the capability called ``name``.
+
+        Raises:
+            KeyError: If there is none.
+        """
+        for cap in self.capabilities:
+            if cap.name == name:
+                return cap
+        raise KeyError(f"no capability {name!r}")
+
+
+def _spell(qualified: str, argument: str | None) -> str:
+    return f"{qualified}({argument}=...)" if argument else qualified

@@ -1,0 +1,15 @@
+"""Runtime layer: legacy FSDP, Lightning and FairScale names that keep working.
+
+Import the old name from ``compat`` instead of its original home and the code runs on
+the installed torch, with an :class:`FSDPDeprecationWarning` that points at your line
+and says what to write instead.
+"""
+
+from compat._torch import require_torch
+
+require_torch()
+
+from codemods._version import __version__  # noqa: E402
+from compat.deprecation import FSDPDeprecationWarning, warn_deprecated  # noqa: E402
+
+__all__ = ["FSDPDeprecationWarning", "__version__", "warn_deprecated"]

@@ -1,0 +1,145 @@
+"""The project's warning category and the one helper that emits it from a registry rule.
+
+Example:
+    >>> import warnings
+    >>> from compat.deprecation import FSDPDeprecationWarning, warn_deprecated
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_deprecated("FSDP101")
+    >>> caught[0].category is FSDPDeprecationWarning
+    True
+    >>> print(caught[0].message)  # doctest: +ELLIPSIS
+    `torch.distributed.fsdp.wrap.default_auto_wrap_policy` is deprecated since torch 1.12...
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import types
+import warnings
+
+from codemods.registry import REGISTRY, ChangeKind, FixSafety, Rule
+
+# Frames in these packages are library plumbing between the user's line and ours.
+_LIBRARY_PACKAGES = ("torch", "lightning", "pytorch_lightning", "lightning_fabric", "fairscale")
+_COMPAT_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+# (code, filename, lineno) of every call site already warned about.
+_warned_sites: set[tuple[str, str, int]] = set()
+
+
+class FSDPDeprecationWarning(FutureWarning):
+    """A legacy FSDP, Lightning or FairScale spelling was used through ``compat``.
+
+    A :class:`FutureWarning` subclass, so end users see it by default (plain
+    :class:`DeprecationWarning` is hidden outside ``__main__`` and test runners).
+    """
+
+
+def deprecation_message(rule: Rule, detail: str | None = None) -> str:
+    """Compose the warning text for ``rule``.
+
+    The text says what is deprecated, since which release, what to write instead (the
+    rule's message), and how the codemod handles it.
+
+    Args:
+        rule: The registry rule that the legacy spelling falls under.
+        detail: Extra context for this call site, appended before the code.
+
+    Returns:
+        The full message.
+
+    Example:
+        >>> from codemods.registry import REGISTRY
+        >>> print(deprecation_message(REGISTRY["FSDP102"]))  # doctest: +NORMALIZE_WHITESPACE
+        `size_based_auto_wrap_policy(unwrapped_params=...)` is deprecated since torch 2.0:
+        the policy argument `unwrapped_params` is now `nonwrapped_numel`.
+        `python -m codemods.migrate PATH` rewrites it. [FSDP102]
+    """
+    when = rule.deprecated or rule.introduced
+    release = f"{rule.version_framework.display} {when}"
+    if rule.kind is ChangeKind.DEFAULT_CHANGE:
+        head = f"{rule.short_old_spelling} relies on a default that changed in {release}"
+    elif when:
+        head = f"{rule.short_old_spelling} is deprecated since {release}"
+        if rule.removed and rule.removed != when:
+            head += f" (removed in {rule.removed})"
+    else:  # a spelling that only compat ever offered
+        head = f"{rule.short_old_spelling} is deprecated in compat"
+    parts = [f"{head}: {rule.message}.", _TOOL_HINT[rule.fix]]
+    if detail:
+        parts.append(detail)
+    parts.append(f"[{rule.code}]")
+    return " ".join(parts)
+
+
+_TOOL_HINT = {
+    FixSafety.SAFE: "`python -m codemods.migrate PATH` rewrites it.",
+    FixSafety.UNSAFE: (
+        "`python -m codemods.migrate --unsafe-fixes PATH` rewrites it; review the change."
+    ),
+    FixSafety.MANUAL: "`python -m codemods.migrate PATH` lists every place that needs this change.",
+}
+
+
+def warn_deprecated(code: str, *, detail: str | None = None) -> None:
+    """Emit :class:`FSDPDeprecationWarning` for registry rule ``code`` at the user's line.
+
+    The warning is attributed to the first frame outside ``compat`` and outside the
+    libraries it wraps (torch, Lightning, FairScale), so it points at the user's call
+    even when torch's FSDP calls a legacy policy on the user's behalf. Each call site
+    warns once per rule, whatever the warning filters say.
+
+    Args:
+        code: The registry rule code, e.g. ``"FSDP102"``.
+        detail: Extra context for this call site.
+
+    Raises:
+        KeyError: If ``code`` is not in the registry.
+    """
+    rule = REGISTRY[code]
+    message = deprecation_message(rule, detail)
+    frame = _user_frame()
+    if frame is None:  # called from library code only; fall back to the direct caller
+        warnings.warn(message, FSDPDeprecationWarning, stacklevel=2)
+        return
+    site = (code, frame.f_code.co_filename, frame.f_lineno)
+    if site in _warned_sites:
+        return
+    _warned_sites.add(site)
+    warnings.warn_explicit(
+        message,
+        FSDPDeprecationWarning,
+        frame.f_code.co_filename,
+        frame.f_lineno,
+        module=frame.f_globals.get("__name__", "<unknown>"),
+        registry=frame.f_globals.setdefault("__warningregistry__", {}),
+        module_globals=frame.f_globals,
+    )
+
+
+def reset_warned_sites() -> None:
+    """Forget which call sites have warned (for tests that warn from one line twice)."""
+    _warned_sites.clear()
+
+
+def _user_frame() -> types.FrameType | None:
+    skip = _library_dirs()
+    frame: types.FrameType | None = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not filename.startswith("<frozen importlib") and not filename.startswith(skip):
+            return frame
+        frame = frame.f_back
+    return None
+
+
+def _library_dirs() -> tuple[str, ...]:
+    dirs = [_COMPAT_DIR]
+    for name in _LIBRARY_PACKAGES:
+        module = sys.modules.get(name)
+        path = getattr(module, "__file__", None)
+        if path:
+            dirs.append(os.path.dirname(os.path.abspath(path)) + os.sep)
+    return tuple(dirs)

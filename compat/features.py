@@ -1,0 +1,165 @@
+"""Installed torch and Lightning versions, and named feature flags derived from them.
+
+Code and tests ask these flags ("does this torch have ``ModuleWrapPolicy``?") instead
+of comparing version numbers in scattered places. Where a feature can be seen by
+looking at torch (a name, a parameter), the flag looks; where it can only be known
+from the release (FSDP running on CPU), the flag reads the release from the registry's
+capability table, so the version lives in one place.
+
+Example:
+    >>> from compat.features import current
+    >>> flags = current()
+    >>> flags.policy_numel_kwarg in ("nonwrapped_numel", "unwrapped_params")
+    True
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import inspect
+from dataclasses import dataclass
+
+from packaging.version import Version
+
+from codemods.registry import REGISTRY
+from compat._torch import require_torch
+
+
+def parse_version(text: str) -> Version:
+    """Parse a release string, dropping local tags such as ``+cpu`` or ``+cu121``.
+
+    Pre-releases and dev builds count as the release they lead to, so that a nightly
+    ``2.6.0.dev20241101`` has the 2.6 features.
+
+    Example:
+        >>> parse_version("2.13.0+cpu")
+        <Version('2.13.0')>
+        >>> parse_version("2.6.0a0+git1234")
+        <Version('2.6.0')>
+    """
+    return Version(Version(text).base_version)
+
+
+def torch_version() -> Version:
+    """The installed torch release."""
+    return parse_version(require_torch().__version__)
+
+
+def lightning_version() -> Version | None:
+    """The installed Lightning release (``lightning`` or ``pytorch_lightning``), or None."""
+    for name in ("lightning", "pytorch_lightning"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        return parse_version(module.__version__)
+    return None
+
+
+@dataclass(frozen=True)
+class Features:
+    """What the installed torch and Lightning can do.
+
+    Attributes:
+        torch: The torch release.
+        lightning: The Lightning release, or None when Lightning is not installed.
+        distributed: ``torch.distributed`` is built in and FSDP's wrap module imports.
+        module_wrap_policy: ``torch.distributed.fsdp.wrap.ModuleWrapPolicy`` exists.
+        custom_policy: ``torch.distributed.fsdp.wrap.CustomPolicy`` exists.
+        policy_numel_kwarg: What policy callables call their numel argument:
+            ``"nonwrapped_numel"`` (torch >= 2.0) or ``"unwrapped_params"``.
+        fsdp1_on_cpu: FSDP1 runs on CPU with gloo when given ``device_id=cpu``.
+        fsdp2_module: Where ``fully_shard`` lives (``"torch.distributed.fsdp"`` or
+            ``"torch.distributed._composable.fsdp"``), or None without FSDP2.
+        fsdp2_on_cpu: FSDP2 runs on CPU with gloo.
+        ac_auto_wrap_policy: ``apply_activation_checkpointing`` takes ``auto_wrap_policy``.
+        checkpoint_no_reentrant_default: ``checkpoint_wrapper`` defaults to non-reentrant.
+        selective_ac: ``torch.utils.checkpoint.create_selective_checkpoint_contexts`` exists.
+    """
+
+    torch: Version
+    lightning: Version | None
+    distributed: bool
+    module_wrap_policy: bool
+    custom_policy: bool
+    policy_numel_kwarg: str
+    fsdp1_on_cpu: bool
+    fsdp2_module: str | None
+    fsdp2_on_cpu: bool
+    ac_auto_wrap_policy: bool
+    checkpoint_no_reentrant_default: bool
+    selective_ac: bool
+
+    @property
+    def fsdp2(self) -> bool:
+        """FSDP2 (``fully_shard``) is available at all."""
+        return self.fsdp2_module is not None
+
+
+def _since(name: str, version: Version) -> bool:
+    return version >= Version(REGISTRY.capability(name).since)
+
+
+def _fsdp_wrap_module():
+    try:
+        return importlib.import_module("torch.distributed.fsdp.wrap")
+    except Exception:  # noqa: BLE001 - torch 1.13 on Python 3.11 fails with ValueError
+        return None
+
+
+def _fsdp2_module() -> str | None:
+    for name in ("torch.distributed.fsdp", "torch.distributed._composable.fsdp"):
+        try:
+            module = importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - absent, or broken on this Python
+            continue
+        if hasattr(module, "fully_shard"):
+            return name
+    return None
+
+
+def _checkpoint_wrapper_module():
+    try:
+        return importlib.import_module(
+            "torch.distributed.algorithms._checkpoint.checkpoint_wrapper"
+        )
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _parameters(function) -> tuple[str, ...]:
+    return tuple(inspect.signature(function).parameters)
+
+
+@functools.cache
+def current() -> Features:
+    """Detect the features of the installed torch and Lightning (computed once)."""
+    torch = require_torch()
+    version = torch_version()
+    wrap = _fsdp_wrap_module() if torch.distributed.is_available() else None
+    distributed = wrap is not None
+    numel_kwarg = "nonwrapped_numel"
+    if wrap is not None and "unwrapped_params" in _parameters(wrap.size_based_auto_wrap_policy):
+        numel_kwarg = "unwrapped_params"
+    fsdp2_module = _fsdp2_module() if distributed else None
+    ac = _checkpoint_wrapper_module() if distributed else None
+    no_reentrant = False
+    if ac is not None:
+        default = inspect.signature(ac.checkpoint_wrapper).parameters["checkpoint_impl"].default
+        no_reentrant = default is ac.CheckpointImpl.NO_REENTRANT
+    return Features(
+        torch=version,
+        lightning=lightning_version(),
+        distributed=distributed,
+        module_wrap_policy=distributed and hasattr(wrap, "ModuleWrapPolicy"),
+        custom_policy=distributed and hasattr(wrap, "CustomPolicy"),
+        policy_numel_kwarg=numel_kwarg,
+        fsdp1_on_cpu=distributed and _since("fsdp1_on_cpu", version),
+        fsdp2_module=fsdp2_module,
+        fsdp2_on_cpu=fsdp2_module is not None and _since("fsdp2_on_cpu", version),
+        ac_auto_wrap_policy=ac is not None
+        and "auto_wrap_policy" in _parameters(ac.apply_activation_checkpointing),
+        checkpoint_no_reentrant_default=no_reentrant,
+        selective_ac=hasattr(torch.utils.checkpoint, "create_selective_checkpoint_contexts"),
+    )

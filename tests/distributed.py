@@ -1,0 +1,130 @@
+"""One harness for every multi-process test: real process groups, gloo on CPU, NCCL on GPU.
+
+``run(fn, *args)`` spawns ``world_size`` ranks on a free port, calls
+``fn(rank, world_size, *args)`` in each with the default process group initialised,
+and returns the ranks' return values in rank order. A rank that raises has its
+traceback put into the AssertionError the test sees; a hung run is killed at the
+timeout; the process group is destroyed even when ``fn`` fails.
+
+``fn`` must be a module-level function (it is pickled by name for the spawned
+processes) and should return plain data or CPU tensors.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import queue
+import socket
+import traceback
+from typing import Any, Callable
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+DEFAULT_TIMEOUT_S = 180.0
+
+
+def free_port() -> int:
+    """A TCP port on loopback that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def device_for(rank: int) -> torch.device:
+    """The device a rank computes on: its GPU under NCCL, else the CPU."""
+    if dist.is_initialized() and dist.get_backend() == "nccl":
+        return torch.device("cuda", rank % torch.cuda.device_count())
+    return torch.device("cpu")
+
+
+def _worker(rank, world_size, port, backend, fn, args, results) -> None:
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    torch.set_num_threads(1)  # 2-core machines: ranks must not fight over threads
+    try:
+        if backend == "nccl":
+            torch.cuda.set_device(rank % torch.cuda.device_count())
+        dist.init_process_group(
+            backend,
+            init_method=f"tcp://127.0.0.1:{port}",
+            rank=rank,
+            world_size=world_size,
+            timeout=datetime.timedelta(seconds=120),
+        )
+        value = fn(rank, world_size, *args)
+        results.put((rank, True, value))
+    except BaseException:  # noqa: BLE001 - every failure goes back to the test
+        results.put((rank, False, traceback.format_exc()))
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def run(
+    fn: Callable[..., Any],
+    *args: Any,
+    world_size: int = 2,
+    backend: str = "gloo",
+    timeout: float = DEFAULT_TIMEOUT_S,
+) -> list[Any]:
+    """Run ``fn(rank, world_size, *args)`` on ``world_size`` real ranks.
+
+    Args:
+        fn: A module-level function.
+        *args: Picklable arguments passed after rank and world size.
+        world_size: How many processes.
+        backend: ``"gloo"`` (CPU) or ``"nccl"`` (one process per GPU).
+        timeout: Seconds before the ranks still running are killed.
+
+    Returns:
+        Each rank's return value, in rank order.
+
+    Raises:
+        AssertionError: If a rank raised (its traceback is in the message) or the run
+            timed out.
+    """
+    ctx = mp.get_context("spawn")
+    results = ctx.Queue()
+    port = free_port()
+    procs = [
+        ctx.Process(target=_worker, args=(rank, world_size, port, backend, fn, args, results))
+        for rank in range(world_size)
+    ]
+    for proc in procs:
+        proc.start()
+    outcomes: dict[int, tuple[bool, Any]] = {}
+    failure = ""
+    try:
+        deadline = datetime.datetime.now() + datetime.timedelta(seconds=timeout)
+        while len(outcomes) < world_size:
+            remaining = (deadline - datetime.datetime.now()).total_seconds()
+            try:
+                rank, ok, value = results.get(timeout=max(remaining, 0.1))
+            except queue.Empty:
+                failure = f"timed out after {timeout:.0f}s; ranks done: {sorted(outcomes)}"
+                break
+            outcomes[rank] = (ok, value)
+            if not ok:  # a failed rank may leave its peers blocked in a collective
+                break
+    finally:
+        for proc in procs:
+            proc.join(timeout=10 if not failure and all(o[0] for o in outcomes.values()) else 2)
+            if proc.is_alive():
+                proc.kill()
+                proc.join()
+    errors = [
+        f"rank {rank} failed:\n{value}" for rank, (ok, value) in sorted(outcomes.items()) if not ok
+    ]
+    if errors or failure:
+        raise AssertionError("\n".join([failure, *errors]).strip())
+    exit_codes = [proc.exitcode for proc in procs]
+    if any(code != 0 for code in exit_codes):
+        raise AssertionError(f"ranks exited with codes {exit_codes}")
+    return [outcomes[rank][1] for rank in range(world_size)]
+
+
+def backend_for_tests() -> str:
+    """NCCL when CUDA GPUs are present and the test asks for them, else gloo."""
+    return "nccl" if torch.cuda.is_available() and dist.is_nccl_available() else "gloo"

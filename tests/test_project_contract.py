@@ -1,0 +1,77 @@
+"""The README's commands, CI's script and the package metadata agree with each other."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _readme_command(marker: str) -> str:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    match = re.search(rf"<!-- {marker} -->\n```bash\n(.+?)\n```", readme)
+    assert match, f"README.md has no ```bash block after <!-- {marker} -->"
+    return match.group(1)
+
+
+def test_ci_runs_exactly_the_readmes_test_command():
+    ci_lines = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert _readme_command("test-command") in ci_lines
+    assert ci_lines[-1] == _readme_command("test-command"), "the test command must run last"
+
+
+def test_readme_main_command_runs_the_migration_on_the_examples():
+    command = _readme_command("main-command")
+    assert "python -m codemods.migrate" in command and "examples/legacy/" in command
+
+
+def test_ci_script_fails_on_errors():
+    text = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert text.startswith("#!/usr/bin/env bash") and "set -euo pipefail" in text
+    assert os.access(ROOT / ".ci" / "run", os.X_OK)
+
+
+@pytest.mark.slow
+def test_pip_install_without_torch_pulls_no_torch(tmp_path):
+    """`pip install .` into a fresh venv: no torch, and both CLIs answer --help."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    bin_dir = venv / "bin"
+    # Build from a copy so the run leaves no build/ or egg-info in the checkout.
+    src = tmp_path / "src"
+    shutil.copytree(
+        ROOT,
+        src,
+        ignore=shutil.ignore_patterns(
+            ".venv", ".git", "*.egg-info", "build", ".tox", "__pycache__"
+        ),
+    )
+    install = subprocess.run(
+        [bin_dir / "pip", "install", "-q", str(src)], capture_output=True, text=True, timeout=600
+    )
+    assert install.returncode == 0, install.stderr
+    listed = subprocess.run(
+        [bin_dir / "pip", "list", "--format=freeze"], capture_output=True, text=True, check=True
+    ).stdout.lower()
+    names = {line.split("==")[0] for line in listed.splitlines()}
+    assert "fsdp-compat" in names and "libcst" in names
+    assert not names & {"torch", "lightning", "pytorch-lightning"}, names
+    for module in ("codemods.lint", "codemods.migrate"):
+        run = subprocess.run(
+            [bin_dir / "python", "-m", module, "--help"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert run.returncode == 0 and run.stdout.startswith("usage:"), run.stderr
+    for script in ("fsdp-lint", "fsdp-migrate"):
+        run = subprocess.run([bin_dir / script, "--version"], capture_output=True, text=True)
+        assert run.returncode == 0 and run.stdout.startswith(script)
