@@ -115,7 +115,6 @@ def warn_deprecated(code: str, *, detail: str | None = None) -> None:
         frame.f_lineno,
         module=frame.f_globals.get("__name__", "<unknown>"),
         registry=frame.f_globals.setdefault("__warningregistry__", {}),
-        module_globals=frame.f_globals,
     )
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import types
 from dataclasses import dataclass
 
 from packaging.version import Version
@@ -97,6 +98,24 @@ class Features:
         return self.fsdp2_module is not None
 
 
+def import_fsdp_module(name: str = "torch.distributed.fsdp") -> types.ModuleType:
+    """Import one of torch's FSDP modules, or say why this torch cannot.
+
+    Raises:
+        ImportError: If torch has no ``torch.distributed`` or its FSDP fails to import
+            (torch 1.13's FSDP needs Python <= 3.10).
+    """
+    if not require_torch().distributed.is_available():
+        raise ImportError(f"{name} needs torch.distributed, which this torch build lacks")
+    try:
+        return importlib.import_module(name)
+    except Exception as exc:  # torch 1.13 on Python 3.11 fails with ValueError
+        raise ImportError(
+            f"{name} does not import with torch {torch_version()} on this Python ({exc}); "
+            "torch 1.13's FSDP needs Python <= 3.10"
+        ) from exc
+
+
 def _since(name: str, version: Version) -> bool:
     return version >= Version(REGISTRY.capability(name).since)
 
@@ -114,7 +133,8 @@ def _fsdp2_module() -> str | None:
             module = importlib.import_module(name)
         except Exception:  # noqa: BLE001 - absent, or broken on this Python
             continue
-        if hasattr(module, "fully_shard"):
+        # torch 2.3's early fully_shard lacks FSDPModule and offload_policy: not counted.
+        if hasattr(module, "fully_shard") and hasattr(module, "FSDPModule"):
             return name
     return None
 
@@ -161,5 +181,8 @@ def current() -> Features:
         ac_auto_wrap_policy=ac is not None
         and "auto_wrap_policy" in _parameters(ac.apply_activation_checkpointing),
         checkpoint_no_reentrant_default=no_reentrant,
-        selective_ac=hasattr(torch.utils.checkpoint, "create_selective_checkpoint_contexts"),
+        selective_ac=hasattr(
+            importlib.import_module("torch.utils.checkpoint"),
+            "create_selective_checkpoint_contexts",
+        ),
     )

@@ -7,12 +7,13 @@ traceback put into the AssertionError the test sees; a hung run is killed at the
 timeout; the process group is destroyed even when ``fn`` fails.
 
 ``fn`` must be a module-level function (it is pickled by name for the spawned
-processes) and should return plain data or CPU tensors.
+processes) and returns anything ``torch.save`` can store (plain data, tensors).
 """
 
 from __future__ import annotations
 
 import datetime
+import io
 import os
 import queue
 import socket
@@ -54,12 +55,24 @@ def _worker(rank, world_size, port, backend, fn, args, results) -> None:
             timeout=datetime.timedelta(seconds=120),
         )
         value = fn(rank, world_size, *args)
-        results.put((rank, True, value))
+        results.put((rank, True, _to_bytes(value)))
     except BaseException:  # noqa: BLE001 - every failure goes back to the test
         results.put((rank, False, traceback.format_exc()))
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()
+
+
+def _to_bytes(value: Any) -> bytes:
+    # Tensors sent through a queue as-is are shared by file descriptor and break once
+    # the rank exits; plain bytes outlive it.
+    buffer = io.BytesIO()
+    torch.save(value, buffer)
+    return buffer.getvalue()
+
+
+def _from_bytes(data: bytes) -> Any:
+    return torch.load(io.BytesIO(data), weights_only=False)
 
 
 def run(
@@ -122,7 +135,7 @@ def run(
     exit_codes = [proc.exitcode for proc in procs]
     if any(code != 0 for code in exit_codes):
         raise AssertionError(f"ranks exited with codes {exit_codes}")
-    return [outcomes[rank][1] for rank in range(world_size)]
+    return [_from_bytes(outcomes[rank][1]) for rank in range(world_size)]
 
 
 def backend_for_tests() -> str:

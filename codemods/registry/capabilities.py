@@ -16,6 +16,7 @@ CAPABILITIES = (
         framework=Framework.TORCH,
         since="2.0",
         summary="`torch.distributed.fsdp.wrap.ModuleWrapPolicy` wraps by module class.",
+        note="A policy object, not a callable, until 2.2 (where it gained `__call__`).",
     ),
     Capability(
         name="nonwrapped_numel",
@@ -41,7 +42,11 @@ CAPABILITIES = (
         framework=Framework.TORCH,
         since="2.2",
         summary="FSDP1 runs on CPU with gloo when given `device_id=torch.device('cpu')`.",
-        note="Since 2.5 `device_id=None` on a host without an accelerator raises.",
+        note=(
+            "2.1 accepts `device_id=cpu` but fails at the first forward (`Stream() takes no "
+            "arguments`); `device_id=None` without an accelerator always fails, since 2.5 with "
+            "`FSDP needs a non-CPU accelerator device`."
+        ),
     ),
     Capability(
         name="checkpoint_no_reentrant_default",
@@ -54,12 +59,18 @@ CAPABILITIES = (
         framework=Framework.TORCH,
         since="2.4",
         summary="FSDP2 `fully_shard` exists, under `torch.distributed._composable.fsdp`.",
+        note=(
+            "2.3 has an early `fully_shard` there without `offload_policy` or `FSDPModule`; "
+            "compat counts FSDP2 from 2.4. `ignored_params` arrived in 2.7."
+        ),
     ),
     Capability(
         name="selective_ac",
         framework=Framework.TORCH,
-        since="2.4",
+        since="2.5",
         summary="`torch.utils.checkpoint.create_selective_checkpoint_contexts` for op-level AC.",
+        note="2.2 to 2.4 have only the private, torch.compile-only "
+        "`_pt2_selective_checkpoint_context_fn_gen`.",
     ),
     Capability(
         name="fsdp2_public",

@@ -5,11 +5,14 @@ from __future__ import annotations
 from codemods.registry.model import ChangeKind, Example, FixSafety, Framework, Rule
 
 WRAP = "torch.distributed.fsdp.wrap"
+COMPAT_WRAP = "compat.fsdp.wrap"
+COMPAT_FSDP = ("compat.fsdp.FullyShardedDataParallel", "compat.fsdp.FSDP")
 CHECKPOINT_WRAPPER = "torch.distributed.algorithms._checkpoint.checkpoint_wrapper"
 
-#: The policy callables whose numel parameter torch 2.0 renamed.
+#: The policy callables whose numel parameter torch 2.0 renamed (and compat's mirrors).
 POLICY_CALLABLES = tuple(
-    f"{WRAP}.{name}"
+    f"{module}.{name}"
+    for module in (WRAP, COMPAT_WRAP)
     for name in (
         "size_based_auto_wrap_policy",
         "transformer_auto_wrap_policy",
@@ -18,6 +21,7 @@ POLICY_CALLABLES = tuple(
         "_or_policy",
         "_module_wrap_policy",
     )
+    if module == WRAP or not name.startswith("_")
 )
 
 RULES = (
@@ -26,7 +30,7 @@ RULES = (
         name="default-auto-wrap-policy",
         framework=Framework.TORCH,
         kind=ChangeKind.SYMBOL_RENAME,
-        old=(f"{WRAP}.default_auto_wrap_policy",),
+        old=(f"{WRAP}.default_auto_wrap_policy", f"{COMPAT_WRAP}.default_auto_wrap_policy"),
         new=f"{WRAP}.size_based_auto_wrap_policy",
         message="`default_auto_wrap_policy` was renamed `size_based_auto_wrap_policy`",
         why=(
@@ -83,7 +87,7 @@ RULES = (
         name="transformer-policy-partial",
         framework=Framework.TORCH,
         kind=ChangeKind.CALL_REWRITE,
-        old=(f"{WRAP}.transformer_auto_wrap_policy",),
+        old=(f"{WRAP}.transformer_auto_wrap_policy", f"{COMPAT_WRAP}.transformer_auto_wrap_policy"),
         new=f"{WRAP}.ModuleWrapPolicy",
         argument="transformer_layer_cls",
         message=(
@@ -116,7 +120,7 @@ RULES = (
         name="lambda-policy-partial",
         framework=Framework.TORCH,
         kind=ChangeKind.CALL_REWRITE,
-        old=(f"{WRAP}.lambda_auto_wrap_policy",),
+        old=(f"{WRAP}.lambda_auto_wrap_policy", f"{COMPAT_WRAP}.lambda_auto_wrap_policy"),
         new=f"{WRAP}.CustomPolicy",
         argument="lambda_fn",
         message=(
@@ -257,5 +261,55 @@ RULES = (
         ),
         fix=FixSafety.UNSAFE,
         introduced="2.2",
+    ),
+    Rule(
+        code="FSDP109",
+        name="fsdp-cpu-offload-bool",
+        framework=Framework.TORCH,
+        kind=ChangeKind.CALL_REWRITE,
+        old=COMPAT_FSDP,
+        new="torch.distributed.fsdp.FullyShardedDataParallel",
+        argument="cpu_offload",
+        message="pass `cpu_offload=CPUOffload(offload_params=True)`; torch's FSDP takes no bool",
+        why=(
+            "Lightning's and FairScale's FSDP took `cpu_offload=True`; torch's "
+            "`FullyShardedDataParallel` takes a `CPUOffload` object and fails on a bool."
+        ),
+        example=Example(
+            before="model = FSDP(model, cpu_offload=True)\n",
+            after="model = FSDP(model, cpu_offload=CPUOffload(offload_params=True))\n",
+        ),
+        fix=FixSafety.SAFE,
+        introduced="1.12",
+    ),
+    Rule(
+        code="FSDP110",
+        name="fsdp-activation-checkpointing-argument",
+        framework=Framework.TORCH,
+        kind=ChangeKind.CALL_REWRITE,
+        old=COMPAT_FSDP,
+        new=f"{CHECKPOINT_WRAPPER}.apply_activation_checkpointing",
+        argument="activation_checkpointing",
+        message=(
+            "torch's FSDP has no `activation_checkpointing`; call "
+            "`apply_activation_checkpointing(model, auto_wrap_policy=ModuleWrapPolicy({Block}))` "
+            "after wrapping"
+        ),
+        why=(
+            "Lightning's FSDP strategies took the classes to checkpoint as an argument; with "
+            "torch's FSDP you apply checkpointing to the wrapped model yourself, non-reentrant "
+            "as Lightning did."
+        ),
+        example=Example(
+            before="model = FSDP(model, activation_checkpointing=Block)\n",
+            after=(
+                "model = FSDP(model)\n"
+                "apply_activation_checkpointing(\n"
+                "    model, auto_wrap_policy=ModuleWrapPolicy({Block})\n"
+                ")\n"
+            ),
+        ),
+        fix=FixSafety.MANUAL,
+        introduced="2.1",
     ),
 )

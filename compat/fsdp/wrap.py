@@ -1,0 +1,191 @@
+"""Drop-in ``torch.distributed.fsdp.wrap`` that works on torch 1.13 to 2.15.
+
+Every policy callable here accepts the numel argument as ``nonwrapped_numel`` or as the
+legacy ``unwrapped_params`` (which warns), by keyword or by position, and calls the
+installed torch's policy by position so either torch spelling is met. ``ModuleWrapPolicy``
+and ``CustomPolicy`` are torch's where torch has them and faithful backports where not.
+
+Example:
+    >>> import torch.nn as nn
+    >>> from compat.fsdp.wrap import size_based_auto_wrap_policy
+    >>> policy = size_based_auto_wrap_policy(min_nonwrapped_numel=10)
+    >>> policy(nn.Linear(4, 4), recurse=False, nonwrapped_numel=20)
+    True
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+import torch.nn as nn
+
+from compat.deprecation import warn_deprecated
+from compat.features import current, import_fsdp_module
+from compat.policies import module_classes
+
+torch_wrap = import_fsdp_module("torch.distributed.fsdp.wrap")
+
+enable_wrap = torch_wrap.enable_wrap
+wrap = torch_wrap.wrap
+
+#: torch's default threshold for size-based wrapping.
+DEFAULT_MIN_NONWRAPPED_NUMEL = int(1e8)
+
+
+def _pick(new_name: str, new: Any, old_name: str, old: Any, code: str) -> Any:
+    """Return whichever of two spellings was given; warn for the old one."""
+    if new is not None and old is not None:
+        raise TypeError(
+            f"got both {new_name}= and its old spelling {old_name}=; pass only {new_name}"
+        )
+    if old is not None:
+        warn_deprecated(code)
+        return old
+    return new
+
+
+def _numel(nonwrapped_numel: int | None, unwrapped_params: int | None) -> int:
+    numel = _pick(
+        "nonwrapped_numel", nonwrapped_numel, "unwrapped_params", unwrapped_params, "FSDP102"
+    )
+    if numel is None:
+        raise TypeError("missing the numel argument: nonwrapped_numel=")
+    return numel
+
+
+def size_based_auto_wrap_policy(
+    module: nn.Module | None = None,
+    recurse: bool | None = None,
+    nonwrapped_numel: int | None = None,
+    min_nonwrapped_numel: int | None = None,
+    force_leaf_modules: set[type[nn.Module]] | None = None,
+    exclude_wrap_modules: set[type[nn.Module]] | None = None,
+    *,
+    unwrapped_params: int | None = None,
+    min_num_params: int | None = None,
+) -> Any:
+    """Wrap a module once the parameters not yet wrapped below it reach a threshold.
+
+    Called with a module, it answers like torch's policy. Called without one, it returns
+    the policy with its threshold bound, ready to pass as ``auto_wrap_policy``.
+
+    Args:
+        module: The module FSDP asks about (omit to get a configured policy).
+        recurse: Whether FSDP asks about descending into ``module``.
+        nonwrapped_numel: Parameters of ``module`` not wrapped by a nested unit.
+        min_nonwrapped_numel: The threshold (torch calls it ``min_num_params``).
+        force_leaf_modules: Classes never descended into.
+        exclude_wrap_modules: Classes never wrapped.
+        unwrapped_params: Deprecated spelling of ``nonwrapped_numel`` (FSDP102).
+        min_num_params: Deprecated spelling of ``min_nonwrapped_numel`` (FSDP106).
+    """
+    threshold = _pick(
+        "min_nonwrapped_numel", min_nonwrapped_numel, "min_num_params", min_num_params, "FSDP106"
+    )
+    threshold = DEFAULT_MIN_NONWRAPPED_NUMEL if threshold is None else int(threshold)
+    if module is None:
+        return functools.partial(
+            size_based_auto_wrap_policy,
+            min_nonwrapped_numel=threshold,
+            force_leaf_modules=force_leaf_modules,
+            exclude_wrap_modules=exclude_wrap_modules,
+        )
+    numel = _numel(nonwrapped_numel, unwrapped_params)
+    return torch_wrap.size_based_auto_wrap_policy(
+        module, recurse, numel, threshold, force_leaf_modules, exclude_wrap_modules
+    )
+
+
+def transformer_auto_wrap_policy(
+    module: nn.Module,
+    recurse: bool,
+    nonwrapped_numel: int | None = None,
+    transformer_layer_cls: Any = None,
+    *,
+    unwrapped_params: int | None = None,
+) -> bool:
+    """Wrap instances of ``transformer_layer_cls`` (prefer ``ModuleWrapPolicy``: FSDP103)."""
+    warn_deprecated("FSDP103")
+    classes = module_classes(transformer_layer_cls, "transformer_layer_cls")
+    numel = _numel(nonwrapped_numel, unwrapped_params)
+    return torch_wrap.transformer_auto_wrap_policy(module, recurse, numel, set(classes))
+
+
+def lambda_auto_wrap_policy(
+    module: nn.Module,
+    recurse: bool,
+    nonwrapped_numel: int | None = None,
+    lambda_fn: Callable[[nn.Module], bool] | None = None,
+    *,
+    unwrapped_params: int | None = None,
+) -> bool:
+    """Wrap modules for which ``lambda_fn`` is true (prefer ``CustomPolicy``: FSDP104)."""
+    warn_deprecated("FSDP104")
+    if lambda_fn is None:
+        raise TypeError("lambda_auto_wrap_policy needs lambda_fn=")
+    numel = _numel(nonwrapped_numel, unwrapped_params)
+    return torch_wrap.lambda_auto_wrap_policy(module, recurse, numel, lambda_fn)
+
+
+def always_wrap_policy(*args: Any, **kwargs: Any) -> bool:
+    """Wrap every module."""
+    return True
+
+
+class _ModuleWrapPolicyBackport:
+    """``ModuleWrapPolicy`` for torch < 2.0, as the policy callable those versions take."""
+
+    def __init__(self, module_classes_: Any) -> None:
+        self._module_classes = tuple(module_classes(module_classes_, "ModuleWrapPolicy"))
+
+    def __call__(self, module: nn.Module, recurse: bool, *args: Any, **kwargs: Any) -> bool:
+        return True if recurse else isinstance(module, self._module_classes)
+
+    def __repr__(self) -> str:
+        names = ", ".join(sorted(cls.__name__ for cls in self._module_classes))
+        return f"ModuleWrapPolicy({{{names}}})"
+
+
+class _CustomPolicyBackport:
+    """``CustomPolicy`` for torch < 2.1: ``lambda_fn(module)`` decides; no per-module kwargs."""
+
+    def __init__(self, lambda_fn: Callable[[nn.Module], Any]) -> None:
+        if not callable(lambda_fn):
+            raise TypeError(f"CustomPolicy expects a callable, got {type(lambda_fn).__name__}")
+        self._lambda_fn = lambda_fn
+
+    def __call__(self, module: nn.Module, recurse: bool, *args: Any, **kwargs: Any) -> bool:
+        if recurse:
+            return True
+        decision = self._lambda_fn(module)
+        if isinstance(decision, dict) and decision:
+            raise NotImplementedError(
+                f"CustomPolicy returning per-module FSDP arguments needs torch >= 2.1 "
+                f"(installed: {current().torch}); return True or False instead"
+            )
+        return bool(decision)
+
+
+ModuleWrapPolicy: Any = getattr(torch_wrap, "ModuleWrapPolicy", _ModuleWrapPolicyBackport)
+CustomPolicy: Any = getattr(torch_wrap, "CustomPolicy", _CustomPolicyBackport)
+
+
+def __getattr__(name: str) -> Any:
+    # Removed names resolve lazily so that importing them warns at the user's import line.
+    if name == "default_auto_wrap_policy":
+        warn_deprecated("FSDP101")
+        return size_based_auto_wrap_policy
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = [
+    "CustomPolicy",
+    "ModuleWrapPolicy",
+    "always_wrap_policy",
+    "enable_wrap",
+    "lambda_auto_wrap_policy",
+    "size_based_auto_wrap_policy",
+    "transformer_auto_wrap_policy",
+    "wrap",
+]

@@ -1,0 +1,231 @@
+"""Every form of auto-wrap policy, normalised to what the installed torch's FSDP accepts.
+
+One function, :func:`normalize_policy`, is the door for all of ``compat``: module
+classes, sets of them, torch policy objects and callables in either the
+``unwrapped_params`` or the ``nonwrapped_numel`` spelling. :func:`select_modules`
+says which submodules a policy picks, the way FSDP1's recursive wrapping would, without
+a process group (so it also runs where FSDP cannot).
+
+Example:
+    >>> import torch.nn as nn
+    >>> from compat.policies import normalize_policy, select_modules
+    >>> model = nn.Sequential(nn.Linear(2, 2), nn.Sequential(nn.Linear(2, 2), nn.ReLU()))
+    >>> select_modules(model, normalize_policy(nn.Linear))
+    ['0', '1.0']
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Iterable
+from typing import Any, Callable, Union
+
+import torch.nn as nn
+
+from compat.deprecation import warn_deprecated
+from compat.features import current
+
+ModuleClasses = Union[type, Iterable[type]]
+
+
+def module_classes(value: Any, argument: str) -> frozenset[type[nn.Module]]:
+    """Validate a module class or a collection of them.
+
+    Args:
+        value: An ``nn.Module`` subclass, or a set, list, tuple or frozenset of them.
+        argument: The argument's name, for the error message.
+
+    Returns:
+        The classes as a frozenset.
+
+    Raises:
+        TypeError: If ``value`` holds an instance, a non-Module class, or is empty.
+
+    Example:
+        >>> module_classes([nn.Linear, nn.ReLU], "policy") == {nn.Linear, nn.ReLU}
+        True
+        >>> module_classes(nn.Linear(2, 2), "policy")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        TypeError: policy expects nn.Module subclasses, got an instance of Linear; pass...
+    """
+    items = list(value) if isinstance(value, (set, frozenset, list, tuple)) else [value]
+    if not items:
+        raise TypeError(f"{argument} got an empty collection; pass at least one nn.Module subclass")
+    for item in items:
+        if isinstance(item, nn.Module):
+            raise TypeError(
+                f"{argument} expects nn.Module subclasses, got an instance of "
+                f"{type(item).__name__}; pass the class {type(item).__name__} itself"
+            )
+        if not (isinstance(item, type) and issubclass(item, nn.Module)):
+            raise TypeError(f"{argument} expects nn.Module subclasses, got {item!r}")
+    return frozenset(items)
+
+
+def _is_class_spec(value: Any) -> bool:
+    return isinstance(value, type) or (
+        isinstance(value, (set, frozenset, list, tuple))
+        and all(isinstance(item, (type, nn.Module)) for item in value)
+    )
+
+
+def normalize_policy(policy: Any, argument: str = "auto_wrap_policy") -> Any:
+    """Turn any accepted policy form into one the installed torch's FSDP takes.
+
+    Args:
+        policy: ``None``; an ``nn.Module`` subclass or a set/list/tuple of them; a torch
+            policy object (``ModuleWrapPolicy``, ``CustomPolicy``) or compat's backport of
+            one; or a policy callable ``(module, recurse, nonwrapped_numel)`` in either
+            numel spelling.
+        argument: The argument's name, for error messages.
+
+    Returns:
+        ``None``, a ``ModuleWrapPolicy`` (torch's, or compat's backport before torch 2.0),
+        the policy object unchanged, or the callable adapted to the installed torch.
+
+    Raises:
+        TypeError: If ``policy`` is none of these.
+    """
+    if policy is None:
+        return None
+    if _is_class_spec(policy):
+        from compat.fsdp.wrap import ModuleWrapPolicy
+
+        return ModuleWrapPolicy(module_classes(policy, argument))
+    if _is_policy_object(policy):
+        return policy
+    if callable(policy):
+        return adapt_policy_callable(policy)
+    raise TypeError(
+        f"{argument} expects a module class, a set of module classes, a policy object or a "
+        f"policy callable, got {type(policy).__name__}"
+    )
+
+
+def _is_policy_object(policy: Any) -> bool:
+    from compat.fsdp import wrap
+
+    bases = tuple(
+        cls
+        for cls in (
+            getattr(wrap.torch_wrap, "_Policy", None),
+            getattr(wrap.torch_wrap, "_FSDPPolicy", None),
+            wrap.ModuleWrapPolicy,
+            wrap.CustomPolicy,
+        )
+        if isinstance(cls, type)
+    )
+    return isinstance(policy, bases)
+
+
+def _parameter_names(fn: Callable) -> tuple[str, ...] | None:
+    try:
+        return tuple(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):  # builtins and C callables have no signature
+        return None
+
+
+def adapt_policy_callable(fn: Callable) -> Callable:
+    """Make a policy callable accept the numel keyword the installed torch passes.
+
+    torch 2.0 renamed the keyword FSDP passes to policies from ``unwrapped_params`` to
+    ``nonwrapped_numel``. A callable that names only the other spelling is wrapped so
+    the keyword is renamed on the way in; a callable in the legacy spelling also warns
+    (``FSDP102``). Callables that take ``**kwargs`` or both names are returned as is.
+
+    Example:
+        >>> def legacy(module, recurse, unwrapped_params):
+        ...     return recurse or unwrapped_params > 4
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     policy = adapt_policy_callable(legacy)
+        >>> policy(module=nn.Linear(2, 2), recurse=False, nonwrapped_numel=6)
+        True
+    """
+    names = _parameter_names(fn)
+    if names is None:
+        return fn
+    expected = current().policy_numel_kwarg
+    other = "unwrapped_params" if expected == "nonwrapped_numel" else "nonwrapped_numel"
+    if other not in names or expected in names:
+        return fn
+    if other == "unwrapped_params":
+        warn_deprecated("FSDP102", detail=f"(in your policy {_callable_name(fn)})")
+
+    @functools.wraps(fn)
+    def adapted(*args: Any, **kwargs: Any) -> Any:
+        if expected in kwargs:
+            kwargs[other] = kwargs.pop(expected)
+        return fn(*args, **kwargs)
+
+    adapted.__signature__ = _renamed_signature(fn, other, expected)  # type: ignore[attr-defined]
+    return adapted
+
+
+def _renamed_signature(fn: Callable, old: str, new: str) -> inspect.Signature:
+    signature = inspect.signature(fn)
+    params = [p.replace(name=new) if p.name == old else p for p in signature.parameters.values()]
+    return signature.replace(parameters=params)
+
+
+def _callable_name(fn: Callable) -> str:
+    target = fn.func if isinstance(fn, functools.partial) else fn
+    return getattr(target, "__qualname__", repr(target))
+
+
+def select_modules(root: nn.Module, policy: Any, include_root: bool = False) -> list[str]:
+    """Qualified names of the submodules ``policy`` selects, in FSDP1's wrapping order.
+
+    No process group is needed. Policy objects use their own selection
+    (``_run_policy`` on torch >= 2.1); callables are walked like FSDP1's recursive
+    wrapping: a module is entered when the policy says ``recurse=True`` for it, its
+    children are decided first (post-order), and the module itself is selected when the
+    policy accepts the numel its selected children left unwrapped.
+
+    Args:
+        root: The model.
+        policy: Any form :func:`normalize_policy` accepts.
+        include_root: Report ``""`` for the root when the policy selects it (FSDP
+            always wraps the root itself, so it is left out by default).
+
+    Returns:
+        Names as in ``root.named_modules()``, children before parents.
+    """
+    policy = normalize_policy(policy)
+    if policy is None:
+        return []
+    run_policy = getattr(policy, "_run_policy", None)
+    if run_policy is not None:
+        chosen = run_policy(root, set(), {})
+        names = [name for name, module in root.named_modules() if module in chosen]
+        return _deepest_first([n for n in names if n or include_root])
+    callable_policy = getattr(policy, "policy", policy)  # torch 2.0's _FSDPPolicy
+    numel_kwarg = current().policy_numel_kwarg
+    selected: list[str] = []
+
+    def visit(module: nn.Module, name: str, is_root: bool) -> int:
+        numel = sum(p.numel() for p in module.parameters())
+        if not callable_policy(module=module, recurse=True, **{numel_kwarg: numel}):
+            return 0
+        wrapped = sum(
+            visit(child, f"{name}.{child_name}" if name else child_name, False)
+            for child_name, child in module.named_children()
+        )
+        remainder = numel - wrapped
+        if (not is_root or include_root) and callable_policy(
+            module=module, recurse=False, **{numel_kwarg: remainder}
+        ):
+            selected.append(name)
+            return numel
+        return wrapped
+
+    visit(root, "", True)
+    return selected
+
+
+def _deepest_first(names: list[str]) -> list[str]:
+    # named_modules() is pre-order; wrapping must reach children before their parents.
+    return sorted(names, key=lambda n: (-n.count("."), n))

@@ -1,0 +1,115 @@
+"""A small transformer-shaped model, its data, and what a training run is judged by.
+
+Shared by the equivalence tests: the same seed, model and batches for legacy code run
+through ``compat``, current native code, and an unsharded reference.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+import torch.nn as nn
+
+STEPS = 3
+LR = 0.1
+
+
+class Block(nn.Module):
+    """A residual MLP block: 544 parameters."""
+
+    def __init__(self, width: int = 16) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(width, width)
+        self.fc2 = nn.Linear(width, width)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.fc2(torch.relu(self.fc1(x)))
+
+
+class Head(nn.Module):
+    """The output layer, a class of its own so policies can name it."""
+
+    def __init__(self, width: int = 16) -> None:
+        super().__init__()
+        self.proj = nn.Linear(width, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.proj(x)
+
+
+class Net(nn.Module):
+    """embed (144 params) -> 3 Blocks (544 each) -> Head (17)."""
+
+    def __init__(self, depth: int = 3, width: int = 16) -> None:
+        super().__init__()
+        self.embed = nn.Linear(8, width)
+        self.blocks = nn.ModuleList(Block(width) for _ in range(depth))
+        self.head = Head(width)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.embed(x)
+        for block in self.blocks:
+            x = block(x)
+        return self.head(x)
+
+
+def make_model(seed: int = 0) -> Net:
+    torch.manual_seed(seed)
+    return Net()
+
+
+def batch(rank: int, step: int) -> tuple[torch.Tensor, torch.Tensor]:
+    generator = torch.Generator().manual_seed(1000 * step + rank)
+    x = torch.randn(4, 8, generator=generator)
+    return x, x.sum(dim=1, keepdim=True)
+
+
+def train(model: nn.Module, ranks: list[int]) -> list[float]:
+    """SGD for STEPS steps on the given ranks' batches (all of them for a reference run)."""
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    losses = []
+    for step in range(STEPS):
+        xs, ys = zip(*(batch(rank, step) for rank in ranks))
+        loss = nn.functional.mse_loss(model(torch.cat(xs)), torch.cat(ys))
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        losses.append(loss.item())
+    return losses
+
+
+def state(model: nn.Module) -> dict[str, torch.Tensor]:
+    """Full parameters by clean name (FSDP1 parameters gathered first)."""
+    from torch.distributed.fsdp import FullyShardedDataParallel
+
+    from compat.checkpointing import clean_name
+
+    if isinstance(model, FullyShardedDataParallel):
+        with FullyShardedDataParallel.summon_full_params(model):
+            return {clean_name(n): p.detach().clone() for n, p in model.named_parameters()}
+    return {clean_name(n): p.detach().clone() for n, p in model.named_parameters()}
+
+
+def summary(model: nn.Module, losses: list[float]) -> dict[str, Any]:
+    """What two runs must agree on: FSDP units, checkpointed modules, parameters, losses."""
+    from torch.distributed.fsdp import FullyShardedDataParallel
+
+    from compat.checkpointing import checkpointed_names, clean_name
+
+    return {
+        "units": sorted(
+            clean_name(n)
+            for n, m in model.named_modules()
+            if isinstance(m, FullyShardedDataParallel)
+        ),
+        "checkpointed": sorted(checkpointed_names(model)),
+        "state": state(model),
+        "losses": losses,
+    }
+
+
+def reference_summary(build: Callable[[nn.Module], nn.Module] = lambda m: m) -> dict[str, Any]:
+    """An unsharded single-process run over every rank's data (world size 2)."""
+    model = build(make_model())
+    return summary(model, train(model, [0, 1]))

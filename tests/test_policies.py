@@ -1,0 +1,199 @@
+"""Which modules each policy form selects, without a process group (runs on any torch)."""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+import pytest
+import torch.nn as nn
+
+import compat.fsdp.wrap as cw
+from compat import FSDPDeprecationWarning
+from compat.features import current
+from compat.policies import adapt_policy_callable, module_classes, normalize_policy, select_modules
+from tests.models import Block, Head, make_model
+
+BLOCKS = ["blocks.0", "blocks.1", "blocks.2"]
+
+
+def _legacy_policy(module, recurse, unwrapped_params, min_num_params=500):
+    return recurse or unwrapped_params >= min_num_params
+
+
+def _current_policy(module, recurse, nonwrapped_numel, min_num_params=500):
+    return recurse or nonwrapped_numel >= min_num_params
+
+
+def _is_block(module):
+    return isinstance(module, Block)
+
+
+# (legacy form through compat, expected warning code or None, selected names)
+FORMS = {
+    "class": (lambda: Block, None, BLOCKS),
+    "class-set": (lambda: {Block, Head}, None, [*BLOCKS, "head"]),
+    "class-list": (lambda: [Block], None, BLOCKS),
+    "class-tuple": (lambda: (Block, Head), None, [*BLOCKS, "head"]),
+    "module-wrap-policy": (lambda: cw.ModuleWrapPolicy({Block}), None, BLOCKS),
+    "custom-policy": (lambda: cw.CustomPolicy(_is_block), None, BLOCKS),
+    "transformer-partial": (
+        lambda: functools.partial(cw.transformer_auto_wrap_policy, transformer_layer_cls={Block}),
+        "FSDP103",
+        BLOCKS,
+    ),
+    "lambda-partial": (
+        lambda: functools.partial(cw.lambda_auto_wrap_policy, lambda_fn=_is_block),
+        "FSDP104",
+        BLOCKS,
+    ),
+    "size-min-num-params": (
+        lambda: functools.partial(cw.size_based_auto_wrap_policy, min_num_params=500),
+        "FSDP106",
+        BLOCKS,
+    ),
+    "size-factory-old": (
+        lambda: cw.size_based_auto_wrap_policy(min_num_params=500),
+        "FSDP106",
+        BLOCKS,
+    ),
+    "size-factory-new": (
+        lambda: cw.size_based_auto_wrap_policy(min_nonwrapped_numel=500),
+        None,
+        BLOCKS,
+    ),
+    "size-small-threshold": (
+        lambda: cw.size_based_auto_wrap_policy(min_nonwrapped_numel=100),
+        None,
+        ["embed", *(f"blocks.{i}.fc{j}" for i in range(3) for j in (1, 2))],
+    ),
+    "user-policy-unwrapped-params": (lambda: _legacy_policy, "FSDP102", BLOCKS),
+    "user-policy-nonwrapped-numel": (lambda: _current_policy, None, BLOCKS),
+    "always": (lambda: cw.always_wrap_policy, None, None),
+}
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_policy_form_selects_the_expected_modules(form):
+    build, code, expected = FORMS[form]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        selected = select_modules(make_model(), build())
+    codes = {
+        str(w.message).rsplit("[", 1)[-1].rstrip("]")
+        for w in caught
+        if issubclass(w.category, FSDPDeprecationWarning)
+    }
+    assert codes == ({code} if code else set())
+    if expected is None:  # always_wrap: every module below the root
+        expected = [name for name, _ in make_model().named_modules() if name]
+    assert sorted(selected) == sorted(expected)
+
+
+def test_size_based_selection_matches_torchs_own_policy():
+    torch_wrap = pytest.importorskip("torch.distributed.fsdp.wrap")
+    native = functools.partial(torch_wrap.size_based_auto_wrap_policy, min_num_params=500)
+    via_compat = cw.size_based_auto_wrap_policy(min_nonwrapped_numel=500)
+    assert select_modules(make_model(), native) == select_modules(make_model(), via_compat)
+
+
+def test_backport_module_wrap_policy_selects_like_torchs():
+    backport = cw._ModuleWrapPolicyBackport({Block, Head})
+    assert sorted(select_modules(make_model(), backport)) == sorted([*BLOCKS, "head"])
+    assert repr(backport) == "ModuleWrapPolicy({Block, Head})"
+
+
+def test_backport_custom_policy_refuses_per_module_kwargs():
+    policy = cw._CustomPolicyBackport(lambda m: {"sharding_strategy": 1} if _is_block(m) else False)
+    with pytest.raises(NotImplementedError, match="torch >= 2.1"):
+        select_modules(make_model(), policy)
+    assert sorted(select_modules(make_model(), cw._CustomPolicyBackport(_is_block))) == BLOCKS
+
+
+def test_include_root():
+    assert "" in select_modules(make_model(), cw.always_wrap_policy, include_root=True)
+    assert "" not in select_modules(make_model(), cw.always_wrap_policy)
+
+
+@pytest.mark.parametrize("call", ["keyword", "positional"])
+def test_policies_accept_both_numel_spellings(call):
+    module = nn.Linear(20, 20)  # 420 parameters
+    if call == "positional":
+        assert cw.size_based_auto_wrap_policy(module, False, 420, 400)
+        assert not cw.size_based_auto_wrap_policy(module, False, 420, 500)
+        return
+    assert cw.size_based_auto_wrap_policy(
+        module, False, nonwrapped_numel=420, min_nonwrapped_numel=400
+    )
+    with pytest.warns(FSDPDeprecationWarning, match=r"\[FSDP102\]"):
+        assert cw.size_based_auto_wrap_policy(
+            module, False, unwrapped_params=420, min_nonwrapped_numel=400
+        )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "names"),
+    [
+        (
+            {"nonwrapped_numel": 1, "unwrapped_params": 1, "min_nonwrapped_numel": 1},
+            "nonwrapped_numel.*unwrapped_params",
+        ),
+        (
+            {"nonwrapped_numel": 1, "min_nonwrapped_numel": 1, "min_num_params": 1},
+            "min_nonwrapped_numel.*min_num_params",
+        ),
+    ],
+)
+def test_both_spellings_is_a_type_error_naming_both(kwargs, names):
+    with pytest.raises(TypeError, match=names):
+        cw.size_based_auto_wrap_policy(nn.Linear(2, 2), False, **kwargs)
+
+
+def test_default_auto_wrap_policy_import_warns_at_the_import_line():
+    with pytest.warns(FSDPDeprecationWarning, match=r"\[FSDP101\]") as record:
+        from compat.fsdp.wrap import default_auto_wrap_policy
+    assert default_auto_wrap_policy is cw.size_based_auto_wrap_policy
+    assert record[0].filename == __file__
+
+
+def test_unknown_attribute_is_an_attribute_error():
+    with pytest.raises(AttributeError, match="no_such_policy"):
+        cw.no_such_policy  # noqa: B018
+
+
+def test_adapter_leaves_callables_in_the_installed_spelling_alone():
+    native = (
+        _current_policy if current().policy_numel_kwarg == "nonwrapped_numel" else _legacy_policy
+    )
+    assert adapt_policy_callable(native) is native
+    assert adapt_policy_callable(max) is max  # no signature: passed through
+
+
+def test_adapted_legacy_callable_keeps_a_readable_signature():
+    if current().policy_numel_kwarg != "nonwrapped_numel":
+        pytest.skip("this torch still passes unwrapped_params")
+    with pytest.warns(FSDPDeprecationWarning, match="in your policy _legacy_policy"):
+        adapted = adapt_policy_callable(_legacy_policy)
+    assert "nonwrapped_numel" in str(__import__("inspect").signature(adapted))
+    assert adapted(module=nn.Linear(2, 2), recurse=False, nonwrapped_numel=600)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (Block(), "got an instance of Block; pass the class Block itself"),
+        ({Block, Head()}, "got an instance of Head"),
+        (int, "expects nn.Module subclasses, got <class 'int'>"),
+        ("Block", "expects nn.Module subclasses, got 'Block'"),
+        (set(), "empty collection"),
+    ],
+)
+def test_class_validation_errors(value, message):
+    with pytest.raises(TypeError, match=message):
+        module_classes(value, "auto_wrap_policy")
+
+
+@pytest.mark.parametrize("value", [42, "policy", 3.5])
+def test_normalize_refuses_what_is_no_policy(value):
+    with pytest.raises(TypeError, match="auto_wrap_policy expects a module class"):
+        normalize_policy(value)
