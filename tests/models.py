@@ -54,6 +54,20 @@ class Net(nn.Module):
         return self.head(x)
 
 
+def legacy_policy(module, recurse, unwrapped_params, min_num_params=500):
+    """A user's size policy written for torch < 2.0 (wraps each Block)."""
+    return recurse or unwrapped_params >= min_num_params
+
+
+def current_policy(module, recurse, nonwrapped_numel, min_num_params=500):
+    """The same policy in torch >= 2.0's spelling."""
+    return recurse or nonwrapped_numel >= min_num_params
+
+
+def is_block(module: nn.Module) -> bool:
+    return isinstance(module, Block)
+
+
 def make_model(seed: int = 0) -> Net:
     torch.manual_seed(seed)
     return Net()

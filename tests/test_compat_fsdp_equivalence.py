@@ -18,24 +18,22 @@ import torch
 
 from compat.features import current
 from tests import distributed
-from tests.models import Block, Head, make_model, reference_summary, summary, train
+from tests.models import (
+    Block,
+    Head,
+    current_policy,
+    is_block,
+    legacy_policy,
+    make_model,
+    reference_summary,
+    summary,
+    train,
+)
 
 pytestmark = pytest.mark.distributed
 
 if not current().fsdp1_on_cpu and not torch.cuda.is_available():
     pytest.skip("this torch runs FSDP1 only on CUDA", allow_module_level=True)
-
-
-def _legacy_policy(module, recurse, unwrapped_params, min_num_params=500):
-    return recurse or unwrapped_params >= min_num_params
-
-
-def _current_policy(module, recurse, nonwrapped_numel, min_num_params=500):
-    return recurse or nonwrapped_numel >= min_num_params
-
-
-def _is_block(module):
-    return isinstance(module, Block)
 
 
 def _native(**kwargs: Any) -> Callable:
@@ -67,7 +65,7 @@ def _compat_legacy_lambda(model):
     from compat.fsdp.wrap import lambda_auto_wrap_policy
 
     return FSDP(
-        model, auto_wrap_policy=functools.partial(lambda_auto_wrap_policy, lambda_fn=_is_block)
+        model, auto_wrap_policy=functools.partial(lambda_auto_wrap_policy, lambda_fn=is_block)
     )
 
 
@@ -90,7 +88,7 @@ def _compat_default_policy(model):
 def _compat_user_policy(model):
     from compat.fsdp import FSDP
 
-    return FSDP(model, auto_wrap_policy=_legacy_policy)
+    return FSDP(model, auto_wrap_policy=legacy_policy)
 
 
 def _compat_class_set(model):
@@ -124,7 +122,7 @@ def _native_module_wrap(model):
 def _native_custom_policy(model):
     from torch.distributed.fsdp.wrap import CustomPolicy
 
-    return _native(auto_wrap_policy=CustomPolicy(_is_block))(model)
+    return _native(auto_wrap_policy=CustomPolicy(is_block))(model)
 
 
 def _native_size_based(model):
@@ -136,7 +134,7 @@ def _native_size_based(model):
 
 
 def _native_user_policy(model):
-    return _native(auto_wrap_policy=_current_policy)(model)
+    return _native(auto_wrap_policy=current_policy)(model)
 
 
 def _native_class_set(model):

@@ -12,21 +12,9 @@ import compat.fsdp.wrap as cw
 from compat import FSDPDeprecationWarning
 from compat.features import current
 from compat.policies import adapt_policy_callable, module_classes, normalize_policy, select_modules
-from tests.models import Block, Head, make_model
+from tests.models import Block, Head, current_policy, is_block, legacy_policy, make_model
 
 BLOCKS = ["blocks.0", "blocks.1", "blocks.2"]
-
-
-def _legacy_policy(module, recurse, unwrapped_params, min_num_params=500):
-    return recurse or unwrapped_params >= min_num_params
-
-
-def _current_policy(module, recurse, nonwrapped_numel, min_num_params=500):
-    return recurse or nonwrapped_numel >= min_num_params
-
-
-def _is_block(module):
-    return isinstance(module, Block)
 
 
 # (legacy form through compat, expected warning code or None, selected names)
@@ -36,14 +24,14 @@ FORMS = {
     "class-list": (lambda: [Block], None, BLOCKS),
     "class-tuple": (lambda: (Block, Head), None, [*BLOCKS, "head"]),
     "module-wrap-policy": (lambda: cw.ModuleWrapPolicy({Block}), None, BLOCKS),
-    "custom-policy": (lambda: cw.CustomPolicy(_is_block), None, BLOCKS),
+    "custom-policy": (lambda: cw.CustomPolicy(is_block), None, BLOCKS),
     "transformer-partial": (
         lambda: functools.partial(cw.transformer_auto_wrap_policy, transformer_layer_cls={Block}),
         "FSDP103",
         BLOCKS,
     ),
     "lambda-partial": (
-        lambda: functools.partial(cw.lambda_auto_wrap_policy, lambda_fn=_is_block),
+        lambda: functools.partial(cw.lambda_auto_wrap_policy, lambda_fn=is_block),
         "FSDP104",
         BLOCKS,
     ),
@@ -67,8 +55,8 @@ FORMS = {
         None,
         ["embed", *(f"blocks.{i}.fc{j}" for i in range(3) for j in (1, 2))],
     ),
-    "user-policy-unwrapped-params": (lambda: _legacy_policy, "FSDP102", BLOCKS),
-    "user-policy-nonwrapped-numel": (lambda: _current_policy, None, BLOCKS),
+    "user-policy-unwrapped-params": (lambda: legacy_policy, "FSDP102", BLOCKS),
+    "user-policy-nonwrapped-numel": (lambda: current_policy, None, BLOCKS),
     "always": (lambda: cw.always_wrap_policy, None, None),
 }
 
@@ -104,10 +92,10 @@ def test_backport_module_wrap_policy_selects_like_torchs():
 
 
 def test_backport_custom_policy_refuses_per_module_kwargs():
-    policy = cw._CustomPolicyBackport(lambda m: {"sharding_strategy": 1} if _is_block(m) else False)
+    policy = cw._CustomPolicyBackport(lambda m: {"sharding_strategy": 1} if is_block(m) else False)
     with pytest.raises(NotImplementedError, match="torch >= 2.1"):
         select_modules(make_model(), policy)
-    assert sorted(select_modules(make_model(), cw._CustomPolicyBackport(_is_block))) == BLOCKS
+    assert sorted(select_modules(make_model(), cw._CustomPolicyBackport(is_block))) == BLOCKS
 
 
 def test_include_root():
@@ -162,9 +150,7 @@ def test_unknown_attribute_is_an_attribute_error():
 
 
 def test_adapter_leaves_callables_in_the_installed_spelling_alone():
-    native = (
-        _current_policy if current().policy_numel_kwarg == "nonwrapped_numel" else _legacy_policy
-    )
+    native = current_policy if current().policy_numel_kwarg == "nonwrapped_numel" else legacy_policy
     assert adapt_policy_callable(native) is native
     assert adapt_policy_callable(max) is max  # no signature: passed through
 
@@ -172,8 +158,8 @@ def test_adapter_leaves_callables_in_the_installed_spelling_alone():
 def test_adapted_legacy_callable_keeps_a_readable_signature():
     if current().policy_numel_kwarg != "nonwrapped_numel":
         pytest.skip("this torch still passes unwrapped_params")
-    with pytest.warns(FSDPDeprecationWarning, match="in your policy _legacy_policy"):
-        adapted = adapt_policy_callable(_legacy_policy)
+    with pytest.warns(FSDPDeprecationWarning, match="in your policy legacy_policy"):
+        adapted = adapt_policy_callable(legacy_policy)
     assert "nonwrapped_numel" in str(__import__("inspect").signature(adapted))
     assert adapted(module=nn.Linear(2, 2), recurse=False, nonwrapped_numel=600)
 
