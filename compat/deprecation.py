@@ -25,8 +25,8 @@ from codemods.registry import REGISTRY, ChangeKind, FixSafety, Rule
 _LIBRARY_PACKAGES = ("torch", "lightning", "pytorch_lightning", "lightning_fabric", "fairscale")
 _COMPAT_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
-# (code, filename, lineno) of every call site already warned about.
-_warned_sites: set[tuple[str, str, int]] = set()
+# (code, detail, filename, lineno) of every call site already warned about.
+_warned_sites: set[tuple[str, str | None, str, int]] = set()
 
 
 class FSDPDeprecationWarning(FutureWarning):
@@ -89,7 +89,7 @@ def warn_deprecated(code: str, *, detail: str | None = None) -> None:
     The warning is attributed to the first frame outside ``compat`` and outside the
     libraries it wraps (torch, Lightning, FairScale), so it points at the user's call
     even when torch's FSDP calls a legacy policy on the user's behalf. Each call site
-    warns once per rule, whatever the warning filters say.
+    warns once per rule and detail, whatever the warning filters say.
 
     Args:
         code: The registry rule code, e.g. ``"FSDP102"``.
@@ -104,7 +104,7 @@ def warn_deprecated(code: str, *, detail: str | None = None) -> None:
     if frame is None:  # called from library code only; fall back to the direct caller
         warnings.warn(message, FSDPDeprecationWarning, stacklevel=2)
         return
-    site = (code, frame.f_code.co_filename, frame.f_lineno)
+    site = (code, detail, frame.f_code.co_filename, frame.f_lineno)
     if site in _warned_sites:
         return
     _warned_sites.add(site)

@@ -1,0 +1,242 @@
+"""FairScale's FSDP API (archived) mapped onto torch FSDP.
+
+``from compat.fairscale import FullyShardedDataParallel, auto_wrap, enable_wrap, wrap``
+keeps FairScale-era code running: each call builds torch's FSDP with the arguments
+translated, warns with the FairScale rule's code, and names every argument that has no
+torch meaning instead of dropping it silently.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import inspect
+from collections.abc import Iterator
+from typing import Any, Callable
+
+import torch
+import torch.nn as nn
+
+from compat.deprecation import warn_deprecated
+from compat.features import import_fsdp_module
+from compat.fsdp import FSDP
+from compat.fsdp import wrap as compat_wrap
+from compat.policies import normalize_policy, select_modules
+
+_torch_fsdp = import_fsdp_module()
+
+# FairScale 0.4.13's FullyShardedDataParallel arguments after `module`, in order, with
+# their defaults (fairscale/nn/data_parallel/fully_sharded_data_parallel.py).
+_FAIRSCALE_FSDP_DEFAULTS: dict[str, Any] = {
+    "process_group": None,
+    "process_group_reduce_scatter": None,
+    "reshard_after_forward": True,
+    "disable_reshard_on_root": True,
+    "mixed_precision": False,
+    "fp32_reduce_scatter": False,
+    "flatten_parameters": True,
+    "move_params_to_cpu": False,
+    "compute_dtype": None,
+    "buffer_dtype": None,
+    "move_grads_to_cpu": None,
+    "bucket_cap_mb": 25,
+    "compute_device": None,
+    "no_broadcast_optim_state": False,
+    "state_dict_device": None,
+    "clear_autocast_cache": False,
+    "force_input_to_fp32": False,
+    "verbose": False,
+    "cpu_offload": False,
+    "state_dict_on_rank_0_only": False,
+    "gradient_predivide_factor": None,
+    "allow_reset_parameters": False,
+}
+_FAIRSCALE_SIGNATURE = inspect.Signature(
+    [inspect.Parameter("module", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    + [
+        inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default)
+        for name, default in _FAIRSCALE_FSDP_DEFAULTS.items()
+    ]
+)
+# Arguments torch FSDP expresses; the rest have no torch meaning and warn by name.
+_TRANSLATED = {
+    "process_group",
+    "reshard_after_forward",
+    "mixed_precision",
+    "fp32_reduce_scatter",
+    "compute_dtype",
+    "buffer_dtype",
+    "move_params_to_cpu",
+    "cpu_offload",
+    "move_grads_to_cpu",
+}
+
+
+def translate_fairscale_arguments(module: nn.Module, *args: Any, **kwargs: Any) -> dict[str, Any]:
+    """Translate FairScale FSDP arguments into torch FSDP keyword arguments.
+
+    Returns:
+        Keyword arguments for ``torch.distributed.fsdp.FullyShardedDataParallel``
+        (without ``module``).
+
+    Raises:
+        TypeError: For an argument FairScale's FSDP did not take either.
+    """
+    try:
+        given = dict(_FAIRSCALE_SIGNATURE.bind(module, *args, **kwargs).arguments)
+    except TypeError as exc:
+        raise TypeError(f"FullyShardedDataParallel() {exc}") from None
+    given.pop("module")
+    options = {**_FAIRSCALE_FSDP_DEFAULTS, **given}
+    translated: dict[str, Any] = {"process_group": options["process_group"]}
+    strategy = _torch_fsdp.ShardingStrategy
+    translated["sharding_strategy"] = (
+        strategy.FULL_SHARD if options["reshard_after_forward"] else strategy.SHARD_GRAD_OP
+    )
+    if options["mixed_precision"]:
+        compute = options["compute_dtype"] or torch.float16
+        translated["mixed_precision"] = _torch_fsdp.MixedPrecision(
+            param_dtype=compute,
+            reduce_dtype=torch.float32 if options["fp32_reduce_scatter"] else compute,
+            buffer_dtype=options["buffer_dtype"] or compute,
+        )
+    elif given.keys() & {"compute_dtype", "buffer_dtype", "fp32_reduce_scatter"}:
+        _no_meaning(
+            sorted(given.keys() & {"compute_dtype", "buffer_dtype", "fp32_reduce_scatter"}),
+            "FairScale used it only with mixed_precision=True",
+        )
+    offload = bool(options["move_params_to_cpu"] or options["cpu_offload"])
+    if offload:
+        translated["cpu_offload"] = _torch_fsdp.CPUOffload(offload_params=True)
+    grads = options["move_grads_to_cpu"]
+    if grads is not None and bool(grads) != offload:
+        _no_meaning(
+            ["move_grads_to_cpu"], "torch offloads gradients exactly when it offloads parameters"
+        )
+    untranslated = sorted(name for name in given if name not in _TRANSLATED)
+    if "flatten_parameters" in untranslated and given["flatten_parameters"]:
+        untranslated.remove("flatten_parameters")  # torch's FSDP1 always flattens
+    if untranslated:
+        _no_meaning(untranslated, "dropped")
+    return translated
+
+
+def _no_meaning(names: list[str], why: str) -> None:
+    listed = ", ".join(f"`{name}`" for name in names)
+    warn_deprecated("FSDP301", detail=f"{listed}: no torch FSDP meaning ({why}).")
+
+
+def FullyShardedDataParallel(module: nn.Module, *args: Any, **kwargs: Any) -> nn.Module:  # noqa: N802
+    """Build torch's FSDP from FairScale ``FullyShardedDataParallel`` arguments (FSDP301)."""
+    warn_deprecated("FSDP301")
+    return FSDP(module, **translate_fairscale_arguments(module, *args, **kwargs))
+
+
+# The auto-wrap policy of the innermost enable_wrap() context, for auto_wrap().
+_context_policy: contextvars.ContextVar[Callable | None] = contextvars.ContextVar(
+    "fairscale_auto_wrap_policy", default=None
+)
+
+
+@contextlib.contextmanager
+def enable_wrap(auto_wrap_policy: Callable | None = None, **wrapper_kwargs: Any) -> Iterator[None]:
+    """FairScale's ``enable_wrap``: ``wrap``/``auto_wrap`` inside use these arguments (FSDP302)."""
+    warn_deprecated("FSDP302")
+    wrapper_kwargs.setdefault("wrapper_cls", FullyShardedDataParallel)
+    token = _context_policy.set(auto_wrap_policy)
+    try:
+        with compat_wrap.enable_wrap(**wrapper_kwargs):
+            yield
+    finally:
+        _context_policy.reset(token)
+
+
+def wrap(module: nn.Module, **wrap_overrides: Any) -> nn.Module:
+    """FairScale's ``wrap``: wrap ``module`` inside ``enable_wrap``, else return it (FSDP303)."""
+    warn_deprecated("FSDP303")
+    return compat_wrap.wrap(module, **wrap_overrides)
+
+
+def auto_wrap(
+    module: nn.Module, auto_wrap_policy: Callable | None = None, **kwargs: Any
+) -> nn.Module:
+    """FairScale's ``auto_wrap``: wrap the submodules the policy selects, bottom-up (FSDP304).
+
+    Outside ``enable_wrap`` it returns ``module`` unchanged, as FairScale did. The policy
+    defaults to the context's, then to FairScale's size policy (1e8 parameters).
+    """
+    warn_deprecated("FSDP304")
+    if not _in_wrap_context():
+        return module
+    policy = (
+        auto_wrap_policy
+        or _context_policy.get()
+        or compat_wrap.size_based_auto_wrap_policy(min_nonwrapped_numel=int(1e8))
+    )
+    selected = select_modules(module, normalize_policy(policy), include_root=True)
+    for name in selected:  # children come before their parents
+        if name:
+            parent_name, _, attr = name.rpartition(".")
+            parent = module.get_submodule(parent_name)
+            setattr(parent, attr, compat_wrap.wrap(getattr(parent, attr), **kwargs))
+    return compat_wrap.wrap(module, **kwargs) if "" in selected else module
+
+
+def _in_wrap_context() -> bool:
+    # torch's enable_wrap keeps its state on this private class; FairScale did the same.
+    config = getattr(compat_wrap.torch_wrap, "_ConfigAutoWrap", None)
+    return bool(config is not None and config.in_autowrap_context)
+
+
+def default_auto_wrap_policy(
+    module: nn.Module,
+    recurse: bool,
+    unwrapped_params: int | None = None,
+    module_is_root: bool = False,
+    min_num_params: int = int(1e8),
+    force_leaf_modules: set[type[nn.Module]] | None = None,
+    exclude_wrap_modules: set[type[nn.Module]] | None = None,
+    skip_params_check_for_root: bool = False,
+    *,
+    nonwrapped_numel: int | None = None,
+) -> bool:
+    """FairScale's size policy, answered by torch's ``size_based_auto_wrap_policy`` (FSDP305)."""
+    warn_deprecated("FSDP305")
+    numel = nonwrapped_numel if nonwrapped_numel is not None else unwrapped_params
+    if numel is None:
+        raise TypeError("default_auto_wrap_policy needs the numel argument")
+    if module_is_root and skip_params_check_for_root and not recurse:
+        return True
+    return compat_wrap.torch_wrap.size_based_auto_wrap_policy(
+        module, recurse, numel, min_num_params, force_leaf_modules, exclude_wrap_modules
+    )
+
+
+def checkpoint_wrapper(module: nn.Module, offload_to_cpu: bool = False) -> nn.Module:
+    """FairScale's ``checkpoint_wrapper``, as torch's non-reentrant one (FSDP306)."""
+    warn_deprecated("FSDP306")
+    if offload_to_cpu:
+        warn_deprecated(
+            "FSDP306",
+            detail="`offload_to_cpu`: torch's checkpoint_wrapper does not offload; "
+            "wrap with offload_wrapper if memory needs it.",
+        )
+    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+        CheckpointImpl,
+    )
+    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+        checkpoint_wrapper as torch_checkpoint_wrapper,
+    )
+
+    return torch_checkpoint_wrapper(module, checkpoint_impl=CheckpointImpl.NO_REENTRANT)
+
+
+__all__ = [
+    "FullyShardedDataParallel",
+    "auto_wrap",
+    "checkpoint_wrapper",
+    "default_auto_wrap_policy",
+    "enable_wrap",
+    "translate_fairscale_arguments",
+    "wrap",
+]
