@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import inspect
 from collections.abc import Iterator
 from typing import Any, Callable
 
@@ -22,6 +21,7 @@ from compat.features import import_fsdp_module
 from compat.fsdp import FSDP
 from compat.fsdp import wrap as compat_wrap
 from compat.policies import normalize_policy, select_modules
+from compat.signatures import given_arguments, legacy_signature
 
 _torch_fsdp = import_fsdp_module()
 
@@ -51,13 +51,7 @@ _FAIRSCALE_FSDP_DEFAULTS: dict[str, Any] = {
     "gradient_predivide_factor": None,
     "allow_reset_parameters": False,
 }
-_FAIRSCALE_SIGNATURE = inspect.Signature(
-    [inspect.Parameter("module", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
-    + [
-        inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default)
-        for name, default in _FAIRSCALE_FSDP_DEFAULTS.items()
-    ]
-)
+_FAIRSCALE_SIGNATURE = legacy_signature(_FAIRSCALE_FSDP_DEFAULTS, leading=("module",))
 # Arguments torch FSDP expresses; the rest have no torch meaning and warn by name.
 _TRANSLATED = {
     "process_group",
@@ -82,10 +76,9 @@ def translate_fairscale_arguments(module: nn.Module, *args: Any, **kwargs: Any) 
     Raises:
         TypeError: For an argument FairScale's FSDP did not take either.
     """
-    try:
-        given = dict(_FAIRSCALE_SIGNATURE.bind(module, *args, **kwargs).arguments)
-    except TypeError as exc:
-        raise TypeError(f"FullyShardedDataParallel() {exc}") from None
+    given = given_arguments(
+        "FullyShardedDataParallel", _FAIRSCALE_SIGNATURE, (module, *args), kwargs
+    )
     given.pop("module")
     options = {**_FAIRSCALE_FSDP_DEFAULTS, **given}
     translated: dict[str, Any] = {"process_group": options["process_group"]}

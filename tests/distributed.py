@@ -42,7 +42,15 @@ def device_for(rank: int) -> torch.device:
 
 
 def _worker(rank, world_size, port, backend, fn, args, results) -> None:
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    # The variables torchrun sets: Lightning reads them and then launches nothing itself.
+    os.environ.update(
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(port),
+        RANK=str(rank),
+        LOCAL_RANK=str(rank),
+        WORLD_SIZE=str(world_size),
+        LOCAL_WORLD_SIZE=str(world_size),
+    )
     torch.set_num_threads(1)  # 2-core machines: ranks must not fight over threads
     try:
         if backend == "nccl":

@@ -31,12 +31,15 @@ class Case:
         native: Builds it with the current native API.
         codes: Rule codes the legacy build must warn with (and no others).
         reference: Prepares the unsharded reference model (e.g. checkpointing).
+        legacy_trains: ``legacy(rank)`` trains by itself (a Lightning Trainer or Fabric
+            loop) and returns its :func:`tests.models.summary`.
     """
 
     legacy: Builder
     native: Builder
     codes: frozenset[str] = field(default_factory=frozenset)
     reference: Builder | None = None
+    legacy_trains: bool = False
 
 
 def native_fsdp(model: torch.nn.Module, **kwargs: Any) -> torch.nn.Module:
@@ -58,11 +61,14 @@ def warning_codes(caught: list[warnings.WarningMessage]) -> set[str]:
     }
 
 
-def _run_side(build: Builder, rank: int) -> dict[str, Any]:
+def _run_side(build: Builder, rank: int, trains: bool = False) -> dict[str, Any]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        model = build(make_model())
-        result = summary(model, train(model, [rank]))
+        if trains:
+            result = build(rank)
+        else:
+            model = build(make_model())
+            result = summary(model, train(model, [rank]))
     result["codes"] = warning_codes(caught)
     return result
 
@@ -76,7 +82,7 @@ def _run_cases(rank: int, world_size: int, module_name: str, names: list[str]) -
         reset_warned_sites()
         case = cases[name]
         results[name] = {
-            "legacy": _run_side(case.legacy, rank),
+            "legacy": _run_side(case.legacy, rank, case.legacy_trains),
             "native": _run_side(case.native, rank),
         }
     return results

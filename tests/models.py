@@ -123,6 +123,20 @@ def summary(model: nn.Module, losses: list[float]) -> dict[str, Any]:
     }
 
 
+def without_prefix(result: dict[str, Any], prefix: str) -> dict[str, Any]:
+    """A summary with ``prefix`` dropped from every name (a LightningModule's ``net.``)."""
+
+    def strip(name: str) -> str:
+        return name[len(prefix) :] if name.startswith(prefix) else name
+
+    return {
+        **result,
+        "units": sorted(strip(n) for n in result["units"]),
+        "checkpointed": sorted(strip(n) for n in result["checkpointed"]),
+        "state": {strip(k): v for k, v in result["state"].items()},
+    }
+
+
 def reference_summary(build: Callable[[nn.Module], nn.Module] = lambda m: m) -> dict[str, Any]:
     """An unsharded single-process run over every rank's data (world size 2)."""
     model = build(make_model())

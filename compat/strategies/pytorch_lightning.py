@@ -1,0 +1,11 @@
+"""The legacy FSDP strategies for the standalone ``pytorch_lightning`` package's Trainer."""
+
+from __future__ import annotations
+
+from compat.strategies import import_flavour
+from compat.strategies.classes import build
+
+_strategies = import_flavour("pytorch_lightning.strategies")
+DDPFullyShardedStrategy, DDPFullyShardedNativeStrategy = build(_strategies.FSDPStrategy, "trainer")
+
+__all__ = ["DDPFullyShardedNativeStrategy", "DDPFullyShardedStrategy"]

@@ -1,0 +1,363 @@
+"""compat.strategies: Lightning's removed FSDP strategies on Lightning 2.x, on CPU too.
+
+The translation is checked without processes; real 2-rank runs fit a Lightning Trainer
+(both the ``lightning`` and ``pytorch_lightning`` packages) and a Fabric loop on CPU
+through the legacy classes and compare them with native torch FSDP code.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+import pytest
+import torch
+
+pytest.importorskip("lightning")
+
+from compat.features import current  # noqa: E402
+from compat.strategies import (  # noqa: E402
+    DDPFullyShardedNativeStrategy,
+    DDPFullyShardedStrategy,
+    translate,  # noqa: E402
+)
+from tests.equivalence import (  # noqa: E402
+    Case,
+    assert_equivalent,
+    assert_matches_reference,
+    native_fsdp,
+    run_all,
+    warning_codes,
+)
+from tests.models import Block, Head, batch, make_model, summary, without_prefix  # noqa: E402
+
+
+def _made(cls, *args, **kwargs):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        strategy = cls(*args, **kwargs)
+    return strategy, warning_codes(caught), [str(w.message) for w in caught]
+
+
+def test_legacy_classes_are_fsdp_strategies():
+    from lightning.pytorch.strategies import FSDPStrategy
+
+    for cls in (DDPFullyShardedStrategy, DDPFullyShardedNativeStrategy):
+        strategy, _, _ = _made(cls)
+        assert isinstance(strategy, FSDPStrategy) and type(strategy) is not FSDPStrategy
+
+
+def test_min_num_params_becomes_a_size_based_policy():
+    strategy, codes, _ = _made(DDPFullyShardedStrategy, min_num_params=500)
+    policy = strategy.kwargs["auto_wrap_policy"]
+    assert policy.func.__name__ == "size_based_auto_wrap_policy"
+    assert policy.keywords == {"min_num_params": 500}
+    assert codes == {"FSDP202"}
+
+
+@pytest.mark.parametrize(("reshard", "expected"), [(True, "FULL_SHARD"), (False, "SHARD_GRAD_OP")])
+def test_reshard_after_forward_becomes_a_sharding_strategy(reshard, expected):
+    strategy, _, _ = _made(DDPFullyShardedStrategy, reshard_after_forward=reshard)
+    assert strategy.sharding_strategy.name == expected
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("flatten_parameters", False),
+        ("move_grads_to_cpu", True),
+        ("fp32_reduce_scatter", True),
+        ("compute_dtype", torch.float16),
+        ("bucket_cap_mb", 50),
+        ("state_dict_to_cpu", False),
+    ],
+)
+def test_fairscale_only_arguments_warn_by_name(name, value):
+    _, codes, messages = _made(DDPFullyShardedStrategy, **{name: value})
+    assert codes == {"FSDP202"}
+    assert any(f"`{name}`" in m and "no FSDPStrategy meaning" in m for m in messages)
+
+
+def test_cpu_offload_passes_through():
+    strategy, _, messages = _made(DDPFullyShardedStrategy, cpu_offload=True)
+    assert strategy.cpu_offload.offload_params
+    assert not any("cpu_offload" in m for m in messages)
+
+
+@pytest.mark.parametrize("value", [Block, [Block, Head], (Block,), {Block}])
+def test_activation_checkpointing_becomes_a_policy_set(value):
+    strategy, codes, _ = _made(DDPFullyShardedNativeStrategy, activation_checkpointing=value)
+    expected = set(value) if isinstance(value, (list, tuple, set)) else {value}
+    assert codes == {"FSDP203", "FSDP208"}
+    assert strategy._activation_checkpointing_kwargs  # Lightning built its policy from the set
+    assert (
+        set(strategy._activation_checkpointing_kwargs["auto_wrap_policy"]._module_classes)
+        == expected
+    )
+
+
+@pytest.mark.parametrize("policy_module", ["torch.distributed.fsdp.wrap", "compat.fsdp.wrap"])
+def test_transformer_partial_becomes_the_layer_set(policy_module):
+    import importlib
+
+    function = importlib.import_module(policy_module).transformer_auto_wrap_policy
+    policy = functools.partial(function, transformer_layer_cls={Block, Head})
+    strategy, codes, _ = _made(DDPFullyShardedNativeStrategy, auto_wrap_policy=policy)
+    assert codes == {"FSDP203", "FSDP209"}
+    assert set(strategy.kwargs["auto_wrap_policy"]._module_classes) == {Block, Head}
+
+
+@pytest.mark.parametrize(
+    ("cls", "kwargs", "names"),
+    [
+        (
+            DDPFullyShardedNativeStrategy,
+            {"activation_checkpointing": Block, "activation_checkpointing_policy": {Block}},
+            "activation_checkpointing=.*activation_checkpointing_policy=",
+        ),
+        (
+            DDPFullyShardedStrategy,
+            {"min_num_params": 10, "auto_wrap_policy": {Block}},
+            "min_num_params=.*auto_wrap_policy=",
+        ),
+        (
+            DDPFullyShardedStrategy,
+            {"reshard_after_forward": False, "sharding_strategy": "FULL_SHARD"},
+            "reshard_after_forward=.*sharding_strategy=",
+        ),
+    ],
+)
+def test_old_and_new_spelling_together_is_a_type_error(cls, kwargs, names):
+    with pytest.raises(TypeError, match=names), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cls(**kwargs)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [(Block(), "got an instance of Block"), (int, "expects nn.Module subclasses"), ([], "empty")],
+)
+def test_bad_checkpointing_classes(value, message):
+    with pytest.raises(TypeError, match=message), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        DDPFullyShardedNativeStrategy(activation_checkpointing=value)
+
+
+def test_positional_arguments_bind_like_lightning_1_9():
+    strategy, _, _ = _made(DDPFullyShardedStrategy, None, True)  # (accelerator, cpu_offload)
+    assert strategy.cpu_offload.offload_params
+    with pytest.raises(
+        TypeError, match=r"DDPFullyShardedStrategy.__init__\(\) got multiple values"
+    ):
+        _made(DDPFullyShardedStrategy, None, accelerator=None)
+
+
+def test_fabric_flavour_uses_fabrics_argument_names():
+    assert translate.for_fabric({"precision_plugin": "p", "checkpoint_io": None}) == {
+        "precision": "p"
+    }
+    with pytest.raises(TypeError, match="Fabric's FSDPStrategy takes no checkpoint_io"):
+        translate.for_fabric({"checkpoint_io": object()})
+
+
+def test_import_without_lightning_says_what_to_install(run_without_torch):
+    code = (
+        "class _NoLightning:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('lightning', 'pytorch_lightning', 'lightning_fabric'):\n"
+        "            raise ImportError(name)\n"
+        "sys.meta_path[0] = _NoLightning()\n"  # replace the torch blocker: torch is needed here
+        "import compat.strategies\n"
+    )
+    stderr = run_without_torch(code, expect_failure=True)
+    assert 'pip install "fsdp-compat[lightning]"' in stderr
+
+
+# Real runs ------------------------------------------------------------------------------
+
+
+def _lightning_module_class(lightning_pkg: str):
+    import importlib
+
+    L = importlib.import_module(lightning_pkg)
+
+    class LitNet(L.LightningModule):
+        def __init__(self) -> None:
+            super().__init__()
+            self.net = make_model()
+            self.losses: list[float] = []
+
+        def training_step(self, data, index):
+            x, y = data
+            loss = torch.nn.functional.mse_loss(self.net(x), y)
+            self.losses.append(loss.item())
+            return loss
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    return L, LitNet
+
+
+def _fit(rank: int, lightning_pkg: str, strategy) -> dict:
+    L, LitNet = _lightning_module_class(lightning_pkg)
+    trainer = L.Trainer(
+        strategy=strategy,
+        accelerator="cpu",
+        devices=2,
+        max_steps=3,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        use_distributed_sampler=False,
+    )
+    module = LitNet()
+    data = [batch(rank, step) for step in range(3)]
+    trainer.fit(module, torch.utils.data.DataLoader(data, batch_size=None))
+    return without_prefix(summary(trainer.strategy.model, module.losses), "net.")
+
+
+def _trainer_ddp_fully_sharded(rank):
+    return _fit(
+        rank,
+        "lightning.pytorch",
+        DDPFullyShardedStrategy(min_num_params=500, activation_checkpointing=Block),
+    )
+
+
+def _trainer_native_partial(rank):
+    from compat.fsdp.wrap import transformer_auto_wrap_policy
+
+    policy = functools.partial(transformer_auto_wrap_policy, transformer_layer_cls={Block})
+    strategy = DDPFullyShardedNativeStrategy(
+        auto_wrap_policy=policy, activation_checkpointing=[Block]
+    )
+    return _fit(rank, "lightning.pytorch", strategy)
+
+
+def _trainer_pytorch_lightning(rank):
+    from compat.strategies.pytorch_lightning import DDPFullyShardedStrategy as PLStrategy
+
+    return _fit(
+        rank, "pytorch_lightning", PLStrategy(min_num_params=500, reshard_after_forward=False)
+    )
+
+
+def _fabric_native(rank):
+    from lightning.fabric import Fabric
+
+    from compat.strategies.fabric import DDPFullyShardedNativeStrategy as FabricStrategy
+
+    fabric = Fabric(accelerator="cpu", devices=2, strategy=FabricStrategy(auto_wrap_policy={Block}))
+    fabric.launch()  # the ranks exist already: this only marks Fabric as launched
+    model = fabric.setup_module(make_model())
+    optimizer = fabric.setup_optimizers(torch.optim.SGD(model.parameters(), lr=0.1))
+    losses = []
+    for step in range(3):
+        x, y = batch(rank, step)
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        fabric.backward(loss)
+        optimizer.step()
+        optimizer.zero_grad()
+        losses.append(loss.item())
+    return summary(model._forward_module, losses)
+
+
+def _size_based_checkpointed(model):
+    from compat.checkpointing import checkpoint_modules
+    from compat.fsdp.wrap import torch_wrap
+
+    policy = functools.partial(torch_wrap.size_based_auto_wrap_policy, min_num_params=500)
+    sharded = native_fsdp(model, auto_wrap_policy=policy)
+    checkpoint_modules(sharded, Block)
+    return sharded
+
+
+def _module_wrap_checkpointed(model):
+    from torch.distributed.fsdp.wrap import ModuleWrapPolicy
+
+    from compat.checkpointing import checkpoint_modules
+
+    sharded = native_fsdp(model, auto_wrap_policy=ModuleWrapPolicy({Block}))
+    checkpoint_modules(sharded, Block)
+    return sharded
+
+
+def _size_based_shard_grad_op(model):
+    from torch.distributed.fsdp import ShardingStrategy
+
+    from compat.fsdp.wrap import torch_wrap
+
+    policy = functools.partial(torch_wrap.size_based_auto_wrap_policy, min_num_params=500)
+    return native_fsdp(
+        model, auto_wrap_policy=policy, sharding_strategy=ShardingStrategy.SHARD_GRAD_OP
+    )
+
+
+def _module_wrap(model):
+    from torch.distributed.fsdp.wrap import ModuleWrapPolicy
+
+    return native_fsdp(model, auto_wrap_policy=ModuleWrapPolicy({Block}))
+
+
+def _reference_checkpointed(model):
+    from compat.checkpointing import checkpoint_modules
+
+    checkpoint_modules(model, Block)
+    return model
+
+
+CASES = {
+    "trainer-ddp-fully-sharded": Case(
+        _trainer_ddp_fully_sharded,
+        _size_based_checkpointed,
+        frozenset({"FSDP202", "FSDP208"}),
+        reference=_reference_checkpointed,
+        legacy_trains=True,
+    ),
+    "trainer-native-transformer-partial": Case(
+        _trainer_native_partial,
+        _module_wrap_checkpointed,
+        frozenset({"FSDP203", "FSDP208", "FSDP209"}),
+        reference=_reference_checkpointed,
+        legacy_trains=True,
+    ),
+    "pytorch-lightning-trainer-reshard": Case(
+        _trainer_pytorch_lightning,
+        _size_based_shard_grad_op,
+        frozenset({"FSDP202"}),
+        legacy_trains=True,
+    ),
+    "fabric-native": Case(_fabric_native, _module_wrap, frozenset({"FSDP203"}), legacy_trains=True),
+}
+try:
+    import pytorch_lightning  # noqa: F401
+except ImportError:
+    del CASES["pytorch-lightning-trainer-reshard"]
+
+
+@pytest.fixture(scope="module")
+def runs():
+    if not current().fsdp1_on_cpu and not torch.cuda.is_available():
+        pytest.skip("this torch runs FSDP1 only on CUDA")
+    return run_all(__name__, CASES, timeout=600)
+
+
+@pytest.mark.distributed
+@pytest.mark.parametrize("name", list(CASES))
+def test_legacy_strategy_trains_like_native_fsdp(runs, name):
+    assert_equivalent(runs, name, CASES[name])
+
+
+@pytest.mark.distributed
+@pytest.mark.parametrize("name", list(CASES))
+def test_legacy_strategy_matches_the_unsharded_reference(runs, name):
+    assert_matches_reference(runs, name, CASES[name])
+
+
+@pytest.mark.distributed
+def test_trainer_wrapped_structure(runs):
+    legacy = runs[0]["trainer-ddp-fully-sharded"]["legacy"]
+    assert legacy["units"] == ["", "blocks.0", "blocks.1", "blocks.2"]
+    assert legacy["checkpointed"] == ["blocks.0", "blocks.1", "blocks.2"]
