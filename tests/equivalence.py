@@ -120,3 +120,30 @@ def assert_matches_reference(runs: list[dict[str, Any]], name: str, case: Case) 
     assert legacy["checkpointed"] == reference["checkpointed"]
     for key, value in reference["state"].items():
         torch.testing.assert_close(legacy["state"][key], value, atol=1e-6, rtol=0)
+
+
+def equivalence_tests(module_name: str, cases: dict[str, Case], timeout: float = 400) -> tuple:
+    """The fixture and the two parametrized tests every equivalence module runs.
+
+    Use as ``runs, test_legacy_equals_native, test_legacy_equals_reference =
+    equivalence_tests(__name__, CASES)`` so pytest collects them from that module.
+    """
+    from compat.features import current
+
+    @pytest.fixture(scope="module")
+    def runs() -> list[dict[str, Any]]:
+        if not current().fsdp1_on_cpu and not torch.cuda.is_available():
+            pytest.skip("this torch runs FSDP1 only on CUDA")
+        return run_all(module_name, cases, timeout)
+
+    @pytest.mark.distributed
+    @pytest.mark.parametrize("name", list(cases))
+    def test_legacy_equals_native(runs, name):
+        assert_equivalent(runs, name, cases[name])
+
+    @pytest.mark.distributed
+    @pytest.mark.parametrize("name", list(cases))
+    def test_legacy_equals_reference(runs, name):
+        assert_matches_reference(runs, name, cases[name])
+
+    return runs, test_legacy_equals_native, test_legacy_equals_reference

@@ -16,14 +16,11 @@ from torch.distributed.fsdp import CPUOffload, MixedPrecision, ShardingStrategy
 
 from compat import FSDPDeprecationWarning
 from compat import fairscale as fs
-from compat.features import current
 from compat.policies import select_modules
 from tests.equivalence import (
     Case,
-    assert_equivalent,
-    assert_matches_reference,
+    equivalence_tests,
     native_fsdp,
-    run_all,
     warning_codes,
 )
 from tests.models import Block, make_model
@@ -226,20 +223,4 @@ CASES = {
 }
 
 
-@pytest.fixture(scope="module")
-def runs():
-    if not current().fsdp1_on_cpu and not torch.cuda.is_available():
-        pytest.skip("this torch runs FSDP1 only on CUDA")
-    return run_all(__name__, CASES)
-
-
-@pytest.mark.distributed
-@pytest.mark.parametrize("name", list(CASES))
-def test_fairscale_code_equals_native(runs, name):
-    assert_equivalent(runs, name, CASES[name])
-
-
-@pytest.mark.distributed
-@pytest.mark.parametrize("name", list(CASES))
-def test_fairscale_code_equals_the_unsharded_reference(runs, name):
-    assert_matches_reference(runs, name, CASES[name])
+runs, test_legacy_equals_native, test_legacy_equals_reference = equivalence_tests(__name__, CASES)

@@ -17,10 +17,8 @@ import torch
 from compat.features import current
 from tests.equivalence import (
     Case,
-    assert_equivalent,
-    assert_matches_reference,
+    equivalence_tests,
     native_fsdp,
-    run_all,
 )
 from tests.models import (
     Block,
@@ -189,16 +187,4 @@ if not torch.cuda.is_available():  # FSDP1's CPU offload pins memory, which need
     del CASES["cpu-offload-bool"]
 
 
-@pytest.fixture(scope="module")
-def runs():
-    return run_all(__name__, CASES)
-
-
-@pytest.mark.parametrize("name", list(CASES))
-def test_legacy_through_compat_equals_native(runs, name):
-    assert_equivalent(runs, name, CASES[name])
-
-
-@pytest.mark.parametrize("name", list(CASES))
-def test_sharded_training_equals_the_unsharded_reference(runs, name):
-    assert_matches_reference(runs, name, CASES[name])
+runs, test_legacy_equals_native, test_legacy_equals_reference = equivalence_tests(__name__, CASES)

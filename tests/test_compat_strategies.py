@@ -15,7 +15,6 @@ import torch
 
 pytest.importorskip("lightning")
 
-from compat.features import current  # noqa: E402
 from compat.strategies import (  # noqa: E402
     DDPFullyShardedNativeStrategy,
     DDPFullyShardedStrategy,
@@ -23,10 +22,8 @@ from compat.strategies import (  # noqa: E402
 )
 from tests.equivalence import (  # noqa: E402
     Case,
-    assert_equivalent,
-    assert_matches_reference,
+    equivalence_tests,
     native_fsdp,
-    run_all,
     warning_codes,
 )
 from tests.models import Block, Head, batch, make_model, summary, without_prefix  # noqa: E402
@@ -337,23 +334,9 @@ except ImportError:
     del CASES["pytorch-lightning-trainer-reshard"]
 
 
-@pytest.fixture(scope="module")
-def runs():
-    if not current().fsdp1_on_cpu and not torch.cuda.is_available():
-        pytest.skip("this torch runs FSDP1 only on CUDA")
-    return run_all(__name__, CASES, timeout=600)
-
-
-@pytest.mark.distributed
-@pytest.mark.parametrize("name", list(CASES))
-def test_legacy_strategy_trains_like_native_fsdp(runs, name):
-    assert_equivalent(runs, name, CASES[name])
-
-
-@pytest.mark.distributed
-@pytest.mark.parametrize("name", list(CASES))
-def test_legacy_strategy_matches_the_unsharded_reference(runs, name):
-    assert_matches_reference(runs, name, CASES[name])
+runs, test_legacy_equals_native, test_legacy_equals_reference = equivalence_tests(
+    __name__, CASES, timeout=600
+)
 
 
 @pytest.mark.distributed
