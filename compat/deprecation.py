@@ -128,7 +128,8 @@ def _user_frame() -> types.FrameType | None:
     frame: types.FrameType | None = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename
-        if not filename.startswith("<frozen importlib") and not filename.startswith(skip):
+        # Frozen stdlib frames (importlib for imports, abc for class creation) are plumbing.
+        if not filename.startswith("<frozen ") and not filename.startswith(skip):
             return frame
         frame = frame.f_back
     return None

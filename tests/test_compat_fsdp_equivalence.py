@@ -95,6 +95,20 @@ def _compat_activation_checkpointing(model):
     return FSDP(model, auto_wrap_policy={Block}, activation_checkpointing=[Block, Head])
 
 
+def _compat_fsdp_policy_subclass(model):
+    from compat.fsdp import FSDP
+    from compat.fsdp import wrap as compat_wrap
+
+    class BlockPolicy(compat_wrap._FSDPPolicy):
+        @property
+        def policy(self):
+            return functools.partial(
+                compat_wrap.transformer_auto_wrap_policy, transformer_layer_cls={Block}
+            )
+
+    return FSDP(model, auto_wrap_policy=BlockPolicy())
+
+
 def _module_wrap(*classes):
     from torch.distributed.fsdp.wrap import ModuleWrapPolicy
 
@@ -173,6 +187,9 @@ CASES: dict[str, Case] = {
         _compat_user_policy, _native_user_policy, frozenset({"FSDP102"})
     ),
     "class-set": Case(_compat_class_set, _native_class_set),
+    "fsdp-policy-subclass": Case(
+        _compat_fsdp_policy_subclass, _native_module_wrap, frozenset({"FSDP105", "FSDP103"})
+    ),
     "cpu-offload-bool": Case(_compat_cpu_offload, _native_cpu_offload, frozenset({"FSDP109"})),
     "activation-checkpointing": Case(
         _compat_activation_checkpointing,

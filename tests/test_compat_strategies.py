@@ -15,10 +15,11 @@ import torch
 
 pytest.importorskip("lightning")
 
+from compat import FSDPDeprecationWarning  # noqa: E402
 from compat.strategies import (  # noqa: E402
     DDPFullyShardedNativeStrategy,
     DDPFullyShardedStrategy,
-    translate,  # noqa: E402
+    translate,
 )
 from tests.equivalence import (  # noqa: E402
     Case,
@@ -344,3 +345,46 @@ def test_trainer_wrapped_structure(runs):
     legacy = runs[0]["trainer-ddp-fully-sharded"]["legacy"]
     assert legacy["units"] == ["", "blocks.0", "blocks.1", "blocks.2"]
     assert legacy["checkpointed"] == ["blocks.0", "blocks.1", "blocks.2"]
+
+
+def test_plugin_name_builds_the_fairscale_translation():
+    from compat.strategies import DDPFullyShardedPlugin
+
+    strategy, codes, _ = _made(DDPFullyShardedPlugin, min_num_params=500)
+    assert codes == {"FSDP201"}
+    assert strategy.kwargs["auto_wrap_policy"].keywords == {"min_num_params": 500}
+
+
+@pytest.mark.parametrize(
+    ("name", "code", "offload"),
+    [
+        ("fsdp_native", "FSDP204", False),
+        ("fsdp_native_full_shard_offload", "FSDP204", True),
+        ("ddp_fully_sharded", "FSDP205", False),
+    ],
+)
+def test_removed_strategy_names_work_again_and_warn(name, code, offload):
+    from lightning.pytorch import Trainer
+    from lightning.pytorch.strategies import FSDPStrategy
+
+    with pytest.warns(FSDPDeprecationWarning, match=rf"\[{code}\]") as record:
+        trainer = Trainer(strategy=name, accelerator="cpu", devices=1, logger=False)
+    assert isinstance(trainer.strategy, FSDPStrategy)
+    assert (
+        bool(trainer.strategy.cpu_offload and trainer.strategy.cpu_offload.offload_params)
+        is offload
+    )
+    assert {r.filename for r in record if issubclass(r.category, FSDPDeprecationWarning)} == {
+        __file__
+    }
+
+
+def test_removed_strategy_names_for_fabric():
+    from lightning.fabric import Fabric
+    from lightning.fabric.strategies import FSDPStrategy
+
+    import compat.strategies.fabric  # noqa: F401 - registers the names for Fabric
+
+    with pytest.warns(FSDPDeprecationWarning, match=r"\[FSDP204\]"):
+        fabric = Fabric(strategy="fsdp_native", accelerator="cpu", devices=1)
+    assert isinstance(fabric.strategy, FSDPStrategy)

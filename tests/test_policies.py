@@ -183,3 +183,29 @@ def test_class_validation_errors(value, message):
 def test_normalize_refuses_what_is_no_policy(value):
     with pytest.raises(TypeError, match="auto_wrap_policy expects a module class"):
         normalize_policy(value)
+
+
+def test_fsdp_policy_subclass_warns_at_its_definition_and_selects_like_its_callable():
+    with pytest.warns(
+        FSDPDeprecationWarning,
+        match=r"\(class BlockPolicy\) \[FSDP105\]",
+    ) as record:
+
+        class BlockPolicy(cw._FSDPPolicy):
+            @property
+            def policy(self):
+                return functools.partial(cw.torch_wrap._module_wrap_policy, module_classes={Block})
+
+    assert record[0].filename == __file__
+    assert sorted(select_modules(make_model(), BlockPolicy())) == BLOCKS
+    assert BlockPolicy()(module=Block(), recurse=False, nonwrapped_numel=1) is True
+
+
+def test_fsdp_policy_subclass_without_a_policy_says_so():
+    with pytest.warns(FSDPDeprecationWarning):
+
+        class Incomplete(cw._FSDPPolicy):
+            pass
+
+    with pytest.raises(NotImplementedError, match="Incomplete must define the `policy` property"):
+        select_modules(make_model(), Incomplete())

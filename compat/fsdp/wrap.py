@@ -22,7 +22,7 @@ import torch.nn as nn
 
 from compat.deprecation import warn_deprecated
 from compat.features import current, import_fsdp_module
-from compat.policies import module_classes
+from compat.policies import adapt_policy_callable, module_classes
 
 torch_wrap = import_fsdp_module("torch.distributed.fsdp.wrap")
 
@@ -169,6 +169,43 @@ class _CustomPolicyBackport:
 
 ModuleWrapPolicy: Any = getattr(torch_wrap, "ModuleWrapPolicy", _ModuleWrapPolicyBackport)
 CustomPolicy: Any = getattr(torch_wrap, "CustomPolicy", _CustomPolicyBackport)
+
+# torch 2.1 replaced the private `_FSDPPolicy` (a `policy` property returning a callable)
+# with `_Policy` (`_run_policy` returning the modules); 2.0 has the former, 2.1+ the latter.
+_PolicyBase: Any = getattr(torch_wrap, "_Policy", object)
+
+
+class _FSDPPolicy(_PolicyBase):
+    """torch 2.0's private policy base, for subclasses that define ``policy`` (FSDP105).
+
+    Subclasses keep working on every torch: on 2.1+ ``_run_policy`` selects the modules
+    the ``policy`` callable would (see :func:`compat.policies.select_modules`); before
+    2.1 the instance itself is the callable FSDP calls.
+    """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        warn_deprecated("FSDP105", detail=f"(class {cls.__name__})")
+
+    @property
+    def policy(self) -> Callable:
+        """The policy callable ``(module, recurse, nonwrapped_numel) -> bool``."""
+        raise NotImplementedError(f"{type(self).__name__} must define the `policy` property")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> bool:
+        return adapt_policy_callable(self.policy)(*args, **kwargs)
+
+    def _run_policy(
+        self, root_module: nn.Module, ignored_modules: set[nn.Module], root_kwargs: dict[str, Any]
+    ) -> dict[nn.Module, dict[str, Any]]:
+        from compat.policies import select_modules
+
+        chosen = set(select_modules(root_module, self.policy, include_root=True))
+        return {
+            module: dict(root_kwargs)
+            for name, module in root_module.named_modules()
+            if name in chosen and module not in ignored_modules
+        }
 
 
 def __getattr__(name: str) -> Any:

@@ -39,6 +39,8 @@ def import_flavour(*candidates: str) -> types.ModuleType:
 
 
 _strategies = import_flavour("lightning.pytorch.strategies", "pytorch_lightning.strategies")
-DDPFullyShardedStrategy, DDPFullyShardedNativeStrategy = build(_strategies.FSDPStrategy, "trainer")
+DDPFullyShardedStrategy, DDPFullyShardedNativeStrategy, DDPFullyShardedPlugin = build(
+    _strategies.FSDPStrategy, "trainer", _strategies.StrategyRegistry
+)
 
-__all__ = ["DDPFullyShardedNativeStrategy", "DDPFullyShardedStrategy"]
+__all__ = ["DDPFullyShardedNativeStrategy", "DDPFullyShardedPlugin", "DDPFullyShardedStrategy"]

@@ -70,12 +70,18 @@ def _sharded_context(strategy: Any, fsdp_kwargs: dict[str, Any]):
     return enable_wrap(wrapper_cls=FullyShardedDataParallel, **_wrap_kwargs(strategy, fsdp_kwargs))
 
 
-def build(fsdp_strategy: type, side: str) -> tuple[type, type]:
-    """Create ``DDPFullyShardedStrategy`` and ``DDPFullyShardedNativeStrategy`` for a flavour.
+def build(fsdp_strategy: type, side: str, registry: Any) -> tuple[type, type, type]:
+    """Create the legacy classes for one Lightning flavour and register the removed names.
 
     Args:
         fsdp_strategy: That flavour's ``FSDPStrategy`` class.
         side: ``"trainer"`` or ``"fabric"``.
+        registry: That flavour's strategy registry, where ``"fsdp_native"``,
+            ``"fsdp_native_full_shard_offload"`` and ``"ddp_fully_sharded"`` are registered.
+
+    Returns:
+        ``DDPFullyShardedStrategy``, ``DDPFullyShardedNativeStrategy`` and
+        ``DDPFullyShardedPlugin``.
     """
     if side == "trainer":
 
@@ -117,23 +123,54 @@ def build(fsdp_strategy: type, side: str) -> tuple[type, type]:
     class DDPFullyShardedStrategy(CPUCapableFSDPStrategy):
         """Lightning 1.x's FairScale ``DDPFullyShardedStrategy``, as torch FSDP (FSDP202)."""
 
+        _rule = "FSDP202"
+
         def __init__(self, *args: Any, **kwargs: Any) -> None:
-            warn_deprecated("FSDP202")
+            warn_deprecated(self._rule)
             given = given_arguments(
-                "DDPFullyShardedStrategy.__init__", _DDP_FULLY_SHARDED, args, kwargs
+                f"{type(self).__name__}.__init__", _DDP_FULLY_SHARDED, args, kwargs
             )
             super().__init__(**adapt(translate.translate_ddp_fully_sharded(given)))
+
+    class DDPFullyShardedPlugin(DDPFullyShardedStrategy):
+        """Lightning 1.5's name of the FairScale strategy (FSDP201); pass it as ``strategy=``."""
+
+        _rule = "FSDP201"
 
     class DDPFullyShardedNativeStrategy(CPUCapableFSDPStrategy):
         """Lightning 1.7-1.9's ``DDPFullyShardedNativeStrategy``, now ``FSDPStrategy`` (FSDP203)."""
 
+        _rule = "FSDP203"
+
         def __init__(self, *args: Any, **kwargs: Any) -> None:
-            warn_deprecated("FSDP203")
+            warn_deprecated(self._rule)
             given = given_arguments(
-                "DDPFullyShardedNativeStrategy.__init__", _DDP_FULLY_SHARDED_NATIVE, args, kwargs
+                f"{type(self).__name__}.__init__", _DDP_FULLY_SHARDED_NATIVE, args, kwargs
             )
             super().__init__(**adapt(translate.translate_common(given)))
 
-    for cls in (CPUCapableFSDPStrategy, DDPFullyShardedStrategy, DDPFullyShardedNativeStrategy):
+    # The strategy names Lightning 2.0 removed, registered again (warning by name).
+    class NativeStrategyByName(DDPFullyShardedNativeStrategy):
+        _rule = "FSDP204"
+
+    class FairScaleStrategyByName(DDPFullyShardedStrategy):
+        _rule = "FSDP205"
+
+    names = {
+        "fsdp_native": (NativeStrategyByName, {}),
+        "fsdp_native_full_shard_offload": (NativeStrategyByName, {"cpu_offload": True}),
+        "ddp_fully_sharded": (FairScaleStrategyByName, {}),
+    }
+    for name, (cls, init_params) in names.items():
+        if name not in registry:
+            registry.register(
+                name,
+                cls,
+                description=f"fsdp-compat: removed name of {cls.__base__.__name__}",
+                **init_params,
+            )
+
+    classes = (DDPFullyShardedStrategy, DDPFullyShardedNativeStrategy, DDPFullyShardedPlugin)
+    for cls in (CPUCapableFSDPStrategy, NativeStrategyByName, FairScaleStrategyByName, *classes):
         cls.__module__ = f"compat.strategies.{side}"
-    return DDPFullyShardedStrategy, DDPFullyShardedNativeStrategy
+    return classes

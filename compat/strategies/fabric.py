@@ -6,6 +6,8 @@ from compat.strategies import import_flavour
 from compat.strategies.classes import build
 
 _strategies = import_flavour("lightning.fabric.strategies", "lightning_fabric.strategies")
-DDPFullyShardedStrategy, DDPFullyShardedNativeStrategy = build(_strategies.FSDPStrategy, "fabric")
+DDPFullyShardedStrategy, DDPFullyShardedNativeStrategy, DDPFullyShardedPlugin = build(
+    _strategies.FSDPStrategy, "fabric", _strategies.STRATEGY_REGISTRY
+)
 
-__all__ = ["DDPFullyShardedNativeStrategy", "DDPFullyShardedStrategy"]
+__all__ = ["DDPFullyShardedNativeStrategy", "DDPFullyShardedPlugin", "DDPFullyShardedStrategy"]

@@ -6,6 +6,8 @@ from compat.strategies import import_flavour
 from compat.strategies.classes import build
 
 _strategies = import_flavour("pytorch_lightning.strategies")
-DDPFullyShardedStrategy, DDPFullyShardedNativeStrategy = build(_strategies.FSDPStrategy, "trainer")
+DDPFullyShardedStrategy, DDPFullyShardedNativeStrategy, DDPFullyShardedPlugin = build(
+    _strategies.FSDPStrategy, "trainer", _strategies.StrategyRegistry
+)
 
-__all__ = ["DDPFullyShardedNativeStrategy", "DDPFullyShardedStrategy"]
+__all__ = ["DDPFullyShardedNativeStrategy", "DDPFullyShardedPlugin", "DDPFullyShardedStrategy"]
