@@ -75,3 +75,20 @@ def test_pip_install_without_torch_pulls_no_torch(tmp_path):
     for script in ("fsdp-lint", "fsdp-migrate"):
         run = subprocess.run([bin_dir / script, "--version"], capture_output=True, text=True)
         assert run.returncode == 0 and run.stdout.startswith(script)
+
+
+def test_readme_python_examples_run(tmp_path):
+    """Every ```python block of the README runs (with a Block class defined)."""
+    pytest.importorskip("lightning")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.+?)```", readme, flags=re.S)
+    assert len(blocks) >= 2
+    prelude = "import torch.nn as nn\n\nclass Block(nn.Module):\n    pass\n\n"
+    for index, block in enumerate(blocks):
+        script = tmp_path / f"example_{index}.py"
+        script.write_text(prelude + block, encoding="utf-8")
+        run = subprocess.run(
+            [sys.executable, str(script)], cwd=ROOT, capture_output=True, text=True, timeout=120
+        )
+        assert run.returncode == 0, f"README example {index} failed:\n{block}\n{run.stderr}"
+        assert "FSDPDeprecationWarning" in run.stderr, "each example shows a legacy spelling"
