@@ -1,16 +1,36 @@
-"""Activation checkpointing applied by module class, on plain, FSDP1 and FSDP2 models.
+"""One activation-checkpointing API for plain, FSDP1 and FSDP2 models.
 
-Always non-reentrant (torch's default only since 2.2), never wrapping a module twice.
+:func:`apply_activation_checkpointing` takes the modules to checkpoint in any of the
+forms users write today: module classes, torch policy objects, a ``module -> bool``
+predicate, a ``(name, module) -> bool`` predicate, an auto-wrap policy callable, or
+:func:`every_nth` for every k-th layer; ``ops_to_save=`` adds op-level selective
+checkpointing (torch >= 2.5). Checkpointing is non-reentrant on every torch, a module is
+never wrapped twice, and the call returns the qualified names it checkpointed.
+
+Example:
+    >>> import torch.nn as nn
+    >>> from compat.checkpointing import apply_activation_checkpointing, every_nth
+    >>> model = nn.Sequential(*[nn.Sequential(nn.Linear(4, 4), nn.ReLU()) for _ in range(4)])
+    >>> apply_activation_checkpointing(model, every_nth(2, nn.Sequential))
+    ['1', '3']
+    >>> apply_activation_checkpointing(model, nn.Sequential)  # 1 and 3 are done already
+    ['0', '2']
+    >>> apply_activation_checkpointing(model, nn.Sequential)
+    []
 """
 
 from __future__ import annotations
 
 import functools
-from typing import Any
+import inspect
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Callable
 
 import torch.nn as nn
 
-from compat.policies import module_classes
+from compat.features import current
+from compat.policies import is_policy_object, module_classes, normalize_policy, select_modules
 
 # Wrapper attributes that FSDP1 and checkpoint_wrapper insert into qualified names.
 _WRAPPER_PREFIXES = ("_fsdp_wrapped_module.", "_checkpoint_wrapped_module.")
@@ -31,6 +51,35 @@ def clean_name(name: str) -> str:
     return name[:-1]
 
 
+@dataclass(frozen=True)
+class EveryNth:
+    """Select the k-th, 2k-th, ... module of the given classes, counted in module order.
+
+    Counting starts at 1 (torchtitan's convention): with ``k=2`` over four blocks, the
+    second and the fourth are selected.
+    """
+
+    k: int
+    classes: frozenset[type[nn.Module]]
+
+    def select(self, named: list[tuple[str, nn.Module]]) -> list[nn.Module]:
+        """The selected modules among ``named`` (clean name, module) pairs."""
+        matching = [module for _, module in named if isinstance(module, tuple(self.classes))]
+        return matching[self.k - 1 :: self.k]
+
+
+def every_nth(k: int, *classes: type[nn.Module]) -> EveryNth:
+    """Checkpoint every ``k``-th module of ``classes`` (1-based, in module order).
+
+    Raises:
+        ValueError: If ``k`` is not a positive integer.
+        TypeError: If ``classes`` is empty or holds something other than module classes.
+    """
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"every_nth needs a positive integer k, got {k!r}")
+    return EveryNth(k, module_classes(list(classes), "every_nth"))
+
+
 def checkpointed_names(model: nn.Module) -> list[str]:
     """Clean names of the modules inside a ``CheckpointWrapper``, in module order."""
     from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import CheckpointWrapper
@@ -42,40 +91,114 @@ def checkpointed_names(model: nn.Module) -> list[str]:
     ]
 
 
-def checkpoint_modules(model: nn.Module, classes: Any) -> list[str]:
-    """Checkpoint every instance of ``classes`` in ``model`` not checkpointed already.
+def _predicate_arity(fn: Callable) -> int | None:
+    """1 for ``module -> bool``, 2 for ``(name, module) -> bool``, None for anything else.
+
+    An auto-wrap policy callable takes ``recurse``; that name tells it apart from a
+    predicate whatever its other parameters are.
+    """
+    try:
+        parameters = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    if any(p.name == "recurse" for p in parameters):
+        return None
+    arity = sum(
+        p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+        for p in parameters
+    )
+    return arity if arity in (1, 2) else None
+
+
+def _select(model: nn.Module, policy: Any) -> list[nn.Module]:
+    """The modules ``policy`` picks in ``model`` (its root excluded), in module order."""
+    named = [(clean_name(name), module) for name, module in model.named_modules() if name]
+    if isinstance(policy, EveryNth):
+        return policy.select(named)
+    plain_callable = not isinstance(policy, (type, nn.Module)) and not is_policy_object(policy)
+    if callable(policy) and plain_callable:
+        arity = _predicate_arity(policy)
+        if arity == 1:
+            return [module for _, module in named if policy(module)]
+        if arity == 2:
+            return [module for name, module in named if policy(name, module)]
+    # Classes, policy objects and auto-wrap policy callables select like FSDP1 wrapping.
+    chosen = set(select_modules(model, normalize_policy(policy, "policy")))
+    by_name = dict(model.named_modules())
+    return [by_name[name] for name in by_name if name in chosen]
+
+
+def _context_fn(ops_to_save: Iterable[Any]) -> Callable:
+    if not current().selective_ac:
+        raise NotImplementedError(
+            "op-level selective activation checkpointing needs "
+            "torch.utils.checkpoint.create_selective_checkpoint_contexts (torch >= 2.5); "
+            f"installed torch {current().torch}"
+        )
+    from torch.utils.checkpoint import create_selective_checkpoint_contexts
+
+    ops = list(ops_to_save)
+    if not ops:
+        raise ValueError("ops_to_save is empty; omit it for full activation checkpointing")
+    return functools.partial(create_selective_checkpoint_contexts, ops)
+
+
+def apply_activation_checkpointing(
+    model: nn.Module, policy: Any, *, ops_to_save: Iterable[Any] | None = None
+) -> list[str]:
+    """Checkpoint the submodules ``policy`` selects, non-reentrantly, in place.
 
     Args:
-        model: A plain or FSDP-wrapped model; wrapped in place.
-        classes: A module class or a set/list/tuple of them.
+        model: A plain model, or one wrapped by FSDP1 or sharded by FSDP2.
+        policy: Which submodules: a module class or a set/list/tuple of them; a torch
+            policy object (``ModuleWrapPolicy``, ``CustomPolicy``); a ``module -> bool``
+            or ``(name, module) -> bool`` predicate (told apart by signature; names
+            leave out FSDP1 and checkpoint wrapper levels); an auto-wrap policy
+            callable; or :func:`every_nth`.
+        ops_to_save: torch ops whose outputs are kept, everything else in a selected
+            module being recomputed (op-level selective checkpointing, torch >= 2.5).
 
     Returns:
-        Clean qualified names of the modules checkpointed by this call.
+        Clean qualified names of the modules this call checkpointed; modules already
+        checkpointed are left alone, so applying the same policy twice returns ``[]``.
+
+    Raises:
+        TypeError: For a policy of none of these forms.
+        NotImplementedError: For ``ops_to_save`` on torch < 2.5.
     """
     from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
         CheckpointImpl,
         CheckpointWrapper,
-        apply_activation_checkpointing,
         checkpoint_wrapper,
     )
+    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+        apply_activation_checkpointing as torch_apply,
+    )
 
-    wanted = tuple(module_classes(classes, "activation_checkpointing"))
+    wrapper_kwargs: dict[str, Any] = {"checkpoint_impl": CheckpointImpl.NO_REENTRANT}
+    if ops_to_save is not None:
+        wrapper_kwargs["context_fn"] = _context_fn(ops_to_save)
     already = {
         m._checkpoint_wrapped_module for m in model.modules() if isinstance(m, CheckpointWrapper)
     }
     chosen = {
         id(m)
-        for m in model.modules()
-        if isinstance(m, wanted) and not isinstance(m, CheckpointWrapper) and m not in already
+        for m in _select(model, policy)
+        if not isinstance(m, CheckpointWrapper) and m not in already
     }
     if not chosen:
         return []
     before = set(checkpointed_names(model))
-    apply_activation_checkpointing(
+    torch_apply(
         model,
-        checkpoint_wrapper_fn=functools.partial(
-            checkpoint_wrapper, checkpoint_impl=CheckpointImpl.NO_REENTRANT
-        ),
+        checkpoint_wrapper_fn=functools.partial(checkpoint_wrapper, **wrapper_kwargs),
         check_fn=lambda module: id(module) in chosen,
     )
     return [name for name in checkpointed_names(model) if name not in before]
+
+
+def checkpoint_modules(model: nn.Module, classes: Any) -> list[str]:
+    """Checkpoint every instance of ``classes`` not checkpointed already (see above)."""
+    return apply_activation_checkpointing(
+        model, module_classes(classes, "activation_checkpointing")
+    )

@@ -9,7 +9,7 @@ Example:
     >>> caught[0].category is FSDPDeprecationWarning
     True
     >>> print(caught[0].message)  # doctest: +ELLIPSIS
-    `torch.distributed.fsdp.wrap.default_auto_wrap_policy` is deprecated since torch 1.12...
+    torch.distributed.fsdp.wrap.default_auto_wrap_policy is deprecated since torch 1.12...
 """
 
 from __future__ import annotations
@@ -53,13 +53,15 @@ def deprecation_message(rule: Rule, detail: str | None = None) -> str:
     Example:
         >>> from codemods.registry import REGISTRY
         >>> print(deprecation_message(REGISTRY["FSDP102"]))  # doctest: +NORMALIZE_WHITESPACE
-        `size_based_auto_wrap_policy(unwrapped_params=...)` is deprecated since torch 2.0:
+        size_based_auto_wrap_policy(unwrapped_params=...) is deprecated since torch 2.0:
         the policy argument `unwrapped_params` is now `nonwrapped_numel`.
         `python -m codemods.migrate PATH` rewrites it. [FSDP102]
     """
     when = rule.deprecated or rule.introduced
     release = f"{rule.version_framework.display} {when}"
-    if rule.kind is ChangeKind.DEFAULT_CHANGE:
+    if rule.opt_in:  # advice: the old form is not deprecated upstream
+        head = f"{rule.short_old_spelling} has a successor since {release}"
+    elif rule.kind is ChangeKind.DEFAULT_CHANGE:
         head = f"{rule.short_old_spelling} relies on a default that changed in {release}"
     elif when:
         head = f"{rule.short_old_spelling} is deprecated since {release}"

@@ -90,11 +90,13 @@ def normalize_policy(policy: Any, argument: str = "auto_wrap_policy") -> Any:
     """
     if policy is None:
         return None
+    if isinstance(policy, nn.Module):  # callable, but surely meant as its class
+        module_classes(policy, argument)
     if _is_class_spec(policy):
         from compat.fsdp.wrap import ModuleWrapPolicy
 
         return ModuleWrapPolicy(module_classes(policy, argument))
-    if _is_policy_object(policy):
+    if is_policy_object(policy):
         return policy
     if callable(policy):
         return adapt_policy_callable(policy)
@@ -104,7 +106,8 @@ def normalize_policy(policy: Any, argument: str = "auto_wrap_policy") -> Any:
     )
 
 
-def _is_policy_object(policy: Any) -> bool:
+def is_policy_object(policy: Any) -> bool:
+    """Whether ``policy`` is a torch policy object or compat's backport of one."""
     from compat.fsdp import wrap
 
     bases = tuple(
@@ -142,7 +145,7 @@ def adapt_policy_callable(fn: Callable) -> Callable:
         >>> with warnings.catch_warnings():
         ...     warnings.simplefilter("ignore")
         ...     policy = adapt_policy_callable(legacy)
-        >>> policy(module=nn.Linear(2, 2), recurse=False, nonwrapped_numel=6)
+        >>> policy(nn.Linear(2, 2), False, 6)
         True
     """
     names = _parameter_names(fn)
@@ -200,8 +203,8 @@ def select_modules(root: nn.Module, policy: Any, include_root: bool = False) -> 
     run_policy = getattr(policy, "_run_policy", None)
     if run_policy is not None:
         chosen = run_policy(root, set(), {})
-        names = [name for name, module in root.named_modules() if module in chosen]
-        return _deepest_first([n for n in names if n or include_root])
+        names = _post_order(root)
+        return [name for name in names if (name or include_root) and names[name] in chosen]
     callable_policy = getattr(policy, "policy", policy)  # torch 2.0's _FSDPPolicy
     numel_kwarg = current().policy_numel_kwarg
     selected: list[str] = []
@@ -226,6 +229,14 @@ def select_modules(root: nn.Module, policy: Any, include_root: bool = False) -> 
     return selected
 
 
-def _deepest_first(names: list[str]) -> list[str]:
-    # named_modules() is pre-order; wrapping must reach children before their parents.
-    return sorted(names, key=lambda n: (-n.count("."), n))
+def _post_order(root: nn.Module) -> dict[str, nn.Module]:
+    """Modules by qualified name, children before their parents (FSDP1's wrapping order)."""
+    ordered: dict[str, nn.Module] = {}
+
+    def visit(module: nn.Module, name: str) -> None:
+        for child_name, child in module.named_children():
+            visit(child, f"{name}.{child_name}" if name else child_name)
+        ordered.setdefault(name, module)
+
+    visit(root, "")
+    return ordered

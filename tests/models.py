@@ -79,11 +79,11 @@ def batch(rank: int, step: int) -> tuple[torch.Tensor, torch.Tensor]:
     return x, x.sum(dim=1, keepdim=True)
 
 
-def train(model: nn.Module, ranks: list[int]) -> list[float]:
-    """SGD for STEPS steps on the given ranks' batches (all of them for a reference run)."""
+def train(model: nn.Module, ranks: list[int], steps: int = STEPS) -> list[float]:
+    """SGD for ``steps`` steps on the given ranks' batches (all of them for a reference run)."""
     optimizer = torch.optim.SGD(model.parameters(), lr=LR)
     losses = []
-    for step in range(STEPS):
+    for step in range(steps):
         xs, ys = zip(*(batch(rank, step) for rank in ranks))
         loss = nn.functional.mse_loss(model(torch.cat(xs)), torch.cat(ys))
         loss.backward()

@@ -10,6 +10,7 @@ from torch.distributed.fsdp import FullyShardedDataParallel as TorchFSDP
 from compat import FSDPDeprecationWarning
 from compat.features import current
 from compat.fsdp import FSDP, FullyShardedDataParallel, has_accelerator, translate_fsdp_arguments
+from compat.policies import select_modules
 from tests.models import Block, make_model
 
 
@@ -36,10 +37,9 @@ def test_cpu_offload_config_passes_through_silently(recwarn):
 
 def test_policy_classes_become_a_policy():
     arguments = translate_fsdp_arguments(make_model(), auto_wrap_policy={Block})
-    assert not isinstance(arguments["auto_wrap_policy"], set)
-    assert callable(arguments["auto_wrap_policy"]) or hasattr(
-        arguments["auto_wrap_policy"], "_run_policy"
-    )
+    policy = arguments["auto_wrap_policy"]
+    assert not isinstance(policy, set)
+    assert select_modules(make_model(), policy) == ["blocks.0", "blocks.1", "blocks.2"]
 
 
 def test_device_id_defaults_to_cpu_without_an_accelerator():

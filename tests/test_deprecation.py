@@ -81,6 +81,7 @@ def test_unknown_code_is_a_key_error():
 def test_message_says_what_since_instead_and_how(rule):
     text = deprecation_message(rule, detail="(seen in a test)")
     assert rule.short_old_spelling in text
+    assert ("is deprecated" in text) != (rule.opt_in or rule.kind.value == "default value change")
     version = rule.deprecated or rule.introduced
     if version:
         assert f"{rule.version_framework.display} {version}" in text

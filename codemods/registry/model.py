@@ -84,6 +84,7 @@ class Rule:
         new_argument: The keyword that replaces ``argument``, if it is renamed.
         values: Old-to-new literal pairs, for string value changes.
         references: Upstream PRs, issues or docs that record the change.
+        opt_in: Not reported unless selected by code (advice rather than a deprecation).
     """
 
     code: str
@@ -103,6 +104,7 @@ class Rule:
     new_argument: str | None = None
     values: tuple[tuple[Literal, Literal], ...] = ()
     references: tuple[str, ...] = ()
+    opt_in: bool = False
 
     @property
     def old_spelling(self) -> str:

@@ -101,6 +101,8 @@ def explain(rule: Rule) -> str:
         parts += ["", "## Values", *(f"- `{old!r}` becomes `{new!r}`" for old, new in rule.values)]
     if rule.references:
         parts += ["", "## References", *(f"- <{ref}>" for ref in rule.references)]
+    if rule.opt_in:
+        parts += ["", "## Selection", "Opt-in: reported only when selected by its code."]
     return "\n".join(parts)
 
 

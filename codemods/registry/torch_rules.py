@@ -312,4 +312,35 @@ RULES = (
         fix=FixSafety.MANUAL,
         introduced="2.1",
     ),
+    Rule(
+        code="FSDP111",
+        name="fsdp1-to-fsdp2",
+        framework=Framework.TORCH,
+        kind=ChangeKind.CALL_REWRITE,
+        old=("torch.distributed.fsdp.FullyShardedDataParallel", *COMPAT_FSDP),
+        new="torch.distributed.fsdp.fully_shard",
+        message=(
+            "FSDP2 replaces `FullyShardedDataParallel`: call `fully_shard` on each unit, "
+            "then the root (`compat.fsdp2.fully_shard_by_policy` applies an FSDP1 configuration)"
+        ),
+        why=(
+            "FSDP2 (`fully_shard`, torch 2.4; public in 2.6) shards per parameter with DTensor, "
+            "composes with tensor parallelism and is where FSDP development continues. It has no "
+            "`auto_wrap_policy`, and `backward_prefetch`, `sync_module_states`, `use_orig_params`, "
+            "`limit_all_gathers`, `device_id` and `param_init_fn` have no FSDP2 meaning. Opt-in: "
+            "torch has not deprecated FSDP1."
+        ),
+        example=Example(
+            before="model = FSDP(model, auto_wrap_policy=ModuleWrapPolicy({Block}))\n",
+            after=(
+                "for module in model.modules():\n"
+                "    if isinstance(module, Block):\n"
+                "        fully_shard(module)\n"
+                "fully_shard(model)\n"
+            ),
+        ),
+        fix=FixSafety.MANUAL,
+        introduced="2.4",
+        opt_in=True,
+    ),
 )

@@ -33,22 +33,23 @@ wrap = torch_wrap.wrap
 DEFAULT_MIN_NONWRAPPED_NUMEL = int(1e8)
 
 
-def _pick(new_name: str, new: Any, old_name: str, old: Any, code: str) -> Any:
-    """Return whichever of two spellings was given; warn for the old one."""
+def _pick(new_name: str, new: Any, old_name: str, old: Any, code: str | None) -> Any:
+    """Return whichever of two spellings was given; warn (``code``) for the old one."""
     if new is not None and old is not None:
         raise TypeError(
             f"got both {new_name}= and its old spelling {old_name}=; pass only {new_name}"
         )
     if old is not None:
-        warn_deprecated(code)
+        if code is not None:
+            warn_deprecated(code)
         return old
     return new
 
 
 def _numel(nonwrapped_numel: int | None, unwrapped_params: int | None) -> int:
-    numel = _pick(
-        "nonwrapped_numel", nonwrapped_numel, "unwrapped_params", unwrapped_params, "FSDP102"
-    )
+    # torch < 2.0 passes `unwrapped_params` itself: the old spelling is then nobody's fault.
+    code = "FSDP102" if current().policy_numel_kwarg == "nonwrapped_numel" else None
+    numel = _pick("nonwrapped_numel", nonwrapped_numel, "unwrapped_params", unwrapped_params, code)
     if numel is None:
         raise TypeError("missing the numel argument: nonwrapped_numel=")
     return numel
