@@ -164,6 +164,21 @@ def _compare(rank: int, world_size: int) -> dict:
                 "fsdp1_losses": _train(fsdp1, rank),
                 "fsdp2_losses": _train(fsdp2, rank),
             }
+        # One node of 2 ranks: HYBRID_SHARD is a (1 replicate x 2 shard) mesh, so it must
+        # train exactly like FULL_SHARD. (FSDP1's own HYBRID_SHARD is no reference on CPU:
+        # it sizes the node by CUDA devices, finds none and falls back to NO_SHARD.)
+        hybrid = fully_shard_by_policy(
+            make_model(), {Block}, sharding_strategy=ShardingStrategy.HYBRID_SHARD
+        )
+        results["hybrid"] = {
+            "mesh": dict(
+                zip(
+                    hybrid.embed.weight.device_mesh.mesh_dim_names,
+                    hybrid.embed.weight.device_mesh.shape,
+                )
+            ),
+            "losses": _train(hybrid, rank),
+        }
         # Activation checkpointing on both sharded models.
         fsdp1 = native_fsdp(make_model(), auto_wrap_policy=normalize_policy({Block}))
         fsdp2 = fully_shard_by_policy(
@@ -214,3 +229,11 @@ def test_activation_checkpointing_on_fsdp1_and_fsdp2_models(runs):
         assert result["fsdp1"] == result["fsdp2"] == ["blocks.0", "blocks.1", "blocks.2"]
         assert result["fsdp1_again"] == []
         assert result["fsdp2_losses"] == pytest.approx(result["fsdp1_losses"], abs=1e-5)
+
+
+@pytest.mark.distributed
+def test_hybrid_shard_is_a_2d_mesh_training_like_full_shard_on_one_node(runs):
+    for rank_result in runs:
+        assert rank_result["hybrid"]["mesh"] == {"replicate": 1, "shard": 2}
+        expected = rank_result["classes"]["fsdp1_losses"]
+        assert rank_result["hybrid"]["losses"] == pytest.approx(expected, abs=1e-5)
