@@ -1,14 +1,29 @@
-"""``python -m codemods.migrate PATH...``: rewrite legacy FSDP code to the current API."""
+"""``python -m codemods.migrate PATH...``: rewrite legacy FSDP code to the current API.
+
+Rewrites files in place by default; ``--diff`` prints the change and writes nothing;
+``--check`` writes nothing and exits 1 if anything would change. ``-`` reads standard
+input and writes the result to standard output.
+
+Exit codes: 0 nothing left to do; 1 changes made or needed, or findings that need a
+human; 2 usage, I/O or parse errors.
+"""
 
 from __future__ import annotations
 
+import argparse
+import difflib
+import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
-from codemods.cli import EXIT_ERROR, base_parser
+from codemods.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, base_parser
+from codemods.engine import Settings, select_codes
+from codemods.runner import FileResult, process_files, process_source
+from codemods.sources import discover
 
 
-def build_parser():
+def build_parser() -> argparse.ArgumentParser:
     """The ``fsdp-migrate`` argument parser."""
     parser = base_parser(
         "fsdp-migrate",
@@ -16,15 +31,129 @@ def build_parser():
         "Lightning API, keeping formatting and comments.",
         epilog="Example:\n  python -m codemods.migrate --diff src/",
     )
-    parser.add_argument("paths", nargs="*", metavar="PATH", help="files or directories")
+    parser.add_argument(
+        "paths", nargs="*", metavar="PATH", help="files or directories; - for stdin"
+    )
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--diff", action="store_true", help="print a unified diff, write nothing")
+    mode.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 if anything would change"
+    )
+    parser.add_argument(
+        "--select", default="", metavar="CODES", help="comma-separated codes or prefixes"
+    )
+    parser.add_argument(
+        "--ignore", default="", metavar="CODES", help="comma-separated codes or prefixes"
+    )
+    parser.add_argument(
+        "--unsafe-fixes", action="store_true", help="also apply fixes marked unsafe"
+    )
+    parser.add_argument(
+        "--jobs", type=int, default=None, metavar="N", help="worker processes (default: all cores)"
+    )
+    parser.add_argument("--report", type=Path, metavar="FILE", help="write a JSON report")
+    parser.add_argument("--quiet", action="store_true", help="print only findings and errors")
     return parser
+
+
+def _diff(result: FileResult) -> str:
+    old = result.old_source.decode("utf-8", "replace").splitlines(keepends=True)
+    new = result.new_source.decode("utf-8", "replace").splitlines(keepends=True)
+    return "".join(difflib.unified_diff(old, new, f"a/{result.path}", f"b/{result.path}"))
+
+
+def _report(path: Path, results: list[FileResult], summary: dict) -> None:
+    data = {
+        "summary": summary,
+        "files": [
+            {
+                "path": r.path,
+                "changed": r.new_source is not None,
+                "written": r.written,
+                "error": r.error,
+                "findings": [
+                    {
+                        "line": f.line,
+                        "column": f.col,
+                        "code": f.code,
+                        "message": f.message,
+                        "fixable": f.fixable,
+                        "fixed": f.fixed,
+                    }
+                    for f in r.findings
+                ],
+            }
+            for r in results
+        ],
+    }
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code."""
-    build_parser().parse_args(argv)
-    print("fsdp-migrate: the rewriting engine is not part of this release yet", file=sys.stderr)
-    return EXIT_ERROR
+    args = build_parser().parse_args(argv)
+    settings = Settings(
+        select=select_codes(args.select.split(",")),
+        ignore=select_codes(args.ignore.split(",")),
+        fix=True,
+        unsafe_fixes=args.unsafe_fixes,
+    )
+    write = not (args.diff or args.check)
+    if args.paths == ["-"]:
+        return _stdin(settings, write)
+    files, problems = discover(args.paths)
+    results = process_files(files, settings, write=write, jobs=args.jobs)
+    errors = [f"{p.path}: {p.reason}" for p in problems]
+    errors += [f"{r.path}: {r.error}" for r in results if r.error]
+    changed = [r for r in results if r.new_source is not None]
+    left = [(r.path, f) for r in results for f in r.findings if not f.fixed]
+    fixes = sum(f.fixed for r in changed for f in r.findings)
+    if args.diff:
+        for result in changed:
+            sys.stdout.write(_diff(result))
+    for path, finding in left:
+        print(
+            f"{path}:{finding.line}:{finding.col} {finding.code} {finding.message}", file=sys.stderr
+        )
+    for error in errors:
+        print(f"error: {error}", file=sys.stderr)
+    verb = "changed" if write else "would change"
+    summary = {
+        "files_scanned": len(files),
+        f"files_{verb.replace(' ', '_')}": len(changed),
+        "fixes_applied" if write else "fixes_available": fixes,
+        "findings_left": len(left),
+        "errors": len(errors),
+    }
+    if not args.quiet:
+        print(
+            f"{len(files)} files scanned, {len(changed)} {verb}, {fixes} fixes "
+            f"{'applied' if write else 'available'}, {len(left)} findings left for a human, "
+            f"{len(errors)} errors",
+            file=sys.stderr,
+        )
+    if args.report:
+        _report(args.report, results, summary)
+    if errors:
+        return EXIT_ERROR
+    return EXIT_FINDINGS if changed or left else EXIT_CLEAN
+
+
+def _stdin(settings: Settings, write: bool) -> int:
+    source = sys.stdin.buffer.read()
+    result = process_source("-", source, settings)
+    if result.error:
+        print(f"error: -: {result.error}", file=sys.stderr)
+        sys.stdout.buffer.write(source)
+        return EXIT_ERROR
+    sys.stdout.buffer.write(result.new_source if write and result.new_source else source)
+    for finding in result.findings:
+        if not finding.fixed:
+            print(
+                f"-:{finding.line}:{finding.col} {finding.code} {finding.message}", file=sys.stderr
+            )
+    left = any(not f.fixed for f in result.findings)
+    return EXIT_FINDINGS if result.new_source is not None or left else EXIT_CLEAN
 
 
 if __name__ == "__main__":

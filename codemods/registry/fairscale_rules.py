@@ -106,10 +106,14 @@ RULES = (
         ),
         example=Example(
             before=(
+                "from fairscale.nn.wrap import auto_wrap, enable_wrap\n"
                 "with enable_wrap(wrapper_cls=FSDP, auto_wrap_policy=policy):\n"
                 "    model = auto_wrap(model)\n"
             ),
-            after="model = FSDP(model, auto_wrap_policy=policy)\n",
+            after=(
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "model = FSDP(model, auto_wrap_policy=policy)\n"
+            ),
         ),
         fix=FixSafety.MANUAL,
         introduced="1.11",

@@ -32,6 +32,12 @@ def fabric_paths(*suffixes: str) -> tuple[str, ...]:
 FSDP_STRATEGY = trainer_paths("strategies.FSDPStrategy", "strategies.fsdp.FSDPStrategy") + (
     fabric_paths("strategies.FSDPStrategy", "strategies.fsdp.FSDPStrategy")
 )
+#: compat's stand-ins for the removed strategies, which take the same old arguments.
+COMPAT_STRATEGIES = tuple(
+    f"compat.strategies.{flavour}{name}"
+    for flavour in ("", "fabric.", "pytorch_lightning.")
+    for name in ("DDPFullyShardedStrategy", "DDPFullyShardedNativeStrategy")
+)
 #: The callables that take ``strategy=`` and ``precision=``.
 TRAINER_AND_FABRIC = trainer_paths("Trainer", "trainer.Trainer", "trainer.trainer.Trainer") + (
     fabric_paths("Fabric", "fabric.Fabric")
@@ -170,8 +176,14 @@ RULES = (
             "`ValueError: You selected an invalid strategy name`."
         ),
         example=Example(
-            before='trainer = Trainer(strategy="fsdp_native", devices=2)\n',
-            after='trainer = Trainer(strategy="fsdp", devices=2)\n',
+            before=(
+                "from lightning.pytorch import Trainer\n"
+                'trainer = Trainer(strategy="fsdp_native", devices=2)\n'
+            ),
+            after=(
+                "from lightning.pytorch import Trainer\n"
+                'trainer = Trainer(strategy="fsdp", devices=2)\n'
+            ),
         ),
         fix=FixSafety.SAFE,
         introduced="2.0",
@@ -195,8 +207,14 @@ RULES = (
             "opt-in."
         ),
         example=Example(
-            before='trainer = Trainer(strategy="ddp_fully_sharded", devices=2)\n',
-            after='trainer = Trainer(strategy="fsdp", devices=2)\n',
+            before=(
+                "from pytorch_lightning import Trainer\n"
+                'trainer = Trainer(strategy="ddp_fully_sharded", devices=2)\n'
+            ),
+            after=(
+                "from pytorch_lightning import Trainer\n"
+                'trainer = Trainer(strategy="fsdp", devices=2)\n'
+            ),
         ),
         fix=FixSafety.UNSAFE,
         introduced="2.0",
@@ -221,8 +239,10 @@ RULES = (
             "discouraged."
         ),
         example=Example(
-            before="trainer = Trainer(precision=16)\n",
-            after='trainer = Trainer(precision="16-mixed")\n',
+            before="from lightning.pytorch import Trainer\ntrainer = Trainer(precision=16)\n",
+            after=(
+                'from lightning.pytorch import Trainer\ntrainer = Trainer(precision="16-mixed")\n'
+            ),
         ),
         fix=FixSafety.SAFE,
         introduced="2.0",
@@ -247,11 +267,13 @@ RULES = (
         ),
         example=Example(
             before=(
+                "from lightning.pytorch import LightningModule\n"
                 "class Model(LightningModule):\n"
                 "    def configure_sharded_model(self):\n"
                 "        self.block = wrap(Block())\n"
             ),
             after=(
+                "from lightning.pytorch import LightningModule\n"
                 "class Model(LightningModule):\n"
                 "    def configure_model(self):\n"
                 "        self.block = wrap(Block())\n"
@@ -266,7 +288,12 @@ RULES = (
         name="fsdp-activation-checkpointing",
         framework=Framework.LIGHTNING,
         kind=ChangeKind.CALL_REWRITE,
-        old=FSDP_STRATEGY,
+        old=FSDP_STRATEGY
+        + trainer_paths(
+            "strategies.DDPFullyShardedNativeStrategy",
+            "strategies.fully_sharded_native.DDPFullyShardedNativeStrategy",
+        )
+        + COMPAT_STRATEGIES,
         new=FSDP_STRATEGY[0],
         argument="activation_checkpointing",
         new_argument="activation_checkpointing_policy",
@@ -279,8 +306,14 @@ RULES = (
             "argument warns."
         ),
         example=Example(
-            before="strategy = FSDPStrategy(activation_checkpointing=[Block, Head])\n",
-            after="strategy = FSDPStrategy(activation_checkpointing_policy={Block, Head})\n",
+            before=(
+                "from lightning.pytorch.strategies import FSDPStrategy\n"
+                "strategy = FSDPStrategy(activation_checkpointing=[Block, Head])\n"
+            ),
+            after=(
+                "from lightning.pytorch.strategies import FSDPStrategy\n"
+                "strategy = FSDPStrategy(activation_checkpointing_policy={Block, Head})\n"
+            ),
         ),
         fix=FixSafety.SAFE,
         introduced="2.1",
@@ -305,12 +338,18 @@ RULES = (
         ),
         example=Example(
             before=(
+                "from functools import partial\n"
+                "from lightning.pytorch.strategies import FSDPStrategy\n"
+                "from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy\n"
                 "strategy = FSDPStrategy(\n"
                 "    auto_wrap_policy=partial(transformer_auto_wrap_policy, "
                 "transformer_layer_cls={Block})\n"
                 ")\n"
             ),
-            after="strategy = FSDPStrategy(\n    auto_wrap_policy={Block}\n)\n",
+            after=(
+                "from lightning.pytorch.strategies import FSDPStrategy\n"
+                "strategy = FSDPStrategy(\n    auto_wrap_policy={Block}\n)\n"
+            ),
         ),
         fix=FixSafety.SAFE,
         introduced="2.1",

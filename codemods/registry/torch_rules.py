@@ -252,8 +252,17 @@ RULES = (
             "same on every torch."
         ),
         example=Example(
-            before="wrapped = checkpoint_wrapper(block)\n",
+            before=(
+                "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (\n"
+                "    checkpoint_wrapper,\n"
+                ")\n"
+                "wrapped = checkpoint_wrapper(block)\n"
+            ),
             after=(
+                "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (\n"
+                "    CheckpointImpl,\n"
+                "    checkpoint_wrapper,\n"
+                ")\n"
                 "wrapped = checkpoint_wrapper(\n"
                 "    block, checkpoint_impl=CheckpointImpl.NO_REENTRANT\n"
                 ")\n"
@@ -276,8 +285,15 @@ RULES = (
             "`FullyShardedDataParallel` takes a `CPUOffload` object and fails on a bool."
         ),
         example=Example(
-            before="model = FSDP(model, cpu_offload=True)\n",
-            after="model = FSDP(model, cpu_offload=CPUOffload(offload_params=True))\n",
+            before=(
+                "from compat.fsdp import FullyShardedDataParallel as FSDP\n"
+                "model = FSDP(model, cpu_offload=True)\n"
+            ),
+            after=(
+                "from torch.distributed.fsdp import CPUOffload\n"
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "model = FSDP(model, cpu_offload=CPUOffload(offload_params=True))\n"
+            ),
         ),
         fix=FixSafety.SAFE,
         introduced="1.12",
@@ -301,8 +317,16 @@ RULES = (
             "as Lightning did."
         ),
         example=Example(
-            before="model = FSDP(model, activation_checkpointing=Block)\n",
+            before=(
+                "from compat.fsdp import FullyShardedDataParallel as FSDP\n"
+                "model = FSDP(model, activation_checkpointing=Block)\n"
+            ),
             after=(
+                "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (\n"
+                "    apply_activation_checkpointing,\n"
+                ")\n"
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "from torch.distributed.fsdp.wrap import ModuleWrapPolicy\n"
                 "model = FSDP(model)\n"
                 "apply_activation_checkpointing(\n"
                 "    model, auto_wrap_policy=ModuleWrapPolicy({Block})\n"
@@ -331,8 +355,12 @@ RULES = (
             "torch has not deprecated FSDP1."
         ),
         example=Example(
-            before="model = FSDP(model, auto_wrap_policy=ModuleWrapPolicy({Block}))\n",
+            before=(
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "model = FSDP(model, auto_wrap_policy=ModuleWrapPolicy({Block}))\n"
+            ),
             after=(
+                "from torch.distributed.fsdp import fully_shard\n"
                 "for module in model.modules():\n"
                 "    if isinstance(module, Block):\n"
                 "        fully_shard(module)\n"

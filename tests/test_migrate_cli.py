@@ -1,0 +1,165 @@
+"""python -m codemods.migrate on real files: modes, exit codes, and never losing a file."""
+
+from __future__ import annotations
+
+import json
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from codemods.migrate import main
+
+LEGACY = (
+    "from lightning.pytorch import Trainer\n"
+    'trainer = Trainer(strategy="fsdp_native", precision=16)  # keep me\n'
+)
+MIGRATED = (
+    "from lightning.pytorch import Trainer\n"
+    'trainer = Trainer(strategy="fsdp", precision="16-mixed")  # keep me\n'
+)
+MANUAL = "from fairscale.nn.wrap import auto_wrap\n"
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "legacy.py").write_text(LEGACY)
+    (tmp_path / "pkg" / "clean.py").write_text("import torch\nx = 1\n")
+    (tmp_path / "pkg" / "notes.txt").write_text(LEGACY)  # not Python: ignored
+    (tmp_path / ".venv").mkdir()
+    (tmp_path / ".venv" / "vendored.py").write_text(LEGACY)  # excluded directory
+    return tmp_path
+
+
+def test_in_place_rewrites_and_second_run_is_clean(tree, capsys):
+    clean = tree / "pkg" / "clean.py"
+    before = clean.stat().st_mtime_ns
+    assert main([str(tree)]) == 1  # changes made
+    assert (tree / "pkg" / "legacy.py").read_text() == MIGRATED
+    assert (tree / ".venv" / "vendored.py").read_text() == LEGACY
+    assert (tree / "pkg" / "notes.txt").read_text() == LEGACY
+    assert clean.stat().st_mtime_ns == before
+    err = capsys.readouterr().err
+    assert (
+        "2 files scanned, 1 changed, 2 fixes applied, 0 findings left for a human, 0 errors" in err
+    )
+    assert main([str(tree)]) == 0
+    assert (tree / "pkg" / "legacy.py").read_text() == MIGRATED
+
+
+def test_diff_writes_nothing(tree, capsys):
+    assert main(["--diff", str(tree / "pkg")]) == 1
+    out = capsys.readouterr().out
+    assert '-trainer = Trainer(strategy="fsdp_native", precision=16)  # keep me' in out
+    assert '+trainer = Trainer(strategy="fsdp", precision="16-mixed")  # keep me' in out
+    assert (tree / "pkg" / "legacy.py").read_text() == LEGACY
+
+
+def test_check_writes_nothing_and_fails(tree):
+    assert main(["--check", str(tree / "pkg")]) == 1
+    assert (tree / "pkg" / "legacy.py").read_text() == LEGACY
+    assert main(["--check", str(tree / "pkg" / "clean.py")]) == 0
+
+
+def test_findings_for_a_human_exit_1_with_location(tmp_path, capsys):
+    path = tmp_path / "fs.py"
+    path.write_text(MANUAL)
+    assert main([str(path)]) == 1
+    assert f"{path}:1:31 FSDP304 " in capsys.readouterr().err
+    assert path.read_text() == MANUAL
+
+
+def test_select_ignore_and_unsafe_fixes(tmp_path):
+    path = tmp_path / "t.py"
+    path.write_text(
+        "from pytorch_lightning import Trainer\n"
+        "t = Trainer(strategy='ddp_fully_sharded', precision=16)\n"
+    )
+    assert main(["--select", "FSDP206", str(path)]) == 1
+    # An integer has no quote style to keep: the new string takes double quotes.
+    assert 'precision="16-mixed"' in path.read_text() and "ddp_fully_sharded" in path.read_text()
+    assert main(["--ignore", "FSDP205", str(path)]) == 0
+    assert main([str(path)]) == 1  # the unsafe one is left for a human
+    assert main(["--unsafe-fixes", str(path)]) == 1
+    assert "strategy='fsdp'" in path.read_text()
+    assert main([str(path)]) == 0
+
+
+def test_parse_error_is_reported_and_others_processed(tmp_path, capsys):
+    broken = tmp_path / "broken.py"
+    broken.write_text("from lightning.pytorch import Trainer\nTrainer(strategy='fsdp_native'\n")
+    good = tmp_path / "good.py"
+    good.write_text(LEGACY)
+    assert main([str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {broken}: cannot parse" in err
+    assert good.read_text() == MIGRATED
+    assert (
+        broken.read_text()
+        == "from lightning.pytorch import Trainer\nTrainer(strategy='fsdp_native'\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "data"),
+    [
+        ("latin1", "# -*- coding: latin-1 -*-\n# caf\xe9\n".encode("latin-1") + LEGACY.encode()),
+        ("bom", b"\xef\xbb\xbf" + LEGACY.encode()),
+        ("crlf", LEGACY.replace("\n", "\r\n").encode()),
+    ],
+)
+def test_encoding_bom_and_line_endings_survive(tmp_path, name, data):
+    path = tmp_path / f"{name}.py"
+    path.write_bytes(data)
+    assert main([str(path)]) == 1
+    expected = data.replace(b'"fsdp_native", precision=16', b'"fsdp", precision="16-mixed"')
+    assert path.read_bytes() == expected
+
+
+def test_permissions_are_kept(tmp_path):
+    path = tmp_path / "script.py"
+    path.write_text(LEGACY)
+    path.chmod(0o750)
+    main([str(path)])
+    assert stat.S_IMODE(path.stat().st_mode) == 0o750
+
+
+def test_read_only_file_is_reported_unchanged(tmp_path, capsys):
+    path = tmp_path / "ro.py"
+    path.write_text(LEGACY)
+    path.chmod(0o444)
+    assert main([str(path)]) == 2
+    assert "is read-only" in capsys.readouterr().err and path.read_text() == LEGACY
+
+
+def test_missing_path_exit_2_and_zero_files_exit_0(tmp_path, capsys):
+    assert main([str(tmp_path / "nope")]) == 2
+    assert "no such file or directory" in capsys.readouterr().err
+    assert main([str(tmp_path)]) == 0  # an empty directory: nothing to do
+    assert main([]) == 0
+
+
+def test_report_json(tree):
+    report = tree / "report.json"
+    main(["--check", "--report", str(report), str(tree / "pkg")])
+    data = json.loads(report.read_text())
+    assert data["summary"]["files_scanned"] == 2
+    legacy = next(f for f in data["files"] if f["path"].endswith("legacy.py"))
+    assert legacy["changed"] and not legacy["written"]
+    assert [(f["code"], f["line"], f["fixable"]) for f in legacy["findings"]] == [
+        ("FSDP204", 2, True),
+        ("FSDP206", 2, True),
+    ]
+
+
+def test_stdin_to_stdout():
+    run = subprocess.run(
+        [sys.executable, "-m", "codemods.migrate", "-"],
+        input=LEGACY.encode(),
+        capture_output=True,
+        timeout=60,
+    )
+    assert run.returncode == 1 and run.stdout.decode() == MIGRATED
