@@ -103,6 +103,10 @@ FIXERS = frozenset(
 )
 
 
+#: Rules also found in definitions (a user's policy's parameters), which need no import.
+DEFINITION_RULES = frozenset({"FSDP102"})
+
+
 def _restyle(new: str, old: str) -> str:
     """``new`` under the package root ``old`` uses (``pytorch_lightning`` vs ``lightning``).
 
@@ -469,7 +473,8 @@ class Migrator(VisitorBasedCodemodCommand):
     # Definitions -----------------------------------------------------------------------
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        rule = REGISTRY["FSDP102"]
+        (code,) = DEFINITION_RULES
+        rule = REGISTRY[code]
         names = [p.name.value for p in node.params.params]
         if "unwrapped_params" in names and "recurse" in names:
             param = next(p for p in node.params.params if p.name.value == "unwrapped_params")

@@ -16,35 +16,49 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codemods.engine import Finding, Settings, run
-from codemods.registry import REGISTRY, Rule
+from codemods.engine import DEFINITION_RULES, Finding, Settings, run
+from codemods.registry import REGISTRY, ChangeKind, Rule
 from codemods.sources import write_atomic
 
 #: Below this many candidate files one process does the work: a pool costs more to start.
 POOL_THRESHOLD = 64
 
 
-def rule_tokens(rule: Rule) -> set[str]:
-    """Words that must appear in a file for ``rule`` to find anything in it.
+def rule_filter(rule: Rule) -> tuple[tuple[bytes, ...], re.Pattern[bytes]]:
+    """What must appear in a file for ``rule`` to find anything in it.
 
-    An alias still needs the original name on its import line, so the last part of
-    each old name (or the argument, for argument rules) is enough.
+    Returns the package roots of the old names (any use needs an import from one of
+    them, so one must appear) and a pattern for the spelling itself: the last part of
+    an old name (an alias still names it on its import line), the argument of an
+    argument rule, the old values of a value rule, the callable of a default change.
     """
-    if rule.argument:
-        tokens = {rule.argument}
+    roots = tuple(sorted({name.split(".")[0].encode() for name in rule.old}))
+    if rule.code in DEFINITION_RULES:
+        roots = (b"",)  # found in the user's own definitions too: no import needed
+    if rule.kind is ChangeKind.STRING_VALUE:
+        words = [re.escape(str(v)) for v, _ in rule.values if isinstance(v, str)]
+        numbers = [str(v) for v, _ in rule.values if isinstance(v, int)]
+        if numbers:  # a bare number is too common: look for `argument=16`
+            words.append(rf"\b{rule.argument}\s*=\s*(?:{'|'.join(numbers)})\b")
+        return roots, re.compile("|".join(words).encode())
+    if rule.kind is ChangeKind.DEFAULT_CHANGE or rule.argument is None:
+        words = {name.rpartition(".")[2] for name in rule.old}
     else:
-        tokens = {name.rpartition(".")[2] for name in rule.old}
-    tokens |= {value for value, _ in rule.values if isinstance(value, str)}
-    return tokens
+        words = {rule.argument}
+    return roots, re.compile(b"|".join(re.escape(w.encode()) for w in sorted(words)))
 
 
 @functools.lru_cache(maxsize=16)
-def prefilter(settings: Settings) -> re.Pattern[bytes]:
-    """A pattern that matches every file in which an enabled rule could find something."""
-    tokens = set().union(*(rule_tokens(r) for r in REGISTRY if settings.enabled(r)))
-    if not tokens:
-        return re.compile(rb"(?!)")  # matches nothing
-    return re.compile(b"|".join(re.escape(t.encode()) for t in sorted(tokens)))
+def _filters(settings: Settings) -> tuple[tuple[tuple[bytes, ...], re.Pattern[bytes]], ...]:
+    return tuple(rule_filter(rule) for rule in REGISTRY if settings.enabled(rule))
+
+
+def may_have_findings(source: bytes, settings: Settings) -> bool:
+    """The cheap pre-filter: False only where no enabled rule can find anything."""
+    return any(
+        any(root in source for root in roots) and pattern.search(source)
+        for roots, pattern in _filters(settings)
+    )
 
 
 @dataclass
@@ -58,6 +72,7 @@ class FileResult:
         new_source: The rewritten bytes, or None when nothing changes.
         error: Why the file could not be processed, or None.
         written: The new bytes were written to disk.
+        crashed: The engine itself failed on this file (a bug to report).
     """
 
     path: str
@@ -66,6 +81,7 @@ class FileResult:
     new_source: bytes | None = None
     error: str | None = None
     written: bool = False
+    crashed: bool = False
 
 
 def process_source(path: str, source: bytes, settings: Settings) -> FileResult:
@@ -73,7 +89,7 @@ def process_source(path: str, source: bytes, settings: Settings) -> FileResult:
     import libcst
 
     result = FileResult(path)
-    if not prefilter(settings).search(source):
+    if not may_have_findings(source, settings):
         return result
     try:
         outcome = run(source, settings, filename=path)
@@ -84,6 +100,10 @@ def process_source(path: str, source: bytes, settings: Settings) -> FileResult:
         return result
     except (UnicodeDecodeError, LookupError, SyntaxError, ValueError) as exc:
         result.error = f"cannot decode or parse: {exc}"
+        return result
+    except Exception as exc:  # noqa: BLE001 - one file's engine failure must not stop the run
+        result.error = f"internal error ({type(exc).__name__}: {exc}); please report it"
+        result.crashed = True
         return result
     result.findings = outcome.findings
     if outcome.new_source is not None:

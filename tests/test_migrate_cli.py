@@ -163,3 +163,17 @@ def test_stdin_to_stdout():
         timeout=60,
     )
     assert run.returncode == 1 and run.stdout.decode() == MIGRATED
+
+
+def test_an_engine_failure_is_reported_per_file_not_raised(monkeypatch, tmp_path, capsys):
+    import codemods.runner
+
+    def explode(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(codemods.runner, "run", explode)
+    path = tmp_path / "legacy.py"
+    path.write_text(LEGACY)
+    assert main([str(path)]) == 2
+    assert "internal error (RuntimeError: boom); please report it" in capsys.readouterr().err
+    assert path.read_text() == LEGACY
