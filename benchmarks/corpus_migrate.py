@@ -56,6 +56,7 @@ def main(names: list[str]) -> int:
         second = process_files(files, settings, write=False)
         unstable = [r.path for r in second if r.new_source is not None]
         findings = sum(len(r.findings) for r in first)
+        rewritten = [f"  rewritten: {path.relative_to(tmp)}" for path in sorted(changed)[:20]]
     print(f"packages: {', '.join(names)}")
     print(f"files: {len(files)}  seconds: {elapsed:.1f}  files/s: {len(files) / elapsed:.0f}")
     print(f"rewritten: {len(changed)}  findings: {findings}  errors: {len(errors) + len(problems)}")
@@ -63,6 +64,7 @@ def main(names: list[str]) -> int:
     print(f"crashes: {crashes}  unparsable outputs: {len(unparsable)}")
     print(f"changed on a second run: {len(unstable)}")
     print(f"untouched files altered: {len(touched)}")
+    print("\n".join(rewritten))
     for result in errors:
         print(f"  error: {result.path}: {result.error}")
     for path in unparsable + touched + unstable:

@@ -393,7 +393,7 @@ class Migrator(VisitorBasedCodemodCommand):
             if not (arg.keyword and arg.keyword.value == rule.argument):
                 continue
             old = _literal(arg.value)
-            if old in mapping and type(old) is type(next(k for k in mapping if k == old)):
+            if old in mapping:  # 16 and "16" are distinct keys: exact match
                 if self._report(arg, rule):
                     args[index] = args[index].with_changes(
                         value=_string_like(arg.value, mapping[old])

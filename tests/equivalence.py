@@ -50,6 +50,18 @@ def native_fsdp(model: torch.nn.Module, **kwargs: Any) -> torch.nn.Module:
     return FullyShardedDataParallel(model, device_id=device, **kwargs)
 
 
+def checkpoint_reference(*classes: type) -> Builder:
+    """A reference builder that checkpoints ``classes``, as the legacy run does."""
+
+    def build(model: torch.nn.Module) -> torch.nn.Module:
+        from compat.checkpointing import checkpoint_modules
+
+        checkpoint_modules(model, list(classes))
+        return model
+
+    return build
+
+
 def warning_codes(caught: list[warnings.WarningMessage]) -> set[str]:
     """Rule codes of the FSDPDeprecationWarnings among ``caught``."""
     from compat import FSDPDeprecationWarning

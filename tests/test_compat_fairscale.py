@@ -19,6 +19,7 @@ from compat import fairscale as fs
 from compat.policies import select_modules
 from tests.equivalence import (
     Case,
+    checkpoint_reference,
     equivalence_tests,
     native_fsdp,
     warning_codes,
@@ -198,13 +199,6 @@ def _native_checkpointed(model):
     return native_fsdp(model, auto_wrap_policy=ModuleWrapPolicy({CheckpointWrapper}))
 
 
-def _reference_checkpointed(model):
-    from compat.checkpointing import checkpoint_modules
-
-    checkpoint_modules(model, Block)
-    return model
-
-
 CASES = {
     "manual-wrap-reshard": Case(
         _fairscale_manual_wrap, _native_manual_wrap, frozenset({"FSDP301", "FSDP302", "FSDP303"})
@@ -218,7 +212,7 @@ CASES = {
         _fairscale_checkpointed,
         _native_checkpointed,
         frozenset({"FSDP301", "FSDP302", "FSDP303", "FSDP306"}),
-        reference=_reference_checkpointed,
+        reference=checkpoint_reference(Block),
     ),
 }
 

@@ -17,6 +17,7 @@ import torch
 from compat.features import current
 from tests.equivalence import (
     Case,
+    checkpoint_reference,
     equivalence_tests,
     native_fsdp,
 )
@@ -167,13 +168,6 @@ def _native_activation_checkpointing(model):
     return sharded
 
 
-def _reference_checkpointed(model):
-    from compat.checkpointing import checkpoint_modules
-
-    checkpoint_modules(model, [Block, Head])
-    return model
-
-
 CASES: dict[str, Case] = {
     "transformer-partial": Case(
         _compat_legacy_transformer, _native_module_wrap, frozenset({"FSDP103"})
@@ -195,7 +189,7 @@ CASES: dict[str, Case] = {
         _compat_activation_checkpointing,
         _native_activation_checkpointing,
         frozenset({"FSDP110"}),
-        reference=_reference_checkpointed,
+        reference=checkpoint_reference(Block, Head),
     ),
 }
 if not current().custom_policy:

@@ -23,6 +23,7 @@ from compat.strategies import (  # noqa: E402
 )
 from tests.equivalence import (  # noqa: E402
     Case,
+    checkpoint_reference,
     equivalence_tests,
     native_fsdp,
     warning_codes,
@@ -299,26 +300,19 @@ def _module_wrap(model):
     return native_fsdp(model, auto_wrap_policy=ModuleWrapPolicy({Block}))
 
 
-def _reference_checkpointed(model):
-    from compat.checkpointing import checkpoint_modules
-
-    checkpoint_modules(model, Block)
-    return model
-
-
 CASES = {
     "trainer-ddp-fully-sharded": Case(
         _trainer_ddp_fully_sharded,
         _size_based_checkpointed,
         frozenset({"FSDP202", "FSDP208"}),
-        reference=_reference_checkpointed,
+        reference=checkpoint_reference(Block),
         legacy_trains=True,
     ),
     "trainer-native-transformer-partial": Case(
         _trainer_native_partial,
         _module_wrap_checkpointed,
         frozenset({"FSDP203", "FSDP208", "FSDP209"}),
-        reference=_reference_checkpointed,
+        reference=checkpoint_reference(Block),
         legacy_trains=True,
     ),
     "pytorch-lightning-trainer-reshard": Case(

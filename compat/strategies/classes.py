@@ -120,34 +120,37 @@ def build(fsdp_strategy: type, side: str, registry: Any) -> tuple[type, type, ty
 
         adapt = translate.for_fabric
 
-    class DDPFullyShardedStrategy(CPUCapableFSDPStrategy):
-        """Lightning 1.x's FairScale ``DDPFullyShardedStrategy``, as torch FSDP (FSDP202)."""
+    class LegacyStrategy(CPUCapableFSDPStrategy):
+        """Binds the legacy signature, warns with the rule, translates, builds FSDPStrategy."""
 
-        _rule = "FSDP202"
+        _rule: str
+        _signature: Any
+        _translate: Any
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             warn_deprecated(self._rule)
-            given = given_arguments(
-                f"{type(self).__name__}.__init__", _DDP_FULLY_SHARDED, args, kwargs
-            )
-            super().__init__(**adapt(translate.translate_ddp_fully_sharded(given)))
+            name = f"{type(self).__name__}.__init__"
+            given = given_arguments(name, self._signature, args, kwargs)
+            super().__init__(**adapt(type(self)._translate(given)))
+
+    class DDPFullyShardedStrategy(LegacyStrategy):
+        """Lightning 1.x's FairScale ``DDPFullyShardedStrategy``, as torch FSDP (FSDP202)."""
+
+        _rule = "FSDP202"
+        _signature = _DDP_FULLY_SHARDED
+        _translate = staticmethod(translate.translate_ddp_fully_sharded)
 
     class DDPFullyShardedPlugin(DDPFullyShardedStrategy):
         """Lightning 1.5's name of the FairScale strategy (FSDP201); pass it as ``strategy=``."""
 
         _rule = "FSDP201"
 
-    class DDPFullyShardedNativeStrategy(CPUCapableFSDPStrategy):
+    class DDPFullyShardedNativeStrategy(LegacyStrategy):
         """Lightning 1.7-1.9's ``DDPFullyShardedNativeStrategy``, now ``FSDPStrategy`` (FSDP203)."""
 
         _rule = "FSDP203"
-
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            warn_deprecated(self._rule)
-            given = given_arguments(
-                f"{type(self).__name__}.__init__", _DDP_FULLY_SHARDED_NATIVE, args, kwargs
-            )
-            super().__init__(**adapt(translate.translate_common(given)))
+        _signature = _DDP_FULLY_SHARDED_NATIVE
+        _translate = staticmethod(translate.translate_common)
 
     # The strategy names Lightning 2.0 removed, registered again (warning by name).
     class NativeStrategyByName(DDPFullyShardedNativeStrategy):
@@ -171,6 +174,12 @@ def build(fsdp_strategy: type, side: str, registry: Any) -> tuple[type, type, ty
             )
 
     classes = (DDPFullyShardedStrategy, DDPFullyShardedNativeStrategy, DDPFullyShardedPlugin)
-    for cls in (CPUCapableFSDPStrategy, NativeStrategyByName, FairScaleStrategyByName, *classes):
+    for cls in (
+        CPUCapableFSDPStrategy,
+        LegacyStrategy,
+        NativeStrategyByName,
+        FairScaleStrategyByName,
+        *classes,
+    ):
         cls.__module__ = f"compat.strategies.{side}"
     return classes
