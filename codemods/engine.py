@@ -19,13 +19,34 @@ import libcst as cst
 from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
 from libcst.codemod.commands.rename import RenameCommand
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
-from libcst.metadata import PositionProvider, QualifiedNameProvider, ScopeProvider
+from libcst.metadata import (
+    GlobalScope,
+    ParentNodeProvider,
+    PositionProvider,
+    QualifiedNameProvider,
+    ScopeProvider,
+)
 
 from codemods.registry import REGISTRY, ChangeKind, FixSafety, Rule
 
 _WRAP = "torch.distributed.fsdp.wrap"
 _PARTIAL = "functools.partial"
-_OR_POLICY = f"{_WRAP}._or_policy"
+#: Callables whose auto_wrap_policy= takes policy objects (ModuleWrapPolicy, CustomPolicy).
+POLICY_CONSUMERS = frozenset(
+    {
+        "torch.distributed.fsdp.FullyShardedDataParallel",
+        "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
+        "torch.distributed.algorithms._checkpoint.checkpoint_wrapper.apply_activation_checkpointing",
+        "compat.fsdp.FullyShardedDataParallel",
+        "compat.fsdp.FSDP",
+        "compat.fsdp2.fully_shard_by_policy",
+        "compat.fairscale.enable_wrap",
+        "lightning.pytorch.strategies.FSDPStrategy",
+        "lightning.fabric.strategies.FSDPStrategy",
+        "pytorch_lightning.strategies.FSDPStrategy",
+        "lightning_fabric.strategies.FSDPStrategy",
+    }
+)
 _IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError"}
 
 
@@ -183,7 +204,12 @@ class Migrator(VisitorBasedCodemodCommand):
     """Find (and, with ``settings.fix``, rewrite) every registry finding in a module."""
 
     DESCRIPTION = "Report and rewrite legacy FSDP, Lightning and FairScale spellings."
-    METADATA_DEPENDENCIES = (QualifiedNameProvider, PositionProvider, ScopeProvider)
+    METADATA_DEPENDENCIES = (
+        QualifiedNameProvider,
+        PositionProvider,
+        ScopeProvider,
+        ParentNodeProvider,
+    )
 
     def __init__(self, context: CodemodContext, settings: Settings) -> None:
         super().__init__(context)
@@ -191,7 +217,6 @@ class Migrator(VisitorBasedCodemodCommand):
         self.findings: list[Finding] = []
         self.renames: dict[str, str] = {}  # old qualified name -> new, for RenameCommand
         self._fallback_depth = 0
-        self._calls: list[set[str]] = []  # what each enclosing call invokes
         self._param_renames: set[int] = set()  # ids of Name nodes to rename (FSDP102)
         self._attribute_renames: dict[int, str] = {}  # id of Attribute -> new attr
 
@@ -280,17 +305,7 @@ class Migrator(VisitorBasedCodemodCommand):
 
     # Calls -----------------------------------------------------------------------------
 
-    def visit_Call(self, node: cst.Call) -> bool:
-        # What this call invokes, including what a partial wraps: partial(_or_policy, ...)
-        # consumes its policies like _or_policy(...) does.
-        invoked = self._qualified(node.func)
-        if _PARTIAL in invoked and node.args:
-            invoked |= self._qualified(node.args[0].value)
-        self._calls.append(invoked)
-        return True
-
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
-        self._calls.pop()
         names = self._qualified(original_node.func)
         if _PARTIAL in names:
             return self._partial(original_node, updated_node)
@@ -313,11 +328,12 @@ class Migrator(VisitorBasedCodemodCommand):
             and rest[0].keyword is not None
             and rest[0].keyword.value == rule.argument
         )
-        # A consumer that calls the policy like a function (_or_policy) needs the partial.
-        plain_callable_needed = any(_OR_POLICY in invoked for invoked in self._calls)
-        if not self._report(original, rule, fixable_here=exact and not plain_callable_needed):
-            return updated
-        if not exact or plain_callable_needed:
+        # Timid: a policy object is not callable, so the partial may only become one where
+        # it certainly reaches a consumer that takes policy objects, and where its import
+        # is a module-level one (a function-local import may be avoiding a cycle).
+        fixable = exact and self._reaches_policy_consumers(original)
+        fixable = fixable and self._imported_at_module_level(original.args[0].value)
+        if not self._report(original, rule, fixable_here=fixable) or not fixable:
             return updated
         module, _, new_name = rule.new.rpartition(".")
         AddImportsVisitor.add_needed_import(self.context, module, new_name)
@@ -337,6 +353,47 @@ class Migrator(VisitorBasedCodemodCommand):
             whitespace_before_args=before_args,
             args=[kept.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT)],
         )
+
+    def _reaches_policy_consumers(self, call: cst.Call) -> bool:
+        """Whether ``call`` certainly ends up as a policy-object consumer's policy.
+
+        That is: passed as ``auto_wrap_policy=`` to one of :data:`POLICY_CONSUMERS`,
+        directly or through a name used only that way.
+        """
+        parent = self.get_metadata(ParentNodeProvider, call, None)
+        if isinstance(parent, cst.Arg):
+            return self._is_policy_argument(parent)
+        if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1):
+            return False
+        target = parent.targets[0].target
+        scope = self.get_metadata(ScopeProvider, target, None)
+        if not isinstance(target, cst.Name) or scope is None:
+            return False
+        accesses = [
+            a for assignment in scope.assignments[target.value] for a in assignment.references
+        ]
+        return bool(accesses) and all(
+            isinstance(arg := self.get_metadata(ParentNodeProvider, access.node, None), cst.Arg)
+            and self._is_policy_argument(arg)
+            for access in accesses
+        )
+
+    def _is_policy_argument(self, arg: cst.Arg) -> bool:
+        call = self.get_metadata(ParentNodeProvider, arg, None)
+        return (
+            arg.keyword is not None
+            and arg.keyword.value == "auto_wrap_policy"
+            and isinstance(call, cst.Call)
+            and bool(self._qualified(call.func) & POLICY_CONSUMERS)
+        )
+
+    def _imported_at_module_level(self, node: cst.BaseExpression) -> bool:
+        scope = self.get_metadata(ScopeProvider, node, None)
+        name = _dotted(node)
+        if scope is None or name is None:
+            return False
+        assignments = scope[name.split(".")[0]]
+        return bool(assignments) and all(isinstance(a.scope, GlobalScope) for a in assignments)
 
     def _partial_keywords(
         self, original: cst.Call, updated: cst.Call, target: set[str]

@@ -36,44 +36,54 @@ CASES = {
         """
         import functools as ft
         import torch.distributed.fsdp.wrap as wrap_mod
+        from torch.distributed.fsdp import FullyShardedDataParallel
         policy = ft.partial(wrap_mod.transformer_auto_wrap_policy, transformer_layer_cls={Block})
+        model = FullyShardedDataParallel(model, auto_wrap_policy=policy)
         """,
         """
+        from torch.distributed.fsdp import FullyShardedDataParallel
         from torch.distributed.fsdp.wrap import ModuleWrapPolicy
 
         policy = ModuleWrapPolicy({Block})
+        model = FullyShardedDataParallel(model, auto_wrap_policy=policy)
         """,
     ),
     "transformer-partial-multiline-comments": (
         """
         from functools import partial
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
         from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy
 
-        policy = partial(
+        model = FSDP(model, auto_wrap_policy=partial(
             transformer_auto_wrap_policy,  # wrap each decoder layer
             transformer_layer_cls={DecoderLayer},  # and nothing else
-        )
+        ))
         """,
         """
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
         from torch.distributed.fsdp.wrap import ModuleWrapPolicy
 
-        policy = ModuleWrapPolicy(  # wrap each decoder layer
+        model = FSDP(model, auto_wrap_policy=ModuleWrapPolicy(  # wrap each decoder layer
             {DecoderLayer},  # and nothing else
-        )
+        ))
         """,
     ),
     "partial-kept-when-other-import-users-remain": (
         """
         from functools import partial
+        from compat.fsdp import FSDP
         from torch.distributed.fsdp.wrap import lambda_auto_wrap_policy, size_based_auto_wrap_policy
         a = partial(lambda_auto_wrap_policy, lambda_fn=is_block)
         b = partial(size_based_auto_wrap_policy, min_num_params=10)
+        FSDP(FSDP(model, auto_wrap_policy=a), auto_wrap_policy=b)
         """,
         """
         from functools import partial
+        from compat.fsdp import FSDP
         from torch.distributed.fsdp.wrap import CustomPolicy, size_based_auto_wrap_policy
         a = CustomPolicy(is_block)
         b = partial(size_based_auto_wrap_policy, min_num_params=10)
+        FSDP(FSDP(model, auto_wrap_policy=a), auto_wrap_policy=b)
         """,
     ),
     "unwrapped-params-definition-and-uses": (
@@ -245,6 +255,19 @@ NO_OPS = {
             _or_policy,
             policies=[functools.partial(transformer_auto_wrap_policy, transformer_layer_cls={B})],
         )
+        """,
+    "partial-called-as-a-function": """
+        import functools
+        from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy
+        policy = functools.partial(transformer_auto_wrap_policy, transformer_layer_cls={B})
+        policy(module=m, recurse=False, nonwrapped_numel=0)
+        """,
+    "partial-with-a-function-local-import": """
+        from functools import partial
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+        def shard(model):
+            from torch.distributed.fsdp.wrap import lambda_auto_wrap_policy
+            return FSDP(model, auto_wrap_policy=partial(lambda_auto_wrap_policy, lambda_fn=f))
         """,
     "list-variable-is-not-a-class": """
         from lightning.pytorch.strategies import FSDPStrategy

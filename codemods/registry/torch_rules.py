@@ -97,18 +97,25 @@ RULES = (
         why=(
             "`ModuleWrapPolicy` is the supported way to wrap by module class since torch 2.0: "
             "FSDP runs it without the per-module callable recursion, and it also drives "
-            "`apply_activation_checkpointing(auto_wrap_policy=...)`."
+            "`apply_activation_checkpointing(auto_wrap_policy=...)`. It is a policy object, "
+            "callable only since torch 2.2, so the fix applies only where the partial goes "
+            "to `auto_wrap_policy=` of FSDP, `apply_activation_checkpointing` or Lightning's "
+            "`FSDPStrategy` (directly or through a name used only there)."
         ),
         example=Example(
             before=(
                 "import functools\n"
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
                 "from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy\n"
                 "policy = functools.partial(transformer_auto_wrap_policy, "
                 "transformer_layer_cls={Block})\n"
+                "model = FSDP(model, auto_wrap_policy=policy)\n"
             ),
             after=(
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
                 "from torch.distributed.fsdp.wrap import ModuleWrapPolicy\n"
                 "policy = ModuleWrapPolicy({Block})\n"
+                "model = FSDP(model, auto_wrap_policy=policy)\n"
             ),
         ),
         fix=FixSafety.SAFE,
@@ -134,12 +141,15 @@ RULES = (
         example=Example(
             before=(
                 "from functools import partial\n"
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
                 "from torch.distributed.fsdp.wrap import lambda_auto_wrap_policy\n"
-                "policy = partial(lambda_auto_wrap_policy, lambda_fn=is_block)\n"
+                "model = FSDP(model, auto_wrap_policy=partial(lambda_auto_wrap_policy, "
+                "lambda_fn=is_block))\n"
             ),
             after=(
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
                 "from torch.distributed.fsdp.wrap import CustomPolicy\n"
-                "policy = CustomPolicy(is_block)\n"
+                "model = FSDP(model, auto_wrap_policy=CustomPolicy(is_block))\n"
             ),
         ),
         fix=FixSafety.SAFE,
