@@ -31,6 +31,17 @@ from codemods.registry import REGISTRY, ChangeKind, FixSafety, Rule
 
 _WRAP = "torch.distributed.fsdp.wrap"
 _PARTIAL = "functools.partial"
+#: FairScale-era DDPFullyShardedStrategy arguments with no FSDPStrategy meaning.
+_FAIRSCALE_ONLY = (
+    "move_grads_to_cpu",
+    "fp32_reduce_scatter",
+    "compute_dtype",
+    "bucket_cap_mb",
+    "state_dict_to_cpu",
+)
+#: Reference rules whose fix rewrites each call (class and arguments), not only the name.
+CALL_SITE_RULES = frozenset({"FSDP202"})
+
 #: Callables whose auto_wrap_policy= takes policy objects (ModuleWrapPolicy, CustomPolicy).
 POLICY_CONSUMERS = frozenset(
     {
@@ -111,6 +122,7 @@ FIXERS = frozenset(
         "FSDP103",
         "FSDP104",
         "FSDP107",
+        "FSDP202",
         "FSDP203",
         "FSDP204",
         "FSDP205",
@@ -219,6 +231,9 @@ class Migrator(VisitorBasedCodemodCommand):
         self._fallback_depth = 0
         self._param_renames: set[int] = set()  # ids of Name nodes to rename (FSDP102)
         self._attribute_renames: dict[int, str] = {}  # id of Attribute -> new attr
+        # id of a call's func -> (rule, old name, translated args or None if not certain)
+        self._call_sites: dict[int, tuple[Rule, str, list[cst.Arg] | None]] = {}
+        self._call_fixes: set[int] = set()  # ids of call funcs whose fix applies
 
     # Bookkeeping ---------------------------------------------------------------------
 
@@ -253,6 +268,11 @@ class Migrator(VisitorBasedCodemodCommand):
     # References: names, attributes, imports -------------------------------------------
 
     def _reference(self, node: cst.BaseExpression) -> bool:
+        site = self._call_sites.get(id(node))
+        if site is not None:  # the class of a call this run may rewrite whole
+            if self._report(node, site[0], fixable_here=site[2] is not None):
+                self._call_fixes.add(id(node))
+            return False
         for qualified in self._qualified(node):
             match = INDEX.reference(qualified)
             if match is None:
@@ -305,7 +325,82 @@ class Migrator(VisitorBasedCodemodCommand):
 
     # Calls -----------------------------------------------------------------------------
 
+    def visit_Call(self, node: cst.Call) -> bool:
+        for qualified in self._qualified(node.func):
+            match = INDEX.reference(qualified)
+            if match is not None and match[1].code in CALL_SITE_RULES and qualified == match[0]:
+                self._call_sites[id(node.func)] = (
+                    match[1],
+                    match[0],
+                    self._strategy_arguments(node),
+                )
+        return True
+
+    def _strategy_arguments(self, call: cst.Call) -> list[cst.Arg] | None:
+        """``DDPFullyShardedStrategy`` keyword arguments as ``FSDPStrategy`` ones.
+
+        Returns None where a translation is not certain: positional or FairScale-only
+        arguments, a non-literal ``reshard_after_forward``, a checkpointing value that
+        is not a class.
+        """
+        out: list[cst.Arg] = []
+        for arg in call.args:
+            name = arg.keyword.value if arg.keyword else None
+            if name is None or name in _FAIRSCALE_ONLY:
+                return None
+            if name == "min_num_params":
+                policy = cst.parse_expression(
+                    "partial(size_based_auto_wrap_policy, min_num_params=0)"
+                )
+                threshold = policy.args[1].with_changes(value=arg.value)
+                value = policy.with_changes(args=[policy.args[0], threshold])
+                out.append(arg.with_changes(keyword=cst.Name("auto_wrap_policy"), value=value))
+            elif name == "reshard_after_forward":
+                flag = _dotted(arg.value)
+                if flag not in ("True", "False"):
+                    return None
+                strategy = '"FULL_SHARD"' if flag == "True" else '"SHARD_GRAD_OP"'
+                out.append(
+                    arg.with_changes(
+                        keyword=cst.Name("sharding_strategy"), value=cst.SimpleString(strategy)
+                    )
+                )
+            elif name == "flatten_parameters":
+                if _dotted(arg.value) != "True":
+                    return None  # torch's FSDP1 always flattens: only True is dropped safely
+            elif name == "activation_checkpointing":
+                classes = self._class_set(arg.value)
+                if classes is None:
+                    return None
+                out.append(
+                    arg.with_changes(
+                        keyword=cst.Name("activation_checkpointing_policy"), value=classes
+                    )
+                )
+            else:
+                out.append(arg)
+        if out and call.args and out[-1] is not call.args[-1]:
+            out[-1] = _take_ending(out[-1], call.args[-1])
+        return out
+
+    def _rewrite_call_site(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        rule, old, args = self._call_sites[id(original.func)]
+        new = _restyle(rule.new, old)
+        module, _, name = new.rpartition(".")
+        if isinstance(updated.func, cst.Attribute):
+            func = updated.func.with_changes(attr=cst.Name(name))
+        else:
+            func = cst.Name(name)
+            AddImportsVisitor.add_needed_import(self.context, module, name)
+            self._forget(original.func)
+        if any(a.keyword and a.keyword.value == "auto_wrap_policy" for a in args):
+            AddImportsVisitor.add_needed_import(self.context, "functools", "partial")
+            AddImportsVisitor.add_needed_import(self.context, _WRAP, "size_based_auto_wrap_policy")
+        return updated.with_changes(func=func, args=args)
+
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        if id(original_node.func) in self._call_fixes:
+            return self._rewrite_call_site(original_node, updated_node)
         names = self._qualified(original_node.func)
         if _PARTIAL in names:
             return self._partial(original_node, updated_node)
@@ -579,6 +674,26 @@ class Migrator(VisitorBasedCodemodCommand):
         for old, new in sorted(self.renames.items()):
             tree = RenameCommand(self.context, old, new).transform_module(tree)
         return tree
+
+
+def _take_ending(kept: cst.Arg, dropped: cst.Arg) -> cst.Arg:
+    """``kept``, now last, ending the way the dropped last argument did.
+
+    Its own trailing comment stays; the line break and indentation before ``)`` come
+    from ``dropped``.
+    """
+    comma, tail = kept.comma, dropped.comma
+    if not isinstance(tail, cst.Comma):
+        comma = cst.MaybeSentinel.DEFAULT
+    elif isinstance(comma, cst.Comma) and isinstance(
+        comma.whitespace_after, cst.ParenthesizedWhitespace
+    ):
+        if isinstance(tail.whitespace_after, cst.ParenthesizedWhitespace):
+            last_line = tail.whitespace_after.last_line
+            comma = comma.with_changes(
+                whitespace_after=comma.whitespace_after.with_changes(last_line=last_line)
+            )
+    return kept.with_changes(comma=comma, whitespace_after_arg=dropped.whitespace_after_arg)
 
 
 def _is_import_fallback(node: cst.Try) -> bool:

@@ -174,6 +174,23 @@ CASES = {
             return FSDPStrategy(activation_checkpointing_policy={Block})
         """,
     ),
+    "fairscale-strategy-translated": (
+        """
+        import pytorch_lightning as pl
+        strategy = pl.strategies.DDPFullyShardedStrategy(
+            reshard_after_forward=False,  # ZeRO-2 style
+            activation_checkpointing=[pl.LightningModule],
+            flatten_parameters=True,
+        )
+        """,
+        """
+        import pytorch_lightning as pl
+        strategy = pl.strategies.FSDPStrategy(
+            sharding_strategy="SHARD_GRAD_OP",  # ZeRO-2 style
+            activation_checkpointing_policy={pl.LightningModule},
+        )
+        """,
+    ),
     "configure-sharded-model-in-lightning-module": (
         """
         import lightning.pytorch as L
@@ -204,7 +221,7 @@ CASES = {
 @pytest.mark.parametrize("name", CASES)
 def test_rewrite(name):
     before, after = CASES[name]
-    got = migrate(before)
+    got = migrate(before, FIX_UNSAFE if "fairscale-strategy" in name else FIX)
     assert got == textwrap.dedent(after)
     libcst.parse_module(got)
     assert migrate(got) == got, "a second run changes nothing"
@@ -269,6 +286,14 @@ NO_OPS = {
             from torch.distributed.fsdp.wrap import lambda_auto_wrap_policy
             return FSDP(model, auto_wrap_policy=partial(lambda_auto_wrap_policy, lambda_fn=f))
         """,
+    "fairscale-strategy-with-fairscale-only-argument": """
+        from pytorch_lightning.strategies import DDPFullyShardedStrategy
+        strategy = DDPFullyShardedStrategy(min_num_params=10, bucket_cap_mb=50)
+        """,
+    "fairscale-strategy-with-positional-argument": """
+        from pytorch_lightning.strategies import DDPFullyShardedStrategy
+        strategy = DDPFullyShardedStrategy(None, True)
+        """,
     "list-variable-is-not-a-class": """
         from lightning.pytorch.strategies import FSDPStrategy
         layers = [Block, Head]
@@ -284,7 +309,8 @@ NO_OPS = {
 @pytest.mark.parametrize("name", NO_OPS)
 def test_no_op(name):
     source = textwrap.dedent(NO_OPS[name])
-    assert run(source.encode(), FIX).new_source is None
+    settings = FIX_UNSAFE if name.startswith("fairscale-strategy") else FIX
+    assert run(source.encode(), settings).new_source is None
 
 
 def test_cases_left_for_a_human_are_reported():

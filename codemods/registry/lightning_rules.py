@@ -111,15 +111,19 @@ RULES = (
         example=Example(
             before=(
                 "from pytorch_lightning.strategies import DDPFullyShardedStrategy\n"
-                "strategy = DDPFullyShardedStrategy(min_num_params=100_000, cpu_offload=True)\n"
+                "strategy = DDPFullyShardedStrategy(\n"
+                "    min_num_params=100_000,\n"
+                "    cpu_offload=True,\n"
+                ")\n"
             ),
             after=(
+                "from pytorch_lightning.strategies import FSDPStrategy\n"
                 "from functools import partial\n"
                 "from torch.distributed.fsdp.wrap import size_based_auto_wrap_policy\n"
-                "from pytorch_lightning.strategies import FSDPStrategy\n"
+                "\n"
                 "strategy = FSDPStrategy(\n"
-                "    auto_wrap_policy=partial(size_based_auto_wrap_policy, "
-                "min_num_params=100_000),\n"
+                "    auto_wrap_policy=partial("
+                "size_based_auto_wrap_policy, min_num_params=100_000),\n"
                 "    cpu_offload=True,\n"
                 ")\n"
             ),
