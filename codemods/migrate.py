@@ -56,6 +56,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Runs with at least this many files show progress on a terminal.
+PROGRESS_MIN_FILES = 200
+
+
+def _progress(total: int):
+    """A progress printer for long runs on a terminal, else None."""
+    if total < PROGRESS_MIN_FILES or not sys.stderr.isatty():
+        return None
+
+    def show(done: int, total: int) -> None:
+        end = "\n" if done == total else ""
+        print(f"\r{done}/{total} files", end=end, file=sys.stderr, flush=True)
+
+    return show
+
+
 def _diff(result: FileResult) -> str:
     old = result.old_source.decode("utf-8", "replace").splitlines(keepends=True)
     new = result.new_source.decode("utf-8", "replace").splitlines(keepends=True)
@@ -102,7 +118,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.paths == ["-"]:
         return _stdin(settings, write)
     files, problems = discover(args.paths)
-    results = process_files(files, settings, write=write, jobs=args.jobs)
+    results = process_files(
+        files, settings, write=write, jobs=args.jobs, progress=_progress(len(files))
+    )
     errors = [f"{p.path}: {p.reason}" for p in problems]
     errors += [f"{r.path}: {r.error}" for r in results if r.error]
     changed = [r for r in results if r.new_source is not None]

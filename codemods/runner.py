@@ -8,10 +8,11 @@ runs.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -132,12 +133,27 @@ def _process(args: tuple[Path, Settings, bool]) -> FileResult:
 
 
 def process_files(
-    paths: Sequence[Path], settings: Settings, write: bool, jobs: int | None = None
+    paths: Sequence[Path],
+    settings: Settings,
+    write: bool,
+    jobs: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> list[FileResult]:
-    """Process ``paths`` (in parallel when there are many), results in input order."""
+    """Process ``paths`` (in parallel when there are many), results in input order.
+
+    ``progress(done, total)`` is called as results come in.
+    """
     jobs = jobs or os.cpu_count() or 1
     work = [(path, settings, write) for path in paths]
-    if jobs <= 1 or len(work) < POOL_THRESHOLD:
-        return [_process(item) for item in work]
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        return list(pool.map(_process, work, chunksize=max(1, len(work) // (jobs * 8))))
+    results: list[FileResult] = []
+    with contextlib.ExitStack() as stack:
+        if jobs <= 1 or len(work) < POOL_THRESHOLD:
+            stream: Iterable[FileResult] = map(_process, work)
+        else:
+            pool = stack.enter_context(ProcessPoolExecutor(max_workers=jobs))
+            stream = pool.map(_process, work, chunksize=max(1, len(work) // (jobs * 8)))
+        for result in stream:
+            results.append(result)
+            if progress is not None:
+                progress(len(results), len(work))
+    return results

@@ -177,3 +177,40 @@ def test_an_engine_failure_is_reported_per_file_not_raised(monkeypatch, tmp_path
     assert main([str(path)]) == 2
     assert "internal error (RuntimeError: boom); please report it" in capsys.readouterr().err
     assert path.read_text() == LEGACY
+
+
+def test_progress_is_reported_as_results_arrive(tmp_path):
+    from codemods.engine import Settings
+    from codemods.runner import process_files
+
+    paths = []
+    for index in range(5):
+        path = tmp_path / f"m{index}.py"
+        path.write_text(LEGACY if index % 2 else "x = 1\n")
+        paths.append(path)
+    seen = []
+    results = process_files(
+        paths, Settings(fix=True), write=False, progress=lambda d, t: seen.append((d, t))
+    )
+    assert seen == [(i, 5) for i in range(1, 6)]
+    assert [r.new_source is not None for r in results] == [False, True, False, True, False]
+
+
+def test_progress_shows_only_for_long_runs_on_a_terminal(monkeypatch):
+    import io
+
+    import codemods.migrate as migrate
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    terminal = Terminal()
+    monkeypatch.setattr(migrate.sys, "stderr", terminal)
+    assert migrate._progress(10) is None  # a short run
+    show = migrate._progress(migrate.PROGRESS_MIN_FILES)
+    show(1, 200)
+    show(200, 200)
+    assert terminal.getvalue() == "\r1/200 files\r200/200 files\n"
+    monkeypatch.setattr(migrate.sys, "stderr", io.StringIO())  # not a terminal
+    assert migrate._progress(1000) is None
