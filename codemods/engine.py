@@ -278,10 +278,12 @@ class Migrator(VisitorBasedCodemodCommand):
             if match is None:
                 continue
             old, rule = match
-            if self._report(node, rule):
+            # A call-site rule rewrites calls only; a bare reference is left for a human.
+            if self._report(node, rule, fixable_here=rule.code not in CALL_SITE_RULES):
                 new = _restyle(rule.new, old) if rule.new else None
                 same_module = new and new.rpartition(".")[0] == old.rpartition(".")[0]
-                if isinstance(node, cst.Attribute) and qualified == old and same_module:
+                renamed = rule.kind is ChangeKind.SYMBOL_RENAME
+                if isinstance(node, cst.Attribute) and qualified == old and same_module and renamed:
                     # module.old -> module.new in place: RenameCommand would spell out the
                     # full path and drop an `import x as module` alias.
                     self._attribute_renames[id(node)] = new.rpartition(".")[2]

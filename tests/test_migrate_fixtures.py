@@ -294,6 +294,10 @@ NO_OPS = {
         from pytorch_lightning.strategies import DDPFullyShardedStrategy
         strategy = DDPFullyShardedStrategy(None, True)
         """,
+    "fairscale-strategy-class-not-called": """
+        import pytorch_lightning as pl
+        strategy_class = pl.strategies.DDPFullyShardedStrategy
+        """,
     "list-variable-is-not-a-class": """
         from lightning.pytorch.strategies import FSDPStrategy
         layers = [Block, Head]
