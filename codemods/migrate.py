@@ -121,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = process_files(
         files, settings, write=write, jobs=args.jobs, progress=_progress(len(files))
     )
-    errors = [f"{p.path}: {p.reason}" for p in problems]
+    errors = [str(p) for p in problems]
     errors += [f"{r.path}: {r.error}" for r in results if r.error]
     changed = [r for r in results if r.new_source is not None]
     left = [(r.path, f) for r in results for f in r.findings if not f.fixed]

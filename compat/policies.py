@@ -18,15 +18,12 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Iterable
-from typing import Any, Callable, Union
+from typing import Any, Callable
 
 import torch.nn as nn
 
 from compat.deprecation import warn_deprecated
 from compat.features import current
-
-ModuleClasses = Union[type, Iterable[type]]
 
 
 def module_classes(value: Any, argument: str) -> frozenset[type[nn.Module]]:
