@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import libcst as cst
 from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
@@ -27,20 +26,20 @@ from libcst.metadata import (
     ScopeProvider,
 )
 
+from codemods.fixes import Site, fix_for
+from codemods.fixes.base import Import
+from codemods.plan import PARTIAL, Found, Plan, Planner
 from codemods.registry import REGISTRY, ChangeKind, FixSafety, Rule
+from codemods.syntax import (
+    dotted,
+    is_bool,
+    is_import_fallback,
+    keyword,
+    literal,
+    string_like,
+)
 
 _WRAP = "torch.distributed.fsdp.wrap"
-_PARTIAL = "functools.partial"
-#: FairScale-era DDPFullyShardedStrategy arguments with no FSDPStrategy meaning.
-_FAIRSCALE_ONLY = (
-    "move_grads_to_cpu",
-    "fp32_reduce_scatter",
-    "compute_dtype",
-    "bucket_cap_mb",
-    "state_dict_to_cpu",
-)
-#: Reference rules whose fix rewrites each call (class and arguments), not only the name.
-CALL_SITE_RULES = frozenset({"FSDP202"})
 
 #: Callables whose auto_wrap_policy= takes policy objects (ModuleWrapPolicy, CustomPolicy).
 POLICY_CONSUMERS = frozenset(
@@ -58,7 +57,6 @@ POLICY_CONSUMERS = frozenset(
         "lightning_fabric.strategies.FSDPStrategy",
     }
 )
-_IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError"}
 
 
 @dataclass(frozen=True, order=True)
@@ -122,6 +120,9 @@ FIXERS = frozenset(
         "FSDP103",
         "FSDP104",
         "FSDP107",
+        "FSDP109",
+        "FSDP112",
+        "FSDP113",
         "FSDP202",
         "FSDP203",
         "FSDP204",
@@ -130,14 +131,24 @@ FIXERS = frozenset(
         "FSDP207",
         "FSDP208",
         "FSDP209",
+        "FSDP210",
+        "FSDP301",
+        "FSDP302",
         "FSDP303",
         "FSDP305",
+        "FSDP306",
     }
 )
 
 
 #: Rules also found in definitions (a user's policy's parameters), which need no import.
 DEFINITION_RULES = frozenset({"FSDP102"})
+
+#: Where each of compat's strategy flavours' classes live natively.
+_COMPAT_FLAVOURS = (
+    ("compat.strategies.fabric.", "lightning.fabric."),
+    ("compat.strategies.pytorch_lightning.", "pytorch_lightning."),
+)
 
 
 def _restyle(new: str, old: str) -> str:
@@ -146,7 +157,13 @@ def _restyle(new: str, old: str) -> str:
     Example:
         >>> _restyle("lightning.pytorch.strategies.FSDPStrategy", "pytorch_lightning.strategies.X")
         'pytorch_lightning.strategies.FSDPStrategy'
+        >>> _restyle("lightning.pytorch.strategies.FSDPStrategy", "compat.strategies.fabric.X")
+        'lightning.fabric.strategies.FSDPStrategy'
     """
+    unified = "lightning.pytorch."
+    for flavour, root in _COMPAT_FLAVOURS:
+        if new.startswith(unified) and old.startswith(flavour):
+            new = root + new[len(unified) :]
     for unified, standalone in (
         ("lightning.pytorch.", "pytorch_lightning."),
         ("lightning.fabric.", "lightning_fabric."),
@@ -190,28 +207,6 @@ class _Index:
 INDEX = _Index(REGISTRY.rules)
 
 
-def _dotted(node: cst.BaseExpression) -> str | None:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        base = _dotted(node.value)
-        return f"{base}.{node.attr.value}" if base else None
-    return None
-
-
-def _literal(node: cst.BaseExpression) -> Any:
-    if isinstance(node, cst.Integer):
-        return int(node.value)
-    if isinstance(node, cst.SimpleString):
-        return node.evaluated_value
-    return None
-
-
-def _string_like(original: cst.BaseExpression, value: str) -> cst.SimpleString:
-    quote = "'" if isinstance(original, cst.SimpleString) and original.quote == "'" else '"'
-    return cst.SimpleString(f"{quote}{value}{quote}")
-
-
 class Migrator(VisitorBasedCodemodCommand):
     """Find (and, with ``settings.fix``, rewrite) every registry finding in a module."""
 
@@ -227,18 +222,29 @@ class Migrator(VisitorBasedCodemodCommand):
         super().__init__(context)
         self.settings = settings
         self.findings: list[Finding] = []
-        self.renames: dict[str, str] = {}  # old qualified name -> new, for RenameCommand
+        self.renames: dict[str, str] = {}  # old qualified name -> new, where this run renames
+        self._command_renames: dict[str, str] = {}  # the ones left to libcst's RenameCommand
+        self._plan = Plan()
         self._fallback_depth = 0
         self._param_renames: set[int] = set()  # ids of Name nodes to rename (FSDP102)
         self._attribute_renames: dict[int, str] = {}  # id of Attribute -> new attr
-        # id of a call's func -> (rule, old name, translated args or None if not certain)
-        self._call_sites: dict[int, tuple[Rule, str, list[cst.Arg] | None]] = {}
-        self._call_fixes: set[int] = set()  # ids of call funcs whose fix applies
+        # id of a reference whose call-site fix applies -> (rule, old name)
+        self._call_sites: dict[int, tuple[Rule, str]] = {}
 
     # Bookkeeping ---------------------------------------------------------------------
 
-    def _qualified(self, node: cst.CSTNode) -> set[str]:
+    def qualified(self, node: cst.CSTNode) -> set[str]:
+        """The fully qualified names ``node`` may refer to (libcst's resolution)."""
         return {q.name for q in self.get_metadata(QualifiedNameProvider, node, set())}
+
+    _qualified = qualified
+
+    def applies(self, code: str) -> bool:
+        """Whether rule ``code``'s fix is part of this run (of a fixing run, when linting)."""
+        rule = REGISTRY[code]
+        if not self.settings.fix:
+            return self.settings.enabled(rule) and code in FIXERS and rule.fixable
+        return self.settings.enabled(rule) and self.settings.applies_fix(rule)
 
     def _report(self, node: cst.CSTNode, rule: Rule, fixable_here: bool = True) -> bool:
         """Record a finding; return whether this run applies its fix.
@@ -246,7 +252,11 @@ class Migrator(VisitorBasedCodemodCommand):
         ``fixable_here`` is False where the rule has a fix in general but not at this
         site (a form the fix does not handle with certainty).
         """
-        if self._fallback_depth or not self.settings.enabled(rule):
+        if (
+            self._fallback_depth
+            or not self.settings.enabled(rule)
+            or rule.code in self._plan.superseded
+        ):
             return False
         position = self.get_metadata(PositionProvider, node).start
         fixable = fixable_here and rule.code in FIXERS and rule.fixable
@@ -256,45 +266,72 @@ class Migrator(VisitorBasedCodemodCommand):
         )
         return applies
 
+    def _find(self, node: cst.BaseExpression) -> Found | None:
+        """The old name, rule and qualified name ``node`` refers to, if any.
+
+        A name bound to an old API on one path and to something else on another
+        (``try: import new / except ImportError: import old``) is not a use of the old API.
+        """
+        found = None
+        for qualified in sorted(self.qualified(node)):
+            match = INDEX.reference(qualified)
+            if match is None:
+                return None
+            found = found or (match[0], match[1], qualified)
+        return found
+
+    def _imported(self, node: cst.Import | cst.ImportFrom) -> list[tuple[str, Rule]]:
+        return [(old, rule) for _, rule, old in self._imported_names(node)]
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._planner = Planner(
+            self,
+            lambda n: self.get_metadata(ParentNodeProvider, n, None),
+            self._find,
+            self._imported,
+            self.settings.enabled,
+            self.settings.applies_fix,
+            self._new_name,
+        )
+        self._plan = self._planner.plan(node)
+
     def visit_Try(self, node: cst.Try) -> None:
-        if _is_import_fallback(node):
+        if is_import_fallback(node):
             self._fallback_depth += 1
 
     def leave_Try(self, original_node: cst.Try, updated_node: cst.Try) -> cst.Try:
-        if _is_import_fallback(original_node):
+        if is_import_fallback(original_node):
             self._fallback_depth -= 1
         return updated_node
 
     # References: names, attributes, imports -------------------------------------------
 
-    def _reference(self, node: cst.BaseExpression) -> bool:
-        site = self._call_sites.get(id(node))
-        if site is not None:  # the class of a call this run may rewrite whole
-            if self._report(node, site[0], fixable_here=site[2] is not None):
-                self._call_fixes.add(id(node))
+    def _renaming(self, node: cst.CSTNode, rule: Rule) -> bool:
+        """Report a use or import of ``rule``'s old name; whether this run renames it."""
+        if fix_for(rule) is None:  # reported only; a call rule may still fix its call
+            self._report(node, rule)
             return False
-        for qualified in self._qualified(node):
-            match = INDEX.reference(qualified)
-            if match is None:
-                continue
-            old, rule = match
-            # A call-site rule rewrites calls only; a bare reference is left for a human.
-            if self._report(node, rule, fixable_here=rule.code not in CALL_SITE_RULES):
-                new = _restyle(rule.new, old) if rule.new else None
-                same_module = new and new.rpartition(".")[0] == old.rpartition(".")[0]
-                renamed = rule.kind is ChangeKind.SYMBOL_RENAME
-                if isinstance(node, cst.Attribute) and qualified == old and same_module and renamed:
-                    # module.old -> module.new in place: RenameCommand would spell out the
-                    # full path and drop an `import x as module` alias.
-                    self._attribute_renames[id(node)] = new.rpartition(".")[2]
-                else:
-                    self._queue_rename(rule, old)
-            return False  # reported: do not report its parts again
-        return True
+        fixable = rule.code in self._plan.fixable
+        return self._report(node, rule, fixable_here=fixable) and rule.code in self._plan.applies
 
-    def _queue_rename(self, rule: Rule, old: str) -> None:
-        if rule.kind is ChangeKind.SYMBOL_RENAME and rule.new:
-            self.renames[old] = _restyle(rule.new, old)
+    def _reference(self, node: cst.BaseExpression) -> bool:
+        found = self._find(node)
+        if found is None:
+            return True
+        old, rule, qualified = found
+        if self._renaming(node, rule) and qualified == old:
+            self._call_sites[id(node)] = (rule, old)
+            if isinstance(node, cst.Attribute):
+                self._attribute_renames[id(node)] = self._new_name(rule, old)
+        return False  # reported: do not report its parts again
+
+    @staticmethod
+    def _new_name(rule: Rule, old: str) -> str | None:
+        """What ``old`` is renamed to, or None where the fix renames nothing."""
+        if fix_for(rule) is None:
+            return None
+        new = rule.new_for(old)
+        return _restyle(new, old) if new else None
 
     def visit_Name(self, node: cst.Name) -> bool:
         return self._reference(node)
@@ -304,112 +341,133 @@ class Migrator(VisitorBasedCodemodCommand):
 
     def leave_Attribute(
         self, original_node: cst.Attribute, updated_node: cst.Attribute
-    ) -> cst.Attribute:
-        new_attr = self._attribute_renames.get(id(original_node))
-        return updated_node.with_changes(attr=cst.Name(new_attr)) if new_attr else updated_node
+    ) -> cst.BaseExpression:
+        """``module.Old`` as ``module.New`` (same module) or ``New`` imported from its own."""
+        new = self._attribute_renames.get(id(original_node))
+        if new is None:
+            return updated_node
+        module, _, name = new.rpartition(".")
+        old_module = self._find(original_node)[0].rpartition(".")[0]
+        if module == old_module:
+            # In place: RenameCommand would spell out the full path and drop an
+            # `import x as module` alias.
+            return updated_node.with_changes(attr=cst.Name(name))
+        AddImportsVisitor.add_needed_import(self.context, module, name)
+        self._forget(original_node.value)
+        return cst.Name(name)
 
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
-            return False
-        module = _dotted(node.module)
+    @staticmethod
+    def _imported_names(
+        node: cst.Import | cst.ImportFrom,
+    ) -> list[tuple[cst.ImportAlias, Rule, str]]:
+        """The aliases of an import that bring in an old name, with its rule and name."""
+        if isinstance(node, cst.ImportFrom):
+            if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+                return []
+            prefix = f"{dotted(node.module)}."
+        else:
+            prefix = ""
+        found = []
         for alias in node.names:
-            match = INDEX.reference(f"{module}.{_dotted(alias.name)}")
-            if match is not None and self._report(alias, match[1]):
-                self._queue_rename(match[1], match[0])
+            match = INDEX.reference(prefix + (dotted(alias.name) or ""))
+            if match is not None:
+                found.append((alias, match[1], match[0]))
+        return found
+
+    def _visit_import(self, node: cst.Import | cst.ImportFrom) -> bool:
+        for alias, rule, old in self._imported_names(node):
+            if self._renaming(alias, rule):
+                self.renames[old] = self._new_name(rule, old)
         return False
 
-    def visit_Import(self, node: cst.Import) -> bool:
-        for alias in node.names:
-            match = INDEX.reference(_dotted(alias.name) or "")
-            if match is not None and self._report(alias, match[1]):
-                self._queue_rename(match[1], match[0])
-        return False
+    visit_Import = _visit_import
+    visit_ImportFrom = _visit_import
+
+    def leave_Import(self, original_node: cst.Import, updated_node: cst.Import) -> cst.Import:
+        for _, _, old in self._imported_names(original_node):
+            if old in self.renames:  # `import old.module`: libcst's rename moves it and its uses
+                self._command_renames[old] = self.renames[old]
+        return updated_node
+
+    def leave_ImportFrom(
+        self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom
+    ) -> cst.ImportFrom | cst.RemovalSentinel:
+        """Move imports of renamed names, keeping the names the file uses.
+
+        An imported name that keeps its local name (it has an alias, or only its module
+        changes) is moved here: in place when the whole statement moves to one module,
+        else name by name. Where the local name itself changes, libcst's
+        ``RenameCommand`` moves the import and renames the uses.
+        """
+        moves = {}  # id of alias -> (new module, new name)
+        for alias, _, old in self._imported_names(original_node):
+            if old not in self.renames:
+                continue
+            full = f"{dotted(original_node.module)}.{dotted(alias.name)}"
+            module, _, name = (self.renames[old] + full[len(old) :]).rpartition(".")
+            if alias.asname is not None or name == dotted(alias.name):
+                moves[id(alias)] = (module, name)
+            else:
+                self._command_renames[old] = self.renames[old]
+        if not moves:
+            return updated_node
+        pairs = list(zip(original_node.names, updated_node.names))
+        if len(moves) == len(pairs) and len({m for m, _ in moves.values()}) == 1:
+            (module,) = {m for m, _ in moves.values()}
+            names = [a.with_changes(name=cst.Name(moves[id(o)][1])) for o, a in pairs]
+            return updated_node.with_changes(module=cst.parse_expression(module), names=names)
+        kept = []
+        for original, alias in pairs:
+            if id(original) not in moves:
+                kept.append(alias)
+                continue
+            module, name = moves[id(original)]
+            local = original.asname.name.value if original.asname else name
+            AddImportsVisitor.add_needed_import(
+                self.context, module, name, asname=None if local == name else local
+            )
+        if not kept:
+            return cst.RemoveFromParent()
+        kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        return updated_node.with_changes(names=kept)
 
     # Calls -----------------------------------------------------------------------------
 
-    def visit_Call(self, node: cst.Call) -> bool:
-        for qualified in self._qualified(node.func):
-            match = INDEX.reference(qualified)
-            if match is not None and match[1].code in CALL_SITE_RULES and qualified == match[0]:
-                self._call_sites[id(node.func)] = (
-                    match[1],
-                    match[0],
-                    self._strategy_arguments(node),
-                )
-        return True
+    def _call_site(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        """Translate the arguments of a call whose callee a call-site fix renames."""
+        partial = False
+        site = self._call_sites.get(id(original.func))
+        if site is None and original.args:
+            site = self._call_sites.get(id(original.args[0].value))
+            partial = site is not None and fix_for(site[0]).partials
+            partial = partial and self._planner.partial_of(original.args[0].value) is original
+            if not partial:
+                return updated
+        if site is None:
+            return updated
+        rule, old = site
+        translation = fix_for(rule).translate(Site(self, old, original, updated, partial))
+        if translation is None:  # the plan said certain: a translator disagreeing is a bug
+            raise AssertionError(f"{rule.code}: no translation for a planned call")
+        self._add_imports(translation.imports)
+        func = translation.func if translation.func is not None else updated.func
+        return updated.with_changes(func=func, args=translation.args)
 
-    def _strategy_arguments(self, call: cst.Call) -> list[cst.Arg] | None:
-        """``DDPFullyShardedStrategy`` keyword arguments as ``FSDPStrategy`` ones.
-
-        Returns None where a translation is not certain: positional or FairScale-only
-        arguments, a non-literal ``reshard_after_forward``, a checkpointing value that
-        is not a class.
-        """
-        out: list[cst.Arg] = []
-        for arg in call.args:
-            name = arg.keyword.value if arg.keyword else None
-            if name is None or name in _FAIRSCALE_ONLY:
-                return None
-            if name == "min_num_params":
-                policy = cst.parse_expression(
-                    "partial(size_based_auto_wrap_policy, min_num_params=0)"
-                )
-                threshold = policy.args[1].with_changes(value=arg.value)
-                value = policy.with_changes(args=[policy.args[0], threshold])
-                out.append(arg.with_changes(keyword=cst.Name("auto_wrap_policy"), value=value))
-            elif name == "reshard_after_forward":
-                flag = _dotted(arg.value)
-                if flag not in ("True", "False"):
-                    return None
-                strategy = '"FULL_SHARD"' if flag == "True" else '"SHARD_GRAD_OP"'
-                out.append(
-                    arg.with_changes(
-                        keyword=cst.Name("sharding_strategy"), value=cst.SimpleString(strategy)
-                    )
-                )
-            elif name == "flatten_parameters":
-                if _dotted(arg.value) != "True":
-                    return None  # torch's FSDP1 always flattens: only True is dropped safely
-            elif name == "activation_checkpointing":
-                classes = self._class_set(arg.value)
-                if classes is None:
-                    return None
-                out.append(
-                    arg.with_changes(
-                        keyword=cst.Name("activation_checkpointing_policy"), value=classes
-                    )
-                )
-            else:
-                out.append(arg)
-        if out and call.args and out[-1] is not call.args[-1]:
-            out[-1] = _take_ending(out[-1], call.args[-1])
-        return out
-
-    def _rewrite_call_site(self, original: cst.Call, updated: cst.Call) -> cst.Call:
-        rule, old, args = self._call_sites[id(original.func)]
-        new = _restyle(rule.new, old)
-        module, _, name = new.rpartition(".")
-        if isinstance(updated.func, cst.Attribute):
-            func = updated.func.with_changes(attr=cst.Name(name))
-        else:
-            func = cst.Name(name)
+    def _add_imports(self, imports: Sequence[Import]) -> None:
+        for module, name in imports:
             AddImportsVisitor.add_needed_import(self.context, module, name)
-            self._forget(original.func)
-        if any(a.keyword and a.keyword.value == "auto_wrap_policy" for a in args):
-            AddImportsVisitor.add_needed_import(self.context, "functools", "partial")
-            AddImportsVisitor.add_needed_import(self.context, _WRAP, "size_based_auto_wrap_policy")
-        return updated.with_changes(func=func, args=args)
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
-        if id(original_node.func) in self._call_fixes:
-            return self._rewrite_call_site(original_node, updated_node)
-        names = self._qualified(original_node.func)
-        if _PARTIAL in names:
-            return self._partial(original_node, updated_node)
-        for name in names:
-            for rule in INDEX.calls.get(name, ()):
-                updated_node = self._call_rule(rule, original_node, updated_node)
-        return updated_node
+        names = self.qualified(original_node.func)
+        if PARTIAL in names:
+            updated_node = self._partial(original_node, updated_node)
+            if not isinstance(updated_node, cst.Call):
+                return updated_node
+        else:
+            for name in names:
+                for rule in INDEX.calls.get(name, ()):
+                    updated_node = self._call_rule(rule, original_node, updated_node)
+        return self._call_site(original_node, updated_node)
 
     def _partial(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         """``partial(transformer_auto_wrap_policy, transformer_layer_cls=X)`` and friends."""
@@ -486,7 +544,7 @@ class Migrator(VisitorBasedCodemodCommand):
 
     def _imported_at_module_level(self, node: cst.BaseExpression) -> bool:
         scope = self.get_metadata(ScopeProvider, node, None)
-        name = _dotted(node)
+        name = dotted(node)
         if scope is None or name is None:
             return False
         assignments = scope[name.split(".")[0]]
@@ -520,18 +578,21 @@ class Migrator(VisitorBasedCodemodCommand):
         if rule.code == "FSDP209":
             return self._auto_wrap_partial(rule, original, updated)
         if rule.code == "FSDP109":
-            for arg in original.args:
-                if (
-                    arg.keyword
-                    and arg.keyword.value == rule.argument
-                    and _dotted(arg.value) in ("True", "False")
-                ):
-                    self._report(arg, rule)
-            return updated
+            return self._cpu_offload_flag(rule, original, updated)
         for arg in original.args:  # other argument rules: report the keyword
             if arg.keyword and arg.keyword.value == rule.argument:
                 self._report(arg, rule)
         return updated
+
+    def _cpu_offload_flag(self, rule: Rule, original: cst.Call, updated: cst.Call) -> cst.Call:
+        """``cpu_offload=True`` (Lightning's and FairScale's spelling) as a ``CPUOffload``."""
+        args = list(updated.args)
+        for index, arg in enumerate(original.args):
+            if keyword(arg) == rule.argument and is_bool(arg.value) and self._report(arg, rule):
+                value = cst.parse_expression(f"CPUOffload(offload_params={arg.value.value})")
+                args[index] = args[index].with_changes(value=value)
+                self._add_imports([("torch.distributed.fsdp", "CPUOffload")])
+        return updated.with_changes(args=args)
 
     def _rename_keyword(self, rule: Rule, original: cst.Call, updated: cst.Call) -> cst.Call:
         args = list(updated.args)
@@ -546,11 +607,11 @@ class Migrator(VisitorBasedCodemodCommand):
         for index, arg in enumerate(original.args):
             if not (arg.keyword and arg.keyword.value == rule.argument):
                 continue
-            old = _literal(arg.value)
+            old = literal(arg.value)
             if old in mapping:  # 16 and "16" are distinct keys: exact match
                 if self._report(arg, rule):
                     args[index] = args[index].with_changes(
-                        value=_string_like(arg.value, mapping[old])
+                        value=string_like(arg.value, mapping[old])
                     )
         return updated.with_changes(args=args)
 
@@ -561,14 +622,14 @@ class Migrator(VisitorBasedCodemodCommand):
         for index, arg in enumerate(original.args):
             if not (arg.keyword and arg.keyword.value == rule.argument):
                 continue
-            value = self._class_set(arg.value, updated.args[index].value)
+            value = self.class_set(arg.value, updated.args[index].value)
             if self._report(arg, rule, fixable_here=value is not None) and value is not None:
                 args[index] = args[index].with_changes(
                     keyword=cst.Name(rule.new_argument), value=value
                 )
         return updated.with_changes(args=args)
 
-    def _class_set(
+    def class_set(
         self, original: cst.BaseExpression, updated: cst.BaseExpression | None = None
     ) -> cst.BaseExpression | None:
         """``{...}`` for a class, or a list/tuple/set display of classes; else None.
@@ -588,7 +649,7 @@ class Migrator(VisitorBasedCodemodCommand):
     def _names_a_class(self, node: cst.BaseExpression) -> bool:
         # Timid: only a name bound by a class statement or an import can be a class here.
         scope = self.get_metadata(ScopeProvider, node, None)
-        name = _dotted(node)
+        name = dotted(node)
         if scope is None or name is None:
             return False
         assignments = scope[name.split(".")[0]]  # resolved through enclosing scopes
@@ -603,7 +664,7 @@ class Migrator(VisitorBasedCodemodCommand):
             if not (arg.keyword and arg.keyword.value == rule.argument):
                 continue
             inner = arg.value
-            if not (isinstance(inner, cst.Call) and _PARTIAL in self._qualified(inner.func)):
+            if not (isinstance(inner, cst.Call) and PARTIAL in self._qualified(inner.func)):
                 continue
             if not inner.args or not (
                 self._qualified(inner.args[0].value) & {f"{_WRAP}.transformer_auto_wrap_policy"}
@@ -617,7 +678,7 @@ class Migrator(VisitorBasedCodemodCommand):
             ):
                 self._report(arg, rule, fixable_here=False)
                 continue
-            value = self._class_set(rest[0].value)
+            value = self.class_set(rest[0].value)
             if self._report(arg, rule, fixable_here=value is not None) and value is not None:
                 self._forget(inner.func)
                 self._forget(inner.args[0].value)
@@ -673,43 +734,9 @@ class Migrator(VisitorBasedCodemodCommand):
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         tree = super().transform_module_impl(tree)
-        for old, new in sorted(self.renames.items()):
+        for old, new in sorted(self._command_renames.items()):
             tree = RenameCommand(self.context, old, new).transform_module(tree)
         return tree
-
-
-def _take_ending(kept: cst.Arg, dropped: cst.Arg) -> cst.Arg:
-    """``kept``, now last, ending the way the dropped last argument did.
-
-    Its own trailing comment stays; the line break and indentation before ``)`` come
-    from ``dropped``.
-    """
-    comma, tail = kept.comma, dropped.comma
-    if not isinstance(tail, cst.Comma):
-        comma = cst.MaybeSentinel.DEFAULT
-    elif isinstance(comma, cst.Comma) and isinstance(
-        comma.whitespace_after, cst.ParenthesizedWhitespace
-    ):
-        if isinstance(tail.whitespace_after, cst.ParenthesizedWhitespace):
-            last_line = tail.whitespace_after.last_line
-            comma = comma.with_changes(
-                whitespace_after=comma.whitespace_after.with_changes(last_line=last_line)
-            )
-    return kept.with_changes(comma=comma, whitespace_after_arg=dropped.whitespace_after_arg)
-
-
-def _is_import_fallback(node: cst.Try) -> bool:
-    for handler in node.handlers:
-        if handler.type is None:
-            return True
-        elements = (
-            handler.type.elements
-            if isinstance(handler.type, cst.Tuple)
-            else [cst.Element(handler.type)]
-        )
-        if any(_dotted(e.value) in _IMPORT_ERRORS for e in elements):
-            return True
-    return False
 
 
 @dataclass
@@ -733,8 +760,19 @@ def run(source: bytes, settings: Settings, filename: str = "<string>") -> Outcom
     """
     module = cst.parse_module(source)
     command = Migrator(CodemodContext(filename=filename), settings)
-    new_bytes = command.transform_module(module).bytes  # without fixes: unchanged
+    new = _no_new_leading_blank_lines(module, command.transform_module(module))
+    new_bytes = new.bytes  # without fixes: unchanged
     return Outcome(sorted(command.findings), new_bytes if new_bytes != source else None)
+
+
+def _no_new_leading_blank_lines(original: cst.Module, new: cst.Module) -> cst.Module:
+    """``new`` without the blank lines a removed first import left at the top of the file."""
+    if not (original.body and new.body) or original.body[0].leading_lines:
+        return new
+    first = new.body[0]
+    if first.leading_lines and all(line.comment is None for line in first.leading_lines):
+        return new.with_changes(body=[first.with_changes(leading_lines=()), *new.body[1:]])
+    return new
 
 
 def select_codes(codes: Collection[str]) -> tuple[str, ...]:

@@ -63,6 +63,7 @@ _TRANSLATED = {
     "move_params_to_cpu",
     "cpu_offload",
     "move_grads_to_cpu",
+    "compute_device",
 }
 
 
@@ -82,6 +83,8 @@ def translate_fairscale_arguments(module: nn.Module, *args: Any, **kwargs: Any) 
     given.pop("module")
     options = {**_FAIRSCALE_FSDP_DEFAULTS, **given}
     translated: dict[str, Any] = {"process_group": options["process_group"]}
+    if options["compute_device"] is not None:  # where FairScale computed: torch's device_id
+        translated["device_id"] = options["compute_device"]
     strategy = _torch_fsdp.ShardingStrategy
     translated["sharding_strategy"] = (
         strategy.FULL_SHARD if options["reshard_after_forward"] else strategy.SHARD_GRAD_OP

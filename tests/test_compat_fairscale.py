@@ -72,7 +72,6 @@ def test_offload_spellings(name):
     ("name", "value"),
     [
         ("bucket_cap_mb", 50),
-        ("compute_device", torch.device("cpu")),
         ("no_broadcast_optim_state", True),
         ("state_dict_device", torch.device("cpu")),
         ("clear_autocast_cache", True),
@@ -91,6 +90,11 @@ def test_offload_spellings(name):
 def test_arguments_without_torch_meaning_warn_by_name(name, value):
     _, messages = _translate(**{name: value})
     assert len(messages) == 1 and f"`{name}`" in messages[0] and "[FSDP301]" in messages[0]
+
+
+def test_compute_device_is_where_torch_computes():
+    translated, messages = _translate(compute_device=torch.device("cpu"))
+    assert translated["device_id"] == torch.device("cpu") and not messages
 
 
 def test_defaults_and_flattening_translate_silently():

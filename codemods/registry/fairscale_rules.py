@@ -11,6 +11,8 @@ from codemods.registry.model import ChangeKind, Example, FixSafety, Framework, R
 _FSDP = "fairscale.nn.data_parallel"
 _WRAP = "fairscale.nn.wrap"
 _CHECKPOINT = "fairscale.nn.checkpoint"
+#: compat's stand-in for FairScale's API: the same names, on torch FSDP.
+_COMPAT = "compat.fairscale"
 
 RULES = (
     Rule(
@@ -22,6 +24,7 @@ RULES = (
             "fairscale.nn.FullyShardedDataParallel",
             f"{_FSDP}.FullyShardedDataParallel",
             f"{_FSDP}.fully_sharded_data_parallel.FullyShardedDataParallel",
+            f"{_COMPAT}.FullyShardedDataParallel",
         ),
         new="torch.distributed.fsdp.FullyShardedDataParallel",
         message="FairScale's `FullyShardedDataParallel` is archived; use torch's",
@@ -38,8 +41,8 @@ RULES = (
                 "model = FSDP(model, reshard_after_forward=False)\n"
             ),
             after=(
-                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
-                "from torch.distributed.fsdp import ShardingStrategy\n"
+                "from torch.distributed.fsdp import ShardingStrategy, "
+                "FullyShardedDataParallel as FSDP\n"
                 "model = FSDP(model, sharding_strategy=ShardingStrategy.SHARD_GRAD_OP)\n"
             ),
         ),
@@ -51,23 +54,32 @@ RULES = (
         name="fairscale-enable-wrap",
         framework=Framework.FAIRSCALE,
         kind=ChangeKind.CALL_REWRITE,
-        old=(f"{_WRAP}.enable_wrap", f"{_WRAP}.auto_wrap.enable_wrap"),
+        old=(
+            f"{_WRAP}.enable_wrap",
+            f"{_WRAP}.auto_wrap.enable_wrap",
+            f"{_COMPAT}.enable_wrap",
+        ),
         new="torch.distributed.fsdp.wrap.enable_wrap",
         message="use torch's `enable_wrap(wrapper_cls=FullyShardedDataParallel, ...)`",
         why=(
             "torch's `enable_wrap` requires `wrapper_cls` by keyword and has no "
-            "`auto_wrap_policy` (nothing in torch consumes it inside the context)."
+            "`auto_wrap_policy` (nothing in torch consumes it inside the context). FairScale's "
+            "`wrap` only sees FairScale's context and torch's only torch's, so the fix moves "
+            "`enable_wrap` and `wrap` together, FairScale FSDP arguments translated, and not "
+            "at all in a file that calls `auto_wrap`, which would silently stop wrapping."
         ),
         example=Example(
             before=(
-                "from fairscale.nn.wrap import enable_wrap, wrap\n"
-                "with enable_wrap(wrapper_cls=FSDP):\n"
-                "    block = wrap(block)\n"
+                "from fairscale.nn.wrap import enable_wrap\n"
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "with enable_wrap(wrapper_cls=FSDP, cpu_offload=CPUOffload(offload_params=True)):\n"
+                "    model = build_model()  # calls wrap() on each block\n"
             ),
             after=(
-                "from torch.distributed.fsdp.wrap import enable_wrap, wrap\n"
-                "with enable_wrap(wrapper_cls=FSDP):\n"
-                "    block = wrap(block)\n"
+                "from torch.distributed.fsdp.wrap import enable_wrap\n"
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "with enable_wrap(wrapper_cls=FSDP, cpu_offload=CPUOffload(offload_params=True)):\n"
+                "    model = build_model()  # calls wrap() on each block\n"
             ),
         ),
         fix=FixSafety.UNSAFE,
@@ -78,7 +90,11 @@ RULES = (
         name="fairscale-wrap",
         framework=Framework.FAIRSCALE,
         kind=ChangeKind.SYMBOL_RENAME,
-        old=(f"{_WRAP}.wrap", f"{_WRAP}.auto_wrap.wrap"),
+        old=(
+            f"{_WRAP}.wrap",
+            f"{_WRAP}.auto_wrap.wrap",
+            f"{_COMPAT}.wrap",
+        ),
         new="torch.distributed.fsdp.wrap.wrap",
         message="use torch's `wrap` inside torch's `enable_wrap`",
         why="torch's `wrap` reads the configuration of torch's `enable_wrap` context.",
@@ -94,7 +110,11 @@ RULES = (
         name="fairscale-auto-wrap",
         framework=Framework.FAIRSCALE,
         kind=ChangeKind.REMOVAL,
-        old=(f"{_WRAP}.auto_wrap", f"{_WRAP}.auto_wrap.auto_wrap"),
+        old=(
+            f"{_WRAP}.auto_wrap",
+            f"{_WRAP}.auto_wrap.auto_wrap",
+            f"{_COMPAT}.auto_wrap",
+        ),
         new=None,
         message=(
             "torch has no `auto_wrap`: pass `auto_wrap_policy=` to `FullyShardedDataParallel` "
@@ -123,7 +143,11 @@ RULES = (
         name="fairscale-default-auto-wrap-policy",
         framework=Framework.FAIRSCALE,
         kind=ChangeKind.SYMBOL_RENAME,
-        old=(f"{_WRAP}.default_auto_wrap_policy", f"{_WRAP}.auto_wrap.default_auto_wrap_policy"),
+        old=(
+            f"{_WRAP}.default_auto_wrap_policy",
+            f"{_WRAP}.auto_wrap.default_auto_wrap_policy",
+            f"{_COMPAT}.default_auto_wrap_policy",
+        ),
         new="torch.distributed.fsdp.wrap.size_based_auto_wrap_policy",
         message="use torch's `size_based_auto_wrap_policy` (same `min_num_params` threshold)",
         why=(
@@ -145,6 +169,7 @@ RULES = (
         old=(
             f"{_CHECKPOINT}.checkpoint_wrapper",
             f"{_CHECKPOINT}.checkpoint_activations.checkpoint_wrapper",
+            f"{_COMPAT}.checkpoint_wrapper",
         ),
         new="torch.distributed.algorithms._checkpoint.checkpoint_wrapper.checkpoint_wrapper",
         message=(
@@ -152,7 +177,9 @@ RULES = (
         ),
         why=(
             "FairScale's wrapper is reentrant-style and takes `offload_to_cpu`; torch's takes "
-            "`checkpoint_impl` and offloads through a separate `offload_wrapper`."
+            "`checkpoint_impl` and offloads through a separate `offload_wrapper`. The fix "
+            "asks for non-reentrant checkpointing, as compat runs it and torch recommends; "
+            "`offload_to_cpu=True` is left for a human."
         ),
         example=Example(
             before=(
@@ -161,8 +188,8 @@ RULES = (
             ),
             after=(
                 "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import "
-                "checkpoint_wrapper\n"
-                "block = checkpoint_wrapper(block)\n"
+                "CheckpointImpl, checkpoint_wrapper\n"
+                "block = checkpoint_wrapper(block, checkpoint_impl=CheckpointImpl.NO_REENTRANT)\n"
             ),
         ),
         fix=FixSafety.UNSAFE,

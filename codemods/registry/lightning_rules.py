@@ -32,12 +32,24 @@ def fabric_paths(*suffixes: str) -> tuple[str, ...]:
 FSDP_STRATEGY = trainer_paths("strategies.FSDPStrategy", "strategies.fsdp.FSDPStrategy") + (
     fabric_paths("strategies.FSDPStrategy", "strategies.fsdp.FSDPStrategy")
 )
+
+
+def compat_paths(*names: str) -> tuple[str, ...]:
+    """The names of compat's stand-ins called ``names``, in each of its flavours.
+
+    Example:
+        >>> compat_paths("DDPFullyShardedPlugin")[1]
+        'compat.strategies.fabric.DDPFullyShardedPlugin'
+    """
+    return tuple(
+        f"compat.strategies.{flavour}{name}"
+        for name in names
+        for flavour in ("", "fabric.", "pytorch_lightning.")
+    )
+
+
 #: compat's stand-ins for the removed strategies, which take the same old arguments.
-COMPAT_STRATEGIES = tuple(
-    f"compat.strategies.{flavour}{name}"
-    for flavour in ("", "fabric.", "pytorch_lightning.")
-    for name in ("DDPFullyShardedStrategy", "DDPFullyShardedNativeStrategy")
-)
+COMPAT_STRATEGIES = compat_paths("DDPFullyShardedStrategy", "DDPFullyShardedNativeStrategy")
 #: The callables that take ``strategy=`` and ``precision=``.
 TRAINER_AND_FABRIC = trainer_paths("Trainer", "trainer.Trainer", "trainer.trainer.Trainer") + (
     fabric_paths("Fabric", "fabric.Fabric")
@@ -54,6 +66,7 @@ RULES = (
             "pytorch_lightning.plugins.DDPFullyShardedPlugin",
             "pytorch_lightning.plugins.training_type.DDPFullyShardedPlugin",
             "pytorch_lightning.plugins.training_type.fully_sharded.DDPFullyShardedPlugin",
+            *compat_paths("DDPFullyShardedPlugin"),
         ),
         new="lightning.pytorch.strategies.FSDPStrategy",
         message=(
@@ -95,6 +108,7 @@ RULES = (
             "lightning_fairscale.strategies.DDPFullyShardedStrategy",
             "lightning_fairscale.strategies.fully_sharded.DDPFullyShardedStrategy",
             "pl_fairscale.strategies.DDPFullyShardedStrategy",
+            *compat_paths("DDPFullyShardedStrategy"),
         ),
         new="lightning.pytorch.strategies.FSDPStrategy",
         message=(
@@ -357,5 +371,35 @@ RULES = (
         ),
         fix=FixSafety.SAFE,
         introduced="2.1",
+    ),
+    Rule(
+        code="FSDP210",
+        name="compat-native-strategy",
+        framework=Framework.LIGHTNING,
+        kind=ChangeKind.CALL_REWRITE,
+        old=compat_paths("DDPFullyShardedNativeStrategy"),
+        new="lightning.pytorch.strategies.FSDPStrategy",
+        message=(
+            "compat's `DDPFullyShardedNativeStrategy` is Lightning's `FSDPStrategy`; "
+            "import that instead"
+        ),
+        why=(
+            "compat keeps the Lightning 1.x name working on Lightning 2.x, translating its "
+            "old arguments at run time; `FSDPStrategy` from the Lightning package the file "
+            "uses is the current API. Unsafe: compat also runs the strategy on CPU (gloo), "
+            "which Lightning's own `FSDPStrategy` refuses."
+        ),
+        example=Example(
+            before=(
+                "from compat.strategies import DDPFullyShardedNativeStrategy\n"
+                "strategy = DDPFullyShardedNativeStrategy(auto_wrap_policy=[Block])\n"
+            ),
+            after=(
+                "from lightning.pytorch.strategies import FSDPStrategy\n"
+                "strategy = FSDPStrategy(auto_wrap_policy={Block})\n"
+            ),
+        ),
+        fix=FixSafety.UNSAFE,
+        introduced="2.0",
     ),
 )

@@ -85,6 +85,8 @@ class Rule:
         values: Old-to-new literal pairs, for string value changes.
         references: Upstream PRs, issues or docs that record the change.
         opt_in: Not reported unless selected by code (advice rather than a deprecation).
+        keeps_name: ``new`` is a module, and each old name moves there under its own
+            last part (``compat.fsdp.wrap.wrap`` to ``torch.distributed.fsdp.wrap.wrap``).
     """
 
     code: str
@@ -105,6 +107,19 @@ class Rule:
     values: tuple[tuple[Literal, Literal], ...] = ()
     references: tuple[str, ...] = ()
     opt_in: bool = False
+    keeps_name: bool = False
+
+    def new_for(self, old: str) -> str | None:
+        """The new spelling of one of the old names (None for removals).
+
+        Example:
+            >>> from codemods.registry import REGISTRY
+            >>> REGISTRY["FSDP113"].new_for("compat.fsdp.wrap.ModuleWrapPolicy")
+            'torch.distributed.fsdp.wrap.ModuleWrapPolicy'
+        """
+        if self.new is None or not self.keeps_name:
+            return self.new
+        return f"{self.new}.{old.rpartition('.')[2]}"
 
     @property
     def old_spelling(self) -> str:

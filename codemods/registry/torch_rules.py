@@ -8,6 +8,18 @@ WRAP = "torch.distributed.fsdp.wrap"
 COMPAT_WRAP = "compat.fsdp.wrap"
 COMPAT_FSDP = ("compat.fsdp.FullyShardedDataParallel", "compat.fsdp.FSDP")
 CHECKPOINT_WRAPPER = "torch.distributed.algorithms._checkpoint.checkpoint_wrapper"
+#: compat.fsdp.wrap names that torch has under the same name, with the same meaning.
+COMPAT_WRAP_NATIVE = tuple(
+    f"{COMPAT_WRAP}.{name}"
+    for name in (
+        "ModuleWrapPolicy",
+        "CustomPolicy",
+        "always_wrap_policy",
+        "enable_wrap",
+        "wrap",
+        "size_based_auto_wrap_policy",
+    )
+)
 
 #: The policy callables whose numel parameter torch 2.0 renamed (and compat's mirrors).
 POLICY_CALLABLES = tuple(
@@ -300,8 +312,9 @@ RULES = (
                 "model = FSDP(model, cpu_offload=True)\n"
             ),
             after=(
+                "from compat.fsdp import FullyShardedDataParallel as FSDP\n"
                 "from torch.distributed.fsdp import CPUOffload\n"
-                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "\n"
                 "model = FSDP(model, cpu_offload=CPUOffload(offload_params=True))\n"
             ),
         ),
@@ -380,5 +393,74 @@ RULES = (
         fix=FixSafety.MANUAL,
         introduced="2.4",
         opt_in=True,
+    ),
+    Rule(
+        code="FSDP112",
+        name="compat-fsdp",
+        framework=Framework.TORCH,
+        kind=ChangeKind.CALL_REWRITE,
+        old=COMPAT_FSDP,
+        new="torch.distributed.fsdp.FullyShardedDataParallel",
+        message="compat's `FullyShardedDataParallel` is torch's; import it from torch",
+        why=(
+            "compat's FSDP builds torch's `FullyShardedDataParallel` after translating "
+            "legacy arguments; code that no longer passes them can use torch's class "
+            "directly and drop the shim. A list or set of classes as `auto_wrap_policy` "
+            "becomes a `ModuleWrapPolicy`; `activation_checkpointing=` (FSDP110) must go "
+            "first. Unsafe: on a host without an accelerator compat passes "
+            "`device_id=torch.device('cpu')`, which torch's FSDP then needs from you."
+        ),
+        example=Example(
+            before=(
+                "from compat.fsdp import FullyShardedDataParallel\n"
+                "model = FullyShardedDataParallel(\n"
+                "    model, auto_wrap_policy={Block}\n"
+                ")\n"
+            ),
+            after=(
+                "from torch.distributed.fsdp import FullyShardedDataParallel\n"
+                "from torch.distributed.fsdp.wrap import ModuleWrapPolicy\n"
+                "\n"
+                "model = FullyShardedDataParallel(\n"
+                "    model, auto_wrap_policy=ModuleWrapPolicy({Block})\n"
+                ")\n"
+            ),
+        ),
+        fix=FixSafety.UNSAFE,
+        introduced="2.0",
+    ),
+    Rule(
+        code="FSDP113",
+        name="compat-fsdp-wrap",
+        framework=Framework.TORCH,
+        kind=ChangeKind.SYMBOL_RENAME,
+        old=COMPAT_WRAP_NATIVE,
+        new=WRAP,
+        keeps_name=True,
+        message="import this wrap policy or helper from `torch.distributed.fsdp.wrap`",
+        why=(
+            "Apart from the legacy spellings it translates, `compat.fsdp.wrap` re-exports "
+            "torch's own policies and helpers; importing them from torch drops the shim. "
+            "compat's `size_based_auto_wrap_policy(min_nonwrapped_numel=N)`, which returns "
+            "a configured policy, becomes `partial(size_based_auto_wrap_policy, "
+            "min_num_params=N)`."
+        ),
+        example=Example(
+            before=(
+                "from compat.fsdp.wrap import ModuleWrapPolicy, size_based_auto_wrap_policy\n"
+                "policy = ModuleWrapPolicy({Block})\n"
+                "size_policy = size_based_auto_wrap_policy(min_nonwrapped_numel=100_000)\n"
+            ),
+            after=(
+                "from torch.distributed.fsdp.wrap import ModuleWrapPolicy, "
+                "size_based_auto_wrap_policy\n"
+                "from functools import partial\n"
+                "\n"
+                "policy = ModuleWrapPolicy({Block})\n"
+                "size_policy = partial(size_based_auto_wrap_policy, min_num_params=100_000)\n"
+            ),
+        ),
+        fix=FixSafety.SAFE,
+        introduced="2.1",
     ),
 )

@@ -1,0 +1,199 @@
+"""Call-site fixes for FairScale's FSDP API (FSDP301 to FSDP303, FSDP306).
+
+FairScale's pieces only work together: its ``wrap`` reads its own ``enable_wrap``
+context, and its ``auto_wrap`` silently does nothing inside torch's. So the fixes for
+``enable_wrap`` and ``wrap`` apply to a file together or not at all, never where the
+file also calls ``auto_wrap`` (which has no torch counterpart), and a FairScale FSDP
+class passed as ``enable_wrap(wrapper_cls=...)`` moves only with its ``enable_wrap``.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from codemods.fixes.base import CallSiteFix, Import, Site, Translation
+from codemods.registry import REGISTRY
+from codemods.syntax import (
+    append_arg,
+    dotted,
+    is_plain_positional,
+    keep_ending,
+    keyword,
+    keyword_arg,
+    literal,
+    new_keyword,
+)
+
+_FSDP = "torch.distributed.fsdp"
+_CHECKPOINT = "torch.distributed.algorithms._checkpoint.checkpoint_wrapper"
+_TORCH_FSDP = {
+    f"{_FSDP}.FullyShardedDataParallel",
+    f"{_FSDP}.fully_sharded_data_parallel.FullyShardedDataParallel",
+}
+#: Arguments that only mean something together with ``mixed_precision=True``.
+_PRECISION_DETAILS = ("compute_dtype", "buffer_dtype", "fp32_reduce_scatter")
+_OFFLOAD = ("move_params_to_cpu", "cpu_offload")
+
+
+def _flag(arg: cst.Arg) -> bool | None:
+    value = literal(arg.value)
+    return value if isinstance(value, bool) else None
+
+
+def fsdp_keywords(
+    pairs: list[tuple[cst.Arg, cst.Arg]],
+) -> tuple[list[cst.Arg], list[Import]] | None:
+    """FairScale ``FullyShardedDataParallel`` keyword arguments as torch FSDP ones.
+
+    Translated where the meaning is certain: ``reshard_after_forward`` to a
+    ``sharding_strategy``, ``mixed_precision=True`` (with ``compute_dtype``,
+    ``buffer_dtype``, ``fp32_reduce_scatter``) to a ``MixedPrecision``,
+    ``move_params_to_cpu``/``cpu_offload`` to a ``CPUOffload``, ``compute_device`` to
+    ``device_id``, ``flatten_parameters=True``
+    and a ``move_grads_to_cpu`` that agrees with the offload dropped (torch does both).
+
+    Returns:
+        The new arguments and the imports they need, or None if any argument is
+        positional, not a literal where one is needed, or has no torch meaning.
+    """
+    given = {keyword(o): (o, u) for o, u in pairs}
+    if None in given or len(given) != len(pairs):
+        return None
+    flags = {name: _flag(given[name][0]) for name in given}
+    precision = flags.get("mixed_precision", False)
+    offload = any(flags.get(name) for name in _OFFLOAD)
+    grads = given.get("move_grads_to_cpu")
+    if grads is not None and (
+        dotted(grads[0].value) not in ("True", "False", "None")
+        or literal(grads[0].value) not in (None, offload)
+    ):
+        return None  # torch offloads gradients exactly when it offloads parameters
+    out: list[cst.Arg] = []
+    imports: list[Import] = []
+    offload_placed = False
+    for name, (_, updated) in given.items():
+        if name == "process_group":
+            out.append(updated)
+        elif name == "compute_device":
+            out.append(keyword_arg(updated, "device_id", updated.value))
+        elif name == "reshard_after_forward" and flags[name] is not None:
+            strategy = "FULL_SHARD" if flags[name] else "SHARD_GRAD_OP"
+            value = cst.parse_expression(f"ShardingStrategy.{strategy}")
+            out.append(keyword_arg(updated, "sharding_strategy", value))
+            imports.append((_FSDP, "ShardingStrategy"))
+        elif name == "flatten_parameters" and flags[name] is True:
+            continue  # torch's FSDP1 always flattens
+        elif name == "mixed_precision" and precision is not None:
+            if precision:
+                value, needs_torch = _mixed_precision(given)
+                if value is None:
+                    return None
+                out.append(keyword_arg(updated, "mixed_precision", value))
+                imports.append((_FSDP, "MixedPrecision"))
+                imports += [("torch", None)] if needs_torch else []
+        elif name in _PRECISION_DETAILS and precision:
+            continue  # folded into the MixedPrecision above
+        elif name in _OFFLOAD and flags[name] is not None:
+            if offload and not offload_placed:
+                value = cst.parse_expression("CPUOffload(offload_params=True)")
+                out.append(keyword_arg(updated, "cpu_offload", value))
+                imports.append((_FSDP, "CPUOffload"))
+                offload_placed = True
+        elif name == "move_grads_to_cpu":
+            continue  # agrees with the offload (checked above)
+        else:
+            return None
+    return out, imports
+
+
+def _mixed_precision(given: dict) -> tuple[cst.BaseExpression | None, bool]:
+    """FairScale's half-precision settings as a torch ``MixedPrecision(...)`` expression."""
+    dtypes: dict[str, str | None] = {}
+    for name in ("compute_dtype", "buffer_dtype"):
+        if name in given:
+            dtypes[name] = dotted(given[name][1].value)
+            if dtypes[name] is None:
+                return None, False  # only plain names are repeated safely
+    compute = dtypes.get("compute_dtype") or "torch.float16"
+    reduce_fp32 = given.get("fp32_reduce_scatter")
+    if reduce_fp32 is not None and _flag(reduce_fp32[0]) is None:
+        return None, False
+    reduce = "torch.float32" if reduce_fp32 is not None and _flag(reduce_fp32[0]) else compute
+    buffer = dtypes.get("buffer_dtype") or compute
+    text = f"MixedPrecision(param_dtype={compute}, reduce_dtype={reduce}, buffer_dtype={buffer})"
+    return cst.parse_expression(text), "torch.float" in text
+
+
+def fsdp_arguments(site: Site) -> Translation | None:
+    """``FullyShardedDataParallel(module, **fairscale_kwargs)`` for torch's FSDP."""
+    pairs = site.pairs
+    if site.partial or not pairs or not is_plain_positional(pairs[0][0]):
+        return None
+    translated = fsdp_keywords(pairs[1:])
+    if translated is None:
+        return None
+    args, imports = translated
+    return Translation(keep_ending([pairs[0][1], *args], list(site.updated.args)), tuple(imports))
+
+
+def enable_wrap_arguments(site: Site) -> Translation | None:
+    """``enable_wrap(wrapper_cls=FSDP, **fsdp_kwargs)`` for torch's ``enable_wrap``.
+
+    torch's takes no ``auto_wrap_policy`` (only FairScale's ``auto_wrap`` read it). The
+    other arguments are the wrapper's: translated when it is FairScale's FSDP, kept when
+    it is torch's, and not touched for any other wrapper.
+    """
+    pairs = site.pairs
+    names = [keyword(o) for o, _ in pairs]
+    if site.partial or "wrapper_cls" not in names or "auto_wrap_policy" in names:
+        return None
+    index = names.index("wrapper_cls")
+    wrapper = site.resolver.qualified(pairs[index][0].value)
+    rest = pairs[:index] + pairs[index + 1 :]
+    if wrapper & _TORCH_FSDP:
+        return Translation(list(site.updated.args))
+    if not wrapper & set(REGISTRY["FSDP301"].old):
+        return None
+    translated = fsdp_keywords(rest)
+    if translated is None:
+        return None
+    args, imports = translated
+    args.insert(min(index, len(args)), pairs[index][1])
+    return Translation(keep_ending(args, list(site.updated.args)), tuple(imports))
+
+
+def wrap_arguments(site: Site) -> Translation | None:
+    """``wrap(module)``: certain without overrides (they would be FairScale arguments)."""
+    if site.partial or len(site.pairs) != 1 or not is_plain_positional(site.pairs[0][0]):
+        return None
+    return Translation(list(site.updated.args))
+
+
+def checkpoint_wrapper_arguments(site: Site) -> Translation | None:
+    """``checkpoint_wrapper(module)`` for torch's, non-reentrant as compat runs it.
+
+    ``offload_to_cpu=True`` has no torch counterpart inside ``checkpoint_wrapper`` (it
+    takes ``offload_wrapper``), so it is left for a human.
+    """
+    pairs = site.pairs
+    if site.partial or not pairs or not is_plain_positional(pairs[0][0]):
+        return None
+    for original, _ in pairs[1:]:
+        if keyword(original) != "offload_to_cpu" or literal(original.value) is not False:
+            return None
+    module = pairs[0][1]
+    impl = new_keyword("checkpoint_impl", "CheckpointImpl.NO_REENTRANT")
+    args = append_arg(site.updated, keep_ending([module], list(site.updated.args)), impl)
+    return Translation(args, ((_CHECKPOINT, "CheckpointImpl"),))
+
+
+FIXES = {
+    "FSDP301": CallSiteFix(
+        fsdp_arguments, passed_as=(("FSDP302", "wrapper_cls"),), requires=("FSDP302",)
+    ),
+    "FSDP302": CallSiteFix(
+        enable_wrap_arguments, requires=("FSDP301", "FSDP303"), blocked_by=("FSDP304",)
+    ),
+    "FSDP303": CallSiteFix(wrap_arguments, requires=("FSDP302",)),
+    "FSDP306": CallSiteFix(checkpoint_wrapper_arguments),
+}

@@ -1,0 +1,236 @@
+"""Decide, before rewriting a file, which renames apply to it as a whole.
+
+A rename changes every use of an old name in the file and moves its imports, so it
+applies only where the fix is certain about every use: a call it can translate (see
+:mod:`codemods.fixes`), a bare use that means the same under the new name, or one the
+fix declares safe (``passed_as``). It never applies where the old name also appears in
+a ``try: ... except ImportError:`` fallback (the file already bridges both APIs), nor
+where two renames would bind the same name to different things. Fixes that depend on
+each other (``requires``) or that another old name rules out (``blocked_by``) are then
+settled together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from codemods.fixes import CALL_SITE_FIXES, Site, Translation, fix_for
+from codemods.fixes.base import Resolver
+from codemods.registry import REGISTRY, Rule
+from codemods.syntax import is_import_fallback, is_plain_positional
+
+PARTIAL = "functools.partial"
+
+#: What a node refers to: (old name, its rule, the node's qualified name).
+Found = tuple[str, Rule, str]
+
+
+@dataclass(frozen=True)
+class Reference:
+    """One use of an old name outside an import.
+
+    Attributes:
+        node: The name or attribute.
+        rule: The rule whose old name it is.
+        old: That old name.
+        qualified: What the node refers to: ``old`` itself, or something inside it
+            (``Old.method``).
+    """
+
+    node: cst.BaseExpression
+    rule: Rule
+    old: str
+    qualified: str
+
+
+@dataclass
+class Plan:
+    """What the renames will do in one file.
+
+    Attributes:
+        present: Codes of every rule with a use or an import in the file.
+        fixable: Renaming rules whose fix is certain here, if every enabled fix ran.
+        applies: Renaming rules whose fix this run applies.
+        superseded: Rules not reported, because a fix that applies rewrites their sites.
+    """
+
+    present: set[str] = field(default_factory=set)
+    fixable: set[str] = field(default_factory=set)
+    applies: set[str] = field(default_factory=set)
+    superseded: set[str] = field(default_factory=set)
+
+
+class _Collector(cst.CSTVisitor):
+    """Every use and import of an old name; which rules appear in import fallbacks."""
+
+    def __init__(
+        self,
+        find: Callable[[cst.BaseExpression], Found | None],
+        imported: Callable[[cst.Import | cst.ImportFrom], Iterable[tuple[str, Rule]]],
+    ):
+        self.find = find
+        self.imported = imported
+        self.references: list[Reference] = []
+        self.olds: dict[str, set[str]] = {}  # rule code -> old names seen
+        self.in_fallback: set[str] = set()  # rule codes seen inside a fallback block
+        self._fallback = 0
+
+    def _seen(self, rule: Rule, old: str) -> None:
+        self.olds.setdefault(rule.code, set()).add(old)
+        if self._fallback:
+            self.in_fallback.add(rule.code)
+
+    def visit_Try(self, node: cst.Try) -> None:
+        self._fallback += is_import_fallback(node)
+
+    def leave_Try(self, original_node: cst.Try) -> None:
+        self._fallback -= is_import_fallback(original_node)
+
+    def _visit_import(self, node: cst.Import | cst.ImportFrom) -> bool:
+        for old, rule in self.imported(node):
+            self._seen(rule, old)
+        return False  # names in an import are not uses
+
+    visit_Import = _visit_import
+    visit_ImportFrom = _visit_import
+
+    def _visit(self, node: cst.BaseExpression) -> bool:
+        found = self.find(node)
+        if found is None:
+            return True
+        old, rule, qualified = found
+        self._seen(rule, old)
+        self.references.append(Reference(node, rule, old, qualified))
+        return False
+
+    visit_Name = _visit
+    visit_Attribute = _visit
+
+
+class Planner:
+    """Builds the :class:`Plan` for a module, asking ``resolver`` about its names.
+
+    Args:
+        resolver: Answers name questions (the engine, from libcst metadata).
+        parent: The parent of a node (``ParentNodeProvider``).
+        find: What a node refers to, or None.
+        imported: The old names (with their rules) an import brings in.
+        enabled: Whether a rule is reported in this run.
+        applies_fix: Whether this run applies a rule's fix.
+        new_name: The qualified name an old name is renamed to.
+    """
+
+    def __init__(
+        self,
+        resolver: Resolver,
+        parent: Callable[[cst.CSTNode], cst.CSTNode | None],
+        find: Callable[[cst.BaseExpression], Found | None],
+        imported: Callable[[cst.Import | cst.ImportFrom], Iterable[tuple[str, Rule]]],
+        enabled: Callable[[Rule], bool],
+        applies_fix: Callable[[Rule], bool],
+        new_name: Callable[[Rule, str], str | None],
+    ) -> None:
+        self.resolver = resolver
+        self.parent = parent
+        self.find = find
+        self.imported = imported
+        self.enabled = enabled
+        self.applies_fix = applies_fix
+        self.new_name = new_name
+
+    def plan(self, module: cst.Module) -> Plan:
+        """The plan for ``module``."""
+        collector = _Collector(self.find, self.imported)
+        module.visit(collector)
+        plan = Plan(present=set(collector.olds))
+        by_rule: dict[str, list[Reference]] = {}
+        for reference in collector.references:
+            by_rule.setdefault(reference.rule.code, []).append(reference)
+        certain = {
+            code
+            for code in plan.present - collector.in_fallback
+            if fix_for(REGISTRY[code]) is not None
+            and all(self.certain(r) for r in by_rule.get(code, ()))
+        }
+        certain -= self._clashes(certain, collector.olds)
+        plan.fixable = self._settle({c for c in certain if self.enabled(REGISTRY[c])}, plan.present)
+        plan.applies = self._settle(
+            {c for c in plan.fixable if self.applies_fix(REGISTRY[c])}, plan.present
+        )
+        for code in plan.applies:
+            plan.superseded.update(fix_for(REGISTRY[code]).supersedes)
+        return plan
+
+    def _clashes(self, codes: set[str], olds: dict[str, set[str]]) -> set[str]:
+        """Rules whose renames would give one short name two meanings in the file."""
+        by_leaf: dict[str, dict[str, set[str]]] = {}  # leaf -> new name -> codes
+        for code in codes:
+            for old in olds[code]:
+                new = self.new_name(REGISTRY[code], old)
+                if new:
+                    by_leaf.setdefault(new.rpartition(".")[2], {}).setdefault(new, set()).add(code)
+        return {
+            code
+            for news in by_leaf.values()
+            if len(news) > 1
+            for group in news.values()
+            for code in group
+        }
+
+    @staticmethod
+    def _settle(candidates: set[str], present: set[str]) -> set[str]:
+        """Drop fixes whose companions stay behind or whose blockers are present."""
+        chosen = set(candidates)
+        changed = True
+        while changed:
+            changed = False
+            for code in sorted(chosen):
+                fix = fix_for(REGISTRY[code])
+                missing = [r for r in fix.requires if r in present and r not in chosen]
+                if missing or any(b in present for b in fix.blocked_by):
+                    chosen.discard(code)
+                    changed = True
+        return chosen
+
+    def certain(self, reference: Reference) -> bool:
+        """Whether the fix of ``reference.rule`` is certain about this use."""
+        fix = fix_for(reference.rule)
+        node = reference.node
+        parent = self.parent(node)
+        if reference.qualified != reference.old:  # `Old.attribute`: a bare use of the class
+            return fix.bare_references
+        if isinstance(parent, cst.Call) and parent.func is node:
+            return self.translate(reference.rule, reference.old, parent, parent) is not None
+        call = self.partial_of(node)
+        if call is not None and fix.partials:
+            return self.translate(reference.rule, reference.old, call, call, True) is not None
+        if isinstance(parent, cst.Arg) and parent.keyword is not None:
+            outer = self.parent(parent)
+            for code, keyword in fix.passed_as:
+                if parent.keyword.value == keyword and isinstance(outer, cst.Call):
+                    found = self.find(outer.func)
+                    if found is not None and found[1].code == code:
+                        return self.translate(found[1], found[0], outer, outer) is not None
+        return fix.bare_references
+
+    def translate(
+        self, rule: Rule, old: str, original: cst.Call, updated: cst.Call, partial: bool = False
+    ) -> Translation | None:
+        """``rule``'s translation of one call (None where it is not certain)."""
+        return fix_for(rule).translate(Site(self.resolver, old, original, updated, partial))
+
+    def partial_of(self, node: cst.BaseExpression) -> cst.Call | None:
+        """The ``functools.partial(node, ...)`` call ``node`` is the function of, if any."""
+        arg = self.parent(node)
+        call = self.parent(arg) if isinstance(arg, cst.Arg) else None
+        if not (isinstance(call, cst.Call) and call.args and call.args[0] is arg):
+            return None
+        if not is_plain_positional(arg) or PARTIAL not in self.resolver.qualified(call.func):
+            return None
+        return call
+
+
+__all__ = ["CALL_SITE_FIXES", "PARTIAL", "Plan", "Planner", "Reference"]

@@ -1,0 +1,76 @@
+"""The migrate fixtures: ``tests/fixtures/migrate/NAME/input.py`` and its ``output.py``.
+
+A fixture without ``output.py`` must come out unchanged. Comment lines at the top of
+``input.py`` say how to run it (they survive the rewrite, so ``output.py`` has them too):
+
+- ``# fsdp-migrate: --unsafe-fixes`` (and/or ``--select CODES``): the run's options;
+- ``# left unfixed: FSDP103, FSDP208``: the findings migrate must leave, by code
+  (without this line, none may be left);
+- ``# runnable: compat warns FSDP103, FSDP106`` (or ``compat warns nothing``): the
+  fixture defines ``build(model, device)``; the equivalence suite runs the input through
+  ``compat`` and the output on native torch, and compat must warn with exactly these codes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from codemods.engine import Settings, select_codes
+
+ROOT = Path(__file__).resolve().parent / "fixtures" / "migrate"
+_HEADER = re.compile(r"^# (fsdp-migrate|left unfixed|runnable): *(.*)$")
+
+
+@dataclass(frozen=True)
+class Fixture:
+    """One migrate fixture, read from its directory."""
+
+    name: str
+    source: str
+    expected: str | None
+    settings: Settings
+    left: tuple[str, ...]
+    compat_warns: frozenset[str] | None
+
+    @property
+    def path(self) -> Path:
+        """The input file."""
+        return ROOT / self.name / "input.py"
+
+
+def _codes(text: str) -> list[str]:
+    return re.findall(r"FSDP\d{3}", text)
+
+
+def load(name: str) -> Fixture:
+    """Read fixture ``name``."""
+    directory = ROOT / name
+    source = (directory / "input.py").read_text(encoding="utf-8")
+    output = directory / "output.py"
+    options: dict[str, str] = {}
+    for line in source.splitlines():
+        match = _HEADER.match(line)
+        if match is None:
+            break
+        options[match.group(1)] = match.group(2)
+    flags = options.get("fsdp-migrate", "").split()
+    select = flags[flags.index("--select") + 1].split(",") if "--select" in flags else []
+    settings = Settings(
+        select=select_codes(select), fix=True, unsafe_fixes="--unsafe-fixes" in flags
+    )
+    runnable = options.get("runnable")
+    return Fixture(
+        name=name,
+        source=source,
+        expected=output.read_text(encoding="utf-8") if output.exists() else None,
+        settings=settings,
+        left=tuple(sorted(_codes(options.get("left unfixed", "")))),
+        compat_warns=None if runnable is None else frozenset(_codes(runnable)),
+    )
+
+
+NAMES = sorted(p.name for p in ROOT.iterdir() if (p / "input.py").exists())
+FIXTURES = {name: load(name) for name in NAMES}
+RUNNABLE = {name: f for name, f in FIXTURES.items() if f.compat_warns is not None}
