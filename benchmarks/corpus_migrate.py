@@ -1,11 +1,14 @@
 """Run migrate over real package sources, on a copy, and print what happened.
 
-    python benchmarks/corpus_migrate.py [PACKAGE ...]   (default: torch lightning)
+    python benchmarks/corpus_migrate.py [--no-prefilter] [PACKAGE ...]
+        (default packages: torch lightning)
 
 Copies the installed packages' sources to a temporary directory, migrates them in
 place, then checks: no file made the engine crash, every rewritten file parses, a
 second run changes nothing, and every file the run did not rewrite is byte-identical
 with an unchanged mtime. Prints the figures and exits 1 if any check fails.
+``--no-prefilter`` runs the engine on every file, not only those the text pre-filter
+lets through: slow, but it puts the parser and every rule's visitor through all of them.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ def package_dir(name: str) -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
-def main(names: list[str]) -> int:
+def main(names: list[str], prefilter: bool = True) -> int:
     """Migrate a copy of ``names``' sources, check the results, print the figures."""
     settings = Settings(fix=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -43,7 +46,7 @@ def main(names: list[str]) -> int:
         files, problems = discover([tmp])
         before = {f: (f.read_bytes(), f.stat().st_mtime_ns) for f in files}
         start = time.perf_counter()
-        first = process_files(files, settings, write=True)
+        first = process_files(files, settings, write=True, prefilter=prefilter)
         elapsed = time.perf_counter() - start
         changed = {Path(r.path) for r in first if r.written}
         errors = [r for r in first if r.error]
@@ -53,11 +56,11 @@ def main(names: list[str]) -> int:
             for f in files
             if f not in changed and (f.read_bytes(), f.stat().st_mtime_ns) != before[f]
         ]
-        second = process_files(files, settings, write=False)
+        second = process_files(files, settings, write=False, prefilter=prefilter)
         unstable = [r.path for r in second if r.new_source is not None]
         findings = sum(len(r.findings) for r in first)
         rewritten = [f"  rewritten: {path.relative_to(tmp)}" for path in sorted(changed)[:20]]
-    print(f"packages: {', '.join(names)}")
+    print(f"packages: {', '.join(names)}  pre-filter: {'on' if prefilter else 'off'}")
     print(f"files: {len(files)}  seconds: {elapsed:.1f}  files/s: {len(files) / elapsed:.0f}")
     print(f"rewritten: {len(changed)}  findings: {findings}  errors: {len(errors) + len(problems)}")
     crashes = sum(r.crashed for r in first + second)
@@ -81,4 +84,5 @@ def _parses(source: bytes) -> bool:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:] or ["torch", "lightning"]))
+    arguments = [a for a in sys.argv[1:] if a != "--no-prefilter"]
+    sys.exit(main(arguments or ["torch", "lightning"], "--no-prefilter" not in sys.argv))

@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from codemods.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, base_parser
-from codemods.engine import Settings, select_codes
+from codemods.engine import Finding, Settings, select_codes
+from codemods.registry import REGISTRY, FixSafety
 from codemods.runner import FileResult, process_files, process_source
 from codemods.sources import discover
 
@@ -75,7 +76,23 @@ def _progress(total: int):
 def _diff(result: FileResult) -> str:
     old = result.old_source.decode("utf-8", "replace").splitlines(keepends=True)
     new = result.new_source.decode("utf-8", "replace").splitlines(keepends=True)
-    return "".join(difflib.unified_diff(old, new, f"a/{result.path}", f"b/{result.path}"))
+    # git's a/ and b/ prefixes for relative paths; an absolute path is shown as it is.
+    before, after = (
+        (result.path, result.path)
+        if Path(result.path).is_absolute()
+        else (f"a/{result.path}", f"b/{result.path}")
+    )
+    return "".join(difflib.unified_diff(old, new, before, after))
+
+
+def _line(path: str, finding: Finding) -> str:
+    """How a finding left by this run is listed: ``path:line:col CODE message``."""
+    hint = " [fix with --unsafe-fixes]" if _unsafe_fixable(finding) else ""
+    return f"{path}:{finding.line}:{finding.col} {finding.code} {finding.message}{hint}"
+
+
+def _unsafe_fixable(finding: Finding) -> bool:
+    return finding.fixable and not finding.fixed and REGISTRY[finding.code].fix is FixSafety.UNSAFE
 
 
 def _report(path: Path, results: list[FileResult], summary: dict) -> None:
@@ -130,9 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for result in changed:
             sys.stdout.write(_diff(result))
     for path, finding in left:
-        print(
-            f"{path}:{finding.line}:{finding.col} {finding.code} {finding.message}", file=sys.stderr
-        )
+        print(_line(path, finding), file=sys.stderr)
     for error in errors:
         print(f"error: {error}", file=sys.stderr)
     verb = "changed" if write else "would change"
@@ -143,11 +158,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "findings_left": len(left),
         "errors": len(errors),
     }
+    unsafe = sum(_unsafe_fixable(f) for _, f in left)
     if not args.quiet:
         print(
             f"{len(files)} files scanned, {len(changed)} {verb}, {fixes} fixes "
             f"{'applied' if write else 'available'}, {len(left)} findings left for a human, "
-            f"{len(errors)} errors",
+            f"{len(errors)} errors"
+            + (f" ({unsafe} of the findings can be fixed with --unsafe-fixes)" if unsafe else ""),
             file=sys.stderr,
         )
     if args.report:
@@ -167,9 +184,7 @@ def _stdin(settings: Settings, write: bool) -> int:
     sys.stdout.buffer.write(result.new_source if write and result.new_source else source)
     for finding in result.findings:
         if not finding.fixed:
-            print(
-                f"-:{finding.line}:{finding.col} {finding.code} {finding.message}", file=sys.stderr
-            )
+            print(_line("-", finding), file=sys.stderr)
     left = any(not f.fixed for f in result.findings)
     return EXIT_FINDINGS if result.new_source is not None or left else EXIT_CLEAN
 

@@ -9,57 +9,18 @@ runs.
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
-import re
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codemods.engine import DEFINITION_RULES, Finding, Settings, run
-from codemods.registry import REGISTRY, ChangeKind, Rule
+from codemods.engine import Finding, Settings, run
+from codemods.prefilter import may_have_findings
 from codemods.sources import write_atomic
 
 #: Below this many candidate files one process does the work: a pool costs more to start.
 POOL_THRESHOLD = 64
-
-
-def rule_filter(rule: Rule) -> tuple[tuple[bytes, ...], re.Pattern[bytes]]:
-    """What must appear in a file for ``rule`` to find anything in it.
-
-    Returns the package roots of the old names (any use needs an import from one of
-    them, so one must appear) and a pattern for the spelling itself: the last part of
-    an old name (an alias still names it on its import line), the argument of an
-    argument rule, the old values of a value rule, the callable of a default change.
-    """
-    roots = tuple(sorted({name.split(".")[0].encode() for name in rule.old}))
-    if rule.code in DEFINITION_RULES:
-        roots = (b"",)  # found in the user's own definitions too: no import needed
-    if rule.kind is ChangeKind.STRING_VALUE:
-        words = [re.escape(str(v)) for v, _ in rule.values if isinstance(v, str)]
-        numbers = [str(v) for v, _ in rule.values if isinstance(v, int)]
-        if numbers:  # a bare number is too common: look for `argument=16`
-            words.append(rf"\b{rule.argument}\s*=\s*(?:{'|'.join(numbers)})\b")
-        return roots, re.compile("|".join(words).encode())
-    if rule.kind is ChangeKind.DEFAULT_CHANGE or rule.argument is None:
-        words = {name.rpartition(".")[2] for name in rule.old}
-    else:
-        words = {rule.argument}
-    return roots, re.compile(b"|".join(re.escape(w.encode()) for w in sorted(words)))
-
-
-@functools.lru_cache(maxsize=16)
-def _filters(settings: Settings) -> tuple[tuple[tuple[bytes, ...], re.Pattern[bytes]], ...]:
-    return tuple(rule_filter(rule) for rule in REGISTRY if settings.enabled(rule))
-
-
-def may_have_findings(source: bytes, settings: Settings) -> bool:
-    """The cheap pre-filter: False only where no enabled rule can find anything."""
-    return any(
-        any(root in source for root in roots) and pattern.search(source)
-        for roots, pattern in _filters(settings)
-    )
 
 
 @dataclass
@@ -85,12 +46,14 @@ class FileResult:
     crashed: bool = False
 
 
-def process_source(path: str, source: bytes, settings: Settings) -> FileResult:
+def process_source(
+    path: str, source: bytes, settings: Settings, prefilter: bool = True
+) -> FileResult:
     """Run the engine on one file's bytes; parse failures become ``error``."""
     import libcst
 
     result = FileResult(path)
-    if not may_have_findings(source, settings):
+    if prefilter and not may_have_findings(source, settings):
         return result
     try:
         outcome = run(source, settings, filename=path)
@@ -112,13 +75,13 @@ def process_source(path: str, source: bytes, settings: Settings) -> FileResult:
     return result
 
 
-def process_file(path: Path, settings: Settings, write: bool) -> FileResult:
+def process_file(path: Path, settings: Settings, write: bool, prefilter: bool = True) -> FileResult:
     """Read, process and (with ``write``) atomically rewrite one file."""
     try:
         source = path.read_bytes()
     except OSError as exc:
         return FileResult(str(path), error=f"cannot read: {exc.strerror or exc}")
-    result = process_source(str(path), source, settings)
+    result = process_source(str(path), source, settings, prefilter)
     if write and result.new_source is not None:
         try:
             write_atomic(path, result.new_source)
@@ -128,7 +91,7 @@ def process_file(path: Path, settings: Settings, write: bool) -> FileResult:
     return result
 
 
-def _process(args: tuple[Path, Settings, bool]) -> FileResult:
+def _process(args: tuple[Path, Settings, bool, bool]) -> FileResult:
     return process_file(*args)
 
 
@@ -138,13 +101,15 @@ def process_files(
     write: bool,
     jobs: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    prefilter: bool = True,
 ) -> list[FileResult]:
     """Process ``paths`` (in parallel when there are many), results in input order.
 
-    ``progress(done, total)`` is called as results come in.
+    ``progress(done, total)`` is called as results come in. ``prefilter=False`` parses
+    every file, even those the text pre-filter rules out (for robustness runs).
     """
     jobs = jobs or os.cpu_count() or 1
-    work = [(path, settings, write) for path in paths]
+    work = [(path, settings, write, prefilter) for path in paths]
     results: list[FileResult] = []
     with contextlib.ExitStack() as stack:
         if jobs <= 1 or len(work) < POOL_THRESHOLD:

@@ -69,6 +69,12 @@ def _worker(rank, world_size, port, backend, fn, args, results) -> None:
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()
+    # Leave without the interpreter's teardown: torch's background threads sometimes
+    # abort there ("terminate called without an active exception", seen with FSDP2 on
+    # gloo, torch 2.13) after the rank's work is done and reported. Flush the result first.
+    results.close()
+    results.join_thread()
+    os._exit(0)
 
 
 def _to_bytes(value: Any) -> bytes:

@@ -72,6 +72,20 @@ def test_findings_for_a_human_exit_1_with_location(tmp_path, capsys):
     assert path.read_text() == MANUAL
 
 
+def test_findings_an_unsafe_fix_would_fix_are_marked(tmp_path, capsys):
+    path = tmp_path / "t.py"
+    path.write_text(
+        "from pytorch_lightning import Trainer\nt = Trainer(strategy='ddp_fully_sharded')\n"
+    )
+    assert main(["--diff", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert f"{path}:2:13 FSDP205 " in err and err.count("[fix with --unsafe-fixes]") == 1
+    assert "(1 of the findings can be fixed with --unsafe-fixes)" in err
+    assert main(["--diff", "--unsafe-fixes", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith(f"--- {path}\n+++ {path}\n")  # an absolute path, shown as it is
+
+
 def test_select_ignore_and_unsafe_fixes(tmp_path):
     path = tmp_path / "t.py"
     path.write_text(

@@ -96,25 +96,3 @@ def test_opt_in_rule_only_when_selected():
     source = b"from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\nm = FSDP(m)\n"
     assert run(source, Settings()).findings == []
     assert {f.code for f in run(source, Settings(select=("FSDP111",))).findings} == {"FSDP111"}
-
-
-@pytest.mark.parametrize("rule", list(REGISTRY), ids=[r.code for r in REGISTRY])
-def test_prefilter_lets_every_rules_example_through(rule):
-    from codemods.runner import may_have_findings
-
-    assert may_have_findings(rule.example.before.encode(), Settings(select=(rule.code,)))
-
-
-@pytest.mark.parametrize(
-    "source",
-    [
-        b"import torch\nx = torch.ones(2)\n",
-        b"precision = 16\nstrategy = 'ddp'\n",
-        b"from mylib import wrap\nwrap(x)\n",
-        b"trainer = Trainer(precision=32)\n",
-    ],
-)
-def test_prefilter_skips_code_that_cannot_have_findings(source):
-    from codemods.runner import may_have_findings
-
-    assert not may_have_findings(source, Settings())

@@ -30,6 +30,25 @@ def test_ci_runs_exactly_the_readmes_test_command():
 def test_readme_main_command_runs_the_migration_on_the_examples():
     command = _readme_command("main-command")
     assert "python -m codemods.migrate" in command and "examples/legacy/" in command
+    migrate = command.split("&&")[-1].split()
+    examples = sorted((ROOT / "examples" / "legacy").glob("*.py"))
+    before = {path: (path.read_bytes(), path.stat().st_mtime_ns) for path in examples}
+    run = subprocess.run(
+        [sys.executable, *migrate[1:]], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 1, run.stderr  # changes to show and findings for a human
+    for expected in (
+        "+    def configure_model(self):",
+        '+    trainer = Trainer(strategy="fsdp", accelerator="gpu", devices=8, precision="bf16-mixed")',  # noqa: E501
+        "+        activation_checkpointing_policy={Block},  # recompute blocks in backward",
+        "+size_policy = functools.partial(size_based_auto_wrap_policy, min_num_params=int(1e7))",
+        "+embedding_policy = CustomPolicy(",
+    ):
+        assert expected in run.stdout
+    assert "FSDP304" in run.stderr and "0 errors" in run.stderr
+    assert "[fix with --unsafe-fixes]" in run.stderr
+    for path, (data, mtime) in before.items():  # --diff writes nothing
+        assert (path.read_bytes(), path.stat().st_mtime_ns) == (data, mtime)
 
 
 def test_ci_script_fails_on_errors():

@@ -24,3 +24,7 @@ embedding_policy = functools.partial(
 
 def shard(model: nn.Module) -> FSDP:
     return FSDP(model, auto_wrap_policy=embedding_or_large)
+
+
+def shard_embeddings_only(model: nn.Module) -> FSDP:
+    return FSDP(model, auto_wrap_policy=embedding_policy)

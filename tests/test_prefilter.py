@@ -1,0 +1,69 @@
+"""The pre-filter skips files only where no rule can find anything."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from codemods.engine import Settings, run
+from codemods.prefilter import may_have_findings, rule_filter
+from codemods.registry import REGISTRY
+from tests.migrate_fixtures import FIXTURES
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCES = {
+    **{f"fixture:{name}": fixture.source.encode() for name, fixture in FIXTURES.items()},
+    **{f"example:{p.name}": p.read_bytes() for p in (ROOT / "examples" / "legacy").glob("*.py")},
+    **{f"registry:{rule.code}": rule.example.before.encode() for rule in REGISTRY},
+}
+
+
+@pytest.fixture(scope="module")
+def codes_found() -> dict[str, set[str]]:
+    """The codes the engine finds in each source, every rule selected."""
+    every_rule = Settings(select=("FSDP",))
+    return {name: {f.code for f in run(src, every_rule).findings} for name, src in SOURCES.items()}
+
+
+@pytest.mark.parametrize("rule", list(REGISTRY), ids=[r.code for r in REGISTRY])
+def test_no_source_with_a_finding_is_filtered_out(rule, codes_found):
+    found = [name for name, codes in codes_found.items() if rule.code in codes]
+    assert found, f"no fixture, example or registry example shows {rule.code}"
+    for name in found:
+        assert may_have_findings(SOURCES[name], Settings(select=(rule.code,))), name
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        b"import torch\nx = torch.ones(2)\n",
+        b"precision = 16\nstrategy = 'ddp'\n",
+        b"from mylib import wrap\nwrap(x)\n",
+        b"trainer = Trainer(precision=32)\n",
+        # an old name's last part alone, without an import of its package
+        b"import torch\ndef default_auto_wrap_policy(m, r, n):\n    return True\n",
+        # the package imported, but none of its old names spelled
+        b"from compat.fsdp2 import fully_shard_by_policy\nmodel = fully_shard_by_policy(m)\n",
+    ],
+)
+def test_code_that_cannot_have_findings_is_skipped(source):
+    assert not may_have_findings(source, Settings())
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        b"import os, torch.distributed._composable.fsdp as c\nc.fully_shard(m)\n",
+        b"import os; from compat.fsdp import wrap as w\nw.ModuleWrapPolicy({B})\n",
+        b"from fairscale.nn import (\n    FullyShardedDataParallel as F,\n)\n",
+        b"\xef\xbb\xbffrom torch.distributed.fsdp.wrap import default_auto_wrap_policy\n",
+    ],
+)
+def test_every_way_of_importing_is_seen(source):
+    assert may_have_findings(source, Settings())
+    assert run(source, Settings()).findings
+
+
+def test_a_users_policy_needs_no_import():
+    assert rule_filter(REGISTRY["FSDP102"]).admits(b"def p(m, recurse, unwrapped_params): ...")
