@@ -22,8 +22,8 @@ from pathlib import Path
 
 import libcst
 
-from codemods.engine import Settings
 from codemods.runner import process_files
+from codemods.settings import Settings
 from codemods.sources import discover
 
 

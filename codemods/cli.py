@@ -1,10 +1,15 @@
-"""Pieces both command-line tools share: the argument parser's common part and exit codes."""
+"""Pieces both command-line tools share: common options, configuration, exit codes."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
 
+from codemods import config as configuration
 from codemods._version import __version__
+from codemods.settings import Settings
 
 #: Nothing left to do.
 EXIT_CLEAN = 0
@@ -24,3 +29,103 @@ def base_parser(prog: str, description: str, epilog: str = "") -> argparse.Argum
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     return parser
+
+
+def add_rule_options(parser: argparse.ArgumentParser) -> None:
+    """The options that choose rules, fixes and target releases (lint and migrate alike)."""
+    codes = "comma-separated codes or prefixes"
+    parser.add_argument("--select", metavar="CODES", help=f"report only these ({codes})")
+    parser.add_argument(
+        "--extend-select",
+        metavar="CODES",
+        help=f"report these too, opt-in rules included ({codes})",
+    )
+    parser.add_argument("--ignore", metavar="CODES", help=f"never report these ({codes})")
+    parser.add_argument(
+        "--unsafe-fixes", action="store_true", help="also apply fixes marked unsafe"
+    )
+    parser.add_argument(
+        "--target-torch",
+        metavar="VERSION",
+        help="the torch the code must run on: report what is deprecated there, fix only "
+        "to forms it has",
+    )
+    parser.add_argument("--target-lightning", metavar="VERSION", help="the same, for Lightning")
+    parser.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="the pyproject.toml to read (default: the nearest one with [tool.fsdp-compat])",
+    )
+
+
+def _codes(text: str | None) -> tuple[str, ...] | None:
+    if text is None:
+        return None
+    return tuple(code.strip().upper() for code in text.split(",") if code.strip())
+
+
+@dataclasses.dataclass(frozen=True)
+class Choices:
+    """The configuration and the settings a run uses, from the file and the command line.
+
+    Attributes:
+        config: The ``[tool.fsdp-compat]`` table (or the defaults).
+        settings: The settings for a file with no ``per-file-ignores``.
+    """
+
+    config: configuration.Config
+    settings: Settings
+
+    def settings_for(self, path: str | Path) -> Settings:
+        """The settings for ``path``: its ``per-file-ignores`` added."""
+        extra = self.config.ignored_in(path)
+        if not extra:
+            return self.settings
+        return dataclasses.replace(self.settings, ignore=self.settings.ignore + extra)
+
+    def skip(self) -> Callable[[Path], bool] | None:
+        """The configuration's excludes, for walking directories."""
+        if not self.config.exclude:
+            return None
+        return lambda path: configuration.excluded(path, self.config)
+
+
+def choices(args: argparse.Namespace, paths: list[str], fix: bool) -> Choices:
+    """Merge the nearest configuration with the command line (the command line wins).
+
+    Raises:
+        configuration.ConfigError: For a bad file or a bad release number.
+    """
+    path = args.config
+    if path is None:
+        path = configuration.find(configuration.start_of(paths))
+    config = configuration.load(path)
+    select = _codes(args.select)
+    select = config.select if select is None else select
+    extend = _codes(args.extend_select) or config.extend_select
+    if extend:  # an empty select means every rule that is not opt-in: extend those
+        select = (*(select or _default_codes()), *extend)
+    ignore = _codes(args.ignore)
+    targets = {
+        "target_torch": args.target_torch or config.target_torch,
+        "target_lightning": args.target_lightning or config.target_lightning,
+    }
+    for key, value in targets.items():
+        if value is not None:
+            targets[key] = configuration.check_version(value, "--" + key.replace("_", "-"))
+    settings = Settings(
+        select=tuple(select),
+        ignore=config.ignore if ignore is None else ignore,
+        fix=fix,
+        unsafe_fixes=args.unsafe_fixes,
+        **targets,
+    )
+    return Choices(config, settings)
+
+
+def _default_codes() -> tuple[str, ...]:
+    """The codes reported by default (every rule that is not opt-in)."""
+    from codemods.registry import REGISTRY
+
+    return tuple(rule.code for rule in REGISTRY if not rule.opt_in)

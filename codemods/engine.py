@@ -3,10 +3,12 @@
 A single libcst pass over a module resolves names by what they refer to
 (``QualifiedNameProvider``: aliases and ``import x as y`` are followed, a local name
 that only looks like an old one is not) and records a :class:`Finding` for each old
-spelling. In fix mode the same pass rewrites what the selected rules can fix; symbol
-renames are then finished by libcst's ``RenameCommand``, which also moves the imports.
-Nothing inside a ``try: ... except ImportError:`` block is reported or touched: such
-blocks are deliberate fallbacks between API generations.
+spelling. In fix mode the same pass rewrites what the selected rules can fix. Renames
+are decided for the whole file first (:mod:`codemods.plan`); their calls are translated
+by :mod:`codemods.fixes`, their imports moved here, and where a local name itself
+changes, libcst's ``RenameCommand`` renames the uses. Nothing inside a
+``try: ... except ImportError:`` block is reported or touched: such blocks are
+deliberate fallbacks between API generations.
 """
 
 from __future__ import annotations
@@ -26,10 +28,13 @@ from libcst.metadata import (
     ScopeProvider,
 )
 
+from codemods import noqa
 from codemods.fixes import Site, fix_for
 from codemods.fixes.base import Import
+from codemods.noqa import Suppressions
 from codemods.plan import PARTIAL, Found, Plan, Planner
-from codemods.registry import REGISTRY, ChangeKind, FixSafety, Rule
+from codemods.registry import REGISTRY, ChangeKind, Rule
+from codemods.settings import Settings
 from codemods.syntax import (
     dotted,
     is_bool,
@@ -78,67 +83,6 @@ class Finding:
     message: str
     fixable: bool = False
     fixed: bool = False
-
-
-@dataclass(frozen=True)
-class Settings:
-    """Which rules run and which fixes apply.
-
-    Attributes:
-        select: Rule codes (or prefixes, ``FSDP2``) to report; empty means every rule
-            that is not opt-in.
-        ignore: Codes or prefixes never reported.
-        fix: Apply fixes (migrate), rather than only report (lint).
-        unsafe_fixes: Also apply fixes marked unsafe.
-    """
-
-    select: tuple[str, ...] = ()
-    ignore: tuple[str, ...] = ()
-    fix: bool = False
-    unsafe_fixes: bool = False
-
-    def enabled(self, rule: Rule) -> bool:
-        """Whether ``rule`` is reported under these settings."""
-        if any(rule.code.startswith(prefix) for prefix in self.ignore):
-            return False
-        if self.select:
-            return any(rule.code.startswith(prefix) for prefix in self.select)
-        return not rule.opt_in
-
-    def applies_fix(self, rule: Rule) -> bool:
-        """Whether this run rewrites ``rule``'s findings."""
-        if not self.fix or rule.code not in FIXERS:
-            return False
-        return rule.fix is FixSafety.SAFE or (rule.fix is FixSafety.UNSAFE and self.unsafe_fixes)
-
-
-#: Rules whose automatic fix the engine implements (the rest are reported only).
-FIXERS = frozenset(
-    {
-        "FSDP101",
-        "FSDP102",
-        "FSDP103",
-        "FSDP104",
-        "FSDP107",
-        "FSDP109",
-        "FSDP112",
-        "FSDP113",
-        "FSDP202",
-        "FSDP203",
-        "FSDP204",
-        "FSDP205",
-        "FSDP206",
-        "FSDP207",
-        "FSDP208",
-        "FSDP209",
-        "FSDP210",
-        "FSDP301",
-        "FSDP302",
-        "FSDP303",
-        "FSDP305",
-        "FSDP306",
-    }
-)
 
 
 #: Rules also found in definitions (a user's policy's parameters), which need no import.
@@ -218,16 +162,22 @@ class Migrator(VisitorBasedCodemodCommand):
         ParentNodeProvider,
     )
 
-    def __init__(self, context: CodemodContext, settings: Settings) -> None:
+    def __init__(
+        self,
+        context: CodemodContext,
+        settings: Settings,
+        suppressions: Suppressions | None = None,
+    ) -> None:
         super().__init__(context)
         self.settings = settings
+        self.suppressions = suppressions or Suppressions()
         self.findings: list[Finding] = []
         self.renames: dict[str, str] = {}  # old qualified name -> new, where this run renames
         self._command_renames: dict[str, str] = {}  # the ones left to libcst's RenameCommand
         self._plan = Plan()
         self._fallback_depth = 0
         self._param_renames: set[int] = set()  # ids of Name nodes to rename (FSDP102)
-        self._attribute_renames: dict[int, str] = {}  # id of Attribute -> new attr
+        self._attribute_renames: dict[int, str] = {}  # id of an Attribute -> its new name
         # id of a reference whose call-site fix applies -> (rule, old name)
         self._call_sites: dict[int, tuple[Rule, str]] = {}
 
@@ -237,14 +187,10 @@ class Migrator(VisitorBasedCodemodCommand):
         """The fully qualified names ``node`` may refer to (libcst's resolution)."""
         return {q.name for q in self.get_metadata(QualifiedNameProvider, node, set())}
 
-    _qualified = qualified
-
     def applies(self, code: str) -> bool:
         """Whether rule ``code``'s fix is part of this run (of a fixing run, when linting)."""
         rule = REGISTRY[code]
-        if not self.settings.fix:
-            return self.settings.enabled(rule) and code in FIXERS and rule.fixable
-        return self.settings.enabled(rule) and self.settings.applies_fix(rule)
+        return self.settings.applies_fix(rule) if self.settings.fix else self.settings.can_fix(rule)
 
     def _report(self, node: cst.CSTNode, rule: Rule, fixable_here: bool = True) -> bool:
         """Record a finding; return whether this run applies its fix.
@@ -259,12 +205,18 @@ class Migrator(VisitorBasedCodemodCommand):
         ):
             return False
         position = self.get_metadata(PositionProvider, node).start
-        fixable = fixable_here and rule.code in FIXERS and rule.fixable
+        if self.suppressions.silences(position.line, rule.code):
+            return False
+        fixable = fixable_here and self.settings.can_fix(rule)
         applies = fixable and self.settings.applies_fix(rule)
         self.findings.append(
             Finding(position.line, position.column + 1, rule.code, rule.message, fixable, applies)
         )
         return applies
+
+    def _silenced(self, node: cst.CSTNode, code: str) -> bool:
+        line = self.get_metadata(PositionProvider, node).start.line
+        return self.suppressions.silences(line, code)
 
     def _find(self, node: cst.BaseExpression) -> Found | None:
         """The old name, rule and qualified name ``node`` refers to, if any.
@@ -289,9 +241,10 @@ class Migrator(VisitorBasedCodemodCommand):
             lambda n: self.get_metadata(ParentNodeProvider, n, None),
             self._find,
             self._imported,
-            self.settings.enabled,
-            self.settings.applies_fix,
             self._new_name,
+            self.settings.can_fix,
+            self.settings.applies_fix,
+            self._silenced,
         )
         self._plan = self._planner.plan(node)
 
@@ -473,7 +426,7 @@ class Migrator(VisitorBasedCodemodCommand):
         """``partial(transformer_auto_wrap_policy, transformer_layer_cls=X)`` and friends."""
         if not original.args or original.args[0].keyword is not None:
             return updated
-        target = self._qualified(original.args[0].value)
+        target = self.qualified(original.args[0].value)
         rule = next((INDEX.partials[n] for n in target if n in INDEX.partials), None)
         if rule is None:
             return self._partial_keywords(original, updated, target)
@@ -539,7 +492,7 @@ class Migrator(VisitorBasedCodemodCommand):
             arg.keyword is not None
             and arg.keyword.value == "auto_wrap_policy"
             and isinstance(call, cst.Call)
-            and bool(self._qualified(call.func) & POLICY_CONSUMERS)
+            and bool(self.qualified(call.func) & POLICY_CONSUMERS)
         )
 
     def _imported_at_module_level(self, node: cst.BaseExpression) -> bool:
@@ -664,10 +617,10 @@ class Migrator(VisitorBasedCodemodCommand):
             if not (arg.keyword and arg.keyword.value == rule.argument):
                 continue
             inner = arg.value
-            if not (isinstance(inner, cst.Call) and PARTIAL in self._qualified(inner.func)):
+            if not (isinstance(inner, cst.Call) and PARTIAL in self.qualified(inner.func)):
                 continue
             if not inner.args or not (
-                self._qualified(inner.args[0].value) & {f"{_WRAP}.transformer_auto_wrap_policy"}
+                self.qualified(inner.args[0].value) & {f"{_WRAP}.transformer_auto_wrap_policy"}
             ):
                 continue
             rest = inner.args[1:]
@@ -711,7 +664,7 @@ class Migrator(VisitorBasedCodemodCommand):
         self, original_node: cst.ClassDef, updated_node: cst.ClassDef
     ) -> cst.ClassDef:
         bases = (
-            set().union(*(self._qualified(b.value) for b in original_node.bases))
+            set().union(*(self.qualified(b.value) for b in original_node.bases))
             if original_node.bases
             else set()
         )
@@ -758,8 +711,11 @@ def run(source: bytes, settings: Settings, filename: str = "<string>") -> Outcom
     Raises:
         libcst.ParserSyntaxError: If the source does not parse.
     """
+    suppressions = noqa.parse(source)
+    if suppressions.everything:
+        return Outcome()
     module = cst.parse_module(source)
-    command = Migrator(CodemodContext(filename=filename), settings)
+    command = Migrator(CodemodContext(filename=filename), settings, suppressions)
     new = _no_new_leading_blank_lines(module, command.transform_module(module))
     new_bytes = new.bytes  # without fixes: unchanged
     return Outcome(sorted(command.findings), new_bytes if new_bytes != source else None)

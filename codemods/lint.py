@@ -1,30 +1,155 @@
-"""``python -m codemods.lint PATH...``: report deprecated FSDP names and arguments."""
+"""``python -m codemods.lint PATH...``: report deprecated FSDP names and arguments.
+
+Each finding prints as ``path:line:col: CODE [*] message`` (``[*]``: ``--fix`` fixes
+it), sorted by path and position, then a summary. ``--fix`` applies the safe fixes
+through the same engine as ``codemods.migrate`` (``--unsafe-fixes`` the unsafe ones
+too). ``# noqa``, ``# noqa: CODE`` and a file-level ``# fsdp-compat: noqa`` silence
+findings; ``[tool.fsdp-compat]`` in the nearest ``pyproject.toml`` configures it.
+
+Exit codes: 0 nothing found (or ``--exit-zero``); 1 findings remain; 2 errors (a file
+that cannot be read or parsed, bad arguments or configuration).
+"""
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Sequence
 
-from codemods.cli import EXIT_ERROR, base_parser
+from codemods import report
+from codemods.cli import (
+    EXIT_CLEAN,
+    EXIT_ERROR,
+    EXIT_FINDINGS,
+    Choices,
+    add_rule_options,
+    base_parser,
+    choices,
+)
+from codemods.config import ConfigError
+from codemods.registry import REGISTRY
+from codemods.registry.render import explain
+from codemods.runner import FileResult, process_files, process_source
+from codemods.sources import discover
 
 
-def build_parser():
+def build_parser() -> argparse.ArgumentParser:
     """The ``fsdp-lint`` argument parser."""
     parser = base_parser(
         "fsdp-lint",
         "Report deprecated FSDP, Lightning and FairScale names and arguments, with stable "
         "rule codes.",
-        epilog="Example:\n  python -m codemods.lint src/",
+        epilog="Examples:\n  python -m codemods.lint src/\n"
+        "  python -m codemods.lint --output-format github --target-torch 2.2 .\n"
+        "  python -m codemods.lint --explain FSDP103",
     )
-    parser.add_argument("paths", nargs="*", metavar="PATH", help="files or directories")
+    parser.add_argument(
+        "paths", nargs="*", metavar="PATH", help="files or directories; - for stdin"
+    )
+    parser.add_argument("--fix", action="store_true", help="apply the safe fixes")
+    add_rule_options(parser)
+    parser.add_argument(
+        "--output-format", choices=report.FORMATS, default="text", help="default: text"
+    )
+    parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings remain")
+    parser.add_argument(
+        "--statistics", action="store_true", help="print a count per rule instead of each finding"
+    )
+    parser.add_argument("--explain", metavar="CODE", help="explain a rule and exit")
+    parser.add_argument(
+        "--stdin-filename", metavar="PATH", help="the name of the file read from stdin"
+    )
+    parser.add_argument(
+        "--jobs", type=int, default=None, metavar="N", help="worker processes (default: all cores)"
+    )
+    parser.add_argument("--quiet", action="store_true", help="no summary line")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code."""
-    build_parser().parse_args(argv)
-    print("fsdp-lint: the checking engine is not part of this release yet", file=sys.stderr)
-    return EXIT_ERROR
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.explain:
+        return _explain(args.explain)
+    stdin = args.paths == ["-"]
+    if "-" in args.paths and not stdin:
+        parser.error("- (stdin) cannot be combined with other paths")
+    try:
+        chosen = choices(
+            args, [args.stdin_filename] if stdin and args.stdin_filename else args.paths, args.fix
+        )
+    except ConfigError as exc:
+        parser.error(str(exc))
+    if stdin:
+        results, problems = [_stdin(args, chosen)], []
+    else:
+        files, problems = discover(args.paths, skip=chosen.skip())
+        results = process_files(
+            files,
+            chosen.settings,
+            write=args.fix,
+            jobs=args.jobs,
+            settings_for=chosen.settings_for,
+        )
+    errors = [str(p) for p in problems] + [f"{r.path}: {r.error}" for r in results if r.error]
+    items = [report.Located(r.path, f) for r in results for f in r.findings if not f.fixed]
+    fixed = sum(f.fixed for r in results for f in r.findings)
+    _print(args, chosen, items, fixed, errors, files=len(results))
+    if errors:
+        return EXIT_ERROR
+    return EXIT_FINDINGS if items and not args.exit_zero else EXIT_CLEAN
+
+
+def _stdin(args: argparse.Namespace, chosen: Choices) -> FileResult:
+    """Lint (and with ``--fix``, fix) standard input; fixed code goes to standard output."""
+    name = args.stdin_filename or "-"
+    source = sys.stdin.buffer.read()
+    result = process_source(name, source, chosen.settings_for(name))
+    if args.fix:
+        sys.stdout.buffer.write(result.new_source if result.new_source is not None else source)
+        sys.stdout.flush()
+    return result
+
+
+def _print(
+    args: argparse.Namespace,
+    chosen: Choices,
+    items: list[report.Located],
+    fixed: int,
+    errors: list[str],
+    files: int,
+) -> None:
+    # With --fix on stdin, stdout carries the code: the findings go to stderr.
+    out = sys.stderr if args.fix and args.paths == ["-"] else sys.stdout
+    settings = chosen.settings
+    if args.output_format == "json":
+        out.write(report.as_json(items))
+    elif args.output_format == "github":
+        out.write(report.github(items))
+    elif args.output_format == "sarif":
+        out.write(report.sarif(items, errors))
+    elif args.statistics:
+        out.write(report.statistics(items, settings))
+    else:
+        out.write(report.text(items, settings))
+        if not args.quiet:
+            if not files and not errors:
+                out.write("No Python files found.\n")
+            out.write(report.summary(items, fixed, settings))
+    out.flush()
+    for error in errors:
+        print(f"error: {error}", file=sys.stderr)
+
+
+def _explain(code: str) -> int:
+    try:
+        rule = REGISTRY[code.strip().upper()]
+    except KeyError as exc:
+        print(f"error: {exc.args[0]}", file=sys.stderr)
+        return EXIT_ERROR
+    print(explain(rule))
+    return EXIT_CLEAN
 
 
 if __name__ == "__main__":

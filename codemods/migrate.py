@@ -17,10 +17,19 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from codemods.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, base_parser
-from codemods.engine import Finding, Settings, select_codes
+from codemods.cli import (
+    EXIT_CLEAN,
+    EXIT_ERROR,
+    EXIT_FINDINGS,
+    add_rule_options,
+    base_parser,
+    choices,
+)
+from codemods.config import ConfigError
+from codemods.engine import Finding
 from codemods.registry import REGISTRY, FixSafety
 from codemods.runner import FileResult, process_files, process_source
+from codemods.settings import Settings
 from codemods.sources import discover
 
 
@@ -40,15 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument(
         "--check", action="store_true", help="write nothing; exit 1 if anything would change"
     )
-    parser.add_argument(
-        "--select", default="", metavar="CODES", help="comma-separated codes or prefixes"
-    )
-    parser.add_argument(
-        "--ignore", default="", metavar="CODES", help="comma-separated codes or prefixes"
-    )
-    parser.add_argument(
-        "--unsafe-fixes", action="store_true", help="also apply fixes marked unsafe"
-    )
+    add_rule_options(parser)
     parser.add_argument(
         "--jobs", type=int, default=None, metavar="N", help="worker processes (default: all cores)"
     )
@@ -124,19 +125,23 @@ def _report(path: Path, results: list[FileResult], summary: dict) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code."""
-    args = build_parser().parse_args(argv)
-    settings = Settings(
-        select=select_codes(args.select.split(",")),
-        ignore=select_codes(args.ignore.split(",")),
-        fix=True,
-        unsafe_fixes=args.unsafe_fixes,
-    )
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        chosen = choices(args, args.paths, fix=True)
+    except ConfigError as exc:
+        parser.error(str(exc))
     write = not (args.diff or args.check)
     if args.paths == ["-"]:
-        return _stdin(settings, write)
-    files, problems = discover(args.paths)
+        return _stdin(chosen.settings, write)
+    files, problems = discover(args.paths, skip=chosen.skip())
     results = process_files(
-        files, settings, write=write, jobs=args.jobs, progress=_progress(len(files))
+        files,
+        chosen.settings,
+        write=write,
+        jobs=args.jobs,
+        progress=_progress(len(files)),
+        settings_for=chosen.settings_for,
     )
     errors = [str(p) for p in problems]
     errors += [f"{r.path}: {r.error}" for r in results if r.error]

@@ -4,8 +4,9 @@ A rename changes every use of an old name in the file and moves its imports, so 
 applies only where the fix is certain about every use: a call it can translate (see
 :mod:`codemods.fixes`), a bare use that means the same under the new name, or one the
 fix declares safe (``passed_as``). It never applies where the old name also appears in
-a ``try: ... except ImportError:`` fallback (the file already bridges both APIs), nor
-where two renames would bind the same name to different things. Fixes that depend on
+a ``try: ... except ImportError:`` fallback (the file already bridges both APIs) or on
+a line whose ``noqa`` silences it, nor where two renames would bind the same name to
+different things. Fixes that depend on
 each other (``requires``) or that another old name rules out (``blocked_by``) are then
 settled together.
 """
@@ -70,18 +71,20 @@ class _Collector(cst.CSTVisitor):
         self,
         find: Callable[[cst.BaseExpression], Found | None],
         imported: Callable[[cst.Import | cst.ImportFrom], Iterable[tuple[str, Rule]]],
+        silenced: Callable[[cst.CSTNode, str], bool],
     ):
         self.find = find
         self.imported = imported
+        self.silenced = silenced
         self.references: list[Reference] = []
         self.olds: dict[str, set[str]] = {}  # rule code -> old names seen
-        self.in_fallback: set[str] = set()  # rule codes seen inside a fallback block
+        self.held: set[str] = set()  # rule codes the file keeps: in a fallback, or noqa
         self._fallback = 0
 
-    def _seen(self, rule: Rule, old: str) -> None:
+    def _seen(self, rule: Rule, old: str, node: cst.CSTNode) -> None:
         self.olds.setdefault(rule.code, set()).add(old)
-        if self._fallback:
-            self.in_fallback.add(rule.code)
+        if self._fallback or self.silenced(node, rule.code):
+            self.held.add(rule.code)
 
     def visit_Try(self, node: cst.Try) -> None:
         self._fallback += is_import_fallback(node)
@@ -91,7 +94,7 @@ class _Collector(cst.CSTVisitor):
 
     def _visit_import(self, node: cst.Import | cst.ImportFrom) -> bool:
         for old, rule in self.imported(node):
-            self._seen(rule, old)
+            self._seen(rule, old, node)
         return False  # names in an import are not uses
 
     visit_Import = _visit_import
@@ -102,7 +105,7 @@ class _Collector(cst.CSTVisitor):
         if found is None:
             return True
         old, rule, qualified = found
-        self._seen(rule, old)
+        self._seen(rule, old, node)
         self.references.append(Reference(node, rule, old, qualified))
         return False
 
@@ -118,9 +121,10 @@ class Planner:
         parent: The parent of a node (``ParentNodeProvider``).
         find: What a node refers to, or None.
         imported: The old names (with their rules) an import brings in.
-        enabled: Whether a rule is reported in this run.
-        applies_fix: Whether this run applies a rule's fix.
         new_name: The qualified name an old name is renamed to.
+        can_fix: Whether a rule is reported in this run with a fix usable here.
+        applies_fix: Whether this run applies a rule's fix.
+        silenced: Whether a ``noqa`` comment silences a rule at a node.
     """
 
     def __init__(
@@ -129,21 +133,23 @@ class Planner:
         parent: Callable[[cst.CSTNode], cst.CSTNode | None],
         find: Callable[[cst.BaseExpression], Found | None],
         imported: Callable[[cst.Import | cst.ImportFrom], Iterable[tuple[str, Rule]]],
-        enabled: Callable[[Rule], bool],
-        applies_fix: Callable[[Rule], bool],
         new_name: Callable[[Rule, str], str | None],
+        can_fix: Callable[[Rule], bool],
+        applies_fix: Callable[[Rule], bool],
+        silenced: Callable[[cst.CSTNode, str], bool],
     ) -> None:
         self.resolver = resolver
         self.parent = parent
         self.find = find
         self.imported = imported
-        self.enabled = enabled
-        self.applies_fix = applies_fix
         self.new_name = new_name
+        self.can_fix = can_fix
+        self.applies_fix = applies_fix
+        self.silenced = silenced
 
     def plan(self, module: cst.Module) -> Plan:
         """The plan for ``module``."""
-        collector = _Collector(self.find, self.imported)
+        collector = _Collector(self.find, self.imported, self.silenced)
         module.visit(collector)
         plan = Plan(present=set(collector.olds))
         by_rule: dict[str, list[Reference]] = {}
@@ -151,12 +157,12 @@ class Planner:
             by_rule.setdefault(reference.rule.code, []).append(reference)
         certain = {
             code
-            for code in plan.present - collector.in_fallback
+            for code in plan.present - collector.held
             if fix_for(REGISTRY[code]) is not None
             and all(self.certain(r) for r in by_rule.get(code, ()))
         }
         certain -= self._clashes(certain, collector.olds)
-        plan.fixable = self._settle({c for c in certain if self.enabled(REGISTRY[c])}, plan.present)
+        plan.fixable = self._settle({c for c in certain if self.can_fix(REGISTRY[c])}, plan.present)
         plan.applies = self._settle(
             {c for c in plan.fixable if self.applies_fix(REGISTRY[c])}, plan.present
         )

@@ -21,8 +21,9 @@ import functools
 import re
 from dataclasses import dataclass
 
-from codemods.engine import DEFINITION_RULES, Settings
+from codemods.engine import DEFINITION_RULES
 from codemods.registry import REGISTRY, ChangeKind, Rule
+from codemods.settings import Settings
 
 #: An import statement's line (``from x import y``, ``import a, b as c``, ``import os; ...``).
 _IMPORT_LINE = re.compile(rb"(?m)^[ \t]*(?:from|import)[ \t][^\n]*")

@@ -102,14 +102,17 @@ def process_files(
     jobs: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     prefilter: bool = True,
+    settings_for: Callable[[Path], Settings] | None = None,
 ) -> list[FileResult]:
     """Process ``paths`` (in parallel when there are many), results in input order.
 
     ``progress(done, total)`` is called as results come in. ``prefilter=False`` parses
     every file, even those the text pre-filter rules out (for robustness runs).
+    ``settings_for(path)``, if given, chooses each file's settings (``per-file-ignores``).
     """
     jobs = jobs or os.cpu_count() or 1
-    work = [(path, settings, write, prefilter) for path in paths]
+    choose = settings_for or (lambda _: settings)
+    work = [(path, choose(path), write, prefilter) for path in paths]
     results: list[FileResult] = []
     with contextlib.ExitStack() as stack:
         if jobs <= 1 or len(work) < POOL_THRESHOLD:

@@ -11,7 +11,7 @@ import fnmatch
 import os
 import stat
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,13 +51,16 @@ def _excluded(name: str, patterns: Sequence[str]) -> bool:
 
 
 def discover(
-    paths: Iterable[str], exclude: Sequence[str] = DEFAULT_EXCLUDES
+    paths: Iterable[str],
+    exclude: Sequence[str] = DEFAULT_EXCLUDES,
+    skip: Callable[[Path], bool] | None = None,
 ) -> tuple[list[Path], list[Problem]]:
     """The Python files under ``paths``, sorted and without duplicates.
 
     Directories are walked (not following directory symlinks, so a link loop cannot
     trap the walk) for ``*.py`` and ``*.pyi`` files, skipping names matching
-    ``exclude``; a file named explicitly is always included.
+    ``exclude`` and paths ``skip`` rules out (a configuration's excludes); a file named
+    explicitly is always included.
 
     Returns:
         The files, and a problem for each path that does not exist.
@@ -68,11 +71,16 @@ def discover(
         path = Path(raw)
         if path.is_dir():
             for root, dirs, names in os.walk(path):
-                dirs[:] = sorted(d for d in dirs if not _excluded(d, exclude))
+                dirs[:] = sorted(
+                    d
+                    for d in dirs
+                    if not _excluded(d, exclude) and not (skip and skip(Path(root, d)))
+                )
                 for name in names:
                     if name.endswith((".py", ".pyi")) and not _excluded(name, exclude):
                         found = Path(root, name)
-                        files.setdefault(os.path.normpath(found), found)
+                        if not (skip and skip(found)):
+                            files.setdefault(os.path.normpath(found), found)
         elif path.exists() or path.is_symlink():
             files.setdefault(os.path.normpath(path), path)
         else:

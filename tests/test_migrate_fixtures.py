@@ -7,8 +7,9 @@ import textwrap
 import libcst
 import pytest
 
-from codemods.engine import FIXERS, Settings, run
+from codemods.engine import run
 from codemods.registry import REGISTRY
+from codemods.settings import FIXERS, Settings
 from tests.migrate_fixtures import FIXTURES, NAMES
 
 FIX = Settings(fix=True)

@@ -59,7 +59,7 @@ def test_ci_script_fails_on_errors():
 
 @pytest.mark.slow
 def test_pip_install_without_torch_pulls_no_torch(tmp_path):
-    """`pip install .` into a fresh venv: no torch, and both CLIs answer --help."""
+    """`pip install .` into a fresh venv: no torch, and both CLIs answer and work."""
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     bin_dir = venv / "bin"
@@ -94,6 +94,12 @@ def test_pip_install_without_torch_pulls_no_torch(tmp_path):
     for script in ("fsdp-lint", "fsdp-migrate"):
         run = subprocess.run([bin_dir / script, "--version"], capture_output=True, text=True)
         assert run.returncode == 0 and run.stdout.startswith(script)
+    legacy = tmp_path / "legacy.py"
+    legacy.write_text("from pytorch_lightning import Trainer\nTrainer(precision=16)\n")
+    run = subprocess.run([bin_dir / "fsdp-lint", str(legacy)], capture_output=True, text=True)
+    assert run.returncode == 1 and f"{legacy}:2:9: FSDP206 [*]" in run.stdout, run.stderr
+    run = subprocess.run([bin_dir / "fsdp-migrate", str(legacy)], capture_output=True, text=True)
+    assert run.returncode == 1 and 'precision="16-mixed"' in legacy.read_text(), run.stderr
 
 
 def test_readme_python_examples_run(tmp_path):

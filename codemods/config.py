@@ -1,0 +1,187 @@
+"""``[tool.fsdp-compat]`` in the nearest ``pyproject.toml``, merged with the command line.
+
+Example ``pyproject.toml``::
+
+    [tool.fsdp-compat]
+    select = ["FSDP1", "FSDP2"]
+    ignore = ["FSDP206"]
+    exclude = ["third_party/*", "legacy_*.py"]
+    target-torch = "2.2"
+    target-lightning = "2.1"
+
+    [tool.fsdp-compat.per-file-ignores]
+    "tests/*" = ["FSDP1"]
+
+Command-line flags override the file (``--extend-select`` adds to whichever ``select``
+applies). ``exclude`` adds to the built-in excludes (``.git``, virtual environments,
+``build``, ``dist``, ...); a file named on the command line is always checked.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.9 and 3.10
+    import tomli as tomllib
+
+SECTION = "fsdp-compat"
+_LISTS = ("select", "extend-select", "ignore", "exclude")
+_VERSIONS = ("target-torch", "target-lightning")
+_KNOWN = {*_LISTS, *_VERSIONS, "per-file-ignores"}
+
+
+class ConfigError(ValueError):
+    """The configuration cannot be used; the message says where and why."""
+
+
+@dataclass(frozen=True)
+class Config:
+    """The ``[tool.fsdp-compat]`` table.
+
+    Attributes:
+        path: The ``pyproject.toml`` it came from (None: no file, the defaults).
+        select: Codes or prefixes to report (empty: every rule that is not opt-in).
+        extend_select: Codes or prefixes added to ``select``.
+        ignore: Codes or prefixes never reported.
+        exclude: Globs of paths (relative to the file's directory) or names not walked.
+        per_file_ignores: ``(glob, codes)`` pairs: codes ignored in matching files.
+        target_torch: The torch release the code must run on.
+        target_lightning: The Lightning release the code must run on.
+    """
+
+    path: Path | None = None
+    select: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = field(default=())
+    target_torch: str | None = None
+    target_lightning: str | None = None
+
+    @property
+    def root(self) -> Path:
+        """The directory relative paths are matched from."""
+        return self.path.parent if self.path else Path.cwd()
+
+    def ignored_in(self, path: str | Path) -> tuple[str, ...]:
+        """The codes ``per-file-ignores`` ignores in ``path``."""
+        relative = _relative(Path(path), self.root)
+        codes: list[str] = []
+        for pattern, ignored in self.per_file_ignores:
+            if _matches(relative, pattern):
+                codes.extend(ignored)
+        return tuple(codes)
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def _matches(relative: str, pattern: str) -> bool:
+    """``pattern`` matches the path, or its file name (``legacy_*.py``)."""
+    name = relative.rsplit("/", 1)[-1]
+    return fnmatch.fnmatch(relative, pattern) or fnmatch.fnmatch(name, pattern)
+
+
+def excluded(path: Path, config: Config) -> bool:
+    """Whether ``exclude`` leaves ``path`` (a walked file or directory) out."""
+    relative = _relative(path, config.root)
+    return any(_matches(relative, pattern) for pattern in config.exclude)
+
+
+def find(start: Path) -> Path | None:
+    """The nearest ``pyproject.toml`` at or above ``start`` that has ``[tool.fsdp-compat]``."""
+    directory = start.resolve()
+    if not directory.is_dir():
+        directory = directory.parent
+    for candidate in (directory, *directory.parents):
+        path = candidate / "pyproject.toml"
+        if path.is_file() and f"tool.{SECTION}" in path.read_text("utf-8", errors="replace"):
+            return path
+    return None
+
+
+def load(path: Path | None) -> Config:
+    """Read the ``[tool.fsdp-compat]`` table of ``path`` (None: the defaults).
+
+    Raises:
+        ConfigError: For a file that does not parse, an unknown key, or a value of the
+            wrong type; the message names the file and the key.
+    """
+    if path is None:
+        return Config()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read the configuration: {exc}") from exc
+    table = data.get("tool", {}).get(SECTION, {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.{SECTION}] must be a table")
+    unknown = sorted(set(table) - _KNOWN)
+    if unknown:
+        raise ConfigError(
+            f"{path}: unknown key {unknown[0]!r} in [tool.{SECTION}]; "
+            f"known keys: {', '.join(sorted(_KNOWN))}"
+        )
+    values: dict[str, Any] = {"path": path}
+    for key in _LISTS:
+        if key in table:
+            values[key.replace("-", "_")] = _strings(path, key, table[key])
+    for key in _VERSIONS:
+        if key in table:
+            values[key.replace("-", "_")] = _version(path, key, table[key])
+    ignores = table.get("per-file-ignores", {})
+    if not isinstance(ignores, dict):
+        raise ConfigError(f"{path}: per-file-ignores must be a table of glob = [codes]")
+    values["per_file_ignores"] = tuple(
+        (pattern, _strings(path, f"per-file-ignores.{pattern}", codes))
+        for pattern, codes in ignores.items()
+    )
+    return Config(**values)
+
+
+def _strings(path: Path, key: str, value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ConfigError(f"{path}: {key} must be a list of strings, got {value!r}")
+    return tuple(value)
+
+
+def _version(path: Path, key: str, value: Any) -> str:
+    try:
+        return str(Version(str(value)))
+    except InvalidVersion as exc:
+        raise ConfigError(f'{path}: {key} must be a release like "2.2", got {value!r}') from exc
+
+
+def check_version(text: str, option: str) -> str:
+    """A command-line release (``--target-torch 2.2``), normalised.
+
+    Raises:
+        ConfigError: If it is not a release number.
+    """
+    try:
+        return str(Version(text))
+    except InvalidVersion as exc:
+        raise ConfigError(f"{option} must be a release like 2.2, got {text!r}") from exc
+
+
+def start_of(paths: Sequence[str]) -> Path:
+    """Where to look for the configuration: the first path given, or the current directory."""
+    for raw in paths:
+        if raw != "-":
+            return Path(raw)
+    return Path.cwd()

@@ -1,0 +1,94 @@
+"""``# noqa`` comments: which findings a file asks not to hear about.
+
+- ``# noqa`` on a line silences every finding reported on that line;
+- ``# noqa: FSDP101, FSDP2`` only those codes (a code or a prefix, as ``--select`` takes);
+- ``# fsdp-compat: noqa`` on a line of its own silences the whole file, and
+  ``# fsdp-compat: noqa: FSDP3`` those codes in the whole file.
+
+A silenced finding is neither reported nor fixed. Comments are found with the
+tokenizer, so ``"# noqa"`` inside a string is not one.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from dataclasses import dataclass, field
+
+_LINE = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]*(?:[\s,]+[A-Z]+[0-9]*)*))?", re.I)
+_FILE = re.compile(r"^#\s*fsdp-compat:\s*noqa(?::\s*(?P<codes>[A-Z0-9,\s]+))?\s*$", re.I)
+
+#: Every code: what a bare noqa comment silences.
+ALL: frozenset[str] = frozenset({""})
+
+
+def _codes(text: str | None) -> frozenset[str]:
+    if not text:
+        return ALL
+    return frozenset(code.upper() for code in re.split(r"[\s,]+", text.strip()) if code)
+
+
+@dataclass(frozen=True)
+class Suppressions:
+    """The ``noqa`` comments of one file.
+
+    Attributes:
+        lines: Line number to the codes (or prefixes) silenced there; :data:`ALL` for all.
+        whole_file: Codes (or prefixes) silenced everywhere in the file.
+    """
+
+    lines: dict[int, frozenset[str]] = field(default_factory=dict)
+    whole_file: frozenset[str] = frozenset()
+
+    def silences(self, line: int, code: str) -> bool:
+        r"""Whether a finding ``code`` on ``line`` is silenced.
+
+        Example:
+            >>> s = parse(b"x = 1  # noqa: FSDP1\ny = 2  # noqa\n")
+            >>> s.silences(1, "FSDP101"), s.silences(1, "FSDP201"), s.silences(2, "FSDP201")
+            (True, False, True)
+        """
+        for codes in (self.whole_file, self.lines.get(line, frozenset())):
+            if any(code.startswith(prefix) for prefix in codes):  # "" (ALL) prefixes every code
+                return True
+        return False
+
+    @property
+    def everything(self) -> bool:
+        """The whole file is silenced for every code: there is no need to parse it."""
+        return "" in self.whole_file
+
+
+def parse(source: bytes) -> Suppressions:
+    """Find the ``noqa`` comments in ``source`` (bytes, in whatever encoding it declares)."""
+    if b"noqa" not in source:
+        return Suppressions()
+    lines: dict[int, frozenset[str]] = {}
+    whole: set[str] = set()
+    for line, alone, comment in _comments(source):
+        file_level = _FILE.match(comment)
+        if file_level and alone:
+            whole |= _codes(file_level.group("codes"))
+            continue
+        match = _LINE.search(comment)
+        if match:
+            lines[line] = lines.get(line, frozenset()) | _codes(match.group("codes"))
+    return Suppressions(lines, frozenset(whole))
+
+
+def _comments(source: bytes) -> list[tuple[int, bool, str]]:
+    """``(line, alone on its line, text)`` of each comment; a crude scan if tokenizing fails."""
+    try:
+        return [
+            (token.start[0], not token.line[: token.start[1]].strip(), token.string)
+            for token in tokenize.tokenize(io.BytesIO(source).readline)
+            if token.type == tokenize.COMMENT
+        ]
+    except (tokenize.TokenError, SyntaxError, UnicodeDecodeError, LookupError):
+        text = source.decode("utf-8", "replace")
+        return [
+            (number, line.lstrip().startswith("#"), line[line.index("#") :])
+            for number, line in enumerate(text.splitlines(), start=1)
+            if "#" in line
+        ]

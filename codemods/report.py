@@ -1,0 +1,206 @@
+"""Findings as text, JSON, GitHub workflow commands or SARIF 2.1.0.
+
+Every format is a pure function from the run's findings (and errors) to a string, so
+the same data prints the same way from lint and from its tests.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from codemods._version import __version__
+from codemods.engine import Finding
+from codemods.registry import REGISTRY, FixSafety
+from codemods.settings import Settings
+
+FORMATS = ("text", "json", "github", "sarif")
+TOOL = "fsdp-lint"
+HOME = "https://github.com/fsdp-compat/fsdp-compat"
+RULES_URL = f"{HOME}/blob/main/docs/rules.md"
+
+
+@dataclass(frozen=True)
+class Located:
+    """A finding with the file it is in."""
+
+    path: str
+    finding: Finding
+
+    @property
+    def applicability(self) -> str | None:
+        """``"safe"`` or ``"unsafe"`` where an automatic fix exists here, else None."""
+        if not self.finding.fixable:
+            return None
+        return REGISTRY[self.finding.code].fix.value
+
+
+def fix_marker(item: Located, settings: Settings) -> bool:
+    """Whether ``--fix`` (with this run's ``--unsafe-fixes``) would fix ``item``."""
+    return item.applicability == "safe" or (
+        item.applicability == "unsafe" and settings.unsafe_fixes
+    )
+
+
+def text(items: Sequence[Located], settings: Settings) -> str:
+    """``path:line:col: CODE [*] message``, one line each (``[*]``: ``--fix`` fixes it)."""
+    return "".join(
+        f"{i.path}:{i.finding.line}:{i.finding.col}: {i.finding.code} "
+        f"{'[*] ' if fix_marker(i, settings) else ''}{i.finding.message}\n"
+        for i in items
+    )
+
+
+def summary(items: Sequence[Located], fixed: int, settings: Settings) -> str:
+    """The closing lines of the text format, as ruff words them."""
+    if not items:
+        return f"All checks passed!{f' ({fixed} fixed)' if fixed else ''}\n"
+    total = len(items) + fixed
+    counted = f"Found {total} finding{'s' if total != 1 else ''}"
+    if fixed:
+        counted += f" ({fixed} fixed, {len(items)} remaining)"
+    lines = [counted + "."]
+    fixable = sum(fix_marker(i, settings) for i in items)
+    hidden = sum(i.applicability == "unsafe" and not settings.unsafe_fixes for i in items)
+    hint = (
+        f"{hidden} hidden fix{'es' if hidden != 1 else ''} can be enabled with the "
+        "`--unsafe-fixes` option"
+    )
+    if fixable:
+        lines.append(
+            f"[*] {fixable} fixable with the `--fix` option" + (f" ({hint})." if hidden else ".")
+        )
+    elif hidden:
+        lines.append(f"No fixes available ({hint}).")
+    return "\n".join(lines) + "\n"
+
+
+def statistics(items: Sequence[Located], settings: Settings) -> str:
+    """A count per rule, most frequent first: ``count  CODE  [*] name``."""
+    counts = Counter(i.finding.code for i in items)
+    fixable = {i.finding.code for i in items if fix_marker(i, settings)}
+    width = len(str(max(counts.values(), default=0)))
+    return "".join(
+        f"{count:>{width}}\t{code}\t{'[*]' if code in fixable else '[ ]'} {REGISTRY[code].name}\n"
+        for code, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    )
+
+
+def as_json(items: Sequence[Located]) -> str:
+    """A JSON array, one object per finding."""
+    return (
+        json.dumps(
+            [
+                {
+                    "code": i.finding.code,
+                    "name": REGISTRY[i.finding.code].name,
+                    "message": i.finding.message,
+                    "filename": i.path,
+                    "location": {"row": i.finding.line, "column": i.finding.col},
+                    "fix": {"applicability": i.applicability} if i.applicability else None,
+                    "url": f"{RULES_URL}#{i.finding.code.lower()}",
+                }
+                for i in items
+            ],
+            indent=2,
+        )
+        + "\n"
+    )
+
+
+def _escape_data(value: str) -> str:
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(value: str) -> str:
+    return _escape_data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+def github(items: Sequence[Located]) -> str:
+    """GitHub Actions ``::error`` workflow commands: annotations on the pull request."""
+    lines = []
+    for i in items:
+        f = i.finding
+        properties = ",".join(
+            f"{key}={_escape_property(str(value))}"
+            for key, value in (
+                ("title", f"{TOOL} ({f.code})"),
+                ("file", i.path),
+                ("line", f.line),
+                ("col", f.col),
+            )
+        )
+        message = _escape_data(f"{i.path}:{f.line}:{f.col}: {f.code} {f.message}")
+        lines.append(f"::error {properties}::{message}\n")
+    return "".join(lines)
+
+
+def _uri(path: str) -> str:
+    """A SARIF artifact URI: relative paths stay relative (to the checkout), with ``/``."""
+    candidate = Path(path)
+    return candidate.as_uri() if candidate.is_absolute() else candidate.as_posix()
+
+
+def sarif(items: Sequence[Located], errors: Sequence[str] = ()) -> str:
+    """A SARIF 2.1.0 log with one run: the rules that fired, their results, and errors."""
+    codes = sorted({i.finding.code for i in items})
+    index = {code: n for n, code in enumerate(codes)}
+    rules = []
+    for code in codes:
+        rule = REGISTRY[code]
+        rules.append(
+            {
+                "id": code,
+                "name": rule.name,
+                "shortDescription": {"text": rule.message},
+                "fullDescription": {"text": rule.why},
+                "helpUri": f"{RULES_URL}#{code.lower()}",
+                "properties": {"fix": rule.fix.value, "framework": rule.framework.value},
+            }
+        )
+    results = [
+        {
+            "ruleId": i.finding.code,
+            "ruleIndex": index[i.finding.code],
+            "level": "error" if REGISTRY[i.finding.code].fix is not FixSafety.MANUAL else "warning",
+            "message": {"text": i.finding.message},
+            "locations": [
+                {
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": _uri(i.path)},
+                        "region": {"startLine": i.finding.line, "startColumn": i.finding.col},
+                    }
+                }
+            ],
+        }
+        for i in items
+    ]
+    log = {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": TOOL,
+                        "version": __version__,
+                        "informationUri": HOME,
+                        "rules": rules,
+                    }
+                },
+                "results": results,
+                "invocations": [
+                    {
+                        "executionSuccessful": not errors,
+                        "toolExecutionNotifications": [
+                            {"level": "error", "message": {"text": error}} for error in errors
+                        ],
+                    }
+                ],
+            }
+        ],
+    }
+    return json.dumps(log, indent=2) + "\n"

@@ -1,0 +1,113 @@
+"""What a run reports and fixes: rule selection, fix safety and target releases."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from packaging.version import Version
+
+from codemods.registry import FixSafety, Framework, Rule
+
+#: Rules whose automatic fix the engine implements (the rest are reported only).
+FIXERS = frozenset(
+    {
+        "FSDP101",
+        "FSDP102",
+        "FSDP103",
+        "FSDP104",
+        "FSDP107",
+        "FSDP109",
+        "FSDP112",
+        "FSDP113",
+        "FSDP202",
+        "FSDP203",
+        "FSDP204",
+        "FSDP205",
+        "FSDP206",
+        "FSDP207",
+        "FSDP208",
+        "FSDP209",
+        "FSDP210",
+        "FSDP301",
+        "FSDP302",
+        "FSDP303",
+        "FSDP305",
+        "FSDP306",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Which rules run and which fixes apply.
+
+    Attributes:
+        select: Rule codes (or prefixes, ``FSDP2``) to report; empty means every rule
+            that is not opt-in.
+        ignore: Codes or prefixes never reported.
+        fix: Apply fixes (migrate), rather than only report (lint).
+        unsafe_fixes: Also apply fixes marked unsafe.
+        target_torch: The torch release the code must run on: only what is deprecated
+            or removed there is reported, and a fix only where its new form exists
+            there. None: the current release.
+        target_lightning: The same for Lightning rules.
+    """
+
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    fix: bool = False
+    unsafe_fixes: bool = False
+    target_torch: str | None = None
+    target_lightning: str | None = None
+
+    def enabled(self, rule: Rule) -> bool:
+        """Whether ``rule`` is reported under these settings."""
+        if any(rule.code.startswith(prefix) for prefix in self.ignore):
+            return False
+        if self.select and not any(rule.code.startswith(prefix) for prefix in self.select):
+            return False
+        return (bool(self.select) or not rule.opt_in) and self.relevant(rule)
+
+    def _target(self, rule: Rule) -> Version | None:
+        target = (
+            self.target_lightning
+            if rule.version_framework is Framework.LIGHTNING
+            else self.target_torch
+        )
+        return None if target is None else Version(target)
+
+    def relevant(self, rule: Rule) -> bool:
+        """Whether the old spelling is a problem at the target release.
+
+        It is once deprecated or removed there; a rule with neither (advice to use a
+        newer form) is relevant once that form exists.
+
+        Example:
+            >>> from codemods.registry import REGISTRY
+            >>> Settings(target_torch="1.13").relevant(REGISTRY["FSDP102"])  # removed in 2.0
+            False
+        """
+        target = self._target(rule)
+        if target is None:
+            return True
+        flagged = [Version(v) for v in (rule.deprecated, rule.removed) if v is not None]
+        if flagged:
+            return target >= min(flagged)
+        return rule.introduced is None or target >= Version(rule.introduced)
+
+    def fix_available(self, rule: Rule) -> bool:
+        """Whether the rule's new form exists at the target release (so a fix is offered)."""
+        target = self._target(rule)
+        return target is None or rule.introduced is None or target >= Version(rule.introduced)
+
+    def can_fix(self, rule: Rule) -> bool:
+        """Whether ``rule`` is reported and has a fix usable here (safe or unsafe)."""
+        return (
+            rule.code in FIXERS and rule.fixable and self.enabled(rule) and self.fix_available(rule)
+        )
+
+    def applies_fix(self, rule: Rule) -> bool:
+        """Whether this run rewrites ``rule``'s findings."""
+        if not self.fix or not self.can_fix(rule):
+            return False
+        return rule.fix is FixSafety.SAFE or self.unsafe_fixes
