@@ -56,7 +56,9 @@ def main(names: list[str], prefilter: bool = True) -> int:
             for f in files
             if f not in changed and (f.read_bytes(), f.stat().st_mtime_ns) != before[f]
         ]
-        second = process_files(files, settings, write=False, prefilter=prefilter)
+        # Files the first run left alone would be read as the same bytes again: only the
+        # rewritten ones can change on a second run.
+        second = process_files(sorted(changed), settings, write=False, prefilter=prefilter)
         unstable = [r.path for r in second if r.new_source is not None]
         findings = sum(len(r.findings) for r in first)
         rewritten = [f"  rewritten: {path.relative_to(tmp)}" for path in sorted(changed)[:20]]

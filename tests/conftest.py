@@ -1,8 +1,53 @@
-"""Shared fixtures: a clean slate for compat's once-per-call-site warnings."""
+"""Shared fixtures: a clean slate for compat's warnings, and what the matrix records.
+
+Each run records its environment (torch, Python, device) as junit test-suite
+properties and each test's markers as test-case properties, so that
+``.ci/matrix.py`` builds ``docs/matrix.md`` from the junit output alone. Tests marked
+``gpu`` are skipped where CUDA is absent.
+"""
 
 from __future__ import annotations
 
+import platform
+
 import pytest
+
+
+def _cuda_devices() -> int:
+    try:
+        import torch
+    except ImportError:
+        return 0
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def pytest_collection_modifyitems(config, items):
+    if _cuda_devices():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _record_environment(record_testsuite_property):
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    record_testsuite_property("python", platform.python_version())
+    record_testsuite_property("torch", torch.__version__ if torch else "none")
+    gpus = _cuda_devices()
+    device = f"cuda:{gpus}x {torch.cuda.get_device_name(0)}" if gpus else "cpu"
+    record_testsuite_property("device", device)
+
+
+@pytest.fixture(autouse=True)
+def _record_markers(request, record_property):
+    markers = sorted({m.name for m in request.node.iter_markers()} & {"distributed", "gpu", "slow"})
+    if markers:
+        record_property("markers", ",".join(markers))
 
 
 @pytest.fixture(autouse=True)

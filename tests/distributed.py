@@ -92,7 +92,7 @@ def _from_bytes(data: bytes) -> Any:
 def run(
     fn: Callable[..., Any],
     *args: Any,
-    world_size: int = 2,
+    world_size: int | None = None,
     backend: str = "gloo",
     timeout: float = DEFAULT_TIMEOUT_S,
 ) -> list[Any]:
@@ -101,7 +101,7 @@ def run(
     Args:
         fn: A module-level function.
         *args: Picklable arguments passed after rank and world size.
-        world_size: How many processes.
+        world_size: How many processes (default: :func:`world_size_for` the backend).
         backend: ``"gloo"`` (CPU) or ``"nccl"`` (one process per GPU).
         timeout: Seconds before the ranks still running are killed.
 
@@ -112,6 +112,7 @@ def run(
         AssertionError: If a rank raised (its traceback is in the message) or the run
             timed out.
     """
+    world_size = world_size or world_size_for(backend)
     ctx = mp.get_context("spawn")
     results = ctx.Queue()
     port = free_port()
@@ -150,6 +151,11 @@ def run(
     if any(code != 0 for code in exit_codes):
         raise AssertionError(f"ranks exited with codes {exit_codes}")
     return [_from_bytes(outcomes[rank][1]) for rank in range(world_size)]
+
+
+def world_size_for(backend: str) -> int:
+    """One rank per GPU under NCCL (one GPU is enough); two CPU ranks under gloo."""
+    return torch.cuda.device_count() if backend == "nccl" else 2
 
 
 def backend_for_tests() -> str:

@@ -127,7 +127,7 @@ def assert_equivalent(runs: list[dict[str, Any]], name: str, case: Case) -> None
 
 def assert_matches_reference(runs: list[dict[str, Any]], name: str, case: Case) -> None:
     """The legacy sharded run equals an unsharded run over all ranks' data."""
-    reference = reference_summary(case.reference or (lambda model: model))
+    reference = reference_summary(case.reference or (lambda model: model), len(runs))
     legacy = runs[0][name]["legacy"]
     assert legacy["checkpointed"] == reference["checkpointed"]
     for key, value in reference["state"].items():

@@ -99,10 +99,11 @@ def state(model: nn.Module) -> dict[str, torch.Tensor]:
 
     from compat.checkpointing import clean_name
 
+    # On the CPU, so runs on a GPU compare with the unsharded CPU reference.
     if isinstance(model, FullyShardedDataParallel):
         with FullyShardedDataParallel.summon_full_params(model):
-            return {clean_name(n): p.detach().clone() for n, p in model.named_parameters()}
-    return {clean_name(n): p.detach().clone() for n, p in model.named_parameters()}
+            return {clean_name(n): p.detach().cpu().clone() for n, p in model.named_parameters()}
+    return {clean_name(n): p.detach().cpu().clone() for n, p in model.named_parameters()}
 
 
 def summary(model: nn.Module, losses: list[float]) -> dict[str, Any]:
@@ -137,7 +138,9 @@ def without_prefix(result: dict[str, Any], prefix: str) -> dict[str, Any]:
     }
 
 
-def reference_summary(build: Callable[[nn.Module], nn.Module] = lambda m: m) -> dict[str, Any]:
-    """An unsharded single-process run over every rank's data (world size 2)."""
+def reference_summary(
+    build: Callable[[nn.Module], nn.Module] = lambda m: m, world_size: int = 2
+) -> dict[str, Any]:
+    """An unsharded single-process run over every rank's data."""
     model = build(make_model())
-    return summary(model, train(model, [0, 1]))
+    return summary(model, train(model, list(range(world_size))))
