@@ -5,18 +5,18 @@ should be its own unit, children before parents, then on the root.
 :func:`fully_shard_by_policy` does that for any policy form ``compat`` accepts, picking the
 same modules FSDP1's recursive wrapping would, and translates the FSDP1 arguments:
 
-==============================================  ===========================================
-FSDP1                                           FSDP2
-==============================================  ===========================================
-``process_group`` / ``device_mesh``             ``mesh``
-``sharding_strategy=FULL_SHARD``                ``reshard_after_forward=True``
-``sharding_strategy=SHARD_GRAD_OP``             ``reshard_after_forward=False``
-``sharding_strategy=HYBRID_SHARD``              2-D mesh (replicate, shard), ``True``
-``sharding_strategy=_HYBRID_SHARD_ZERO2``       2-D mesh (replicate, shard), ``False``
-``cpu_offload=CPUOffload(offload_params=True)``  ``offload_policy=CPUOffloadPolicy()``
-``mixed_precision=MixedPrecision(...)``         ``mp_policy=MixedPrecisionPolicy(...)``
-``ignored_modules``                             ``ignored_params`` (torch >= 2.7)
-==============================================  ===========================================
+================================================  ===========================================
+FSDP1                                             FSDP2
+================================================  ===========================================
+``process_group`` / ``device_mesh``               ``mesh``
+``sharding_strategy=FULL_SHARD``                  ``reshard_after_forward=True``
+``sharding_strategy=SHARD_GRAD_OP``               ``reshard_after_forward=False``
+``sharding_strategy=HYBRID_SHARD``                2-D mesh (replicate, shard), ``True``
+``sharding_strategy=_HYBRID_SHARD_ZERO2``         2-D mesh (replicate, shard), ``False``
+``cpu_offload=CPUOffload(offload_params=True)``   ``offload_policy=CPUOffloadPolicy()``
+``mixed_precision=MixedPrecision(...)``           ``mp_policy=MixedPrecisionPolicy(...)``
+``ignored_modules``                               ``ignored_params`` (torch >= 2.7)
+================================================  ===========================================
 
 ``backward_prefetch``, ``forward_prefetch``, ``sync_module_states``, ``use_orig_params``,
 ``limit_all_gathers``, ``device_id`` and ``param_init_fn`` have no FSDP2 meaning: each

@@ -7,6 +7,7 @@ Run ``python -m codemods.registry.render docs/rules.md`` after changing the regi
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -108,7 +109,7 @@ def explain(rule: Rule) -> str:
 
 def _rule_section(rule: Rule) -> list[str]:
     # Demote the explanation's headings one level under the rule's own heading.
-    body = explain(rule).split("\n", 2)[2].replace("## ", "#### ")
+    body = re.sub(r"(?m)^## ", "### ", explain(rule).split("\n", 2)[2])
     return [f"## {rule.code}", "", f"**{rule.name}**: {rule.message}.", "", body, ""]
 
 
