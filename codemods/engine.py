@@ -13,7 +13,7 @@ deliberate fallbacks between API generations.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -29,12 +29,13 @@ from libcst.metadata import (
 )
 
 from codemods import noqa
+from codemods.findings import Finding
 from codemods.fixes import Site, fix_for
 from codemods.fixes.base import Import
 from codemods.noqa import Suppressions
 from codemods.plan import PARTIAL, Found, Plan, Planner
 from codemods.registry import REGISTRY, ChangeKind, Rule
-from codemods.settings import Settings
+from codemods.settings import DEFINITION_RULES, Settings
 from codemods.syntax import (
     dotted,
     is_bool,
@@ -63,30 +64,6 @@ POLICY_CONSUMERS = frozenset(
     }
 )
 
-
-@dataclass(frozen=True, order=True)
-class Finding:
-    """One old spelling at one place.
-
-    Attributes:
-        line: 1-based line.
-        col: 1-based column.
-        code: The rule code.
-        message: The rule's message.
-        fixable: An automatic fix exists for it (with ``--unsafe-fixes`` if unsafe).
-        fixed: The fix was applied in this run.
-    """
-
-    line: int
-    col: int
-    code: str
-    message: str
-    fixable: bool = False
-    fixed: bool = False
-
-
-#: Rules also found in definitions (a user's policy's parameters), which need no import.
-DEFINITION_RULES = frozenset({"FSDP102"})
 
 #: Where each of compat's strategy flavours' classes live natively.
 _COMPAT_FLAVOURS = (
@@ -729,8 +706,3 @@ def _no_new_leading_blank_lines(original: cst.Module, new: cst.Module) -> cst.Mo
     if first.leading_lines and all(line.comment is None for line in first.leading_lines):
         return new.with_changes(body=[first.with_changes(leading_lines=()), *new.body[1:]])
     return new
-
-
-def select_codes(codes: Collection[str]) -> tuple[str, ...]:
-    """Normalise ``--select``-style codes (upper case, stripped)."""
-    return tuple(code.strip().upper() for code in codes if code.strip())

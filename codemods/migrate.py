@@ -26,7 +26,7 @@ from codemods.cli import (
     choices,
 )
 from codemods.config import ConfigError
-from codemods.engine import Finding
+from codemods.findings import Finding
 from codemods.registry import REGISTRY, FixSafety
 from codemods.runner import FileResult, process_files, process_source
 from codemods.settings import Settings

@@ -11,7 +11,8 @@ could hold a finding. For each rule that means, in this order:
   and the callable's last part; for a value rule, one of the old values.
 
 Each test only ever rules a file out where no finding can be; the suite checks that no
-fixture or registry example with a finding is ruled out.
+fixture or registry example with a finding is ruled out. Files that pass go through a
+second, ``ast``-based stage (:mod:`codemods.namescan`) before libcst parses them.
 """
 
 from __future__ import annotations
@@ -21,9 +22,8 @@ import functools
 import re
 from dataclasses import dataclass
 
-from codemods.engine import DEFINITION_RULES
 from codemods.registry import REGISTRY, ChangeKind, Rule
-from codemods.settings import Settings
+from codemods.settings import DEFINITION_RULES, Settings
 
 #: An import statement's line (``from x import y``, ``import a, b as c``, ``import os; ...``).
 _IMPORT_LINE = re.compile(rb"(?m)^[ \t]*(?:from|import)[ \t][^\n]*")
@@ -58,15 +58,45 @@ class RuleFilter:
     words: tuple[tuple[bytes, ...], ...] = ()
     pattern: re.Pattern[bytes] | None = None
 
-    def admits(self, source: bytes, imported: frozenset[bytes] | None = None) -> bool:
-        """Whether ``source`` (whose :func:`imported_names` may be given) may hold a finding."""
-        if self.roots:
-            imported = imported_names(source) if imported is None else imported
-            if not self.roots & imported:
-                return False
+    def admits(self, source: bytes, scan: _Scan | None = None) -> bool:
+        """Whether ``source`` may hold a finding.
+
+        The cheapest tests come first: substring searches for a package root and the
+        words (longest, likely rarest, first), then the import lines, then word
+        boundaries and value patterns. ``scan`` shares the searches and the import lines
+        between the rules checking one file.
+        """
+        scan = scan or _Scan(source)
+        if self.roots and not any(scan.contains(root) for root in self.roots):
+            return False  # no package root anywhere: certainly no import of one
+        candidates = [g for g in self.words if all(scan.contains(word) for word in g)]
+        if not candidates:
+            return False
+        if self.roots and not self.roots & scan.imported():
+            return False
         if self.pattern is not None and self.pattern.search(source) is None:
             return False
-        return any(all(_spelled(word, source) for word in group) for group in self.words)
+        return any(all(_spelled(word, source) for word in group) for group in candidates)
+
+
+class _Scan:
+    """What the rules ask of one file, each answered once."""
+
+    def __init__(self, source: bytes) -> None:
+        self.source = source
+        self._contains: dict[bytes, bool] = {}
+        self._imported: frozenset[bytes] | None = None
+
+    def contains(self, word: bytes) -> bool:
+        found = self._contains.get(word)
+        if found is None:
+            found = self._contains[word] = word in self.source
+        return found
+
+    def imported(self) -> frozenset[bytes]:
+        if self._imported is None:
+            self._imported = imported_names(self.source)
+        return self._imported
 
 
 @functools.cache
@@ -109,7 +139,11 @@ def rule_filter(rule: Rule) -> RuleFilter:
         groups = {_name_words(name) for name in rule.old}
     else:  # a call's argument (or a partial's): the argument and the callable
         groups = {(rule.argument.encode(), name.rpartition(".")[2].encode()) for name in rule.old}
-    return RuleFilter(roots, tuple(sorted(groups)))
+    return RuleFilter(roots, tuple(sorted(_longest_first(g) for g in groups)))
+
+
+def _longest_first(group: tuple[bytes, ...]) -> tuple[bytes, ...]:
+    return tuple(sorted(group, key=len, reverse=True))
 
 
 @functools.lru_cache(maxsize=16)
@@ -119,5 +153,12 @@ def _filters(settings: Settings) -> tuple[RuleFilter, ...]:
 
 def may_have_findings(source: bytes, settings: Settings) -> bool:
     """False only where no rule enabled by ``settings`` can find anything in ``source``."""
-    imported = imported_names(source)
-    return any(f.admits(source, imported) for f in _filters(settings))
+    scan = _Scan(source)
+    return any(f.admits(source, scan) for f in _filters(settings))
+
+
+def worth_parsing(source: bytes, settings: Settings) -> bool:
+    """Both stages: the text test, then :mod:`codemods.namescan`'s ``ast`` scan."""
+    from codemods import namescan
+
+    return may_have_findings(source, settings) and namescan.may_have_findings(source, settings)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from codemods._version import __version__
-from codemods.engine import Finding
+from codemods.findings import Finding
 from codemods.registry import REGISTRY, FixSafety
 from codemods.settings import Settings
 

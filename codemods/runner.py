@@ -1,9 +1,10 @@
 """Run the engine over files, fast and without letting one bad file stop the rest.
 
-A cheap text pre-filter means only files that can hold a finding are parsed (a file
-with no legacy spelling is not parsed at all, so its syntax errors are not reported);
-per-file errors are reported instead of raised; worker processes start only for large
-runs.
+Each file is pre-filtered (a text test, then an ``ast`` scan: see
+:mod:`codemods.prefilter`) and only files that can hold a finding are parsed with
+libcst, so a file with no legacy spelling is not parsed at all and its syntax errors are
+not reported. Worker processes start only for large runs, and libcst is imported only
+where a file needs it. Per-file errors are reported, never raised.
 """
 
 from __future__ import annotations
@@ -15,12 +16,14 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codemods.engine import Finding, Settings, run
-from codemods.prefilter import may_have_findings
+from codemods.findings import Finding
+from codemods.prefilter import worth_parsing
+from codemods.settings import Settings
 from codemods.sources import write_atomic
 
-#: Below this many candidate files one process does the work: a pool costs more to start.
-POOL_THRESHOLD = 64
+#: Below this many files one process does the work: a pool costs more to start than
+#: reading and filtering them (about half a millisecond each) takes.
+POOL_THRESHOLD = 256
 
 
 @dataclass
@@ -50,11 +53,13 @@ def process_source(
     path: str, source: bytes, settings: Settings, prefilter: bool = True
 ) -> FileResult:
     """Run the engine on one file's bytes; parse failures become ``error``."""
+    result = FileResult(path)
+    if prefilter and not worth_parsing(source, settings):
+        return result
     import libcst
 
-    result = FileResult(path)
-    if prefilter and not may_have_findings(source, settings):
-        return result
+    from codemods.engine import run
+
     try:
         outcome = run(source, settings, filename=path)
     except libcst.ParserSyntaxError as exc:
@@ -76,7 +81,7 @@ def process_source(
 
 
 def process_file(path: Path, settings: Settings, write: bool, prefilter: bool = True) -> FileResult:
-    """Read, process and (with ``write``) atomically rewrite one file."""
+    """Read, pre-filter, process and (with ``write``) atomically rewrite one file."""
     try:
         source = path.read_bytes()
     except OSError as exc:
@@ -107,7 +112,7 @@ def process_files(
     """Process ``paths`` (in parallel when there are many), results in input order.
 
     ``progress(done, total)`` is called as results come in. ``prefilter=False`` parses
-    every file, even those the text pre-filter rules out (for robustness runs).
+    every file, even those the pre-filter rules out (for robustness runs).
     ``settings_for(path)``, if given, chooses each file's settings (``per-file-ignores``).
     """
     jobs = jobs or os.cpu_count() or 1
@@ -119,7 +124,9 @@ def process_files(
             stream: Iterable[FileResult] = map(_process, work)
         else:
             pool = stack.enter_context(ProcessPoolExecutor(max_workers=jobs))
-            stream = pool.map(_process, work, chunksize=max(1, len(work) // (jobs * 8)))
+            # Big chunks: most files are only read and filtered, which costs less than
+            # sending each one to a worker on its own.
+            stream = pool.map(_process, work, chunksize=max(1, len(work) // (jobs * 4)))
         for result in stream:
             results.append(result)
             if progress is not None:

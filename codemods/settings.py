@@ -37,6 +37,10 @@ FIXERS = frozenset(
 )
 
 
+#: Rules also found in definitions (a user's policy's parameters), which need no import.
+DEFINITION_RULES = frozenset({"FSDP102"})
+
+
 @dataclass(frozen=True)
 class Settings:
     """Which rules run and which fixes apply.

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from codemods.engine import Settings, select_codes
+from codemods.settings import Settings
 
 ROOT = Path(__file__).resolve().parent / "fixtures" / "migrate"
 _HEADER = re.compile(r"^# (fsdp-migrate|left unfixed|runnable): *(.*)$")
@@ -58,7 +58,9 @@ def load(name: str) -> Fixture:
     flags = options.get("fsdp-migrate", "").split()
     select = flags[flags.index("--select") + 1].split(",") if "--select" in flags else []
     settings = Settings(
-        select=select_codes(select), fix=True, unsafe_fixes="--unsafe-fixes" in flags
+        select=tuple(code.strip().upper() for code in select),
+        fix=True,
+        unsafe_fixes="--unsafe-fixes" in flags,
     )
     runnable = options.get("runnable")
     return Fixture(

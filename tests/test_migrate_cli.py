@@ -180,12 +180,12 @@ def test_stdin_to_stdout():
 
 
 def test_an_engine_failure_is_reported_per_file_not_raised(monkeypatch, tmp_path, capsys):
-    import codemods.runner
+    import codemods.engine
 
     def explode(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(codemods.runner, "run", explode)
+    monkeypatch.setattr(codemods.engine, "run", explode)
     path = tmp_path / "legacy.py"
     path.write_text(LEGACY)
     assert main([str(path)]) == 2
@@ -194,8 +194,8 @@ def test_an_engine_failure_is_reported_per_file_not_raised(monkeypatch, tmp_path
 
 
 def test_progress_is_reported_as_results_arrive(tmp_path):
-    from codemods.engine import Settings
     from codemods.runner import process_files
+    from codemods.settings import Settings
 
     paths = []
     for index in range(5):

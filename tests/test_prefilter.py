@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from codemods.engine import Settings, run
-from codemods.prefilter import may_have_findings, rule_filter
+from codemods.engine import run
+from codemods.prefilter import may_have_findings, rule_filter, worth_parsing
 from codemods.registry import REGISTRY
+from codemods.settings import Settings
 from tests.migrate_fixtures import FIXTURES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,8 +31,8 @@ def codes_found() -> dict[str, set[str]]:
 def test_no_source_with_a_finding_is_filtered_out(rule, codes_found):
     found = [name for name, codes in codes_found.items() if rule.code in codes]
     assert found, f"no fixture, example or registry example shows {rule.code}"
-    for name in found:
-        assert may_have_findings(SOURCES[name], Settings(select=(rule.code,))), name
+    for name in found:  # neither the text test nor the ast scan rules it out
+        assert worth_parsing(SOURCES[name], Settings(select=(rule.code,))), name
 
 
 @pytest.mark.parametrize(
@@ -63,6 +64,26 @@ def test_code_that_cannot_have_findings_is_skipped(source):
 def test_every_way_of_importing_is_seen(source):
     assert may_have_findings(source, Settings())
     assert run(source, Settings()).findings
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        # the words and an import are there, but no old name is imported or built
+        b"import torch\n# see torch.distributed._composable.fsdp\nx = 'fsdp'\n",
+        b"from torch.distributed.fsdp import FullyShardedDataParallel\nwrap = checkpoint_wrapper\n",
+        b"from lightning.pytorch import LightningDataModule\n# Trainer(precision=16)\n",
+    ],
+)
+def test_the_ast_scan_rules_out_mentions_that_are_not_uses(source):
+    assert may_have_findings(source, Settings()) and not worth_parsing(source, Settings())
+    assert run(source, Settings()).findings == []
+
+
+def test_a_file_the_ast_scan_cannot_parse_goes_on_to_libcst():
+    assert worth_parsing(
+        b"print 'py2'\nfrom fairscale.nn import FullyShardedDataParallel\n", Settings()
+    )
 
 
 def test_a_users_policy_needs_no_import():

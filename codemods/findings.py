@@ -1,0 +1,26 @@
+"""What the engine reports: one finding per old spelling, at a place in a file."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, order=True)
+class Finding:
+    """One old spelling at one place.
+
+    Attributes:
+        line: 1-based line.
+        col: 1-based column.
+        code: The rule code.
+        message: The rule's message.
+        fixable: An automatic fix exists for it (with ``--unsafe-fixes`` if unsafe).
+        fixed: The fix was applied in this run.
+    """
+
+    line: int
+    col: int
+    code: str
+    message: str
+    fixable: bool = False
+    fixed: bool = False
