@@ -1,12 +1,14 @@
-"""Run migrate over real package sources, on a copy, and print what happened.
+"""Run lint and migrate over real package sources, on a copy, and print what happened.
 
     python benchmarks/corpus_migrate.py [--no-prefilter] [PACKAGE ...]
-        (default packages: torch lightning)
+        (default: the packages in DEFAULT_PACKAGES, more than 5,000 files)
 
-Copies the installed packages' sources to a temporary directory, migrates them in
-place, then checks: no file made the engine crash, every rewritten file parses, a
-second run changes nothing, and every file the run did not rewrite is byte-identical
-with an unchanged mtime. Prints the figures and exits 1 if any check fails.
+Copies the installed packages' sources to a temporary directory and runs, in turn, the
+lint (no fixes), migrate as ``--diff`` would (every fix, nothing written) and migrate in
+place (every fix, unsafe ones too). Then checks: no file made the engine crash, every
+rewritten file parses, a second run changes nothing, and every file the run did not
+rewrite is byte-identical with an unchanged mtime. Prints the figures and exits 1 if any
+check fails.
 ``--no-prefilter`` runs the engine on every file, not only those the text pre-filter
 lets through: slow, but it puts the parser and every rule's visitor through all of them.
 """
@@ -35,9 +37,38 @@ def package_dir(name: str) -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
+#: Installed packages that together hold more than 5,000 .py files (torch and its
+#: dependencies, Lightning, libcst, the test and docs tools).
+DEFAULT_PACKAGES = [
+    "torch",
+    "lightning",
+    "pytorch_lightning",
+    "lightning_fabric",
+    "torchmetrics",
+    "libcst",
+    "sympy",
+    "networkx",
+    "numpy",
+    "pip",
+]
+
+
+def _timed(label: str, files: list[Path], settings: Settings, prefilter: bool, write: bool):
+    start = time.perf_counter()
+    results = process_files(files, settings, write=write, prefilter=prefilter)
+    seconds = time.perf_counter() - start
+    findings = sum(len(r.findings) for r in results)
+    crashes = sum(r.crashed for r in results)
+    print(
+        f"{label:<24} {seconds:7.1f} s  {len(files) / seconds:6.0f} files/s  "
+        f"findings {findings:5}  errors {sum(bool(r.error) for r in results):3}  crashes {crashes}"
+    )
+    return results, crashes
+
+
 def main(names: list[str], prefilter: bool = True) -> int:
-    """Migrate a copy of ``names``' sources, check the results, print the figures."""
-    settings = Settings(fix=True)
+    """Lint and migrate a copy of ``names``' sources, check the results, print figures."""
+    settings = Settings(fix=True, unsafe_fixes=True)
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
             shutil.copytree(
@@ -45,9 +76,11 @@ def main(names: list[str], prefilter: bool = True) -> int:
             )
         files, problems = discover([tmp])
         before = {f: (f.read_bytes(), f.stat().st_mtime_ns) for f in files}
-        start = time.perf_counter()
-        first = process_files(files, settings, write=True, prefilter=prefilter)
-        elapsed = time.perf_counter() - start
+        print(f"packages: {', '.join(names)}  pre-filter: {'on' if prefilter else 'off'}")
+        print(f"files: {len(files)}")
+        _, lint_crashes = _timed("lint", files, Settings(), prefilter, write=False)
+        _, diff_crashes = _timed("migrate --diff", files, settings, prefilter, write=False)
+        first, _ = _timed("migrate (in place)", files, settings, prefilter, write=True)
         changed = {Path(r.path) for r in first if r.written}
         errors = [r for r in first if r.error]
         unparsable = [f for f in changed if not _parses(f.read_bytes())]
@@ -62,10 +95,8 @@ def main(names: list[str], prefilter: bool = True) -> int:
         unstable = [r.path for r in second if r.new_source is not None]
         findings = sum(len(r.findings) for r in first)
         rewritten = [f"  rewritten: {path.relative_to(tmp)}" for path in sorted(changed)[:20]]
-    print(f"packages: {', '.join(names)}  pre-filter: {'on' if prefilter else 'off'}")
-    print(f"files: {len(files)}  seconds: {elapsed:.1f}  files/s: {len(files) / elapsed:.0f}")
     print(f"rewritten: {len(changed)}  findings: {findings}  errors: {len(errors) + len(problems)}")
-    crashes = sum(r.crashed for r in first + second)
+    crashes = sum(r.crashed for r in first + second) + lint_crashes + diff_crashes
     print(f"crashes: {crashes}  unparsable outputs: {len(unparsable)}")
     print(f"changed on a second run: {len(unstable)}")
     print(f"untouched files altered: {len(touched)}")
@@ -87,4 +118,4 @@ def _parses(source: bytes) -> bool:
 
 if __name__ == "__main__":
     arguments = [a for a in sys.argv[1:] if a != "--no-prefilter"]
-    sys.exit(main(arguments or ["torch", "lightning"], "--no-prefilter" not in sys.argv))
+    sys.exit(main(arguments or DEFAULT_PACKAGES, "--no-prefilter" not in sys.argv))

@@ -20,6 +20,7 @@ applies). ``exclude`` adds to the built-in excludes (``.git``, virtual environme
 from __future__ import annotations
 
 import fnmatch
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -74,6 +75,8 @@ class Config:
 
     def ignored_in(self, path: str | Path) -> tuple[str, ...]:
         """The codes ``per-file-ignores`` ignores in ``path``."""
+        if not self.per_file_ignores:
+            return ()
         relative = _relative(Path(path), self.root)
         codes: list[str] = []
         for pattern, ignored in self.per_file_ignores:
@@ -83,8 +86,9 @@ class Config:
 
 
 def _relative(path: Path, root: Path) -> str:
+    # abspath, not resolve: a link (even one in a loop) is matched where it sits.
     try:
-        return path.resolve().relative_to(root.resolve()).as_posix()
+        return Path(os.path.abspath(path)).relative_to(os.path.abspath(root)).as_posix()
     except ValueError:
         return path.as_posix()
 

@@ -24,6 +24,12 @@ from codemods.sources import write_atomic
 #: Below this many files one process does the work: a pool costs more to start than
 #: reading and filtering them (about half a millisecond each) takes.
 POOL_THRESHOLD = 256
+#: Files that need parsing and are larger than this are reported and skipped: libcst's
+#: name resolution takes minutes on them (generated code, as a rule).
+MAX_PARSE_BYTES = 4 * 2**20
+#: In a large run, this many files to parse go back to the workers; fewer are parsed
+#: here, where libcst is already loaded.
+PARSE_IN_WORKERS_FROM = 8
 
 
 @dataclass
@@ -53,8 +59,16 @@ def process_source(
     path: str, source: bytes, settings: Settings, prefilter: bool = True
 ) -> FileResult:
     """Run the engine on one file's bytes; parse failures become ``error``."""
-    result = FileResult(path)
+    result = FileResult(path, error=_not_python(source))
+    if result.error:
+        return result
     if prefilter and not worth_parsing(source, settings):
+        return result
+    if len(source) > MAX_PARSE_BYTES:
+        result.error = (
+            f"too large to parse ({len(source) / 2**20:.1f} MiB; the limit is "
+            f"{MAX_PARSE_BYTES / 2**20:.0f} MiB); skipped, unchanged"
+        )
         return result
     import libcst
 
@@ -80,13 +94,30 @@ def process_source(
     return result
 
 
-def process_file(path: Path, settings: Settings, write: bool, prefilter: bool = True) -> FileResult:
-    """Read, pre-filter, process and (with ``write``) atomically rewrite one file."""
+def _not_python(source: bytes) -> str | None:
+    """Why ``source`` is certainly not Python, or None."""
+    if b"\x00" in source:  # Python refuses such a file too; do not guess at its contents
+        return "not Python source: it contains NUL bytes"
+    return None
+
+
+def _screen(args: tuple[Path, Settings, bool]) -> tuple[FileResult | None, bytes | None]:
+    """Read and pre-filter one file: its finished result, or None and the bytes to parse."""
+    path, settings, prefilter = args
     try:
         source = path.read_bytes()
     except OSError as exc:
-        return FileResult(str(path), error=f"cannot read: {exc.strerror or exc}")
-    result = process_source(str(path), source, settings, prefilter)
+        return FileResult(str(path), error=f"cannot read: {exc.strerror or exc}"), None
+    error = _not_python(source)
+    if error or (prefilter and not worth_parsing(source, settings)):
+        return FileResult(str(path), error=error), None
+    return None, source
+
+
+def _parse(args: tuple[Path, bytes, Settings, bool]) -> FileResult:
+    """Run the engine on a screened file and (with ``write``) atomically rewrite it."""
+    path, source, settings, write = args
+    result = process_source(str(path), source, settings, prefilter=False)
     if write and result.new_source is not None:
         try:
             write_atomic(path, result.new_source)
@@ -94,10 +125,6 @@ def process_file(path: Path, settings: Settings, write: bool, prefilter: bool = 
         except OSError as exc:
             result.error = f"cannot write: {exc.strerror or exc}; left unchanged"
     return result
-
-
-def _process(args: tuple[Path, Settings, bool, bool]) -> FileResult:
-    return process_file(*args)
 
 
 def process_files(
@@ -111,24 +138,49 @@ def process_files(
 ) -> list[FileResult]:
     """Process ``paths`` (in parallel when there are many), results in input order.
 
+    Two stages: every file is read and pre-filtered, then the files that may hold a
+    finding are parsed. For a large run, worker processes screen the files while this
+    process loads libcst, which it then uses itself for a handful of files to parse, or
+    hands a larger batch back to the workers.
+
     ``progress(done, total)`` is called as results come in. ``prefilter=False`` parses
     every file, even those the pre-filter rules out (for robustness runs).
     ``settings_for(path)``, if given, chooses each file's settings (``per-file-ignores``).
     """
     jobs = jobs or os.cpu_count() or 1
     choose = settings_for or (lambda _: settings)
-    work = [(path, choose(path), write, prefilter) for path in paths]
-    results: list[FileResult] = []
+    chosen = [choose(path) for path in paths]
+    results: list[FileResult | None] = [None] * len(paths)
+    done = 0
+
+    def finished(index: int, result: FileResult) -> None:
+        nonlocal done
+        results[index], done = result, done + 1
+        if progress is not None:
+            progress(done, len(paths))
+
     with contextlib.ExitStack() as stack:
-        if jobs <= 1 or len(work) < POOL_THRESHOLD:
-            stream: Iterable[FileResult] = map(_process, work)
-        else:
+        pool = None
+        screening = [(path, s, prefilter) for path, s in zip(paths, chosen)]
+        if jobs > 1 and len(paths) >= POOL_THRESHOLD:
             pool = stack.enter_context(ProcessPoolExecutor(max_workers=jobs))
-            # Big chunks: most files are only read and filtered, which costs less than
-            # sending each one to a worker on its own.
-            stream = pool.map(_process, work, chunksize=max(1, len(work) // (jobs * 4)))
-        for result in stream:
-            results.append(result)
-            if progress is not None:
-                progress(len(results), len(work))
-    return results
+            screened: Iterable = pool.map(
+                _screen, screening, chunksize=max(1, len(paths) // (jobs * 4))
+            )
+            import codemods.engine  # noqa: F401 - loads while the workers screen
+        else:
+            screened = map(_screen, screening)
+        todo = []
+        for index, (result, source) in enumerate(screened):
+            if result is not None:
+                finished(index, result)
+            else:
+                todo.append((index, (paths[index], source, chosen[index], write)))
+        parsing = [args for _, args in todo]
+        if pool is not None and len(parsing) >= PARSE_IN_WORKERS_FROM:
+            parsed: Iterable[FileResult] = pool.map(_parse, parsing)
+        else:
+            parsed = map(_parse, parsing)
+        for (index, _), result in zip(todo, parsed):
+            finished(index, result)
+    return [result for result in results if result is not None]

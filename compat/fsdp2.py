@@ -163,6 +163,8 @@ def fully_shard_by_policy(model: nn.Module, policy: Any = None, **fsdp1_kwargs: 
 
     Raises:
         ImportError: On torch without FSDP2 (before 2.4).
+        ValueError: If ``model`` or one of its submodules is already an FSDP2 unit
+            (torch allows ``fully_shard`` once per module).
 
     Example:
         >>> import torch.distributed as dist
@@ -175,6 +177,12 @@ def fully_shard_by_policy(model: nn.Module, policy: Any = None, **fsdp1_kwargs: 
         >>> dist.destroy_process_group()
     """
     fully_shard = fsdp2_module().fully_shard
+    sharded = fsdp2_unit_names(model)
+    if sharded:
+        listed = ", ".join(repr(name or "(the root)") for name in sharded)
+        raise ValueError(
+            f"fully_shard_by_policy: already FSDP2 units: {listed}; shard a model once"
+        )
     arguments = translate_fsdp1_arguments(**fsdp1_kwargs)
     names = select_modules(model, normalize_policy(policy))  # children before parents
     for name in names:
