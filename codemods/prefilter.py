@@ -1,18 +1,22 @@
 """The cheap text test that decides which files are worth parsing at all.
 
 libcst parses about 15 times slower than ``ast``, so a file is parsed only if its bytes
-could hold a finding. For each rule that means, in this order:
+could hold a finding. A use of an old name ``a.b.P.X`` needs an import of its package
+``a``, and wherever the name is bound, its text shows either ``P.X`` (a dotted use or
+import) or ``P`` on an import line with ``X`` spelled somewhere (``from a.b.P import X
+as Y``, or ``import a.b.P as m`` and then ``m.X``). So, for each rule:
 
-- an import statement naming the package root of one of its old names (any use of an
-  old name needs one; a rule found in the user's own definitions needs none);
-- for each old name, its last part and its parent's both appear (however it is imported
-  or aliased, both are spelled somewhere: ``from compat.fsdp.wrap import X as Y`` and
-  ``w.X`` after ``import compat.fsdp.wrap as w`` alike); for a call rule, the argument
-  and the callable's last part; for a value rule, one of the old values.
+- a package root of its old names appears in the file and on an import line (a rule
+  found in the user's own definitions needs no import);
+- for one of its old names, ``P.X`` appears, or ``P`` is on an import line and ``X``
+  is spelled as a whole word; a call rule also needs its argument spelled, a hook rule
+  its hook, a value rule one of its old values.
 
-Each test only ever rules a file out where no finding can be; the suite checks that no
-fixture or registry example with a finding is ruled out. Files that pass go through a
-second, ``ast``-based stage (:mod:`codemods.namescan`) before libcst parses them.
+Plain substring searches come first and are shared by the rules checking a file; the
+import lines are scanned only when a rule gets that far. Each test only rules a file out
+where no finding can be; the suite checks that no fixture or registry example with a
+finding is ruled out. Files that pass go through a second, ``ast``-based stage
+(:mod:`codemods.namescan`) before libcst parses them.
 """
 
 from __future__ import annotations
@@ -43,42 +47,6 @@ def imported_names(source: bytes) -> frozenset[bytes]:
     )
 
 
-@dataclass(frozen=True)
-class RuleFilter:
-    """What must appear in a file for one rule to find anything in it.
-
-    Attributes:
-        roots: Package roots, one of which an import line must name; empty where the
-            rule needs no import.
-        words: Alternatives, each a group of words that must all appear.
-        pattern: For value rules: a pattern one of the old values matches.
-    """
-
-    roots: frozenset[bytes]
-    words: tuple[tuple[bytes, ...], ...] = ()
-    pattern: re.Pattern[bytes] | None = None
-
-    def admits(self, source: bytes, scan: _Scan | None = None) -> bool:
-        """Whether ``source`` may hold a finding.
-
-        The cheapest tests come first: substring searches for a package root and the
-        words (longest, likely rarest, first), then the import lines, then word
-        boundaries and value patterns. ``scan`` shares the searches and the import lines
-        between the rules checking one file.
-        """
-        scan = scan or _Scan(source)
-        if self.roots and not any(scan.contains(root) for root in self.roots):
-            return False  # no package root anywhere: certainly no import of one
-        candidates = [g for g in self.words if all(scan.contains(word) for word in g)]
-        if not candidates:
-            return False
-        if self.roots and not self.roots & scan.imported():
-            return False
-        if self.pattern is not None and self.pattern.search(source) is None:
-            return False
-        return any(all(_spelled(word, source) for word in group) for group in candidates)
-
-
 class _Scan:
     """What the rules ask of one file, each answered once."""
 
@@ -87,11 +55,15 @@ class _Scan:
         self._contains: dict[bytes, bool] = {}
         self._imported: frozenset[bytes] | None = None
 
-    def contains(self, word: bytes) -> bool:
-        found = self._contains.get(word)
+    def contains(self, text: bytes) -> bool:
+        found = self._contains.get(text)
         if found is None:
-            found = self._contains[word] = word in self.source
+            found = self._contains[text] = text in self.source
         return found
+
+    def spelled(self, word: bytes) -> bool:
+        """``word`` appears as a whole identifier (``wrap`` not inside ``auto_wrap_policy``)."""
+        return self.contains(word) and _word(word).search(self.source) is not None
 
     def imported(self) -> frozenset[bytes]:
         if self._imported is None:
@@ -104,15 +76,55 @@ def _word(word: bytes) -> re.Pattern[bytes]:
     return re.compile(rb"\b" + re.escape(word) + rb"\b")
 
 
-def _spelled(word: bytes, source: bytes) -> bool:
-    """``word`` appears as a whole identifier (``wrap`` not inside ``auto_wrap_policy``)."""
-    return word in source and _word(word).search(source) is not None
+@dataclass(frozen=True)
+class RuleFilter:
+    """What must appear in a file for one rule to find anything in it.
+
+    Attributes:
+        roots: Package roots, one of which an import line must name; empty where the
+            rule needs no import.
+        names: ``(P, X)`` for each old name ``...P.X`` (or each callable, for call rules).
+        word: A word that must also be spelled: a call rule's argument, a hook's name,
+            a definition rule's parameter.
+        pattern: For value rules: a pattern one of the old values matches.
+    """
+
+    roots: frozenset[bytes]
+    names: tuple[tuple[bytes, bytes], ...] = ()
+    word: bytes | None = None
+    pattern: re.Pattern[bytes] | None = None
+
+    def admits(self, source: bytes, scan: _Scan | None = None) -> bool:
+        """Whether ``source`` may hold a finding of the rule."""
+        scan = scan or _Scan(source)
+        if self.roots and not any(scan.contains(root) for root in self.roots):
+            return False
+        if self.word is not None and not scan.contains(self.word):
+            return False
+        # Both parts are spelled wherever the name is used; the longer (rarer) one first.
+        candidates = [
+            (p, x)
+            for p, x in self.names
+            if scan.contains(max(p, x, key=len)) and scan.contains(min(p, x, key=len))
+        ]
+        if self.names and not candidates:
+            return False
+        if self.roots and not self.roots & scan.imported():
+            return False
+        if self.pattern is not None and self.pattern.search(source) is None:
+            return False
+        if self.word is not None and not scan.spelled(self.word):
+            return False
+        return not self.names or any(
+            scan.contains(parent + b"." + leaf)
+            or (parent in scan.imported() and scan.spelled(leaf))
+            for parent, leaf in candidates
+        )
 
 
-def _name_words(name: str) -> tuple[bytes, ...]:
-    """The words a use of the qualified ``name`` must spell: its last part and its parent's."""
-    parts = name.split(".")
-    return tuple(dict.fromkeys(part.encode() for part in parts[-2:] if part != parts[0]))
+def _parent_and_leaf(name: str) -> tuple[bytes, bytes]:
+    parent, _, leaf = name.rpartition(".")
+    return parent.rpartition(".")[2].encode(), leaf.encode()
 
 
 def rule_filter(rule: Rule) -> RuleFilter:
@@ -126,24 +138,22 @@ def rule_filter(rule: Rule) -> RuleFilter:
         False
     """
     roots = frozenset(name.split(".")[0].encode() for name in rule.old)
-    callables = tuple(sorted({(name.rpartition(".")[2].encode(),) for name in rule.old}))
     if rule.code in DEFINITION_RULES:  # the user's own policies: no import needed
-        return RuleFilter(frozenset(), ((rule.argument.encode(),),))
+        return RuleFilter(frozenset(), word=rule.argument.encode())
+    if rule.kind is ChangeKind.METHOD_RENAME:  # found through the class the hook lives on
+        owners = {_parent_and_leaf(name.rpartition(".")[0]) for name in rule.old}
+        hook = rule.old[0].rpartition(".")[2].encode()
+        return RuleFilter(roots, tuple(sorted(owners)), word=hook)
+    names = tuple(sorted({_parent_and_leaf(name) for name in rule.old}))
     if rule.kind is ChangeKind.STRING_VALUE:
         words = [re.escape(str(v)) for v, _ in rule.values if isinstance(v, str)]
         numbers = [str(v) for v, _ in rule.values if isinstance(v, int)]
         if numbers:  # a bare number is too common: look for `argument=16`
             words.append(rf"\b{rule.argument}\s*=\s*(?:{'|'.join(numbers)})\b")
-        return RuleFilter(roots, callables, re.compile("|".join(words).encode()))
+        return RuleFilter(roots, names, pattern=re.compile("|".join(words).encode()))
     if rule.argument is None or rule.kind is ChangeKind.DEFAULT_CHANGE:
-        groups = {_name_words(name) for name in rule.old}
-    else:  # a call's argument (or a partial's): the argument and the callable
-        groups = {(rule.argument.encode(), name.rpartition(".")[2].encode()) for name in rule.old}
-    return RuleFilter(roots, tuple(sorted(_longest_first(g) for g in groups)))
-
-
-def _longest_first(group: tuple[bytes, ...]) -> tuple[bytes, ...]:
-    return tuple(sorted(group, key=len, reverse=True))
+        return RuleFilter(roots, names)
+    return RuleFilter(roots, names, word=rule.argument.encode())  # a call's argument
 
 
 @functools.lru_cache(maxsize=16)
@@ -151,10 +161,25 @@ def _filters(settings: Settings) -> tuple[RuleFilter, ...]:
     return tuple(rule_filter(rule) for rule in REGISTRY if settings.enabled(rule))
 
 
+@functools.lru_cache(maxsize=16)
+def _by_key(settings: Settings) -> tuple[tuple[bytes, tuple[RuleFilter, ...]], ...]:
+    """The filters, by a text any of their findings needs (a root, or a rootless word)."""
+    grouped: dict[bytes, list[RuleFilter]] = {}
+    for f in _filters(settings):
+        for key in f.roots or {f.word}:
+            grouped.setdefault(key, []).append(f)
+    return tuple((key, tuple(filters)) for key, filters in sorted(grouped.items()))
+
+
 def may_have_findings(source: bytes, settings: Settings) -> bool:
     """False only where no rule enabled by ``settings`` can find anything in ``source``."""
-    scan = _Scan(source)
-    return any(f.admits(source, scan) for f in _filters(settings))
+    scan = None
+    for key, filters in _by_key(settings):
+        if key in source:  # most files hold none of the keys, or only "torch"
+            scan = scan or _Scan(source)
+            if any(f.admits(source, scan) for f in filters):
+                return True
+    return False
 
 
 def worth_parsing(source: bytes, settings: Settings) -> bool:

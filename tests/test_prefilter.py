@@ -71,7 +71,8 @@ def test_every_way_of_importing_is_seen(source):
     [
         # the words and an import are there, but no old name is imported or built
         b"import torch\n# see torch.distributed._composable.fsdp\nx = 'fsdp'\n",
-        b"from torch.distributed.fsdp import FullyShardedDataParallel\nwrap = checkpoint_wrapper\n",
+        b"from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import CheckpointImpl\n"
+        b"name = 'checkpoint_wrapper'\n",
         b"from lightning.pytorch import LightningDataModule\n# Trainer(precision=16)\n",
     ],
 )
