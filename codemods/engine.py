@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
+from libcst.codemod import CodemodCommand, CodemodContext
 from libcst.codemod.commands.rename import RenameCommand
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 from libcst.metadata import (
@@ -128,10 +128,14 @@ class _Index:
 INDEX = _Index(REGISTRY.rules)
 
 
-class Migrator(VisitorBasedCodemodCommand):
-    """Find (and, with ``settings.fix``, rewrite) every registry finding in a module."""
+class Migrator(cst.CSTTransformer):
+    """Find (and, with ``settings.fix``, rewrite) every registry finding in a module.
 
-    DESCRIPTION = "Report and rewrite legacy FSDP, Lightning and FairScale spellings."
+    A plain transformer (run by :class:`MigrateCommand`): libcst's matcher-decorated
+    command base inspects every attribute of each instance, which cost more than the
+    whole visit of a small file.
+    """
+
     METADATA_DEPENDENCIES = (
         QualifiedNameProvider,
         PositionProvider,
@@ -145,7 +149,8 @@ class Migrator(VisitorBasedCodemodCommand):
         settings: Settings,
         suppressions: Suppressions | None = None,
     ) -> None:
-        super().__init__(context)
+        super().__init__()
+        self.context = context  # where queued imports go (the command's, while it runs)
         self.settings = settings
         self.suppressions = suppressions or Suppressions()
         self.findings: list[Finding] = []
@@ -660,12 +665,24 @@ class Migrator(VisitorBasedCodemodCommand):
                         body[index] = stmt.with_changes(name=cst.Name(new_name))
         return updated_node.with_changes(body=updated_node.body.with_changes(body=body))
 
-    # Module ----------------------------------------------------------------------------
+
+class MigrateCommand(CodemodCommand):
+    """The codemod around :class:`Migrator`: metadata, renames, queued import changes."""
+
+    DESCRIPTION = "Report and rewrite legacy FSDP, Lightning and FairScale spellings."
+
+    def __init__(self, context: CodemodContext, migrator: Migrator) -> None:
+        super().__init__(context)
+        self.migrator = migrator
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
-        tree = super().transform_module_impl(tree)
-        for old, new in sorted(self._command_renames.items()):
-            tree = RenameCommand(self.context, old, new).transform_module(tree)
+        self.migrator.context = self.context  # it holds the metadata wrapper now
+        tree = self.context.wrapper.visit(self.migrator)
+        for old, new in sorted(self.migrator._command_renames.items()):
+            # A context of its own: it applies its own import changes, and ours are
+            # applied once, after this returns, instead of again after each rename.
+            own = CodemodContext(filename=self.context.filename)
+            tree = RenameCommand(own, old, new).transform_module(tree)
         return tree
 
 
@@ -692,10 +709,11 @@ def run(source: bytes, settings: Settings, filename: str = "<string>") -> Outcom
     if suppressions.everything:
         return Outcome()
     module = cst.parse_module(source)
-    command = Migrator(CodemodContext(filename=filename), settings, suppressions)
-    new = _no_new_leading_blank_lines(module, command.transform_module(module))
-    new_bytes = new.bytes  # without fixes: unchanged
-    return Outcome(sorted(command.findings), new_bytes if new_bytes != source else None)
+    context = CodemodContext(filename=filename)
+    migrator = Migrator(context, settings, suppressions)
+    new = MigrateCommand(context, migrator).transform_module(module)
+    new_bytes = _no_new_leading_blank_lines(module, new).bytes  # without fixes: unchanged
+    return Outcome(sorted(migrator.findings), new_bytes if new_bytes != source else None)
 
 
 def _no_new_leading_blank_lines(original: cst.Module, new: cst.Module) -> cst.Module:
