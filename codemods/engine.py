@@ -15,13 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import libcst as cst
-from libcst.codemod import CodemodCommand, CodemodContext
-from libcst.codemod.commands.rename import RenameCommand
-from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 from libcst.metadata import (
     GlobalScope,
+    MetadataWrapper,
     ParentNodeProvider,
     PositionProvider,
     QualifiedNameProvider,
@@ -145,12 +144,13 @@ class Migrator(cst.CSTTransformer):
 
     def __init__(
         self,
-        context: CodemodContext,
+        context: Any,
         settings: Settings,
         suppressions: Suppressions | None = None,
     ) -> None:
         super().__init__()
-        self.context = context  # where queued imports go (the command's, while it runs)
+        # A libcst CodemodContext: where fixes queue import changes (None when linting).
+        self.context = context
         self.settings = settings
         self.suppressions = suppressions or Suppressions()
         self.findings: list[Finding] = []
@@ -287,7 +287,7 @@ class Migrator(cst.CSTTransformer):
             # In place: RenameCommand would spell out the full path and drop an
             # `import x as module` alias.
             return updated_node.with_changes(attr=cst.Name(name))
-        AddImportsVisitor.add_needed_import(self.context, module, name)
+        self._need_import(module, name)
         self._forget(original_node.value)
         return cst.Name(name)
 
@@ -358,9 +358,7 @@ class Migrator(cst.CSTTransformer):
                 continue
             module, name = moves[id(original)]
             local = original.asname.name.value if original.asname else name
-            AddImportsVisitor.add_needed_import(
-                self.context, module, name, asname=None if local == name else local
-            )
+            self._need_import(module, name, None if local == name else local)
         if not kept:
             return cst.RemoveFromParent()
         kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
@@ -390,7 +388,13 @@ class Migrator(cst.CSTTransformer):
 
     def _add_imports(self, imports: Sequence[Import]) -> None:
         for module, name in imports:
-            AddImportsVisitor.add_needed_import(self.context, module, name)
+            self._need_import(module, name)
+
+    def _need_import(self, module: str, name: str | None, asname: str | None = None) -> None:
+        """Queue an import for libcst's ``AddImportsVisitor`` (a fix: linting never loads it)."""
+        from libcst.codemod.visitors import AddImportsVisitor
+
+        AddImportsVisitor.add_needed_import(self.context, module, name, asname=asname)
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         names = self.qualified(original_node.func)
@@ -426,7 +430,7 @@ class Migrator(cst.CSTTransformer):
         if not self._report(original, rule, fixable_here=fixable) or not fixable:
             return updated
         module, _, new_name = rule.new.rpartition(".")
-        AddImportsVisitor.add_needed_import(self.context, module, new_name)
+        self._need_import(module, new_name)
         self._forget(original.func)
         self._forget(original.args[0].value)
         dropped, kept = updated.args[0], updated.args[1]
@@ -496,6 +500,8 @@ class Migrator(cst.CSTTransformer):
 
     def _forget(self, node: cst.BaseExpression) -> None:
         """Queue the import behind ``node`` (alias included) for removal if now unused."""
+        from libcst.codemod.visitors import RemoveImportsVisitor
+
         RemoveImportsVisitor.remove_unused_import_by_node(self.context, node)
 
     def _call_rule(self, rule: Rule, original: cst.Call, updated: cst.Call) -> cst.Call:
@@ -666,26 +672,6 @@ class Migrator(cst.CSTTransformer):
         return updated_node.with_changes(body=updated_node.body.with_changes(body=body))
 
 
-class MigrateCommand(CodemodCommand):
-    """The codemod around :class:`Migrator`: metadata, renames, queued import changes."""
-
-    DESCRIPTION = "Report and rewrite legacy FSDP, Lightning and FairScale spellings."
-
-    def __init__(self, context: CodemodContext, migrator: Migrator) -> None:
-        super().__init__(context)
-        self.migrator = migrator
-
-    def transform_module_impl(self, tree: cst.Module) -> cst.Module:
-        self.migrator.context = self.context  # it holds the metadata wrapper now
-        tree = self.context.wrapper.visit(self.migrator)
-        for old, new in sorted(self.migrator._command_renames.items()):
-            # A context of its own: it applies its own import changes, and ours are
-            # applied once, after this returns, instead of again after each rename.
-            own = CodemodContext(filename=self.context.filename)
-            tree = RenameCommand(own, old, new).transform_module(tree)
-        return tree
-
-
 @dataclass
 class Outcome:
     """What the engine made of one source.
@@ -709,9 +695,13 @@ def run(source: bytes, settings: Settings, filename: str = "<string>") -> Outcom
     if suppressions.everything:
         return Outcome()
     module = cst.parse_module(source)
-    context = CodemodContext(filename=filename)
-    migrator = Migrator(context, settings, suppressions)
-    new = MigrateCommand(context, migrator).transform_module(module)
+    if settings.fix:
+        from codemods.command import migrate
+
+        migrator, new = migrate(module, settings, suppressions, filename)
+    else:  # nothing to rewrite: no codemod machinery, just the visit
+        migrator = Migrator(None, settings, suppressions)
+        new = MetadataWrapper(module).visit(migrator)
     new_bytes = _no_new_leading_blank_lines(module, new).bytes  # without fixes: unchanged
     return Outcome(sorted(migrator.findings), new_bytes if new_bytes != source else None)
 
