@@ -83,16 +83,26 @@ def test_cpu_offload_passes_through():
     assert not any("cpu_offload" in m for m in messages)
 
 
+def _policy_classes(kwargs: dict) -> set:
+    """The module classes Lightning built a policy from, in the form its release uses.
+
+    With torch >= 2.1 Lightning builds a ``ModuleWrapPolicy``; before, a
+    ``transformer_auto_wrap_policy`` partial, or a ``check_fn`` for checkpointing.
+    """
+    policy = kwargs.get("auto_wrap_policy")
+    if policy is None:
+        return {cls for cls in (Block, Head) if kwargs["check_fn"](cls())}
+    if isinstance(policy, functools.partial):
+        return set(policy.keywords["transformer_layer_cls"])
+    return set(policy._module_classes)
+
+
 @pytest.mark.parametrize("value", [Block, [Block, Head], (Block,), {Block}])
 def test_activation_checkpointing_becomes_a_policy_set(value):
     strategy, codes, _ = _made(DDPFullyShardedNativeStrategy, activation_checkpointing=value)
     expected = set(value) if isinstance(value, (list, tuple, set)) else {value}
     assert codes == {"FSDP203", "FSDP208"}
-    assert strategy._activation_checkpointing_kwargs  # Lightning built its policy from the set
-    assert (
-        set(strategy._activation_checkpointing_kwargs["auto_wrap_policy"]._module_classes)
-        == expected
-    )
+    assert _policy_classes(strategy._activation_checkpointing_kwargs) == expected
 
 
 @pytest.mark.parametrize("policy_module", ["torch.distributed.fsdp.wrap", "compat.fsdp.wrap"])
@@ -103,7 +113,7 @@ def test_transformer_partial_becomes_the_layer_set(policy_module):
     policy = functools.partial(function, transformer_layer_cls={Block, Head})
     strategy, codes, _ = _made(DDPFullyShardedNativeStrategy, auto_wrap_policy=policy)
     assert codes == {"FSDP203", "FSDP209"}
-    assert set(strategy.kwargs["auto_wrap_policy"]._module_classes) == {Block, Head}
+    assert _policy_classes(strategy.kwargs) == {Block, Head}
 
 
 @pytest.mark.parametrize(
