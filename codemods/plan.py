@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from codemods.fixes import CALL_SITE_FIXES, Site, Translation, fix_for
+from codemods.fixes import Site, Translation, fix_for
 from codemods.fixes.base import Resolver
 from codemods.registry import REGISTRY, Rule
 from codemods.syntax import is_import_fallback, is_plain_positional
@@ -239,4 +239,4 @@ class Planner:
         return call
 
 
-__all__ = ["CALL_SITE_FIXES", "PARTIAL", "Plan", "Planner", "Reference"]
+__all__ = ["PARTIAL", "Plan", "Planner", "Reference"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import libcst as cst
@@ -106,15 +105,6 @@ def keep_ending(args: list[cst.Arg], original: list[cst.Arg]) -> list[cst.Arg]:
     if args and original and args[-1] is not original[-1]:
         args = [*args[:-1], take_ending(args[-1], original[-1])]
     return args
-
-
-def paired(original: cst.Call, updated: cst.Call) -> Iterator[tuple[cst.Arg, cst.Arg]]:
-    """Each argument of ``original`` with its counterpart in ``updated``.
-
-    Decisions read the original (metadata lives there); output is built from the
-    updated argument, which carries what inner rewrites already did.
-    """
-    return zip(original.args, updated.args)
 
 
 def is_import_fallback(node: cst.Try) -> bool:
