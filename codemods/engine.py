@@ -695,14 +695,14 @@ def run(source: bytes, settings: Settings, filename: str = "<string>") -> Outcom
     if suppressions.everything:
         return Outcome()
     module = cst.parse_module(source)
-    if settings.fix:
-        from codemods.command import migrate
-
-        migrator, new = migrate(module, settings, suppressions, filename)
-    else:  # nothing to rewrite: no codemod machinery, just the visit
+    if not settings.fix:  # nothing to rewrite: no codemod machinery, no copy, no codegen
         migrator = Migrator(None, settings, suppressions)
-        new = MetadataWrapper(module).visit(migrator)
-    new_bytes = _no_new_leading_blank_lines(module, new).bytes  # without fixes: unchanged
+        MetadataWrapper(module, unsafe_skip_copy=True).visit(migrator)
+        return Outcome(sorted(migrator.findings))
+    from codemods.command import migrate
+
+    migrator, new = migrate(module, settings, suppressions, filename)
+    new_bytes = _no_new_leading_blank_lines(module, new).bytes
     return Outcome(sorted(migrator.findings), new_bytes if new_bytes != source else None)
 
 

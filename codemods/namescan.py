@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 import functools
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from codemods.registry import REGISTRY, ChangeKind
 from codemods.settings import DEFINITION_RULES, Settings
@@ -75,6 +75,42 @@ def _targets(settings: Settings) -> _Targets:
     )
 
 
+@dataclass
+class _Module:
+    """What one walk over a module's ``ast`` collects for the scan."""
+
+    bound: dict[str, set[str]] = field(default_factory=dict)
+    imported: list[str] = field(default_factory=list)
+    uses: list[ast.Name | ast.Attribute] = field(default_factory=list)
+    keywords: set[str | None] = field(default_factory=set)
+    parameters: set[str] = field(default_factory=set)
+
+
+def _collect(tree: ast.AST) -> _Module:
+    """One walk over ``tree`` (node types compared exactly: ``ast`` has no subclasses)."""
+    module = _Module()
+    for node in ast.walk(tree):
+        kind = type(node)
+        if kind is ast.Name or kind is ast.Attribute:
+            module.uses.append(node)  # type: ignore[arg-type]
+        elif kind is ast.keyword:
+            module.keywords.add(node.arg)  # type: ignore[attr-defined]
+        elif kind is ast.arguments:
+            module.parameters.update(a.arg for a in _all_arguments(node))  # type: ignore[arg-type]
+        elif kind is ast.Import:
+            for alias in node.names:  # type: ignore[attr-defined]
+                local = alias.asname or alias.name.partition(".")[0]
+                module.bound.setdefault(local, set()).add(alias.name if alias.asname else local)
+                module.imported.append(alias.name)
+        elif kind is ast.ImportFrom and node.level == 0 and node.module:  # type: ignore[attr-defined]
+            for alias in node.names:  # type: ignore[attr-defined]
+                if alias.name != "*":
+                    qualified = f"{node.module}.{alias.name}"  # type: ignore[attr-defined]
+                    module.bound.setdefault(alias.asname or alias.name, set()).add(qualified)
+                    module.imported.append(qualified)
+    return module
+
+
 def referenced_names(tree: ast.AST) -> Iterator[str]:
     r"""Every qualified name the module's imports let it spell, with a shadow-blind scan.
 
@@ -83,25 +119,21 @@ def referenced_names(tree: ast.AST) -> Iterator[str]:
         >>> sorted(set(referenced_names(tree)))
         ['pytorch_lightning', 'pytorch_lightning.strategies', 'pytorch_lightning.strategies.X']
     """
-    bound: dict[str, set[str]] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                local = alias.asname or alias.name.partition(".")[0]
-                bound.setdefault(local, set()).add(alias.name if alias.asname else local)
-                yield alias.name
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            for alias in node.names:
-                if alias.name != "*":
-                    qualified = f"{node.module}.{alias.name}"
-                    bound.setdefault(alias.asname or alias.name, set()).add(qualified)
-                    yield qualified
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Name, ast.Attribute)):
-            parts = _dotted(node)
-            if parts and parts[0] in bound:
-                for base in bound[parts[0]]:
-                    yield ".".join([base, *parts[1:]])
+    return _referenced(_collect(tree))
+
+
+def _referenced(module: _Module) -> Iterator[str]:
+    yield from module.imported
+    bound = module.bound
+    for node in module.uses:
+        if type(node) is ast.Name:
+            if node.id in bound:
+                yield from bound[node.id]
+            continue
+        parts = _dotted(node)
+        if parts and parts[0] in bound:
+            for base in bound[parts[0]]:
+                yield ".".join([base, *parts[1:]])
 
 
 def _refers_to(name: str, targets: frozenset[str]) -> bool:
@@ -124,20 +156,11 @@ def may_have_findings(source: bytes, settings: Settings) -> bool:
     except (SyntaxError, ValueError):
         return True
     targets = _targets(settings)
-    keywords = {node.arg for node in ast.walk(tree) if isinstance(node, ast.keyword)}
-    for name in referenced_names(tree):
-        if _refers_to(name, targets.names) or targets.calls.get(name, frozenset()) & keywords:
+    module = _collect(tree)
+    for name in _referenced(module):
+        if _refers_to(name, targets.names) or module.keywords & targets.calls.get(name, set()):
             return True
-    return (
-        bool(targets.parameters)
-        and any(
-            argument.arg in targets.parameters
-            for node in ast.walk(tree)
-            if isinstance(node, ast.arguments)
-            for argument in _all_arguments(node)
-        )
-        or bool(targets.parameters & keywords)
-    )
+    return bool(targets.parameters & (module.parameters | module.keywords))
 
 
 def _all_arguments(node: ast.arguments) -> list[ast.arg]:

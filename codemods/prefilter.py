@@ -12,8 +12,9 @@ as Y``, or ``import a.b.P as m`` and then ``m.X``). So, for each rule:
   is spelled as a whole word; a call rule also needs its argument spelled, a hook rule
   its hook, a value rule one of its old values.
 
-Plain substring searches come first and are shared by the rules checking a file; the
-import lines are scanned only when a rule gets that far. Each test only rules a file out
+Every test is a substring search, shared by the rules checking a file; whether a word
+may sit on an import line is decided from its own occurrences (:func:`on_import_line`),
+never by scanning every line. Each test only rules a file out
 where no finding can be; the suite checks that no fixture or registry example with a
 finding is ruled out. Files that pass go through a second, ``ast``-based stage
 (:mod:`codemods.namescan`) before libcst parses them.
@@ -21,7 +22,6 @@ finding is ruled out. Files that pass go through a second, ``ast``-based stage
 
 from __future__ import annotations
 
-import codecs
 import functools
 import re
 from dataclasses import dataclass
@@ -29,22 +29,41 @@ from dataclasses import dataclass
 from codemods.registry import REGISTRY, ChangeKind, Rule
 from codemods.settings import DEFINITION_RULES, Settings
 
-#: An import statement's line (``from x import y``, ``import a, b as c``, ``import os; ...``).
-_IMPORT_LINE = re.compile(rb"(?m)^[ \t]*(?:from|import)[ \t][^\n]*")
-_IDENTIFIER = re.compile(rb"[A-Za-z_]\w*")
+#: The bytes of identifier characters (ASCII; a non-ASCII neighbour counts as a boundary,
+#: which can only let more files through).
+_IDENTIFIER_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
 
-def imported_names(source: bytes) -> frozenset[bytes]:
-    r"""Every identifier on the import lines of ``source`` (a superset of its package roots).
+def on_import_line(source: bytes, word: bytes) -> bool:
+    r"""Whether ``word``, as a whole identifier, may sit in the module path of an import.
+
+    A module path is written on the physical line of its ``import`` or ``from`` keyword,
+    or on a line a backslash continues. So an occurrence counts where ``import`` or
+    ``from`` comes before it on its line, or where the line before ends with ``\``.
+    Only the occurrences of ``word`` are looked at, never every line of the file.
 
     Example:
-        >>> sorted(imported_names(b"import os, torch.nn as tnn\nx = 1\n"))
-        [b'as', b'import', b'nn', b'os', b'tnn', b'torch']
+        >>> on_import_line(b"import os; from torch.nn import Linear\n", b"torch")
+        True
+        >>> on_import_line(b"import pytorch_lightning\n# torch is great\n", b"torch")
+        False
+        >>> on_import_line(b"from \\\n    torch import nn\n", b"torch")
+        True
     """
-    source = source.removeprefix(codecs.BOM_UTF8)  # a BOM would hide a first-line import
-    return frozenset(
-        name for line in _IMPORT_LINE.findall(source) for name in _IDENTIFIER.findall(line)
-    )
+    start = source.find(word)
+    while start != -1:
+        end = start + len(word)
+        if (start == 0 or source[start - 1] not in _IDENTIFIER_BYTES) and (
+            end == len(source) or source[end] not in _IDENTIFIER_BYTES
+        ):
+            line_start = source.rfind(b"\n", 0, start) + 1
+            before = source[line_start:start]
+            if b"import" in before or b"from" in before:
+                return True
+            if source[max(0, line_start - 3) : line_start].rstrip(b"\r\n").endswith(b"\\"):
+                return True
+        start = source.find(word, end)
+    return False
 
 
 class _Scan:
@@ -53,7 +72,7 @@ class _Scan:
     def __init__(self, source: bytes) -> None:
         self.source = source
         self._contains: dict[bytes, bool] = {}
-        self._imported: frozenset[bytes] | None = None
+        self._imported: dict[bytes, bool] = {}
 
     def contains(self, text: bytes) -> bool:
         found = self._contains.get(text)
@@ -61,14 +80,19 @@ class _Scan:
             found = self._contains[text] = text in self.source
         return found
 
-    def spelled(self, word: bytes) -> bool:
-        """``word`` appears as a whole identifier (``wrap`` not inside ``auto_wrap_policy``)."""
-        return self.contains(word) and _word(word).search(self.source) is not None
+    def spelled(self, word: bytes, times: int = 1) -> bool:
+        """``word`` appears ``times`` times as a whole identifier (not inside another)."""
+        if not self.contains(word):
+            return False
+        found = _word(word).finditer(self.source)
+        return all(next(found, None) is not None for _ in range(times))
 
-    def imported(self) -> frozenset[bytes]:
-        if self._imported is None:
-            self._imported = imported_names(self.source)
-        return self._imported
+    def imported(self, word: bytes) -> bool:
+        """``word`` may be part of an imported module's path (see :func:`on_import_line`)."""
+        found = self._imported.get(word)
+        if found is None:
+            found = self._imported[word] = self.contains(word) and on_import_line(self.source, word)
+        return found
 
 
 @functools.cache
@@ -97,11 +121,10 @@ class RuleFilter:
     def admits(self, source: bytes, scan: _Scan | None = None) -> bool:
         """Whether ``source`` may hold a finding of the rule."""
         scan = scan or _Scan(source)
-        if self.roots and not any(scan.contains(root) for root in self.roots):
+        if self.roots and not any(scan.imported(root) for root in self.roots):
             return False
-        if self.word is not None and not scan.contains(self.word):
-            return False
-        # Both parts are spelled wherever the name is used; the longer (rarer) one first.
+        # Both parts are spelled wherever the name is used; the longer one first (rarer,
+        # and a longer needle is found or ruled out faster).
         candidates = [
             (p, x)
             for p, x in self.names
@@ -109,15 +132,17 @@ class RuleFilter:
         ]
         if self.names and not candidates:
             return False
-        if self.roots and not self.roots & scan.imported():
+        if self.word is not None and not scan.contains(self.word):
             return False
         if self.pattern is not None and self.pattern.search(source) is None:
             return False
         if self.word is not None and not scan.spelled(self.word):
             return False
+        # A module named like its member (checkpoint_wrapper.checkpoint_wrapper) is spelled
+        # once in the import and once more for the member.
         return not self.names or any(
             scan.contains(parent + b"." + leaf)
-            or (parent in scan.imported() and scan.spelled(leaf))
+            or (scan.imported(parent) and scan.spelled(leaf, 2 if parent == leaf else 1))
             for parent, leaf in candidates
         )
 
@@ -162,23 +187,36 @@ def _filters(settings: Settings) -> tuple[RuleFilter, ...]:
 
 
 @functools.lru_cache(maxsize=16)
-def _by_key(settings: Settings) -> tuple[tuple[bytes, tuple[RuleFilter, ...]], ...]:
-    """The filters, by a text any of their findings needs (a root, or a rootless word)."""
+def _by_key(
+    settings: Settings,
+) -> tuple[tuple[bytes, tuple[bytes, ...], tuple[RuleFilter, ...]], ...]:
+    """The filters, by a text any of their findings needs (a root, or a rootless word).
+
+    With each key come the shorter keys inside it (``lightning`` in ``pytorch_lightning``):
+    where one of those is missing, the key cannot be there either, unsearched.
+    """
     grouped: dict[bytes, list[RuleFilter]] = {}
     for f in _filters(settings):
         for key in f.roots or {f.word}:
             grouped.setdefault(key, []).append(f)
-    return tuple((key, tuple(filters)) for key, filters in sorted(grouped.items()))
+    return tuple(
+        (key, tuple(other for other in grouped if other != key and other in key), tuple(filters))
+        for key, filters in sorted(grouped.items())
+    )
 
 
 def may_have_findings(source: bytes, settings: Settings) -> bool:
     """False only where no rule enabled by ``settings`` can find anything in ``source``."""
-    scan = None
-    for key, filters in _by_key(settings):
-        if key in source:  # most files hold none of the keys, or only "torch"
-            scan = scan or _Scan(source)
-            if any(f.admits(source, scan) for f in filters):
-                return True
+    scan = _Scan(source)
+    for key, inside, filters in _by_key(settings):
+        # Most files hold none of the keys, or only "torch"; a package root counts only
+        # where an import may name it ("compatible" or a comment on Lightning do not).
+        if (
+            all(scan.contains(part) for part in inside)
+            and scan.contains(key)
+            and any(f.admits(source, scan) for f in filters)
+        ):
+            return True
     return False
 
 

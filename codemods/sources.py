@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import functools
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
@@ -47,7 +49,13 @@ class Problem:
 
 
 def _excluded(name: str, patterns: Sequence[str]) -> bool:
-    return any(fnmatch.fnmatch(name, pattern) for pattern in patterns)
+    return _pattern(tuple(patterns)).match(os.path.normcase(name)) is not None
+
+
+@functools.lru_cache(maxsize=8)
+def _pattern(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    # One regex for all the globs: a walk asks about every name it meets.
+    return re.compile("|".join(fnmatch.translate(os.path.normcase(p)) for p in patterns) or "(?!)")
 
 
 def discover(

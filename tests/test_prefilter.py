@@ -46,6 +46,10 @@ def test_no_source_with_a_finding_is_filtered_out(rule, codes_found):
         b"import torch\ndef default_auto_wrap_policy(m, r, n):\n    return True\n",
         # the package imported, but none of its old names spelled
         b"from compat.fsdp2 import fully_shard_by_policy\nmodel = fully_shard_by_policy(m)\n",
+        # a root spelled, but not where an import could name it
+        b"import os  # compat with torch 1.x\nx = 'lightning'  # FSDPStrategy\n",
+        # a module named like its old member, imported for something else
+        b"from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import CheckpointImpl\n",
     ],
 )
 def test_code_that_cannot_have_findings_is_skipped(source):
@@ -59,6 +63,10 @@ def test_code_that_cannot_have_findings_is_skipped(source):
         b"import os; from compat.fsdp import wrap as w\nw.ModuleWrapPolicy({B})\n",
         b"from fairscale.nn import (\n    FullyShardedDataParallel as F,\n)\n",
         b"\xef\xbb\xbffrom torch.distributed.fsdp.wrap import default_auto_wrap_policy\n",
+        b"from \\\n    torch.distributed.fsdp.wrap import default_auto_wrap_policy\n",
+        b"import torch.distributed.algorithms._checkpoint.checkpoint_wrapper as cw\n"
+        b"cw.checkpoint_wrapper(m)\n",
+        b"x = 1; from compat.fsdp import FSDP\nFSDP(m, cpu_offload=True)\n",
     ],
 )
 def test_every_way_of_importing_is_seen(source):
