@@ -13,6 +13,7 @@ deliberate fallbacks between API generations.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -158,7 +159,10 @@ class Migrator(cst.CSTTransformer):
         self._command_renames: dict[str, str] = {}  # the ones left to libcst's RenameCommand
         self._plan = Plan()
         self._fallback_depth = 0
-        self._param_renames: set[int] = set()  # ids of Name nodes to rename (FSDP102)
+        self._name_renames: dict[int, str] = {}  # id of a Name node -> its new value
+        self._moved_in: set[tuple[str, str, str | None]] = set()  # imports moved in place
+        # id of an annotation in quotes -> (old name, new name)
+        self._string_renames: dict[int, tuple[str, str]] = {}
         self._attribute_renames: dict[int, str] = {}  # id of an Attribute -> its new name
         # id of a reference whose call-site fix applies -> (rule, old name)
         self._call_sites: dict[int, tuple[Rule, str]] = {}
@@ -329,10 +333,10 @@ class Migrator(cst.CSTTransformer):
     ) -> cst.ImportFrom | cst.RemovalSentinel:
         """Move imports of renamed names, keeping the names the file uses.
 
-        An imported name that keeps its local name (it has an alias, or only its module
-        changes) is moved here: in place when the whole statement moves to one module,
-        else name by name. Where the local name itself changes, libcst's
-        ``RenameCommand`` moves the import and renames the uses.
+        An imported name is moved here: in place when the whole statement moves to one
+        module, else name by name. Where its local name changes, its uses are renamed
+        too; where that cannot be done with certainty here (see :meth:`_uses_to_rename`),
+        libcst's ``RenameCommand`` moves the import and renames the uses.
         """
         moves = {}  # id of alias -> (new module, new name)
         for alias, _, old in self._imported_names(original_node):
@@ -342,14 +346,30 @@ class Migrator(cst.CSTTransformer):
             module, _, name = (self.renames[old] + full[len(old) :]).rpartition(".")
             if alias.asname is not None or name == dotted(alias.name):
                 moves[id(alias)] = (module, name)
-            else:
+                continue
+            uses = self._uses_to_rename(original_node, dotted(alias.name), name)
+            if uses is None:
                 self._command_renames[old] = self.renames[old]
+                continue
+            moves[id(alias)] = (module, name)
+            self._name_renames.update((id(use), name) for use in uses)
         if not moves:
             return updated_node
         pairs = list(zip(original_node.names, updated_node.names))
         if len(moves) == len(pairs) and len({m for m, _ in moves.values()}) == 1:
             (module,) = {m for m, _ in moves.values()}
-            names = [a.with_changes(name=cst.Name(moves[id(o)][1])) for o, a in pairs]
+            names = []
+            for original, alias in pairs:
+                name = moves[id(original)][1]
+                # Two old names can become one (both Lightning strategies: FSDPStrategy).
+                key = (module, name, original.asname and dotted(original.asname.name))
+                if key not in self._moved_in:
+                    self._moved_in.add(key)
+                    names.append(alias.with_changes(name=cst.Name(name)))
+            if not names:
+                return cst.RemoveFromParent()
+            if len(names) < len(pairs):
+                names[-1] = names[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
             return updated_node.with_changes(module=cst.parse_expression(module), names=names)
         kept = []
         for original, alias in pairs:
@@ -363,6 +383,38 @@ class Migrator(cst.CSTTransformer):
             return cst.RemoveFromParent()
         kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
         return updated_node.with_changes(names=kept)
+
+    def _uses_to_rename(self, node: cst.ImportFrom, local: str, new: str) -> list[cst.Name] | None:
+        """The uses of the name ``local`` that ``node`` imports, if this visit can rename them.
+
+        It can where the name is bound once in its scope, every use is a plain name that
+        comes after the import (so it has not been visited yet) or an annotation that is
+        the name in quotes, and ``new`` is unbound wherever it is used. Otherwise (a
+        longer annotation in quotes, a rebinding, a use above a late import), None.
+        """
+        scope = self.get_metadata(ScopeProvider, node, None)
+        if scope is None or new in scope:
+            return None
+        assignments = list(scope.assignments[local])
+        if len(assignments) != 1 or assignments[0].node is not node:
+            return None
+        start = self.get_metadata(PositionProvider, node).start
+        uses, quoted = [], []
+        for access in assignments[0].references:
+            use = access.node
+            if isinstance(use, cst.SimpleString) and "\\" not in use.raw_value:
+                quoted.append(use)  # an annotation in quotes: "Old", "list[Old]"
+                continue
+            if not isinstance(use, cst.Name):
+                return None
+            where = self.get_metadata(PositionProvider, use).start
+            if (where.line, where.column) <= (start.line, start.column):
+                return None
+            if new in self.get_metadata(ScopeProvider, use, scope):
+                return None
+            uses.append(use)
+        self._string_renames.update((id(use), (local, new)) for use in quoted)
+        return uses
 
     # Calls -----------------------------------------------------------------------------
 
@@ -638,15 +690,25 @@ class Migrator(cst.CSTTransformer):
                 scope = self.get_metadata(ScopeProvider, node.body, None)
                 if scope is not None:
                     for assignment in scope.assignments["unwrapped_params"]:
-                        self._param_renames.update(
-                            id(access.node) for access in assignment.references
-                        )
-                self._param_renames.add(id(param.name))
+                        for access in assignment.references:
+                            self._name_renames[id(access.node)] = "nonwrapped_numel"
+                self._name_renames[id(param.name)] = "nonwrapped_numel"
 
     def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.Name:
-        if id(original_node) in self._param_renames:
-            return updated_node.with_changes(value="nonwrapped_numel")
-        return updated_node
+        new = self._name_renames.get(id(original_node))
+        return updated_node if new is None else updated_node.with_changes(value=new)
+
+    def leave_SimpleString(
+        self, original_node: cst.SimpleString, updated_node: cst.SimpleString
+    ) -> cst.SimpleString:
+        rename = self._string_renames.get(id(original_node))
+        if rename is None:
+            return updated_node
+        old, new = rename
+        # An annotation in quotes is code: its names are whole words (no escapes here).
+        inner = re.sub(rf"\b{re.escape(old)}\b", new, updated_node.raw_value)
+        quote = updated_node.quote
+        return updated_node.with_changes(value=f"{updated_node.prefix}{quote}{inner}{quote}")
 
     def leave_ClassDef(
         self, original_node: cst.ClassDef, updated_node: cst.ClassDef
