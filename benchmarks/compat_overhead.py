@@ -2,18 +2,20 @@
 
     python benchmarks/compat_overhead.py [--repeat N] [--steps N]
 
-On 2 CPU ranks (gloo), with a model of about 1,000 modules:
+With a model of about 1,000 modules, on CPU (gloo):
 
 - wrap time: ``compat.fsdp.FSDP(model, auto_wrap_policy={Block}, cpu_offload=False)`` (the
   legacy spellings) against torch's ``FullyShardedDataParallel`` with
   ``ModuleWrapPolicy({Block})`` and ``CPUOffload(offload_params=False)``; and a user's
   policy callable written with ``unwrapped_params`` (adapted by compat) against the same
   callable written with ``nonwrapped_numel``;
-- per step: ``--steps`` x ``--repeat`` single SGD steps of the model compat built and of
-  the one torch built, alternating (ABBA) step by step.
+- per step, on 2 ranks: ``--steps`` pairs of single SGD steps, one of the model compat
+  built and one of the model torch built.
 
-Wrap times run interleaved (legacy, native, legacy, ...) ``--repeat`` times; every ratio
-printed is compat's median over native's (1.00 means no overhead).
+Wrapping is local work, so it is timed on one rank: with two ranks on two cores, the
+other rank's gloo threads spin and blur it. Each pair alternates which side goes first
+(ABBA); the ratio printed is the median of compat/native over the pairs (1.00: no
+overhead), for wall time and for the measuring thread's CPU time.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ import argparse
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -99,72 +103,104 @@ def _builders():
     }
 
 
-def _timed(build) -> float:
+def _timed(build) -> tuple[float, float]:
+    """Wall and this thread's CPU seconds of ``build`` on a fresh model."""
     torch.manual_seed(0)
     model = Deep()
     torch.distributed.barrier()
-    start = time.perf_counter()
+    wall, cpu = time.perf_counter(), time.thread_time()
     build(model)
-    return time.perf_counter() - start
+    return time.perf_counter() - wall, time.thread_time() - cpu
 
 
-def _step(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tensor) -> float:
-    """One SGD step, timed after a barrier so both ranks start it together."""
+def _step(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tensor) -> tuple:
+    """Wall and this thread's CPU seconds of one SGD step, after a barrier."""
     torch.distributed.barrier()
-    start = time.perf_counter()
+    wall, cpu = time.perf_counter(), time.thread_time()
     loss = model(x).pow(2).mean()
     loss.backward()
     optimizer.step()
     optimizer.zero_grad()
-    return time.perf_counter() - start
+    return time.perf_counter() - wall, time.thread_time() - cpu
 
 
-def _measure(rank: int, world_size: int, repeat: int, steps: int) -> dict:
+def _pairs(measure: Callable[[int], tuple[float, float]], count: int) -> list[tuple]:
+    """``count`` pairs (compat's sample, native's sample), alternating who goes first."""
+    pairs = []
+    for i in range(count):
+        order = (0, 1) if i % 2 == 0 else (1, 0)  # ABBA: drift falls on both alike
+        samples = {k: measure(k) for k in order}
+        pairs.append((samples[0], samples[1]))
+    return pairs
+
+
+def _measure_wrap(rank: int, world_size: int, repeat: int) -> dict:
     builders = _builders()
-    modules = sum(1 for _ in Deep().modules())
-    wrap = {name: ([], []) for name in builders}
     for legacy, native in builders.values():  # warm up: first calls import and cache
         _timed(legacy)
         _timed(native)
-    for _ in range(repeat):
-        for name, (legacy, native) in builders.items():
-            wrap[name][0].append(_timed(legacy))
-            wrap[name][1].append(_timed(native))
-    legacy, native = builders["classes"]
+    wrap = {name: _pairs(lambda k, p=pair: _timed(p[k]), repeat) for name, pair in builders.items()}
+    return {"modules": sum(1 for _ in Deep().modules()), "wrap": wrap}
+
+
+def _measure_steps(rank: int, world_size: int, steps: int) -> list[tuple]:
     models = []
-    for build in (legacy, native):
+    for build in _builders()["classes"]:
         torch.manual_seed(0)
         model = build(Deep())
         models.append((model, torch.optim.SGD(model.parameters(), lr=0.01)))
     x = torch.randn(16, WIDTH)
     for model, optimizer in models:  # warm up
         _step(model, optimizer, x)
-    step: tuple[list[float], list[float]] = ([], [])
-    # Single steps, alternating which model goes first (ABBA), so drift and noise fall
-    # on both alike; the medians of many single steps shrug off the outliers.
-    for i in range(steps * repeat):
-        for k in (0, 1) if i % 2 == 0 else (1, 0):
-            step[k].append(_step(*models[k], x))
-    return {"modules": modules, "wrap": wrap, "step": step}
+    calls = [_python_calls(model, optimizer, x) for model, optimizer in models]
+    return {"calls": calls, "pairs": _pairs(lambda k: _step(*models[k], x), steps)}
+
+
+def _python_calls(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tensor) -> int:
+    """Python and builtin calls one step makes: a count free of timing noise."""
+    count = 0
+
+    def tracer(frame: Any, event: str, arg: Any) -> None:
+        nonlocal count
+        count += event in ("call", "c_call")
+
+    sys.setprofile(tracer)
+    try:
+        _step(model, optimizer, x)
+    finally:
+        sys.setprofile(None)
+    return count
+
+
+def _report(label: str, pairs: list[tuple], unit: float, suffix: str) -> None:
+    """Medians of compat and native, and the median of the paired ratios, wall and CPU."""
+    for index, clock in ((0, "wall"), (1, "cpu ")):
+        legacy = [a[index] for a, _ in pairs]
+        native = [b[index] for _, b in pairs]
+        ratio = statistics.median(a[index] / b[index] for a, b in pairs)
+        legacy_median, native_median = statistics.median(legacy), statistics.median(native)
+        print(f"{label} {clock}  compat {legacy_median * unit:8.2f} {suffix}  "
+              f"native {native_median * unit:8.2f} {suffix}  ratio {ratio:.3f}")  # fmt: skip
 
 
 def main(argv: list[str]) -> int:
-    """Measure on 2 gloo ranks and print the ratios (rank 0's clock)."""
+    """Measure and print the ratios (rank 0's clocks)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--repeat", type=int, default=40, help="wrap-time pairs")
+    parser.add_argument("--steps", type=int, default=40, help="step pairs")
     args = parser.parse_args(argv)
-    result = distributed.run(_measure, args.repeat, args.steps, timeout=1800)[0]
-    print(f"model: {result['modules']} modules; 2 ranks, gloo, CPU; torch {torch.__version__}")
-    print(f"median of {args.repeat} interleaved runs; ratio = compat / native")
-    for name, (legacy, native) in result["wrap"].items():
-        lm, nm = statistics.median(legacy), statistics.median(native)
-        print(f"wrap time, policy as {name:<9} compat {lm:.3f} s  native {nm:.3f} s  "
-              f"ratio {lm / nm:.3f}")  # fmt: skip
-    legacy, native = result["step"]
-    lm, nm = statistics.median(legacy), statistics.median(native)
-    print(f"per step ({len(legacy)} single steps each, ABBA)  compat {lm * 1e3:.2f} ms  "
-          f"native {nm * 1e3:.2f} ms  ratio {lm / nm:.3f}")  # fmt: skip
+    wrap = distributed.run(_measure_wrap, args.repeat, world_size=1, timeout=1800)[0]
+    steps = distributed.run(_measure_steps, args.steps, world_size=2, timeout=1800)[0]
+    print(f"model: {wrap['modules']} modules; torch {torch.__version__}, gloo, CPU")
+    print("ratio: the median of compat/native over pairs taken side by side (ABBA order);")
+    print("cpu: the measuring thread's CPU time (gloo's own threads left out)")
+    print(f"wrap time, 1 rank, {args.repeat} pairs:")
+    for name, pairs in wrap["wrap"].items():
+        _report(f"  policy as {name:<9}", pairs, 1e3, "ms")
+    print(f"training step, 2 ranks, {args.steps} pairs of single steps:")
+    _report("  step              ", steps["pairs"], 1e3, "ms")
+    legacy_calls, native_calls = steps["calls"]
+    print(f"  Python calls in one step: compat {legacy_calls}, native {native_calls}")
     return 0
 
 
