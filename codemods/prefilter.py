@@ -118,10 +118,13 @@ class RuleFilter:
     word: bytes | None = None
     pattern: re.Pattern[bytes] | None = None
 
-    def admits(self, source: bytes, scan: _Scan | None = None) -> bool:
-        """Whether ``source`` may hold a finding of the rule."""
+    def admits(self, source: bytes, scan: _Scan | None = None, imported: bool = False) -> bool:
+        """Whether ``source`` may hold a finding of the rule.
+
+        ``imported``: one of the rule's package roots is known to be imported.
+        """
         scan = scan or _Scan(source)
-        if self.roots and not any(scan.imported(root) for root in self.roots):
+        if self.roots and not imported and not any(scan.imported(root) for root in self.roots):
             return False
         # Both parts are spelled wherever the name is used; the longer one first (rarer,
         # and a longer needle is found or ruled out faster).
@@ -186,21 +189,47 @@ def _filters(settings: Settings) -> tuple[RuleFilter, ...]:
     return tuple(rule_filter(rule) for rule in REGISTRY if settings.enabled(rule))
 
 
-@functools.lru_cache(maxsize=16)
-def _by_key(
-    settings: Settings,
-) -> tuple[tuple[bytes, tuple[bytes, ...], tuple[RuleFilter, ...]], ...]:
-    """The filters, by a text any of their findings needs (a root, or a rootless word).
+@dataclass(frozen=True)
+class _Group:
+    """The filters that one key text gates, and what else the key implies.
 
-    With each key come the shorter keys inside it (``lightning`` in ``pytorch_lightning``):
-    where one of those is missing, the key cannot be there either, unsearched.
+    Attributes:
+        key: A package root, or a rootless filter's word; any finding of the group's
+            rules needs it in the file.
+        inside: Shorter keys inside ``key`` (``lightning`` in ``pytorch_lightning``):
+            where one of them is missing, ``key`` is too, unsearched.
+        shared: Parts of the module path that every old name under this root spells
+            (``distributed`` for torch's): a use of any of them spells each part,
+            in its import or its attribute chain.
+        filters: The filters themselves.
     """
+
+    key: bytes
+    inside: tuple[bytes, ...]
+    shared: tuple[bytes, ...]
+    filters: tuple[RuleFilter, ...]
+
+
+@functools.lru_cache(maxsize=16)
+def _groups(settings: Settings) -> tuple[_Group, ...]:
+    """The enabled rules' filters, grouped by key, keys in a fixed order."""
+    rules = [rule for rule in REGISTRY if settings.enabled(rule)]
     grouped: dict[bytes, list[RuleFilter]] = {}
-    for f in _filters(settings):
+    paths: dict[bytes, list[set[str]]] = {}  # root -> the middle parts of each old name
+    for rule, f in zip(rules, _filters(settings)):
         for key in f.roots or {f.word}:
             grouped.setdefault(key, []).append(f)
+        if f.roots:
+            for name in rule.old:
+                root, *middle, _ = name.split(".")
+                paths.setdefault(root.encode(), []).append(set(middle))
     return tuple(
-        (key, tuple(other for other in grouped if other != key and other in key), tuple(filters))
+        _Group(
+            key,
+            tuple(other for other in grouped if other != key and other in key),
+            tuple(part.encode() for part in sorted(set.intersection(*paths.get(key, [set()])))),
+            tuple(filters),
+        )
         for key, filters in sorted(grouped.items())
     )
 
@@ -208,13 +237,15 @@ def _by_key(
 def may_have_findings(source: bytes, settings: Settings) -> bool:
     """False only where no rule enabled by ``settings`` can find anything in ``source``."""
     scan = _Scan(source)
-    for key, inside, filters in _by_key(settings):
+    for group in _groups(settings):
         # Most files hold none of the keys, or only "torch"; a package root counts only
         # where an import may name it ("compatible" or a comment on Lightning do not).
+        rooted = group.filters[0].roots != frozenset()  # else the key is a rootless word
         if (
-            all(scan.contains(part) for part in inside)
-            and scan.contains(key)
-            and any(f.admits(source, scan) for f in filters)
+            all(scan.contains(part) for part in group.inside)
+            and (scan.imported(group.key) if rooted else scan.contains(group.key))
+            and all(scan.contains(part) for part in group.shared)
+            and any(f.admits(source, scan, imported=rooted) for f in group.filters)
         ):
             return True
     return False
