@@ -80,12 +80,31 @@ class _Scan:
             found = self._contains[text] = text in self.source
         return found
 
-    def spelled(self, word: bytes, times: int = 1) -> bool:
-        """``word`` appears ``times`` times as a whole identifier (not inside another)."""
-        if not self.contains(word):
+    def spelled(self, word: bytes) -> bool:
+        """``word`` appears as a whole identifier (not inside another)."""
+        return self.contains(word) and _word(word).search(self.source) is not None
+
+    def spelled_as_member(self, leaf: bytes, parent: bytes) -> bool:
+        """``leaf`` appears where it can name a member of the module ``parent``.
+
+        That is anywhere but after a dot that follows another name, unless that name is
+        ``parent`` or a local alias (``as m``): ``torch.distributed.fsdp`` does not spell
+        ``fsdp`` of ``torch.distributed._composable``, ``c.fsdp`` may.
+        """
+        if not self.contains(leaf):
             return False
-        found = _word(word).finditer(self.source)
-        return all(next(found, None) is not None for _ in range(times))
+        source = self.source
+        for match in _word(leaf).finditer(source):
+            dot = match.start() - 1
+            if dot < 0 or source[dot] != 0x2E:  # not after a dot: an import or a bare use
+                return True
+            start = dot
+            while start > 0 and source[start - 1] in _IDENTIFIER_BYTES:
+                start -= 1
+            owner = source[start:dot]
+            if not owner or owner == parent or _alias(owner).search(source):
+                return True
+        return False
 
     def imported(self, word: bytes) -> bool:
         """``word`` may be part of an imported module's path (see :func:`on_import_line`)."""
@@ -98,6 +117,11 @@ class _Scan:
 @functools.cache
 def _word(word: bytes) -> re.Pattern[bytes]:
     return re.compile(rb"\b" + re.escape(word) + rb"\b")
+
+
+@functools.cache
+def _alias(name: bytes) -> re.Pattern[bytes]:
+    return re.compile(rb"\bas\s+" + re.escape(name) + rb"\b")
 
 
 @dataclass(frozen=True)
@@ -141,11 +165,9 @@ class RuleFilter:
             return False
         if self.word is not None and not scan.spelled(self.word):
             return False
-        # A module named like its member (checkpoint_wrapper.checkpoint_wrapper) is spelled
-        # once in the import and once more for the member.
         return not self.names or any(
             scan.contains(parent + b"." + leaf)
-            or (scan.imported(parent) and scan.spelled(leaf, 2 if parent == leaf else 1))
+            or (scan.imported(parent) and scan.spelled_as_member(leaf, parent))
             for parent, leaf in candidates
         )
 

@@ -50,6 +50,8 @@ def test_no_source_with_a_finding_is_filtered_out(rule, codes_found):
         b"import os  # compat with torch 1.x\nx = 'lightning'  # FSDPStrategy\n",
         # a module named like its old member, imported for something else
         b"from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import CheckpointImpl\n",
+        # an old name's parts, but the last one belongs to another module (torch.distributed)
+        b"from torch.distributed._composable import contract\nimport torch.distributed.fsdp\n",
     ],
 )
 def test_code_that_cannot_have_findings_is_skipped(source):
@@ -67,6 +69,8 @@ def test_code_that_cannot_have_findings_is_skipped(source):
         b"import torch.distributed.algorithms._checkpoint.checkpoint_wrapper as cw\n"
         b"cw.checkpoint_wrapper(m)\n",
         b"x = 1; from compat.fsdp import FSDP\nFSDP(m, cpu_offload=True)\n",
+        b"import torch.distributed._composable as c\nc.fsdp.fully_shard(m)\n",
+        b"from torch.distributed._composable import (\n    fsdp,\n)\nfsdp.fully_shard(m)\n",
     ],
 )
 def test_every_way_of_importing_is_seen(source):
