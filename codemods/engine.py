@@ -1,12 +1,12 @@
 """The one engine behind lint and migrate: find every registry finding, fix the selected ones.
 
-A single libcst pass over a module resolves names by what they refer to
-(``QualifiedNameProvider``: aliases and ``import x as y`` are followed, a local name
-that only looks like an old one is not) and records a :class:`Finding` for each old
-spelling. In fix mode the same pass rewrites what the selected rules can fix. Renames
-are decided for the whole file first (:mod:`codemods.plan`); their calls are translated
-by :mod:`codemods.fixes`, their imports moved here, and where a local name itself
-changes, libcst's ``RenameCommand`` renames the uses. Nothing inside a
+A single libcst pass over a module resolves names by what they refer to (libcst's
+scopes: aliases and ``import x as y`` are followed, a local name that only looks like
+an old one is not) and records a :class:`Finding` for each old spelling. In fix mode the
+same pass rewrites what the selected rules can fix. Renames are decided for the whole
+file first (:mod:`codemods.plan`); their calls are translated by :mod:`codemods.fixes`,
+their imports moved here, and where a local name itself changes, its uses are renamed in
+the same pass (libcst's ``RenameCommand`` where that is not certain). Nothing inside a
 ``try: ... except ImportError:`` block is reported or touched: such blocks are
 deliberate fallbacks between API generations.
 """
@@ -24,7 +24,6 @@ from libcst.metadata import (
     MetadataWrapper,
     ParentNodeProvider,
     PositionProvider,
-    QualifiedNameProvider,
     ScopeProvider,
 )
 
@@ -136,12 +135,9 @@ class Migrator(cst.CSTTransformer):
     whole visit of a small file.
     """
 
-    METADATA_DEPENDENCIES = (
-        QualifiedNameProvider,
-        PositionProvider,
-        ScopeProvider,
-        ParentNodeProvider,
-    )
+    # Qualified names come from the scopes on demand (see qualified): libcst's
+    # QualifiedNameProvider would visit every node of the module to offer the same.
+    METADATA_DEPENDENCIES = (PositionProvider, ScopeProvider, ParentNodeProvider)
 
     def __init__(
         self,
@@ -166,12 +162,18 @@ class Migrator(cst.CSTTransformer):
         self._attribute_renames: dict[int, str] = {}  # id of an Attribute -> its new name
         # id of a reference whose call-site fix applies -> (rule, old name)
         self._call_sites: dict[int, tuple[Rule, str]] = {}
+        self._qualified: dict[int, set[str]] = {}  # id of a node -> its qualified names
 
     # Bookkeeping ---------------------------------------------------------------------
 
     def qualified(self, node: cst.CSTNode) -> set[str]:
-        """The fully qualified names ``node`` may refer to (libcst's resolution)."""
-        return {q.name for q in self.get_metadata(QualifiedNameProvider, node, set())}
+        """The fully qualified names ``node`` may refer to (libcst's scope resolution)."""
+        names = self._qualified.get(id(node))
+        if names is None:
+            scope = self.get_metadata(ScopeProvider, node, None)
+            found = scope.get_qualified_names_for(node) if scope is not None else ()
+            names = self._qualified[id(node)] = {q.name for q in found}
+        return names
 
     def applies(self, code: str) -> bool:
         """Whether rule ``code``'s fix is part of this run (of a fixing run, when linting)."""
