@@ -228,3 +228,21 @@ def test_progress_shows_only_for_long_runs_on_a_terminal(monkeypatch):
     assert terminal.getvalue() == "\r1/200 files\r200/200 files\n"
     monkeypatch.setattr(migrate.sys, "stderr", io.StringIO())  # not a terminal
     assert migrate._progress(1000) is None
+
+
+def test_a_large_run_keeps_the_input_order_whatever_order_it_works_in(tmp_path):
+    from codemods.runner import POOL_THRESHOLD, likeliest_first, process_files
+    from codemods.settings import Settings
+
+    paths = []
+    (tmp_path / "strategies").mkdir()
+    for index in range(POOL_THRESHOLD + 20):
+        # every seventh file is named like an old API's module, and only those have findings
+        folder = tmp_path / ("strategies" if index % 7 == 0 else "")
+        path = folder / f"m{index}.py"
+        path.write_text(LEGACY if index % 7 == 0 else f"x = {index}\n")
+        paths.append(path)
+    assert likeliest_first(paths)[:3] == [0, 7, 14]  # worked on first
+    results = process_files(paths, Settings(), write=False, jobs=2)
+    assert [r.path for r in results] == [str(p) for p in paths]
+    assert [bool(r.findings) for r in results] == [i % 7 == 0 for i in range(len(paths))]
