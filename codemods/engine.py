@@ -16,7 +16,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import libcst as cst
 from libcst.metadata import (
@@ -130,7 +129,7 @@ INDEX = _Index(REGISTRY.rules)
 class Migrator(cst.CSTTransformer):
     """Find (and, with ``settings.fix``, rewrite) every registry finding in a module.
 
-    A plain transformer (run by :class:`MigrateCommand`): libcst's matcher-decorated
+    A plain transformer (see :func:`run`): libcst's matcher-decorated
     command base inspects every attribute of each instance, which cost more than the
     whole visit of a small file.
     """
@@ -139,20 +138,16 @@ class Migrator(cst.CSTTransformer):
     # QualifiedNameProvider would visit every node of the module to offer the same.
     METADATA_DEPENDENCIES = (PositionProvider, ScopeProvider, ParentNodeProvider)
 
-    def __init__(
-        self,
-        context: Any,
-        settings: Settings,
-        suppressions: Suppressions | None = None,
-    ) -> None:
+    def __init__(self, settings: Settings, suppressions: Suppressions | None = None) -> None:
         super().__init__()
-        # A libcst CodemodContext: where fixes queue import changes (None when linting).
-        self.context = context
         self.settings = settings
         self.suppressions = suppressions or Suppressions()
         self.findings: list[Finding] = []
         self.renames: dict[str, str] = {}  # old qualified name -> new, where this run renames
-        self._command_renames: dict[str, str] = {}  # the ones left to libcst's RenameCommand
+        # What fixes leave to libcst's codemod tools after this pass (see codemods.command):
+        self.command_renames: dict[str, str] = {}  # old -> new, for RenameCommand
+        self.imports_to_add: list[tuple[str, str | None, str | None]] = []  # module, name, as
+        self.imports_to_forget: list[cst.BaseExpression] = []  # uses a fix removed
         self._plan = Plan()
         self._fallback_depth = 0
         self._name_renames: dict[int, str] = {}  # id of a Name node -> its new value
@@ -327,7 +322,7 @@ class Migrator(cst.CSTTransformer):
     def leave_Import(self, original_node: cst.Import, updated_node: cst.Import) -> cst.Import:
         for _, _, old in self._imported_names(original_node):
             if old in self.renames:  # `import old.module`: libcst's rename moves it and its uses
-                self._command_renames[old] = self.renames[old]
+                self.command_renames[old] = self.renames[old]
         return updated_node
 
     def leave_ImportFrom(
@@ -351,7 +346,7 @@ class Migrator(cst.CSTTransformer):
                 continue
             uses = self._uses_to_rename(original_node, dotted(alias.name), name)
             if uses is None:
-                self._command_renames[old] = self.renames[old]
+                self.command_renames[old] = self.renames[old]
                 continue
             moves[id(alias)] = (module, name)
             self._name_renames.update((id(use), name) for use in uses)
@@ -445,10 +440,8 @@ class Migrator(cst.CSTTransformer):
             self._need_import(module, name)
 
     def _need_import(self, module: str, name: str | None, asname: str | None = None) -> None:
-        """Queue an import for libcst's ``AddImportsVisitor`` (a fix: linting never loads it)."""
-        from libcst.codemod.visitors import AddImportsVisitor
-
-        AddImportsVisitor.add_needed_import(self.context, module, name, asname=asname)
+        """Queue an import for libcst's ``AddImportsVisitor``, run after this pass."""
+        self.imports_to_add.append((module, name, asname))
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         names = self.qualified(original_node.func)
@@ -554,9 +547,7 @@ class Migrator(cst.CSTTransformer):
 
     def _forget(self, node: cst.BaseExpression) -> None:
         """Queue the import behind ``node`` (alias included) for removal if now unused."""
-        from libcst.codemod.visitors import RemoveImportsVisitor
-
-        RemoveImportsVisitor.remove_unused_import_by_node(self.context, node)
+        self.imports_to_forget.append(node)
 
     def _call_rule(self, rule: Rule, original: cst.Call, updated: cst.Call) -> cst.Call:
         if rule.kind is ChangeKind.KEYWORD_RENAME:
@@ -759,13 +750,16 @@ def run(source: bytes, settings: Settings, filename: str = "<string>") -> Outcom
     if suppressions.everything:
         return Outcome()
     module = cst.parse_module(source)
-    if not settings.fix:  # nothing to rewrite: no codemod machinery, no copy, no codegen
-        migrator = Migrator(None, settings, suppressions)
-        MetadataWrapper(module, unsafe_skip_copy=True).visit(migrator)
+    migrator = Migrator(settings, suppressions)
+    # No copy of the module: libcst's nodes are immutable and the visit builds a new tree.
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    new = wrapper.visit(migrator)
+    if not settings.fix:
         return Outcome(sorted(migrator.findings))
-    from codemods.command import migrate
+    if migrator.command_renames or migrator.imports_to_add or migrator.imports_to_forget:
+        from codemods.command import finish  # libcst's codemod tools: about 0.25 s to load
 
-    migrator, new = migrate(module, settings, suppressions, filename)
+        new = finish(migrator, wrapper, new, filename)
     new_bytes = _no_new_leading_blank_lines(module, new).bytes
     return Outcome(sorted(migrator.findings), new_bytes if new_bytes != source else None)
 
