@@ -29,11 +29,6 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.9 and 3.10
-    import tomli as tomllib
-
 SECTION = "fsdp-compat"
 _LISTS = ("select", "extend-select", "ignore", "exclude")
 _VERSIONS = ("target-torch", "target-lightning")
@@ -126,6 +121,11 @@ def load(path: Path | None) -> Config:
     """
     if path is None:
         return Config()
+    # Imported here: most runs (a tree without a configuration) never need it.
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.9 and 3.10
+        import tomli as tomllib
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:

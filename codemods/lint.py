@@ -28,7 +28,6 @@ from codemods.cli import (
 )
 from codemods.config import ConfigError
 from codemods.registry import REGISTRY
-from codemods.registry.render import explain
 from codemods.runner import FileResult, process_files, process_source
 from codemods.sources import discover
 
@@ -148,6 +147,8 @@ def _explain(code: str) -> int:
     except KeyError as exc:
         print(f"error: {exc.args[0]}", file=sys.stderr)
         return EXIT_ERROR
+    from codemods.registry.render import explain
+
     print(explain(rule))
     return EXIT_CLEAN
 

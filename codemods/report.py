@@ -6,7 +6,6 @@ the same data prints the same way from lint and from its tests.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -91,6 +90,8 @@ def statistics(items: Sequence[Located], settings: Settings) -> str:
 
 def as_json(items: Sequence[Located]) -> str:
     """A JSON array, one object per finding."""
+    import json  # only for this format: every run imports this module
+
     return (
         json.dumps(
             [
@@ -203,4 +204,6 @@ def sarif(items: Sequence[Located], errors: Sequence[str] = ()) -> str:
             }
         ],
     }
+    import json
+
     return json.dumps(log, indent=2) + "\n"
