@@ -185,7 +185,8 @@ def process_files(
     Two stages: every file is read and pre-filtered, then the files that may hold a
     finding are parsed. A large run goes to worker processes whole, each screening its
     share of the files and parsing those that pass (so no process waits for the others
-    to finish screening, and this one never loads libcst). A small run is screened
+    to finish screening, and this one never loads libcst), the files named most like
+    the old APIs' modules first (:func:`likeliest_first`). A small run is screened
     here, and its files to parse go to workers only when there are several.
 
     ``progress(done, total)`` is called as results come in. ``prefilter=False`` parses
