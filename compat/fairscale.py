@@ -16,6 +16,7 @@ from typing import Any, Callable
 import torch
 import torch.nn as nn
 
+from codemods.registry.names import FAIRSCALE_FSDP_ARGUMENTS, FAIRSCALE_PRECISION_DETAILS
 from compat.deprecation import warn_deprecated
 from compat.features import import_fsdp_module
 from compat.fsdp import FSDP
@@ -25,33 +26,7 @@ from compat.signatures import given_arguments, legacy_signature
 
 _torch_fsdp = import_fsdp_module()
 
-# FairScale 0.4.13's FullyShardedDataParallel arguments after `module`, in order, with
-# their defaults (fairscale/nn/data_parallel/fully_sharded_data_parallel.py).
-_FAIRSCALE_FSDP_DEFAULTS: dict[str, Any] = {
-    "process_group": None,
-    "process_group_reduce_scatter": None,
-    "reshard_after_forward": True,
-    "disable_reshard_on_root": True,
-    "mixed_precision": False,
-    "fp32_reduce_scatter": False,
-    "flatten_parameters": True,
-    "move_params_to_cpu": False,
-    "compute_dtype": None,
-    "buffer_dtype": None,
-    "move_grads_to_cpu": None,
-    "bucket_cap_mb": 25,
-    "compute_device": None,
-    "no_broadcast_optim_state": False,
-    "state_dict_device": None,
-    "clear_autocast_cache": False,
-    "force_input_to_fp32": False,
-    "verbose": False,
-    "cpu_offload": False,
-    "state_dict_on_rank_0_only": False,
-    "gradient_predivide_factor": None,
-    "allow_reset_parameters": False,
-}
-_FAIRSCALE_SIGNATURE = legacy_signature(_FAIRSCALE_FSDP_DEFAULTS, leading=("module",))
+_FAIRSCALE_SIGNATURE = legacy_signature(FAIRSCALE_FSDP_ARGUMENTS, leading=("module",))
 # Arguments torch FSDP expresses; the rest have no torch meaning and warn by name.
 _TRANSLATED = {
     "process_group",
@@ -81,7 +56,7 @@ def translate_fairscale_arguments(module: nn.Module, *args: Any, **kwargs: Any) 
         "FullyShardedDataParallel", _FAIRSCALE_SIGNATURE, (module, *args), kwargs
     )
     given.pop("module")
-    options = {**_FAIRSCALE_FSDP_DEFAULTS, **given}
+    options = {**FAIRSCALE_FSDP_ARGUMENTS, **given}
     translated: dict[str, Any] = {"process_group": options["process_group"]}
     if options["compute_device"] is not None:  # where FairScale computed: torch's device_id
         translated["device_id"] = options["compute_device"]
@@ -96,9 +71,9 @@ def translate_fairscale_arguments(module: nn.Module, *args: Any, **kwargs: Any) 
             reduce_dtype=torch.float32 if options["fp32_reduce_scatter"] else compute,
             buffer_dtype=options["buffer_dtype"] or compute,
         )
-    elif given.keys() & {"compute_dtype", "buffer_dtype", "fp32_reduce_scatter"}:
+    elif given.keys() & set(FAIRSCALE_PRECISION_DETAILS):
         _no_meaning(
-            sorted(given.keys() & {"compute_dtype", "buffer_dtype", "fp32_reduce_scatter"}),
+            sorted(given.keys() & set(FAIRSCALE_PRECISION_DETAILS)),
             "FairScale used it only with mixed_precision=True",
         )
     offload = bool(options["move_params_to_cpu"] or options["cpu_offload"])

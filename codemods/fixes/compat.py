@@ -11,9 +11,10 @@ from __future__ import annotations
 import libcst as cst
 
 from codemods.fixes.base import CallSiteFix, Site, Translation
+from codemods.registry.names import TORCH_WRAP
 from codemods.syntax import is_bool, keyword, keyword_arg
 
-_WRAP = "torch.distributed.fsdp.wrap"
+_WRAP = TORCH_WRAP
 #: compat's size-based policies: called without a module they return a bound policy.
 _COMPAT_SIZE_POLICIES = (
     "compat.fsdp.wrap.size_based_auto_wrap_policy",

@@ -13,6 +13,13 @@ import libcst as cst
 
 from codemods.fixes.base import CallSiteFix, Import, Site, Translation
 from codemods.registry import REGISTRY
+from codemods.registry.names import (
+    CHECKPOINT_WRAPPER,
+    FAIRSCALE_OFFLOAD,
+    FAIRSCALE_PRECISION_DETAILS,
+    TORCH_FSDP,
+    TORCH_FSDP_CLASSES,
+)
 from codemods.syntax import (
     append_arg,
     dotted,
@@ -24,15 +31,11 @@ from codemods.syntax import (
     new_keyword,
 )
 
-_FSDP = "torch.distributed.fsdp"
-_CHECKPOINT = "torch.distributed.algorithms._checkpoint.checkpoint_wrapper"
-_TORCH_FSDP = {
-    f"{_FSDP}.FullyShardedDataParallel",
-    f"{_FSDP}.fully_sharded_data_parallel.FullyShardedDataParallel",
-}
-#: Arguments that only mean something together with ``mixed_precision=True``.
-_PRECISION_DETAILS = ("compute_dtype", "buffer_dtype", "fp32_reduce_scatter")
-_OFFLOAD = ("move_params_to_cpu", "cpu_offload")
+_FSDP = TORCH_FSDP
+_CHECKPOINT = CHECKPOINT_WRAPPER
+_TORCH_FSDP = set(TORCH_FSDP_CLASSES)
+_PRECISION_DETAILS = FAIRSCALE_PRECISION_DETAILS
+_OFFLOAD = FAIRSCALE_OFFLOAD
 
 
 def _flag(arg: cst.Arg) -> bool | None:

@@ -7,23 +7,16 @@ from typing import Any, Callable
 import libcst as cst
 
 from codemods.fixes.base import CallSiteFix, Import, Site, Translation
-from codemods.syntax import dotted, keep_ending, keyword, keyword_arg, string_like
-
-_WRAP = "torch.distributed.fsdp.wrap"
-#: FairScale-era DDPFullyShardedStrategy arguments with no FSDPStrategy meaning.
-FAIRSCALE_ONLY = (
-    "move_grads_to_cpu",
-    "fp32_reduce_scatter",
-    "compute_dtype",
-    "bucket_cap_mb",
-    "state_dict_to_cpu",
+from codemods.registry.names import (
+    FABRIC_ROOTS,
+    FAIRSCALE_ONLY_STRATEGY_ARGUMENTS,
+    TORCH_WRAP,
 )
+from codemods.syntax import dotted, keep_ending, keyword, keyword_arg, string_like
 
 
 def _fabric(site: Site) -> bool:
-    return site.old.startswith(
-        ("compat.strategies.fabric.", "lightning.fabric", "lightning_fabric")
-    )
+    return site.old.startswith(("compat.strategies.fabric.", *FABRIC_ROOTS))
 
 
 #: A translator's answer for an argument the new call no longer needs.
@@ -79,12 +72,15 @@ def ddp_fully_sharded_arguments(site: Site) -> Translation | None:
     """
 
     def specific(name: str, original: cst.Arg, updated: cst.Arg, imports: list[Import]) -> Any:
-        if name in FAIRSCALE_ONLY:
+        if name == "flatten_parameters":
+            # torch's FSDP1 always flattens: only True is dropped safely
+            return DROP if dotted(original.value) == "True" else None
+        if name in FAIRSCALE_ONLY_STRATEGY_ARGUMENTS:
             return None
         if name == "min_num_params":
             policy = cst.parse_expression("partial(size_based_auto_wrap_policy, min_num_params=0)")
             threshold = policy.args[1].with_changes(value=updated.value)
-            imports += [("functools", "partial"), (_WRAP, "size_based_auto_wrap_policy")]
+            imports += [("functools", "partial"), (TORCH_WRAP, "size_based_auto_wrap_policy")]
             value = policy.with_changes(args=[policy.args[0], threshold])
             return keyword_arg(updated, "auto_wrap_policy", value)
         if name == "reshard_after_forward":
@@ -95,9 +91,6 @@ def ddp_fully_sharded_arguments(site: Site) -> Translation | None:
                 original.value, "FULL_SHARD" if flag == "True" else "SHARD_GRAD_OP"
             )
             return keyword_arg(updated, "sharding_strategy", strategy)
-        if name == "flatten_parameters":
-            # torch's FSDP1 always flattens: only True is dropped safely
-            return DROP if dotted(original.value) == "True" else None
         return updated
 
     return _translate(site, specific)

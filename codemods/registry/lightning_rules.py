@@ -8,25 +8,7 @@ package (``lightning.pytorch``, ``lightning.fabric``); every rule lists each of 
 from __future__ import annotations
 
 from codemods.registry.model import ChangeKind, Example, FixSafety, Framework, Rule
-
-_TRAINER_ROOTS = ("lightning.pytorch", "pytorch_lightning")
-_FABRIC_ROOTS = ("lightning.fabric", "lightning_fabric")
-
-
-def trainer_paths(*suffixes: str) -> tuple[str, ...]:
-    """Qualify ``suffixes`` under every Trainer-side root.
-
-    Example:
-        >>> trainer_paths("Trainer")
-        ('lightning.pytorch.Trainer', 'pytorch_lightning.Trainer')
-    """
-    return tuple(f"{root}.{suffix}" for suffix in suffixes for root in _TRAINER_ROOTS)
-
-
-def fabric_paths(*suffixes: str) -> tuple[str, ...]:
-    """Qualify ``suffixes`` under every Fabric-side root."""
-    return tuple(f"{root}.{suffix}" for suffix in suffixes for root in _FABRIC_ROOTS)
-
+from codemods.registry.names import fabric_paths, trainer_paths
 
 #: Where ``FSDPStrategy`` lives, on both the Trainer and the Fabric side.
 FSDP_STRATEGY = trainer_paths("strategies.FSDPStrategy", "strategies.fsdp.FSDPStrategy") + (

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 from codemods.registry.model import ChangeKind, Example, FixSafety, Framework, Rule
+from codemods.registry.names import (
+    CHECKPOINT_WRAPPER,
+    COMPAT_FSDP_CLASSES,
+    COMPAT_WRAP,
+    COMPOSABLE_FSDP,
+    TORCH_FSDP_CLASSES,
+    TORCH_WRAP,
+)
 
-WRAP = "torch.distributed.fsdp.wrap"
-COMPAT_WRAP = "compat.fsdp.wrap"
-COMPAT_FSDP = ("compat.fsdp.FullyShardedDataParallel", "compat.fsdp.FSDP")
-CHECKPOINT_WRAPPER = "torch.distributed.algorithms._checkpoint.checkpoint_wrapper"
+WRAP = TORCH_WRAP
+COMPAT_FSDP = COMPAT_FSDP_CLASSES
 #: compat.fsdp.wrap names that torch has under the same name, with the same meaning.
 COMPAT_WRAP_NATIVE = tuple(
     f"{COMPAT_WRAP}.{name}"
@@ -237,7 +243,7 @@ RULES = (
         name="composable-fsdp-import",
         framework=Framework.TORCH,
         kind=ChangeKind.SYMBOL_RENAME,
-        old=("torch.distributed._composable.fsdp",),
+        old=(COMPOSABLE_FSDP,),
         new="torch.distributed.fsdp",
         message=(
             "import FSDP2 (`fully_shard`, `MixedPrecisionPolicy`, ...) from "
@@ -299,7 +305,7 @@ RULES = (
         framework=Framework.TORCH,
         kind=ChangeKind.CALL_REWRITE,
         old=COMPAT_FSDP,
-        new="torch.distributed.fsdp.FullyShardedDataParallel",
+        new=TORCH_FSDP_CLASSES[0],
         argument="cpu_offload",
         message="pass `cpu_offload=CPUOffload(offload_params=True)`; torch's FSDP takes no bool",
         why=(
@@ -364,7 +370,7 @@ RULES = (
         name="fsdp1-to-fsdp2",
         framework=Framework.TORCH,
         kind=ChangeKind.CALL_REWRITE,
-        old=("torch.distributed.fsdp.FullyShardedDataParallel", *COMPAT_FSDP),
+        old=(TORCH_FSDP_CLASSES[0], *COMPAT_FSDP),
         new="torch.distributed.fsdp.fully_shard",
         message=(
             "FSDP2 replaces `FullyShardedDataParallel`: call `fully_shard` on each unit, "
@@ -400,7 +406,7 @@ RULES = (
         framework=Framework.TORCH,
         kind=ChangeKind.CALL_REWRITE,
         old=COMPAT_FSDP,
-        new="torch.distributed.fsdp.FullyShardedDataParallel",
+        new=TORCH_FSDP_CLASSES[0],
         message="compat's `FullyShardedDataParallel` is torch's; import it from torch",
         why=(
             "compat's FSDP builds torch's `FullyShardedDataParallel` after translating "

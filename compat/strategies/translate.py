@@ -13,49 +13,21 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from codemods.registry.names import (
+    DDP_FULLY_SHARDED_ARGUMENTS,
+    DDP_FULLY_SHARDED_NATIVE_ARGUMENTS,
+    FAIRSCALE_ONLY_STRATEGY_ARGUMENTS,
+)
 from compat.deprecation import warn_deprecated
 from compat.policies import module_classes, normalize_policy
 
-# Lightning 1.9.5's DDPFullyShardedStrategy.__init__ after `self`, in order, with defaults.
-DDP_FULLY_SHARDED_ARGUMENTS: dict[str, Any] = {
-    "accelerator": None,
-    "cpu_offload": False,
-    "flatten_parameters": True,
-    "reshard_after_forward": True,
-    "move_grads_to_cpu": None,
-    "fp32_reduce_scatter": None,
-    "compute_dtype": None,
-    "bucket_cap_mb": 25,
-    "min_num_params": 100_000_000,
-    "state_dict_to_cpu": True,
-    "parallel_devices": None,
-    "cluster_environment": None,
-    "checkpoint_io": None,
-    "precision_plugin": None,
-    "process_group_backend": None,
-}
-# Lightning 1.9.5's DDPFullyShardedNativeStrategy.__init__ after `self` (then **kwargs).
-DDP_FULLY_SHARDED_NATIVE_ARGUMENTS: dict[str, Any] = {
-    "accelerator": None,
-    "parallel_devices": None,
-    "cluster_environment": None,
-    "checkpoint_io": None,
-    "precision_plugin": None,
-    "process_group_backend": None,
-    "cpu_offload": None,
-    "backward_prefetch": None,
-    "mixed_precision": None,
-    "activation_checkpointing": None,
-}
-# FairScale-only arguments with no FSDPStrategy meaning.
-_FAIRSCALE_ONLY = (
-    "flatten_parameters",
-    "move_grads_to_cpu",
-    "fp32_reduce_scatter",
-    "compute_dtype",
-    "bucket_cap_mb",
-    "state_dict_to_cpu",
-)
+__all__ = [
+    "DDP_FULLY_SHARDED_ARGUMENTS",
+    "DDP_FULLY_SHARDED_NATIVE_ARGUMENTS",
+    "for_fabric",
+    "translate_common",
+    "translate_ddp_fully_sharded",
+]
 
 
 def _exclusive(given: dict[str, Any], old: str, new: str) -> None:
@@ -101,7 +73,8 @@ def translate_ddp_fully_sharded(given: dict[str, Any]) -> dict[str, Any]:
     """``DDPFullyShardedStrategy`` (FairScale) arguments to ``FSDPStrategy`` arguments."""
     _exclusive(given, "min_num_params", "auto_wrap_policy")
     _exclusive(given, "reshard_after_forward", "sharding_strategy")
-    translated = translate_common({k: v for k, v in given.items() if k not in _FAIRSCALE_ONLY})
+    kept = {k: v for k, v in given.items() if k not in FAIRSCALE_ONLY_STRATEGY_ARGUMENTS}
+    translated = translate_common(kept)
     if "min_num_params" in translated:
         from compat.fsdp.wrap import torch_wrap
 
@@ -112,7 +85,7 @@ def translate_ddp_fully_sharded(given: dict[str, Any]) -> dict[str, Any]:
     if "reshard_after_forward" in translated:
         reshard = translated.pop("reshard_after_forward")
         translated["sharding_strategy"] = "FULL_SHARD" if reshard else "SHARD_GRAD_OP"
-    dropped = [name for name in _FAIRSCALE_ONLY if name in given]
+    dropped = [name for name in FAIRSCALE_ONLY_STRATEGY_ARGUMENTS if name in given]
     if given.get("flatten_parameters") is True:
         dropped.remove("flatten_parameters")  # torch's FSDP1 always flattens
     if dropped:

@@ -1,0 +1,142 @@
+"""The names and argument tables that the registry, the codemods and ``compat`` share.
+
+Module paths, Lightning's package roots and the legacy constructors' argument lists
+live here once: the rules are written with them, the fixes translate with them and
+``compat`` binds calls against them. Plain data; this module imports nothing.
+
+Example:
+    >>> TORCH_WRAP
+    'torch.distributed.fsdp.wrap'
+    >>> trainer_paths("Trainer")
+    ('lightning.pytorch.Trainer', 'pytorch_lightning.Trainer')
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# torch ---------------------------------------------------------------------------------
+
+TORCH_FSDP = "torch.distributed.fsdp"
+TORCH_WRAP = f"{TORCH_FSDP}.wrap"
+TORCH_FSDP_CLASSES = (
+    f"{TORCH_FSDP}.FullyShardedDataParallel",
+    f"{TORCH_FSDP}.fully_sharded_data_parallel.FullyShardedDataParallel",
+)
+CHECKPOINT_WRAPPER = "torch.distributed.algorithms._checkpoint.checkpoint_wrapper"
+COMPOSABLE_FSDP = "torch.distributed._composable.fsdp"
+
+# compat --------------------------------------------------------------------------------
+
+COMPAT_WRAP = "compat.fsdp.wrap"
+COMPAT_FSDP_CLASSES = ("compat.fsdp.FullyShardedDataParallel", "compat.fsdp.FSDP")
+COMPAT_FAIRSCALE = "compat.fairscale"
+
+# Lightning -----------------------------------------------------------------------------
+
+#: The Trainer side's package roots: the unified package first, then the standalone one.
+TRAINER_ROOTS = ("lightning.pytorch", "pytorch_lightning")
+#: The Fabric side's package roots.
+FABRIC_ROOTS = ("lightning.fabric", "lightning_fabric")
+#: Every import root a Lightning name can have (``lightning`` covers both unified sides).
+LIGHTNING_PACKAGES = ("lightning", "pytorch_lightning", "lightning_fabric", "lightning_lite")
+#: compat's strategy modules by flavour, and where that flavour's own classes live.
+COMPAT_STRATEGY_FLAVOURS = (
+    ("compat.strategies.fabric.", "lightning.fabric."),
+    ("compat.strategies.pytorch_lightning.", "pytorch_lightning."),
+)
+
+
+def trainer_paths(*suffixes: str) -> tuple[str, ...]:
+    """Qualify ``suffixes`` under every Trainer-side root.
+
+    Example:
+        >>> trainer_paths("strategies.FSDPStrategy")[1]
+        'pytorch_lightning.strategies.FSDPStrategy'
+    """
+    return tuple(f"{root}.{suffix}" for suffix in suffixes for root in TRAINER_ROOTS)
+
+
+def fabric_paths(*suffixes: str) -> tuple[str, ...]:
+    """Qualify ``suffixes`` under every Fabric-side root."""
+    return tuple(f"{root}.{suffix}" for suffix in suffixes for root in FABRIC_ROOTS)
+
+
+# FairScale -----------------------------------------------------------------------------
+
+#: FairScale 0.4.13's ``FullyShardedDataParallel`` arguments after ``module``, in order,
+#: with their defaults (fairscale/nn/data_parallel/fully_sharded_data_parallel.py).
+FAIRSCALE_FSDP_ARGUMENTS: dict[str, Any] = {
+    "process_group": None,
+    "process_group_reduce_scatter": None,
+    "reshard_after_forward": True,
+    "disable_reshard_on_root": True,
+    "mixed_precision": False,
+    "fp32_reduce_scatter": False,
+    "flatten_parameters": True,
+    "move_params_to_cpu": False,
+    "compute_dtype": None,
+    "buffer_dtype": None,
+    "move_grads_to_cpu": None,
+    "bucket_cap_mb": 25,
+    "compute_device": None,
+    "no_broadcast_optim_state": False,
+    "state_dict_device": None,
+    "clear_autocast_cache": False,
+    "force_input_to_fp32": False,
+    "verbose": False,
+    "cpu_offload": False,
+    "state_dict_on_rank_0_only": False,
+    "gradient_predivide_factor": None,
+    "allow_reset_parameters": False,
+}
+#: FairScale FSDP arguments that only mean something with ``mixed_precision=True``.
+FAIRSCALE_PRECISION_DETAILS = ("compute_dtype", "buffer_dtype", "fp32_reduce_scatter")
+#: FairScale FSDP arguments that ask for parameter offloading to the CPU.
+FAIRSCALE_OFFLOAD = ("move_params_to_cpu", "cpu_offload")
+#: FairScale's ``enable_wrap`` / ``auto_wrap`` pass this keyword to policies (torch < 2.0 too).
+LEGACY_NUMEL_KEYWORD = "unwrapped_params"
+
+# Lightning's FairScale-era strategy ------------------------------------------------------
+
+#: Lightning 1.9.5's ``DDPFullyShardedStrategy.__init__`` after ``self``, in order.
+DDP_FULLY_SHARDED_ARGUMENTS: dict[str, Any] = {
+    "accelerator": None,
+    "cpu_offload": False,
+    "flatten_parameters": True,
+    "reshard_after_forward": True,
+    "move_grads_to_cpu": None,
+    "fp32_reduce_scatter": None,
+    "compute_dtype": None,
+    "bucket_cap_mb": 25,
+    "min_num_params": 100_000_000,
+    "state_dict_to_cpu": True,
+    "parallel_devices": None,
+    "cluster_environment": None,
+    "checkpoint_io": None,
+    "precision_plugin": None,
+    "process_group_backend": None,
+}
+#: Lightning 1.9.5's ``DDPFullyShardedNativeStrategy.__init__`` after ``self`` (then kwargs).
+DDP_FULLY_SHARDED_NATIVE_ARGUMENTS: dict[str, Any] = {
+    "accelerator": None,
+    "parallel_devices": None,
+    "cluster_environment": None,
+    "checkpoint_io": None,
+    "precision_plugin": None,
+    "process_group_backend": None,
+    "cpu_offload": None,
+    "backward_prefetch": None,
+    "mixed_precision": None,
+    "activation_checkpointing": None,
+}
+#: ``DDPFullyShardedStrategy`` arguments with no ``FSDPStrategy`` meaning. Only
+#: ``flatten_parameters=True`` can be dropped safely: torch's FSDP1 always flattens.
+FAIRSCALE_ONLY_STRATEGY_ARGUMENTS = (
+    "flatten_parameters",
+    "move_grads_to_cpu",
+    "fp32_reduce_scatter",
+    "compute_dtype",
+    "bucket_cap_mb",
+    "state_dict_to_cpu",
+)
