@@ -21,8 +21,9 @@ import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from codemods.registry import REGISTRY, ChangeKind
-from codemods.settings import DEFINITION_RULES, Settings
+from codemods.detection import needs
+from codemods.registry import REGISTRY
+from codemods.settings import Settings
 
 
 def _dotted(node: ast.AST) -> list[str] | None:
@@ -59,15 +60,12 @@ def _targets(settings: Settings) -> _Targets:
     for rule in REGISTRY:
         if not settings.enabled(rule):
             continue
-        if rule.code in DEFINITION_RULES and rule.argument:
-            parameters.add(rule.argument)
-        for old in rule.old:
-            if rule.kind is ChangeKind.METHOD_RENAME:
-                names.add(old.rpartition(".")[0])  # a hook is found through its class
-            elif rule.argument is None or rule.kind is ChangeKind.DEFAULT_CHANGE:
-                names.add(old)
-            else:
-                calls.setdefault(old, set()).add(rule.argument)
+        need = needs(rule)
+        if need.parameter:
+            parameters.add(need.parameter)
+        names.update(need.names)
+        for name in need.calls:
+            calls.setdefault(name, set()).add(need.keyword)
     return _Targets(
         frozenset(names),
         {name: frozenset(arguments) for name, arguments in calls.items()},

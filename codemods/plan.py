@@ -15,15 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import libcst as cst
 
-from codemods.fixes import Site, Translation, fix_for
-from codemods.fixes.base import Resolver
+from codemods.behaviours import fix_for
+from codemods.kinds.base import PARTIAL, Resolver, Site, Translation
 from codemods.registry import REGISTRY, Rule
-from codemods.syntax import is_import_fallback, is_plain_positional
-
-PARTIAL = "functools.partial"
+from codemods.syntax import is_fallback, is_plain_positional
 
 #: What a node refers to: (old name, its rule, the node's qualified name).
 Found = tuple[str, Rule, str]
@@ -86,11 +85,13 @@ class _Collector(cst.CSTVisitor):
         if self._fallback or self.silenced(node, rule.code):
             self.held.add(rule.code)
 
-    def visit_Try(self, node: cst.Try) -> None:
-        self._fallback += is_import_fallback(node)
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self._fallback += is_fallback(node)
+        return super().on_visit(node)
 
-    def leave_Try(self, original_node: cst.Try) -> None:
-        self._fallback -= is_import_fallback(original_node)
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self._fallback -= is_fallback(original_node)
+        super().on_leave(original_node)
 
     def _visit_import(self, node: cst.Import | cst.ImportFrom) -> bool:
         for old, rule in self.imported(node):
@@ -114,38 +115,23 @@ class _Collector(cst.CSTVisitor):
 
 
 class Planner:
-    """Builds the :class:`Plan` for a module, asking ``resolver`` about its names.
+    """Builds the :class:`Plan` for a module, asking the engine about its names.
 
     Args:
-        resolver: Answers name questions (the engine, from libcst metadata).
-        parent: The parent of a node (``ParentNodeProvider``).
-        find: What a node refers to, or None.
-        imported: The old names (with their rules) an import brings in.
-        new_name: The qualified name an old name is renamed to.
-        can_fix: Whether a rule is reported in this run with a fix usable here.
-        applies_fix: Whether this run applies a rule's fix.
-        silenced: Whether a ``noqa`` comment silences a rule at a node.
+        engine: Answers name questions from libcst metadata (``parent``, ``find``,
+            ``imported``, ``new_name``, ``silenced``, ``qualified``) and knows the run's
+            settings (``settings.can_fix``, ``settings.applies_fix``).
     """
 
-    def __init__(
-        self,
-        resolver: Resolver,
-        parent: Callable[[cst.CSTNode], cst.CSTNode | None],
-        find: Callable[[cst.BaseExpression], Found | None],
-        imported: Callable[[cst.Import | cst.ImportFrom], Iterable[tuple[str, Rule]]],
-        new_name: Callable[[Rule, str], str | None],
-        can_fix: Callable[[Rule], bool],
-        applies_fix: Callable[[Rule], bool],
-        silenced: Callable[[cst.CSTNode, str], bool],
-    ) -> None:
-        self.resolver = resolver
-        self.parent = parent
-        self.find = find
-        self.imported = imported
-        self.new_name = new_name
-        self.can_fix = can_fix
-        self.applies_fix = applies_fix
-        self.silenced = silenced
+    def __init__(self, engine: Any) -> None:
+        self.resolver: Resolver = engine
+        self.parent = engine.parent
+        self.find = engine.find
+        self.imported = engine.imported
+        self.new_name = engine.new_name
+        self.can_fix = engine.settings.can_fix
+        self.applies_fix = engine.settings.applies_fix
+        self.silenced = engine.silenced
 
     def plan(self, module: cst.Module) -> Plan:
         """The plan for ``module``."""
@@ -239,4 +225,4 @@ class Planner:
         return call
 
 
-__all__ = ["PARTIAL", "Plan", "Planner", "Reference"]
+__all__ = ["Plan", "Planner", "Reference"]

@@ -26,8 +26,9 @@ import functools
 import re
 from dataclasses import dataclass
 
-from codemods.registry import REGISTRY, ChangeKind, Rule
-from codemods.settings import DEFINITION_RULES, Settings
+from codemods.detection import needs
+from codemods.registry import REGISTRY, Rule
+from codemods.settings import Settings
 
 #: The bytes of identifier characters (ASCII; a non-ASCII neighbour counts as a boundary,
 #: which can only let more files through).
@@ -178,7 +179,7 @@ def _parent_and_leaf(name: str) -> tuple[bytes, bytes]:
 
 
 def rule_filter(rule: Rule) -> RuleFilter:
-    r"""The :class:`RuleFilter` of ``rule``.
+    r"""The :class:`RuleFilter` of ``rule``, from what its kind needs (:func:`needs`).
 
     Example:
         >>> f = rule_filter(REGISTRY["FSDP101"])
@@ -187,23 +188,14 @@ def rule_filter(rule: Rule) -> RuleFilter:
         >>> f.admits(b"import torch\ndefault_auto_wrap_policy = 1")
         False
     """
-    roots = frozenset(name.split(".")[0].encode() for name in rule.old)
-    if rule.code in DEFINITION_RULES:  # the user's own policies: no import needed
-        return RuleFilter(frozenset(), word=rule.argument.encode())
-    if rule.kind is ChangeKind.METHOD_RENAME:  # found through the class the hook lives on
-        owners = {_parent_and_leaf(name.rpartition(".")[0]) for name in rule.old}
-        hook = rule.old[0].rpartition(".")[2].encode()
-        return RuleFilter(roots, tuple(sorted(owners)), word=hook)
-    names = tuple(sorted({_parent_and_leaf(name) for name in rule.old}))
-    if rule.kind is ChangeKind.STRING_VALUE:
-        words = [re.escape(str(v)) for v, _ in rule.values if isinstance(v, str)]
-        numbers = [str(v) for v, _ in rule.values if isinstance(v, int)]
-        if numbers:  # a bare number is too common: look for `argument=16`
-            words.append(rf"\b{rule.argument}\s*=\s*(?:{'|'.join(numbers)})\b")
-        return RuleFilter(roots, names, pattern=re.compile("|".join(words).encode()))
-    if rule.argument is None or rule.kind is ChangeKind.DEFAULT_CHANGE:
-        return RuleFilter(roots, names)
-    return RuleFilter(roots, names, word=rule.argument.encode())  # a call's argument
+    need = needs(rule)
+    if need.parameter is not None:  # the user's own functions: no import needed
+        return RuleFilter(frozenset(), word=need.parameter.encode())
+    roots = frozenset(root.encode() for root in need.roots)
+    names = tuple(sorted({_parent_and_leaf(name) for name in (*need.names, *need.calls)}))
+    word = need.word or (need.keyword if need.pattern is None else None)
+    pattern = re.compile(need.pattern.encode()) if need.pattern else None
+    return RuleFilter(roots, names, word=word.encode() if word else None, pattern=pattern)
 
 
 @functools.lru_cache(maxsize=16)
@@ -242,7 +234,8 @@ def _groups(settings: Settings) -> tuple[_Group, ...]:
         for key in f.roots or {f.word}:
             grouped.setdefault(key, []).append(f)
         if f.roots:
-            for name in rule.old:
+            need = needs(rule)
+            for name in (*need.names, *need.calls):
                 root, *middle, _ = name.split(".")
                 paths.setdefault(root.encode(), []).append(set(middle))
     return tuple(

@@ -76,7 +76,7 @@ def process_source(
         return result
     import libcst
 
-    from codemods.engine import run
+    from codemods.run import run
 
     try:
         outcome = run(source, settings, filename=path)

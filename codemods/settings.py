@@ -8,38 +8,6 @@ from packaging.version import Version
 
 from codemods.registry import FixSafety, Framework, Rule
 
-#: Rules whose automatic fix the engine implements (the rest are reported only).
-FIXERS = frozenset(
-    {
-        "FSDP101",
-        "FSDP102",
-        "FSDP103",
-        "FSDP104",
-        "FSDP107",
-        "FSDP109",
-        "FSDP112",
-        "FSDP113",
-        "FSDP202",
-        "FSDP203",
-        "FSDP204",
-        "FSDP205",
-        "FSDP206",
-        "FSDP207",
-        "FSDP208",
-        "FSDP209",
-        "FSDP210",
-        "FSDP301",
-        "FSDP302",
-        "FSDP303",
-        "FSDP305",
-        "FSDP306",
-    }
-)
-
-
-#: Rules also found in definitions (a user's policy's parameters), which need no import.
-DEFINITION_RULES = frozenset({"FSDP102"})
-
 
 @dataclass(frozen=True)
 class Settings:
@@ -106,9 +74,7 @@ class Settings:
 
     def can_fix(self, rule: Rule) -> bool:
         """Whether ``rule`` is reported and has a fix usable here (safe or unsafe)."""
-        return (
-            rule.code in FIXERS and rule.fixable and self.enabled(rule) and self.fix_available(rule)
-        )
+        return rule.fixable and self.enabled(rule) and self.fix_available(rule)
 
     def applies_fix(self, rule: Rule) -> bool:
         """Whether this run rewrites ``rule``'s findings."""

@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import libcst as cst
 
 _IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError"}
+#: What a test that gates code on a torch, Lightning or FairScale release or capability
+#: reads: ``torch.__version__``, ``version.parse(...)``, ``Version(...)``, flags like
+#: ``_TORCH_GREATER_EQUAL_2_0``, ``is_torch_2_0`` or ``HAVE_FAIRSCALE``, helpers like
+#: ``torch_version()``, ``hasattr(torch.distributed.fsdp, ...)``.
+_GATE = re.compile(
+    r"__version__|\bversion\b|\bVersion\b|parse_version|_GREATER_EQUAL|_LESS_THAN|_EQUAL_\d"
+    r"|\b_?(?:is|IS)_(?:torch|TORCH|pl|PL|lightning|LIGHTNING)\w*\d|torch_version"
+    r"|\b_?(?:HAVE|HAS|HAVE_NO)_\w*(?:FAIRSCALE|TORCH|LIGHTNING|FSDP)|_AVAILABLE\b"
+    r"|hasattr\(\s*(?:torch|lightning|pytorch_lightning|fairscale)\b"
+)
 
 
 def dotted(node: cst.BaseExpression) -> str | None:
@@ -120,6 +131,30 @@ def is_import_fallback(node: cst.Try) -> bool:
         if any(dotted(e.value) in _IMPORT_ERRORS for e in elements):
             return True
     return False
+
+
+def is_version_gate(node: cst.If) -> bool:
+    r"""Whether ``node``'s test reads a torch, Lightning or FairScale version or capability.
+
+    Example:
+        >>> gate = cst.parse_statement("if _TORCH_GREATER_EQUAL_2_0:\n    pass\n")
+        >>> is_version_gate(gate)
+        True
+        >>> is_version_gate(cst.parse_statement("if world_size > 1:\n    pass\n"))
+        False
+    """
+    return _GATE.search(cst.Module([]).code_for_node(node.test)) is not None
+
+
+def is_fallback(node: cst.CSTNode) -> bool:
+    """Whether ``node`` deliberately bridges API generations: code in it is left alone.
+
+    That is a ``try: ... except ImportError:`` block, or an ``if`` (with its ``elif``
+    and ``else`` branches) whose test reads a version or capability.
+    """
+    if isinstance(node, cst.Try):
+        return is_import_fallback(node)
+    return isinstance(node, cst.If) and is_version_gate(node)
 
 
 def append_arg(call: cst.Call, args: list[cst.Arg], new: cst.Arg) -> list[cst.Arg]:

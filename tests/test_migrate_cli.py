@@ -180,12 +180,12 @@ def test_stdin_to_stdout():
 
 
 def test_an_engine_failure_is_reported_per_file_not_raised(monkeypatch, tmp_path, capsys):
-    import codemods.engine
+    import codemods.run
 
     def explode(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(codemods.engine, "run", explode)
+    monkeypatch.setattr(codemods.run, "run", explode)
     path = tmp_path / "legacy.py"
     path.write_text(LEGACY)
     assert main([str(path)]) == 2

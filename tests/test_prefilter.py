@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from codemods.engine import run
 from codemods.prefilter import may_have_findings, rule_filter, worth_parsing
 from codemods.registry import REGISTRY
+from codemods.run import run
 from codemods.settings import Settings
 from tests.migrate_fixtures import FIXTURES
 

@@ -13,7 +13,7 @@ Example:
 
 from __future__ import annotations
 
-from codemods.registry import fairscale_rules, lightning_rules, torch_rules
+from codemods.registry import fairscale_rules, lightning_rules, torch_fsdp_rules, torch_rules
 from codemods.registry.capabilities import CAPABILITIES
 from codemods.registry.model import (
     Capability,
@@ -26,7 +26,10 @@ from codemods.registry.model import (
 )
 
 REGISTRY = Registry(
-    rules=torch_rules.RULES + lightning_rules.RULES + fairscale_rules.RULES,
+    rules=torch_rules.RULES
+    + torch_fsdp_rules.RULES
+    + lightning_rules.RULES
+    + fairscale_rules.RULES,
     capabilities=CAPABILITIES,
 )
 

@@ -87,6 +87,12 @@ class Rule:
         opt_in: Not reported unless selected by code (advice rather than a deprecation).
         keeps_name: ``new`` is a module, and each old name moves there under its own
             last part (``compat.fsdp.wrap.wrap`` to ``torch.distributed.fsdp.wrap.wrap``).
+        in_definitions: ``argument`` is also found as a parameter of the user's own
+            functions and lambdas (a policy written for the old keyword), with no import.
+        cases: More before/after pairs the fix must reproduce (``after`` equal to
+            ``before`` for a finding left for a human), beyond ``example``.
+        untouched: Snippets that look like the old spelling but must give no finding
+            and no change (Fixit's VALID cases).
     """
 
     code: str
@@ -108,6 +114,9 @@ class Rule:
     references: tuple[str, ...] = ()
     opt_in: bool = False
     keeps_name: bool = False
+    in_definitions: bool = False
+    cases: tuple[Example, ...] = ()
+    untouched: tuple[str, ...] = ()
 
     def new_for(self, old: str) -> str | None:
         """The new spelling of one of the old names (None for removals).
@@ -125,13 +134,6 @@ class Rule:
     def old_spelling(self) -> str:
         """The old form as one readable string, e.g. ``f(unwrapped_params=...)``."""
         return _spell(self.old[0], self.argument)
-
-    @property
-    def new_spelling(self) -> str:
-        """The new form as one readable string, or ``"(nothing)"`` for removals."""
-        if self.new is None:
-            return "(nothing)"
-        return _spell(self.new, self.new_argument)
 
     @property
     def short_old_spelling(self) -> str:

@@ -1,4 +1,4 @@
-"""Call-site fixes for FairScale's FSDP API (FSDP301 to FSDP303, FSDP306).
+"""FSDP301: FairScale's ``FullyShardedDataParallel`` as torch's (unsafe).
 
 FairScale's pieces only work together: its ``wrap`` reads its own ``enable_wrap``
 context, and its ``auto_wrap`` silently does nothing inside torch's. So the fixes for
@@ -11,29 +11,12 @@ from __future__ import annotations
 
 import libcst as cst
 
-from codemods.fixes.base import CallSiteFix, Import, Site, Translation
-from codemods.registry import REGISTRY
-from codemods.registry.names import (
-    CHECKPOINT_WRAPPER,
-    FAIRSCALE_OFFLOAD,
-    FAIRSCALE_PRECISION_DETAILS,
-    TORCH_FSDP,
-    TORCH_FSDP_CLASSES,
-)
-from codemods.syntax import (
-    append_arg,
-    dotted,
-    is_plain_positional,
-    keep_ending,
-    keyword,
-    keyword_arg,
-    literal,
-    new_keyword,
-)
+from codemods.kinds.base import CallSiteFix, Import, Site, Translation
+from codemods.kinds.reference import Reported
+from codemods.registry.names import FAIRSCALE_OFFLOAD, FAIRSCALE_PRECISION_DETAILS, TORCH_FSDP
+from codemods.syntax import dotted, is_plain_positional, keep_ending, keyword, keyword_arg, literal
 
 _FSDP = TORCH_FSDP
-_CHECKPOINT = CHECKPOINT_WRAPPER
-_TORCH_FSDP = set(TORCH_FSDP_CLASSES)
 _PRECISION_DETAILS = FAIRSCALE_PRECISION_DETAILS
 _OFFLOAD = FAIRSCALE_OFFLOAD
 
@@ -139,64 +122,12 @@ def fsdp_arguments(site: Site) -> Translation | None:
     return Translation(keep_ending([pairs[0][1], *args], list(site.updated.args)), tuple(imports))
 
 
-def enable_wrap_arguments(site: Site) -> Translation | None:
-    """``enable_wrap(wrapper_cls=FSDP, **fsdp_kwargs)`` for torch's ``enable_wrap``.
+class Fsdp301(Reported):
+    """Rename to torch's FSDP where every call's arguments translate."""
 
-    torch's takes no ``auto_wrap_policy`` (only FairScale's ``auto_wrap`` read it). The
-    other arguments are the wrapper's: translated when it is FairScale's FSDP, kept when
-    it is torch's, and not touched for any other wrapper.
-    """
-    pairs = site.pairs
-    names = [keyword(o) for o, _ in pairs]
-    if site.partial or "wrapper_cls" not in names or "auto_wrap_policy" in names:
-        return None
-    index = names.index("wrapper_cls")
-    wrapper = site.resolver.qualified(pairs[index][0].value)
-    rest = pairs[:index] + pairs[index + 1 :]
-    if wrapper & _TORCH_FSDP:
-        return Translation(list(site.updated.args))
-    if not wrapper & set(REGISTRY["FSDP301"].old):
-        return None
-    translated = fsdp_keywords(rest)
-    if translated is None:
-        return None
-    args, imports = translated
-    args.insert(min(index, len(args)), pairs[index][1])
-    return Translation(keep_ending(args, list(site.updated.args)), tuple(imports))
-
-
-def wrap_arguments(site: Site) -> Translation | None:
-    """``wrap(module)``: certain without overrides (they would be FairScale arguments)."""
-    if site.partial or len(site.pairs) != 1 or not is_plain_positional(site.pairs[0][0]):
-        return None
-    return Translation(list(site.updated.args))
-
-
-def checkpoint_wrapper_arguments(site: Site) -> Translation | None:
-    """``checkpoint_wrapper(module)`` for torch's, non-reentrant as compat runs it.
-
-    ``offload_to_cpu=True`` has no torch counterpart inside ``checkpoint_wrapper`` (it
-    takes ``offload_wrapper``), so it is left for a human.
-    """
-    pairs = site.pairs
-    if site.partial or not pairs or not is_plain_positional(pairs[0][0]):
-        return None
-    for original, _ in pairs[1:]:
-        if keyword(original) != "offload_to_cpu" or literal(original.value) is not False:
-            return None
-    module = pairs[0][1]
-    impl = new_keyword("checkpoint_impl", "CheckpointImpl.NO_REENTRANT")
-    args = append_arg(site.updated, keep_ending([module], list(site.updated.args)), impl)
-    return Translation(args, ((_CHECKPOINT, "CheckpointImpl"),))
-
-
-FIXES = {
-    "FSDP301": CallSiteFix(
+    rename = CallSiteFix(
         fsdp_arguments, passed_as=(("FSDP302", "wrapper_cls"),), requires=("FSDP302",)
-    ),
-    "FSDP302": CallSiteFix(
-        enable_wrap_arguments, requires=("FSDP301", "FSDP303"), blocked_by=("FSDP304",)
-    ),
-    "FSDP303": CallSiteFix(wrap_arguments, requires=("FSDP302",)),
-    "FSDP306": CallSiteFix(checkpoint_wrapper_arguments),
-}
+    )
+
+
+BEHAVIOUR = Fsdp301

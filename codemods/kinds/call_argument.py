@@ -1,0 +1,21 @@
+"""A call rewrite about one argument with no fix of its own: the argument is reported."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from codemods.kinds.base import Behaviour, Engine
+from codemods.syntax import keyword
+
+
+class ArgumentReported(Behaviour):
+    """Report each call of the rule's callables that passes ``rule.argument``."""
+
+    def calls(self) -> tuple[str, ...]:
+        return self.rule.old
+
+    def call(self, engine: Engine, original: cst.Call, updated: cst.Call) -> cst.Call:
+        for arg in original.args:
+            if keyword(arg) == self.rule.argument:
+                engine.report(arg, self.rule)
+        return updated

@@ -1,0 +1,53 @@
+"""A default that changed: calls that leave the argument out rely on it.
+
+A call passes the argument when it names it or reaches its position with positional
+arguments; ``functools.partial(f, ...)`` counts as a call of ``f``. A rule whose fix
+states the old or new value has a module of its own (see ``codemods.rules.fsdp108``).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import libcst as cst
+
+from codemods.kinds.base import Behaviour, Engine
+from codemods.syntax import is_plain_positional, keyword
+
+
+class DefaultChange(Behaviour):
+    """Report calls and partials of the rule's callables that leave ``rule.argument`` out.
+
+    Attributes:
+        position: The argument's 0-based position, where it may be passed positionally.
+    """
+
+    position: ClassVar[int | None] = None
+
+    def calls(self) -> tuple[str, ...]:
+        return self.rule.old
+
+    def partials(self) -> tuple[str, ...]:
+        return self.rule.old
+
+    def passes(self, args: list[cst.Arg]) -> bool:
+        """Whether ``args`` (a call's, after the callee) pass the argument."""
+        if any(keyword(a) == self.rule.argument or a.star for a in args):
+            return True  # named, or maybe inside *args / **kwargs
+        positional = sum(is_plain_positional(a) for a in args)
+        return self.position is not None and positional > self.position
+
+    def call(self, engine: Engine, original: cst.Call, updated: cst.Call) -> cst.Call:
+        if not self.passes(list(original.args)):
+            return self.fix(engine, original, updated, start=0)
+        return updated
+
+    def partial(self, engine: Engine, original: cst.Call, updated: cst.Call) -> cst.Call:
+        if not self.passes(list(original.args[1:])):
+            return self.fix(engine, original, updated, start=1)
+        return updated
+
+    def fix(self, engine: Engine, original: cst.Call, updated: cst.Call, start: int) -> cst.Call:
+        """Report the call; a rule with a fix rewrites it here (``start``: first own arg)."""
+        engine.report(original, self.rule)
+        return updated

@@ -1,0 +1,55 @@
+r"""A hook renamed on a base class: ``configure_sharded_model`` in a ``LightningModule``.
+
+The hook is found in classes that derive from one of the classes the rule names,
+directly or through classes of the same file (``class Base(LightningModule)`` then
+``class Model(Base)``), and in subclasses of well-known test bases that are
+``LightningModule``\\ s themselves (``BoringModel``).
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from codemods.kinds.base import Behaviour, Engine
+
+#: Lightning's test helpers that are LightningModules (their names in every release).
+KNOWN_SUBCLASSES = ("BoringModel", "DemoModel", "BoringFabricModule")
+
+
+class MethodRename(Behaviour):
+    """Rename the hook method in subclasses of the rule's owner classes."""
+
+    classes = True
+    rewrites = True
+
+    def __init__(self, rule) -> None:
+        super().__init__(rule)
+        self.owners = {old.rpartition(".")[0] for old in rule.old}
+        self.old_name = rule.old[0].rpartition(".")[2]
+        self.new_name = rule.new.rpartition(".")[2]
+
+    def _derives(self, engine: Engine, node: cst.ClassDef) -> bool:
+        local = engine.scratch.setdefault(self.rule.code, set())  # the file's subclasses
+        for base in node.bases:
+            names = engine.qualified(base.value)
+            leaves = {name.rpartition(".")[2] for name in names}
+            if names & self.owners or leaves & set(KNOWN_SUBCLASSES):
+                return True
+            if isinstance(base.value, cst.Name) and base.value.value in local:
+                return True
+        return False
+
+    def class_def(
+        self, engine: Engine, original: cst.ClassDef, updated: cst.ClassDef
+    ) -> cst.ClassDef:
+        if not self._derives(engine, original):
+            return updated
+        engine.scratch[self.rule.code].add(original.name.value)
+        body = list(updated.body.body)
+        defined = {getattr(s, "name", None) and s.name.value for s in body}
+        for index, (orig, stmt) in enumerate(zip(original.body.body, body)):
+            if isinstance(stmt, cst.FunctionDef) and stmt.name.value == self.old_name:
+                fix = self.new_name not in defined  # both defined: Lightning raises; a human
+                if engine.report(orig, self.rule, fixable_here=fix) and fix:
+                    body[index] = stmt.with_changes(name=cst.Name(self.new_name))
+        return updated.with_changes(body=updated.body.with_changes(body=body))

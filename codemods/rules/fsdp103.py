@@ -1,0 +1,103 @@
+"""FSDP103 (and FSDP104): a policy partial as the policy object that replaced it.
+
+``partial(transformer_auto_wrap_policy, transformer_layer_cls=X)`` becomes
+``ModuleWrapPolicy(X)`` and ``partial(lambda_auto_wrap_policy, lambda_fn=f)``
+``CustomPolicy(f)``. A policy object is callable only since torch 2.2, so the partial
+becomes one only where it certainly reaches a consumer that takes policy objects
+(directly, through a conditional expression, or through a name used only that way),
+and where its import is a module-level one (a function-local import may be avoiding a
+cycle).
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst.metadata import GlobalScope
+
+from codemods.kinds.base import PARTIAL, Behaviour, Engine
+from codemods.kinds.parameter_rename import TORCH_POLICY_CONSUMERS
+from codemods.registry.names import COMPAT_FAIRSCALE
+from codemods.syntax import dotted, keyword
+
+#: Callables whose ``auto_wrap_policy=`` takes policy objects.
+POLICY_CONSUMERS = TORCH_POLICY_CONSUMERS | {f"{COMPAT_FAIRSCALE}.enable_wrap"}
+
+
+def _is_policy_argument(engine: Engine, arg: cst.Arg) -> bool:
+    call = engine.parent(arg)
+    return (
+        keyword(arg) == "auto_wrap_policy"
+        and isinstance(call, cst.Call)
+        and bool(engine.qualified(call.func) & POLICY_CONSUMERS)
+    )
+
+
+def reaches_policy_consumers(engine: Engine, value: cst.CSTNode, depth: int = 0) -> bool:
+    """Whether ``value`` certainly ends up as a policy-object consumer's policy."""
+    parent = engine.parent(value)
+    if isinstance(parent, cst.IfExp) and value is not parent.test and depth < 8:
+        return reaches_policy_consumers(engine, parent, depth + 1)
+    if isinstance(parent, cst.Arg):
+        return _is_policy_argument(engine, parent)
+    if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1):
+        return False
+    target = parent.targets[0].target
+    scope = engine.scope(target)
+    if not isinstance(target, cst.Name) or scope is None:
+        return False
+    accesses = [a for assignment in scope.assignments[target.value] for a in assignment.references]
+    return (
+        bool(accesses)
+        and depth < 8
+        and all(reaches_policy_consumers(engine, access.node, depth + 1) for access in accesses)
+    )
+
+
+def imported_at_module_level(engine: Engine, node: cst.BaseExpression) -> bool:
+    """Whether the name ``node`` starts with is bound only by module-level statements."""
+    scope = engine.scope(node)
+    name = dotted(node)
+    if scope is None or name is None:
+        return False
+    assignments = scope[name.split(".")[0]]
+    return bool(assignments) and all(isinstance(a.scope, GlobalScope) for a in assignments)
+
+
+class PolicyPartial(Behaviour):
+    """``partial(old, argument=X)`` as ``New(X)``."""
+
+    rewrites = True
+
+    def partials(self) -> tuple[str, ...]:
+        return self.rule.old
+
+    def partial(self, engine: Engine, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        rule = self.rule
+        rest = original.args[1:]
+        exact = len(rest) == 1 and keyword(rest[0]) == rule.argument
+        fixable = exact and reaches_policy_consumers(engine, original)
+        fixable = fixable and imported_at_module_level(engine, original.args[0].value)
+        if not engine.report(original, rule, fixable_here=fixable) or not fixable:
+            return updated
+        module, _, new_name = rule.new.rpartition(".")
+        engine.need_import(module, new_name)
+        engine.forget(original.func)
+        engine.forget(original.args[0].value)
+        dropped, kept = updated.args[0], updated.args[1]
+        # Keep the surviving argument's layout, and a comment that followed the dropped
+        # first argument: it moves up to the opening parenthesis.
+        before_args = updated.whitespace_before_args
+        comma = dropped.comma
+        if isinstance(comma, cst.Comma) and isinstance(
+            comma.whitespace_after, cst.ParenthesizedWhitespace
+        ):
+            before_args = comma.whitespace_after
+        return updated.with_changes(
+            func=cst.Name(new_name),
+            whitespace_before_args=before_args,
+            args=[kept.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT)],
+        )
+
+
+BEHAVIOUR = PolicyPartial
+__all__ = ["PARTIAL", "POLICY_CONSUMERS", "PolicyPartial", "reaches_policy_consumers"]

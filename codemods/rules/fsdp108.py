@@ -1,0 +1,32 @@
+"""FSDP108: ``checkpoint_wrapper`` without ``checkpoint_impl`` relies on a changed default.
+
+The unsafe fix states the implementation torch 2.2 and later use by default,
+``CheckpointImpl.NO_REENTRANT`` (before 2.2 the default was reentrant, so the fix
+changes behaviour there). ``checkpoint_impl`` is the second parameter.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from codemods.kinds.base import Engine
+from codemods.kinds.default_change import DefaultChange
+from codemods.registry.names import CHECKPOINT_WRAPPER
+from codemods.syntax import append_arg, new_keyword
+
+
+class Fsdp108(DefaultChange):
+    """Add ``checkpoint_impl=CheckpointImpl.NO_REENTRANT`` to calls and partials."""
+
+    position = 1
+    rewrites = True
+
+    def fix(self, engine: Engine, original: cst.Call, updated: cst.Call, start: int) -> cst.Call:
+        if not engine.report(original, self.rule):
+            return updated
+        impl = new_keyword("checkpoint_impl", "CheckpointImpl.NO_REENTRANT")
+        engine.need_import(CHECKPOINT_WRAPPER, "CheckpointImpl")
+        return updated.with_changes(args=append_arg(updated, list(updated.args), impl))
+
+
+BEHAVIOUR = Fsdp108

@@ -1,0 +1,32 @@
+"""FSDP109: ``cpu_offload=True`` (Lightning's and FairScale's spelling) as a ``CPUOffload``."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from codemods.kinds.base import Behaviour, Engine
+from codemods.registry.names import TORCH_FSDP
+from codemods.syntax import is_bool, keyword
+
+
+class Fsdp109(Behaviour):
+    """``cpu_offload=<bool>`` becomes ``cpu_offload=CPUOffload(offload_params=<bool>)``."""
+
+    rewrites = True
+
+    def calls(self) -> tuple[str, ...]:
+        return self.rule.old
+
+    def call(self, engine: Engine, original: cst.Call, updated: cst.Call) -> cst.Call:
+        args = list(updated.args)
+        for index, arg in enumerate(original.args):
+            if keyword(arg) != self.rule.argument or not is_bool(arg.value):
+                continue
+            if engine.report(arg, self.rule):
+                value = cst.parse_expression(f"CPUOffload(offload_params={arg.value.value})")
+                args[index] = args[index].with_changes(value=value)
+                engine.need_import(TORCH_FSDP, "CPUOffload")
+        return updated.with_changes(args=args)
+
+
+BEHAVIOUR = Fsdp109

@@ -1,0 +1,54 @@
+"""FSDP112: compat's ``FullyShardedDataParallel`` is torch's; import it from torch."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from codemods.kinds.base import CallSiteFix, Site, Translation
+from codemods.kinds.reference import Reported
+from codemods.registry.names import TORCH_WRAP
+from codemods.syntax import is_bool, keyword, keyword_arg
+
+
+def compat_fsdp_arguments(site: Site) -> Translation | None:
+    """The call of compat's ``FullyShardedDataParallel(...)``, for torch's.
+
+    A list, tuple or set display of classes as ``auto_wrap_policy`` becomes a
+    ``ModuleWrapPolicy``;
+    ``cpu_offload=True`` is FSDP109's to rewrite (this fix needs it applied);
+    ``activation_checkpointing`` (FSDP110) has no torch argument and stays for a human.
+    """
+    if site.partial:
+        return None
+    out: list[cst.Arg] = []
+    imports = []
+    for original, updated in site.pairs:
+        name = keyword(original)
+        if original.star or name == "activation_checkpointing":
+            return None
+        if (
+            name == "cpu_offload"
+            and is_bool(original.value)
+            and not site.resolver.applies("FSDP109")
+        ):
+            return None
+        value = updated.value
+        if name == "auto_wrap_policy" and isinstance(value, (cst.Set, cst.List, cst.Tuple)):
+            if not value.elements:
+                return None
+            classes = cst.Set(elements=value.elements)
+            policy = cst.Call(cst.Name("ModuleWrapPolicy"), args=[cst.Arg(classes)])
+            out.append(keyword_arg(updated, name, policy))
+            imports.append((TORCH_WRAP, "ModuleWrapPolicy"))
+            continue
+        out.append(updated)
+    return Translation(out, tuple(imports))
+
+
+class Fsdp112(Reported):
+    """Rename compat's class to torch's, its calls written the way torch takes them."""
+
+    rename = CallSiteFix(compat_fsdp_arguments, bare_references=True)
+
+
+BEHAVIOUR = Fsdp112

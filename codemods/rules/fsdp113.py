@@ -1,0 +1,18 @@
+"""FSDP113: compat.fsdp.wrap's re-exports of torch's policies, imported from torch."""
+
+from __future__ import annotations
+
+from codemods.kinds.base import CallSiteFix
+from codemods.kinds.reference import Renamed
+from codemods.rules.fsdp101 import size_policy_arguments
+
+
+class Fsdp113(Renamed):
+    """Rename to torch's module; compat's threshold spelling becomes torch's (FSDP106's)."""
+
+    rename = CallSiteFix(
+        size_policy_arguments, bare_references=True, partials=True, supersedes=("FSDP106",)
+    )
+
+
+BEHAVIOUR = Fsdp113

@@ -1,0 +1,54 @@
+"""FSDP202: the FairScale ``DDPFullyShardedStrategy`` as ``FSDPStrategy`` (unsafe)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import libcst as cst
+
+from codemods.kinds.base import CallSiteFix, Import, Site, Translation
+from codemods.kinds.reference import Reported
+from codemods.registry.names import FAIRSCALE_ONLY_STRATEGY_ARGUMENTS, TORCH_WRAP
+from codemods.rules.lightning_strategy import DROP, translate
+from codemods.syntax import dotted, keyword_arg, string_like
+
+
+def ddp_fully_sharded_arguments(site: Site) -> Translation | None:
+    """``DDPFullyShardedStrategy`` (FairScale) keyword arguments as ``FSDPStrategy`` ones.
+
+    None where a translation is not certain: positional or FairScale-only arguments, a
+    non-literal ``reshard_after_forward``, a checkpointing value that is not a class.
+    """
+
+    def specific(name: str, original: cst.Arg, updated: cst.Arg, imports: list[Import]) -> Any:
+        if name == "flatten_parameters":
+            # torch's FSDP1 always flattens: only True is dropped safely
+            return DROP if dotted(original.value) == "True" else None
+        if name in FAIRSCALE_ONLY_STRATEGY_ARGUMENTS:
+            return None
+        if name == "min_num_params":
+            policy = cst.parse_expression("partial(size_based_auto_wrap_policy, min_num_params=0)")
+            threshold = policy.args[1].with_changes(value=updated.value)
+            imports += [("functools", "partial"), (TORCH_WRAP, "size_based_auto_wrap_policy")]
+            value = policy.with_changes(args=[policy.args[0], threshold])
+            return keyword_arg(updated, "auto_wrap_policy", value)
+        if name == "reshard_after_forward":
+            flag = dotted(original.value)
+            if flag not in ("True", "False"):
+                return None
+            strategy = string_like(
+                original.value, "FULL_SHARD" if flag == "True" else "SHARD_GRAD_OP"
+            )
+            return keyword_arg(updated, "sharding_strategy", strategy)
+        return updated
+
+    return translate(site, specific)
+
+
+class Fsdp202(Reported):
+    """Rename to ``FSDPStrategy`` where every call's arguments translate."""
+
+    rename = CallSiteFix(ddp_fully_sharded_arguments)
+
+
+BEHAVIOUR = Fsdp202

@@ -1,0 +1,33 @@
+"""FSDP208: ``activation_checkpointing=Block`` as ``activation_checkpointing_policy={Block}``."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from codemods.kinds.base import Behaviour, Engine
+from codemods.syntax import keyword
+
+
+class Fsdp208(Behaviour):
+    """A class, or a list/tuple/set display of classes, becomes a set under the new name."""
+
+    rewrites = True
+
+    def calls(self) -> tuple[str, ...]:
+        return self.rule.old
+
+    def call(self, engine: Engine, original: cst.Call, updated: cst.Call) -> cst.Call:
+        rule = self.rule
+        args = list(updated.args)
+        for index, arg in enumerate(original.args):
+            if keyword(arg) != rule.argument:
+                continue
+            value = engine.class_set(arg.value, updated.args[index].value)
+            if engine.report(arg, rule, fixable_here=value is not None) and value is not None:
+                args[index] = args[index].with_changes(
+                    keyword=cst.Name(rule.new_argument), value=value
+                )
+        return updated.with_changes(args=args)
+
+
+BEHAVIOUR = Fsdp208

@@ -1,0 +1,49 @@
+"""FSDP302: FairScale's ``enable_wrap`` as torch's (unsafe; moves with ``wrap``)."""
+
+from __future__ import annotations
+
+from codemods.kinds.base import CallSiteFix, Site, Translation
+from codemods.kinds.reference import Reported
+from codemods.registry import REGISTRY
+from codemods.registry.names import TORCH_FSDP_CLASSES
+from codemods.rules.fsdp301 import fsdp_keywords
+from codemods.syntax import keep_ending, keyword
+
+_TORCH_FSDP = set(TORCH_FSDP_CLASSES)
+
+
+def enable_wrap_arguments(site: Site) -> Translation | None:
+    """``enable_wrap(wrapper_cls=FSDP, **fsdp_kwargs)`` for torch's ``enable_wrap``.
+
+    torch's takes no ``auto_wrap_policy`` (only FairScale's ``auto_wrap`` read it). The
+    other arguments are the wrapper's: translated when it is FairScale's FSDP, kept when
+    it is torch's, and not touched for any other wrapper.
+    """
+    pairs = site.pairs
+    names = [keyword(o) for o, _ in pairs]
+    if site.partial or "wrapper_cls" not in names or "auto_wrap_policy" in names:
+        return None
+    index = names.index("wrapper_cls")
+    wrapper = site.resolver.qualified(pairs[index][0].value)
+    rest = pairs[:index] + pairs[index + 1 :]
+    if wrapper & _TORCH_FSDP:
+        return Translation(list(site.updated.args))
+    if not wrapper & set(REGISTRY["FSDP301"].old):
+        return None
+    translated = fsdp_keywords(rest)
+    if translated is None:
+        return None
+    args, imports = translated
+    args.insert(min(index, len(args)), pairs[index][1])
+    return Translation(keep_ending(args, list(site.updated.args)), tuple(imports))
+
+
+class Fsdp302(Reported):
+    """Rename to torch's ``enable_wrap`` with FairScale FSDP's arguments translated."""
+
+    rename = CallSiteFix(
+        enable_wrap_arguments, requires=("FSDP301", "FSDP303"), blocked_by=("FSDP304",)
+    )
+
+
+BEHAVIOUR = Fsdp302

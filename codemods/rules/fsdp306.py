@@ -1,0 +1,44 @@
+"""FSDP306: FairScale's ``checkpoint_wrapper`` as torch's, non-reentrant (unsafe)."""
+
+from __future__ import annotations
+
+from codemods.kinds.base import CallSiteFix, Site, Translation
+from codemods.kinds.reference import Reported
+from codemods.registry.names import CHECKPOINT_WRAPPER
+from codemods.syntax import (
+    append_arg,
+    is_plain_positional,
+    keep_ending,
+    keyword,
+    literal,
+    new_keyword,
+)
+
+_CHECKPOINT = CHECKPOINT_WRAPPER
+
+
+def checkpoint_wrapper_arguments(site: Site) -> Translation | None:
+    """``checkpoint_wrapper(module)`` for torch's, non-reentrant as compat runs it.
+
+    ``offload_to_cpu=True`` has no torch counterpart inside ``checkpoint_wrapper`` (it
+    takes ``offload_wrapper``), so it is left for a human.
+    """
+    pairs = site.pairs
+    if site.partial or not pairs or not is_plain_positional(pairs[0][0]):
+        return None
+    for original, _ in pairs[1:]:
+        if keyword(original) != "offload_to_cpu" or literal(original.value) is not False:
+            return None
+    module = pairs[0][1]
+    impl = new_keyword("checkpoint_impl", "CheckpointImpl.NO_REENTRANT")
+    args = append_arg(site.updated, keep_ending([module], list(site.updated.args)), impl)
+    return Translation(args, ((_CHECKPOINT, "CheckpointImpl"),))
+
+
+class Fsdp306(Reported):
+    """Rename, each call asking for non-reentrant checkpointing."""
+
+    rename = CallSiteFix(checkpoint_wrapper_arguments)
+
+
+BEHAVIOUR = Fsdp306

@@ -1,0 +1,60 @@
+"""What the fixes of Lightning's removed FSDP strategies share (FSDP202, FSDP210)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import libcst as cst
+
+from codemods.kinds.base import Import, Site, Translation
+from codemods.registry.names import FABRIC_ROOTS
+from codemods.syntax import keep_ending, keyword, keyword_arg
+
+
+def _fabric(site: Site) -> bool:
+    return site.old.startswith(("compat.strategies.fabric.", *FABRIC_ROOTS))
+
+
+#: A translator's answer for an argument the new call no longer needs.
+DROP = object()
+
+
+def _common(site: Site, name: str, original: cst.Arg, updated: cst.Arg) -> cst.Arg | None:
+    """Arguments both legacy strategies share (others are kept as they are).
+
+    Returns the new argument, or None where it cannot be translated with certainty.
+    """
+    if name == "activation_checkpointing":
+        if keyword(updated) != name:  # FSDP208 already rewrote it
+            return updated
+        classes = site.resolver.class_set(original.value, updated.value)
+        return None if classes is None else keyword_arg(updated, f"{name}_policy", classes)
+    if _fabric(site) and name == "precision_plugin":
+        return updated.with_changes(keyword=cst.Name("precision"))  # Fabric's spelling
+    if _fabric(site) and name == "checkpoint_io":
+        return None  # Fabric's FSDPStrategy has no checkpoint_io
+    return updated
+
+
+def translate(site: Site, specific: Callable[..., Any]) -> Translation | None:
+    """Translate every keyword argument: ``specific`` first, then what both strategies share.
+
+    ``specific(name, original, updated, imports)`` returns the new argument, None where
+    it is not certain, :data:`DROP`, or ``updated`` itself to defer to :func:`_common`.
+    """
+    if site.partial:
+        return None
+    out: list[cst.Arg] = []
+    imports: list[Import] = []
+    for original, updated in site.pairs:
+        name = keyword(original)
+        if name is None:
+            return None
+        result = specific(name, original, updated, imports)
+        if result is updated:
+            result = _common(site, name, original, updated)
+        if result is None:
+            return None
+        if result is not DROP:
+            out.append(result)
+    return Translation(keep_ending(out, list(site.updated.args)), tuple(imports))

@@ -1,0 +1,101 @@
+"""Run the engine on one module's source: parse, visit, finish imports, write bytes."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper
+
+from codemods import noqa
+from codemods.engine import Engine
+from codemods.findings import Finding
+from codemods.import_pass import finish
+from codemods.settings import Settings
+
+#: A fixing run repeats its pass until nothing changes, at most this many times (as
+#: ruff's fix loop does): one fix can make another possible (a renamed strategy whose
+#: policy partial is then certain to reach it).
+MAX_PASSES = 5
+
+
+@dataclass
+class Outcome:
+    """What the engine made of one source.
+
+    Attributes:
+        findings: Sorted findings.
+        new_source: The rewritten bytes, or None when nothing changed.
+    """
+
+    findings: list[Finding] = field(default_factory=list)
+    new_source: bytes | None = None
+
+
+def run(source: bytes, settings: Settings, filename: str = "<string>") -> Outcome:
+    """Lint (and with ``settings.fix``, migrate) one module's source.
+
+    A fixing run repeats its pass on the rewritten source until a pass changes nothing
+    (at most :data:`MAX_PASSES`), so a second run is a no-op. The findings are those of
+    the first pass, each marked fixed if the final source no longer has it.
+
+    Raises:
+        libcst.ParserSyntaxError: If the source does not parse.
+    """
+    findings, new = _one_pass(source, settings, filename)
+    if not settings.fix or new is None:
+        return Outcome(findings, new)
+    current = new
+    for _ in range(MAX_PASSES - 1):
+        later, rewritten = _one_pass(current, settings, filename)
+        if rewritten is None:
+            break
+        findings = _merge(findings, later)
+        current = rewritten
+    return Outcome(findings, current if current != source else None)
+
+
+def _merge(first: list[Finding], later: list[Finding]) -> list[Finding]:
+    """The first pass's findings, marked fixed where a later pass fixed them.
+
+    A later pass sees the rewritten source, whose positions may differ: its fix counts
+    for the first unfixed finding of the same rule, preferring the same line.
+    """
+    merged = list(first)
+    for fix in (f for f in later if f.fixed):
+        open_ = [i for i, f in enumerate(merged) if f.code == fix.code and not f.fixed]
+        if not open_:
+            continue  # found only after an earlier fix (its finding is that fix's)
+        index = next((i for i in open_ if merged[i].line == fix.line), open_[0])
+        merged[index] = dataclasses.replace(merged[index], fixable=True, fixed=True)
+    return merged
+
+
+def _one_pass(
+    source: bytes, settings: Settings, filename: str
+) -> tuple[list[Finding], bytes | None]:
+    suppressions = noqa.parse(source)
+    if suppressions.everything:
+        return [], None
+    module = cst.parse_module(source)
+    engine = Engine(settings, suppressions)
+    # No copy of the module: libcst's nodes are immutable and the visit builds a new tree.
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    new = wrapper.visit(engine)
+    if not settings.fix:
+        return sorted(engine.findings), None
+    if engine.edits:
+        new = finish(engine.edits, wrapper, new, filename)
+    new_bytes = _no_new_leading_blank_lines(module, new).bytes
+    return sorted(engine.findings), (new_bytes if new_bytes != source else None)
+
+
+def _no_new_leading_blank_lines(original: cst.Module, new: cst.Module) -> cst.Module:
+    """``new`` without the blank lines a removed first import left at the top of the file."""
+    if not (original.body and new.body) or original.body[0].leading_lines:
+        return new
+    first = new.body[0]
+    if first.leading_lines and all(line.comment is None for line in first.leading_lines):
+        return new.with_changes(body=[first.with_changes(leading_lines=()), *new.body[1:]])
+    return new
