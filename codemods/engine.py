@@ -62,6 +62,7 @@ class Engine(ImportMoves, cst.CSTTransformer):
         # id of a reference whose call-site fix applies -> (rule, old name)
         self._call_sites: dict[int, tuple[Rule, str]] = {}
         self._qualified: dict[int, set[str]] = {}  # id of a node -> its qualified names
+        self._inside_reported: set[int] = set()  # parts of an `Old.attr` reported as a whole
 
     # What behaviours ask and tell ---------------------------------------------------
 
@@ -87,11 +88,14 @@ class Engine(ImportMoves, cst.CSTTransformer):
         rule = REGISTRY[code]
         return self.settings.applies_fix(rule) if self.settings.fix else self.settings.can_fix(rule)
 
-    def report(self, node: cst.CSTNode, rule: Rule, fixable_here: bool = True) -> bool:
+    def report(
+        self, node: cst.CSTNode, rule: Rule, fixable_here: bool = True, quiet: bool = False
+    ) -> bool:
         """Record a finding; return whether this run applies its fix.
 
         ``fixable_here`` is False where the rule has a fix in general but not at this
-        site (a form the fix does not handle with certainty).
+        site (a form the fix does not handle with certainty). ``quiet``: the finding
+        was recorded already (at an enclosing node); only say whether the fix applies.
         """
         if (
             self._fallback_depth
@@ -104,6 +108,8 @@ class Engine(ImportMoves, cst.CSTTransformer):
             return False
         fixable = fixable_here and self.settings.can_fix(rule)
         applies = fixable and self.settings.applies_fix(rule)
+        if quiet:
+            return applies
         self.findings.append(
             Finding(position.line, position.column + 1, rule.code, rule.message, fixable, applies)
         )
@@ -198,20 +204,29 @@ class Engine(ImportMoves, cst.CSTTransformer):
 
     # References and imports ------------------------------------------------------------
 
-    def _renaming(self, node: cst.CSTNode, rule: Rule) -> bool:
+    def _renaming(self, node: cst.CSTNode, rule: Rule, quiet: bool = False) -> bool:
         """Report a use or import of ``rule``'s old name; whether this run renames it."""
         if fix_for(rule) is None:  # reported only; a call rule may still fix its call
-            self.report(node, rule)
+            self.report(node, rule, quiet=quiet)
             return False
         fixable = rule.code in self._plan.fixable
-        return self.report(node, rule, fixable_here=fixable) and rule.code in self._plan.applies
+        applies = self.report(node, rule, fixable_here=fixable, quiet=quiet)
+        return applies and rule.code in self._plan.applies
 
     def _reference(self, node: cst.BaseExpression) -> bool:
         found = self.find(node)
         if found is None:
             return True
         old, rule, qualified = found
-        if self._renaming(node, rule) and qualified == old:
+        renaming = self._renaming(node, rule, quiet=id(node) in self._inside_reported)
+        if qualified != old:
+            # `Old.attr`: reported here; the part that names `Old` is renamed when visited.
+            value = node.value if isinstance(node, cst.Attribute) else None
+            while value is not None:
+                self._inside_reported.add(id(value))
+                value = value.value if isinstance(value, cst.Attribute) else None
+            return True
+        if renaming:
             self._call_sites[id(node)] = (rule, old)
             if isinstance(node, cst.Attribute):
                 self._attribute_renames[id(node)] = self.new_name(rule, old)

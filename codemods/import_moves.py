@@ -123,6 +123,7 @@ class ImportMoves:
             if len(names) < len(pairs):
                 names[-1] = names[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
             return updated_node.with_changes(module=cst.parse_expression(module), names=names)
+        here = dotted(original_node.module)
         kept = []
         for original, alias in pairs:
             if id(original) not in moves:
@@ -130,10 +131,19 @@ class ImportMoves:
                 continue
             module, name = moves[id(original)]
             local = original.asname.name.value if original.asname else name
-            self.need_import(module, name, None if local == name else local)
+            key = (module, name, original.asname and dotted(original.asname.name))
+            if module == here and key not in self._moved_in:
+                # Renamed within its own module: in place, keeping its line and comment.
+                self._moved_in.add(key)
+                kept.append(alias.with_changes(name=cst.Name(name)))
+                continue
+            if module != here:
+                self.need_import(module, name, None if local == name else local)
         if not kept:
             return cst.RemoveFromParent()
-        kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        last = updated_node.names[-1]
+        if kept[-1] is not last:  # the last name went: the new last one ends as it did
+            kept[-1] = kept[-1].with_changes(comma=last.comma)
         return updated_node.with_changes(names=kept)
 
     def _uses_to_rename(self, node: cst.ImportFrom, local: str, new: str) -> list[cst.Name] | None:

@@ -16,6 +16,7 @@ from libcst.metadata import GlobalScope
 
 from codemods.kinds.base import PARTIAL, Behaviour, Engine
 from codemods.kinds.parameter_rename import TORCH_POLICY_CONSUMERS
+from codemods.registry import REGISTRY
 from codemods.registry.names import COMPAT_FAIRSCALE
 from codemods.syntax import dotted, keyword
 
@@ -63,6 +64,16 @@ def imported_at_module_level(engine: Engine, node: cst.BaseExpression) -> bool:
     return bool(assignments) and all(isinstance(a.scope, GlobalScope) for a in assignments)
 
 
+def _lightning_takes_classes(engine: Engine, call: cst.Call) -> bool:
+    """Whether ``call`` is ``FSDPStrategy(auto_wrap_policy=<call>)``'s, which FSDP209 fixes."""
+    arg = engine.parent(call)
+    strategy = engine.parent(arg) if isinstance(arg, cst.Arg) else None
+    if not isinstance(strategy, cst.Call) or keyword(arg) != "auto_wrap_policy":
+        return False
+    fsdp209 = REGISTRY["FSDP209"]
+    return bool(engine.qualified(strategy.func) & set(fsdp209.old)) and engine.applies("FSDP209")
+
+
 class PolicyPartial(Behaviour):
     """``partial(old, argument=X)`` as ``New(X)``."""
 
@@ -73,6 +84,8 @@ class PolicyPartial(Behaviour):
 
     def partial(self, engine: Engine, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         rule = self.rule
+        if _lightning_takes_classes(engine, original):
+            return updated  # FSDP209 turns it into the set of classes itself
         rest = original.args[1:]
         exact = len(rest) == 1 and keyword(rest[0]) == rule.argument
         fixable = exact and reaches_policy_consumers(engine, original)

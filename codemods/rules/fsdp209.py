@@ -42,8 +42,36 @@ class Fsdp209(Behaviour):
             if engine.report(arg, rule, fixable_here=value is not None) and value is not None:
                 engine.forget(inner.func)
                 engine.forget(inner.args[0].value)
-                args[index] = args[index].with_changes(value=value)
+                args[index] = _keep_comment(args[index].with_changes(value=value), inner)
         return updated.with_changes(args=args)
+
+
+def _comments(call: cst.Call) -> list[cst.Comment]:
+    """The comments at the ends of lines between a call's arguments."""
+    found = []
+    for arg in call.args:
+        after = arg.comma.whitespace_after if isinstance(arg.comma, cst.Comma) else None
+        if isinstance(after, cst.ParenthesizedWhitespace) and after.first_line.comment:
+            found.append(after.first_line.comment)
+    if isinstance(call.whitespace_before_args, cst.ParenthesizedWhitespace):
+        if call.whitespace_before_args.first_line.comment:
+            found.insert(0, call.whitespace_before_args.first_line.comment)
+    return found
+
+
+def _keep_comment(arg: cst.Arg, dropped: cst.Call) -> cst.Arg:
+    """``arg`` with the comment the dropped partial held, at the end of its own line."""
+    comments = _comments(dropped)
+    comma = arg.comma
+    if len(comments) != 1 or not isinstance(comma, cst.Comma):
+        return arg
+    after = comma.whitespace_after
+    if isinstance(after, cst.ParenthesizedWhitespace) and after.first_line.comment is None:
+        line = cst.TrailingWhitespace(whitespace=cst.SimpleWhitespace("  "), comment=comments[0])
+        return arg.with_changes(
+            comma=comma.with_changes(whitespace_after=after.with_changes(first_line=line))
+        )
+    return arg
 
 
 BEHAVIOUR = Fsdp209
