@@ -16,6 +16,8 @@ class Finding:
         message: The rule's message.
         fixable: An automatic fix exists for it (with ``--unsafe-fixes`` if unsafe).
         fixed: The fix was applied in this run.
+        withheld: Why a fix this run would have applied was not written (the rewrite
+            would have broken the file), or None.
     """
 
     line: int
@@ -24,3 +26,4 @@ class Finding:
     message: str
     fixable: bool = False
     fixed: bool = False
+    withheld: str | None = None

@@ -99,6 +99,7 @@ class ImportMoves:
             if alias.asname is not None or name == dotted(alias.name):
                 moves[id(alias)] = (module, name)
                 continue
+            self.edits.local_renames[dotted(alias.name)] = name
             uses = self._uses_to_rename(original_node, dotted(alias.name), name)
             if uses is None:
                 self.edits.renames[old] = self.renames[old]

@@ -24,13 +24,17 @@ class Edits:
         imports_to_add: ``(module, name, asname)`` imports the new code needs.
         imports_to_forget: Nodes of the visited module whose import a fix may have left
             unused (removed only where nothing else uses it).
+        local_renames: Imported local names the pass renamed (old to new), which the
+            rewritten module must no longer use (see :mod:`codemods.verify`).
     """
 
     renames: dict[str, str] = field(default_factory=dict)
     imports_to_add: list[tuple[str, str | None, str | None]] = field(default_factory=list)
     imports_to_forget: list[cst.BaseExpression] = field(default_factory=list)
+    local_renames: dict[str, str] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
+        """Whether anything is left for the codemod tools (``local_renames`` is not)."""
         return bool(self.renames or self.imports_to_add or self.imports_to_forget)
 
 
