@@ -64,6 +64,17 @@ def fabric_paths(*suffixes: str) -> tuple[str, ...]:
 
 # FairScale -----------------------------------------------------------------------------
 
+#: FairScale 0.4.13's public paths: ``fairscale.nn`` re-exports its FSDP, its wrapping
+#: functions and ``checkpoint_wrapper`` (the documented way to import them).
+FAIRSCALE_NN = "fairscale.nn"
+FAIRSCALE_WRAP = f"{FAIRSCALE_NN}.wrap"
+FAIRSCALE_CHECKPOINT = f"{FAIRSCALE_NN}.checkpoint"
+#: Names that are a module and, re-exported by its parent package, a function of the
+#: same name: ``fairscale.nn.wrap`` is a subpackage and ``fairscale.nn``'s ``wrap()``;
+#: ``fairscale.nn.wrap.auto_wrap`` a module and the subpackage's ``auto_wrap()``. A name
+#: inside one of them, or a plain ``import`` of one, is the module, never the function.
+MODULES_NAMED_LIKE_FUNCTIONS = (FAIRSCALE_WRAP, f"{FAIRSCALE_WRAP}.auto_wrap")
+
 #: FairScale 0.4.13's ``FullyShardedDataParallel`` arguments after ``module``, in order,
 #: with their defaults (fairscale/nn/data_parallel/fully_sharded_data_parallel.py).
 FAIRSCALE_FSDP_ARGUMENTS: dict[str, Any] = {
