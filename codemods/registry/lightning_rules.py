@@ -8,7 +8,7 @@ package (``lightning.pytorch``, ``lightning.fabric``); every rule lists each of 
 from __future__ import annotations
 
 from codemods.registry.model import ChangeKind, Example, FixSafety, Framework, Rule
-from codemods.registry.names import fabric_paths, trainer_paths
+from codemods.registry.names import LIGHTNING, fabric_paths, trainer_paths
 
 #: Where ``FSDPStrategy`` lives, on both the Trainer and the Fabric side.
 FSDP_STRATEGY = trainer_paths("strategies.FSDPStrategy", "strategies.fsdp.FSDPStrategy") + (
@@ -32,9 +32,12 @@ def compat_paths(*names: str) -> tuple[str, ...]:
 
 #: compat's stand-ins for the removed strategies, which take the same old arguments.
 COMPAT_STRATEGIES = compat_paths("DDPFullyShardedStrategy", "DDPFullyShardedNativeStrategy")
-#: The callables that take ``strategy=`` and ``precision=``.
-TRAINER_AND_FABRIC = trainer_paths("Trainer", "trainer.Trainer", "trainer.trainer.Trainer") + (
-    fabric_paths("Fabric", "fabric.Fabric")
+#: The callables that take ``strategy=`` and ``precision=``, the unified package's
+#: top-level re-exports (``import lightning as L; L.Trainer``) last.
+TRAINER_AND_FABRIC = (
+    trainer_paths("Trainer", "trainer.Trainer", "trainer.trainer.Trainer")
+    + fabric_paths("Fabric", "fabric.Fabric")
+    + (f"{LIGHTNING}.Trainer", f"{LIGHTNING}.Fabric")
 )
 
 RULES = (
@@ -257,7 +260,8 @@ RULES = (
             "LightningModule.configure_sharded_model",
             "core.LightningModule.configure_sharded_model",
             "core.module.LightningModule.configure_sharded_model",
-        ),
+        )
+        + (f"{LIGHTNING}.LightningModule.configure_sharded_model",),
         new="lightning.pytorch.LightningModule.configure_model",
         message="the hook `configure_sharded_model` was renamed `configure_model`",
         why=(

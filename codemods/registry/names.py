@@ -34,6 +34,9 @@ COMPAT_FAIRSCALE = "compat.fairscale"
 
 # Lightning -----------------------------------------------------------------------------
 
+#: The unified package, whose top level re-exports ``Trainer``, ``Fabric`` and
+#: ``LightningModule`` (``import lightning as L; L.Trainer(...)``).
+LIGHTNING = "lightning"
 #: The Trainer side's package roots: the unified package first, then the standalone one.
 TRAINER_ROOTS = ("lightning.pytorch", "pytorch_lightning")
 #: The Fabric side's package roots.
