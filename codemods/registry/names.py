@@ -43,6 +43,32 @@ TRAINER_ROOTS = ("lightning.pytorch", "pytorch_lightning")
 FABRIC_ROOTS = ("lightning.fabric", "lightning_fabric")
 #: Every import root a Lightning name can have (``lightning`` covers both unified sides).
 LIGHTNING_PACKAGES = ("lightning", "pytorch_lightning", "lightning_fabric", "lightning_lite")
+#: Lightning Lite's packages (Lightning 1.8): the standalone one and the unified one's.
+#: Lightning 1.9 renamed both Fabric (``lightning_fabric``, ``lightning.fabric``).
+LITE_ROOTS = ("lightning_lite", "lightning.lite")
+#: What ``lightning.fabric`` (2.x) has no counterpart for under the same path, of the
+#: public names of lightning_lite 1.8.6: the ``LightningLite`` class (now ``Fabric``,
+#: launched differently), modules that went away, then names gone from modules that
+#: stayed (FairScale's and the spawn strategies, the ``native`` precision and enums).
+LITE_NAMES_NOT_IN_FABRIC = (
+    "LightningLite",
+    "lite",
+    "plugins.precision.native_amp",
+    "strategies.ddp_spawn",
+    "strategies.fairscale",
+    "strategies.launchers.base",
+    "accelerators.call_register_accelerators",
+    "accelerators.tpu.TPU_CHECK_TIMEOUT",
+    "plugins.NativeMixedPrecision",
+    "plugins.precision.NativeMixedPrecision",
+    "strategies.DDPShardedStrategy",
+    "strategies.DDPSpawnShardedStrategy",
+    "strategies.DDPSpawnStrategy",
+    "utilities.AMPType",
+    "utilities.enums.AMPType",
+    "utilities.enums.PrecisionType",
+    "utilities.types.ReduceLROnPlateau",
+)
 #: compat's strategy modules by flavour, and where that flavour's own classes live.
 COMPAT_STRATEGY_FLAVOURS = (
     ("compat.strategies.fabric.", "lightning.fabric."),
@@ -63,6 +89,16 @@ def trainer_paths(*suffixes: str) -> tuple[str, ...]:
 def fabric_paths(*suffixes: str) -> tuple[str, ...]:
     """Qualify ``suffixes`` under every Fabric-side root."""
     return tuple(f"{root}.{suffix}" for suffix in suffixes for root in FABRIC_ROOTS)
+
+
+def lite_paths(*suffixes: str) -> tuple[str, ...]:
+    """Qualify ``suffixes`` under both of Lightning Lite's roots.
+
+    Example:
+        >>> lite_paths("LightningLite")
+        ('lightning_lite.LightningLite', 'lightning.lite.LightningLite')
+    """
+    return tuple(f"{root}.{suffix}" for suffix in suffixes for root in LITE_ROOTS)
 
 
 # FairScale -----------------------------------------------------------------------------
