@@ -18,6 +18,7 @@ from codemods.kinds.method_rename import MethodRename
 from codemods.kinds.reference import Renamed, Reported
 from codemods.kinds.string_value import StringValue
 from codemods.registry import REGISTRY, ChangeKind, Rule
+from codemods.registry.names import MODULES_NAMED_LIKE_FUNCTIONS
 from codemods.rules import own_behaviours
 
 _BY_KIND: dict[ChangeKind, type[Behaviour]] = {
@@ -68,11 +69,27 @@ class Index:
             if behaviour.classes:
                 self.classes.append(behaviour)
 
-    def reference(self, qualified: str) -> tuple[str, Rule] | None:
-        """The old name and rule of a reference to ``qualified`` (or to something inside it)."""
+    def reference(self, qualified: str, module: bool = False) -> tuple[str, Rule] | None:
+        """The old name and rule of a reference to ``qualified`` (or to something inside it).
+
+        ``module`` says ``qualified`` certainly names a module (``import a.b``). A module
+        that shares its name with a function (:data:`MODULES_NAMED_LIKE_FUNCTIONS`) is
+        not that function, nor is anything inside it.
+
+        Example:
+            >>> INDEX.reference("fairscale.nn.wrap")[1].code  # fairscale.nn's wrap()
+            'FSDP303'
+            >>> INDEX.reference("fairscale.nn.wrap.enable_wrap")[1].code
+            'FSDP302'
+            >>> INDEX.reference("fairscale.nn.wrap.config_auto_wrap_policy") is None
+            True
+            >>> INDEX.reference("fairscale.nn.wrap", module=True) is None
+            True
+        """
         probe = qualified
         while probe:
-            if probe in self.references:
+            shadowed = probe in MODULES_NAMED_LIKE_FUNCTIONS and (module or probe != qualified)
+            if probe in self.references and not shadowed:
                 return probe, self.references[probe].rule
             probe = probe.rpartition(".")[0]
         return None

@@ -168,8 +168,10 @@ class Engine(ImportMoves, cst.CSTTransformer):
         (``try: import new / except ImportError: import old``) is not a use of the old API.
         """
         found = None
+        parent = self.parent(node)
+        namespace = isinstance(parent, cst.Attribute) and parent.value is node  # `node.x`
         for qualified in sorted(self.qualified(node)):
-            match = INDEX.reference(qualified)
+            match = INDEX.reference(qualified, module=namespace)
             if match is None:
                 return None
             found = found or (match[0], match[1], qualified)
@@ -251,7 +253,8 @@ class Engine(ImportMoves, cst.CSTTransformer):
             prefix = ""
         found = []
         for alias in node.names:
-            match = INDEX.reference(prefix + (dotted(alias.name) or ""))
+            name = prefix + (dotted(alias.name) or "")
+            match = INDEX.reference(name, module=isinstance(node, cst.Import))
             if match is not None:
                 found.append((alias, match[1], match[0]))
         return found

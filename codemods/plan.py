@@ -71,13 +71,15 @@ class _Collector(cst.CSTVisitor):
         find: Callable[[cst.BaseExpression], Found | None],
         imported: Callable[[cst.Import | cst.ImportFrom], Iterable[tuple[str, Rule]]],
         silenced: Callable[[cst.CSTNode, str], bool],
+        rebound: Callable[[cst.Import | cst.ImportFrom], set[str]],
     ):
         self.find = find
         self.imported = imported
         self.silenced = silenced
+        self.rebound = rebound
         self.references: list[Reference] = []
         self.olds: dict[str, set[str]] = {}  # rule code -> old names seen
-        self.held: set[str] = set()  # rule codes the file keeps: in a fallback, or noqa
+        self.held: set[str] = set()  # rule codes the file keeps: fallback, noqa, rebound
         self._fallback = 0
 
     def _seen(self, rule: Rule, old: str, node: cst.CSTNode) -> None:
@@ -96,6 +98,7 @@ class _Collector(cst.CSTVisitor):
     def _visit_import(self, node: cst.Import | cst.ImportFrom) -> bool:
         for old, rule in self.imported(node):
             self._seen(rule, old, node)
+        self.held |= self.rebound(node)
         return False  # names in an import are not uses
 
     visit_Import = _visit_import
@@ -135,7 +138,7 @@ class Planner:
 
     def plan(self, module: cst.Module) -> Plan:
         """The plan for ``module``."""
-        collector = _Collector(self.find, self.imported, self.silenced)
+        collector = _Collector(self.find, self.imported, self.silenced, self.rebound)
         module.visit(collector)
         plan = Plan(present=set(collector.olds))
         by_rule: dict[str, list[Reference]] = {}
@@ -155,6 +158,35 @@ class Planner:
         for code in plan.applies:
             plan.superseded.update(fix_for(REGISTRY[code]).supersedes)
         return plan
+
+    def rebound(self, node: cst.Import | cst.ImportFrom) -> set[str]:
+        """Rules whose old name ``node`` imports under a name the same scope binds otherwise.
+
+        ``if have_fairscale: from fairscale.nn import FSDP`` / ``else: FSDP = None``: a
+        use of ``FSDP`` is not certainly the old name, so its calls are not translated,
+        and moving the import alone would leave them with the old arguments.
+        """
+        if isinstance(node.names, cst.ImportStar):
+            return set()
+        scope = self.resolver.scope(node)
+        codes: set[str] = set()
+        for alias in node.names:
+            if isinstance(node, cst.Import) and alias.asname is None:
+                continue  # `import a.b` binds the package `a`, not the old name
+            rules = {rule.code for _, rule in self.imported(node.with_changes(names=[alias]))}
+            if not rules or scope is None:
+                continue
+            local = alias.evaluated_alias or alias.evaluated_name
+            for assignment in scope.assignments[local]:
+                other = getattr(assignment, "node", None)
+                if other is node:
+                    continue
+                same = isinstance(other, (cst.Import, cst.ImportFrom)) and rules <= {
+                    rule.code for _, rule in self.imported(other)
+                }
+                if not same:
+                    codes |= rules
+        return codes
 
     def _clashes(self, codes: set[str], olds: dict[str, set[str]]) -> set[str]:
         """Rules whose renames would give one short name two meanings in the file."""

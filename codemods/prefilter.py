@@ -167,7 +167,8 @@ class RuleFilter:
         if self.word is not None and not scan.spelled(self.word):
             return False
         return not self.names or any(
-            scan.contains(parent + b"." + leaf)
+            (not parent and scan.imported(leaf))  # a whole package (lightning_lite)
+            or scan.contains(parent + b"." + leaf)
             or (scan.imported(parent) and scan.spelled_as_member(leaf, parent))
             for parent, leaf in candidates
         )
@@ -236,7 +237,7 @@ def _groups(settings: Settings) -> tuple[_Group, ...]:
         if f.roots:
             need = needs(rule)
             for name in (*need.names, *need.calls):
-                root, *middle, _ = name.split(".")
+                root, *middle = name.split(".")[:-1] or [name]  # a package: its own root
                 paths.setdefault(root.encode(), []).append(set(middle))
     return tuple(
         _Group(

@@ -39,7 +39,11 @@ def test_entry_is_complete(rule: Rule):
     assert rule.code.startswith(CODE_PREFIX[rule.framework])
     assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", rule.name)
     assert isinstance(rule.kind, ChangeKind) and isinstance(rule.fix, FixSafety)
-    assert rule.old and all(DOTTED.match(name) for name in rule.old), rule.old
+    # A whole package can be renamed (lightning_lite): a bare top-level name then.
+    package = rule.kind is ChangeKind.SYMBOL_RENAME
+    assert rule.old and all(
+        DOTTED.match(name) or (package and name.isidentifier()) for name in rule.old
+    ), rule.old
     assert len(set(rule.old)) == len(rule.old)
     if rule.kind is not ChangeKind.REMOVAL:
         assert rule.new and DOTTED.match(rule.new)
@@ -116,6 +120,19 @@ def test_kind_specific_fields(rule: Rule):
         "fairscale.nn.wrap.auto_wrap",
         "fairscale.nn.wrap.default_auto_wrap_policy",
         "fairscale.nn.checkpoint.checkpoint_wrapper",
+        # FairScale's documented paths, and what issue 15 found uncovered in real code.
+        "fairscale.nn.enable_wrap",
+        "fairscale.nn.auto_wrap",
+        "fairscale.nn.default_auto_wrap_policy",
+        "fairscale.nn.checkpoint_wrapper",
+        "fsdp_auto_wrap_policy",
+        "FullyShardedNativeNativeMixedPrecisionPlugin",
+        "FullyShardedNativeMixedPrecisionPlugin",
+        "fsdp_native_native_amp",
+        "lightning_lite",
+        "LightningLite",
+        "lightning.Trainer",
+        "lightning.Fabric",
     ],
 )
 def test_registry_covers_the_api_history(spelling: str):

@@ -7,10 +7,13 @@ arguments. Versions on these rules are torch releases, the owner of the new spel
 from __future__ import annotations
 
 from codemods.registry.model import ChangeKind, Example, FixSafety, Framework, Rule
+from codemods.registry.names import FAIRSCALE_CHECKPOINT, FAIRSCALE_NN, FAIRSCALE_WRAP
 
-_FSDP = "fairscale.nn.data_parallel"
-_WRAP = "fairscale.nn.wrap"
-_CHECKPOINT = "fairscale.nn.checkpoint"
+_FSDP = f"{FAIRSCALE_NN}.data_parallel"
+_WRAP = FAIRSCALE_WRAP
+_CHECKPOINT = FAIRSCALE_CHECKPOINT
+#: ``fairscale.nn`` re-exports every name below (FairScale's documented import path).
+_NN = FAIRSCALE_NN
 #: compat's stand-in for FairScale's API: the same names, on torch FSDP.
 _COMPAT = "compat.fairscale"
 
@@ -55,6 +58,7 @@ RULES = (
         framework=Framework.FAIRSCALE,
         kind=ChangeKind.CALL_REWRITE,
         old=(
+            f"{_NN}.enable_wrap",
             f"{_WRAP}.enable_wrap",
             f"{_WRAP}.auto_wrap.enable_wrap",
             f"{_COMPAT}.enable_wrap",
@@ -91,6 +95,7 @@ RULES = (
         framework=Framework.FAIRSCALE,
         kind=ChangeKind.SYMBOL_RENAME,
         old=(
+            f"{_NN}.wrap",
             f"{_WRAP}.wrap",
             f"{_WRAP}.auto_wrap.wrap",
             f"{_COMPAT}.wrap",
@@ -111,6 +116,7 @@ RULES = (
         framework=Framework.FAIRSCALE,
         kind=ChangeKind.REMOVAL,
         old=(
+            f"{_NN}.auto_wrap",
             f"{_WRAP}.auto_wrap",
             f"{_WRAP}.auto_wrap.auto_wrap",
             f"{_COMPAT}.auto_wrap",
@@ -144,6 +150,7 @@ RULES = (
         framework=Framework.FAIRSCALE,
         kind=ChangeKind.SYMBOL_RENAME,
         old=(
+            f"{_NN}.default_auto_wrap_policy",
             f"{_WRAP}.default_auto_wrap_policy",
             f"{_WRAP}.auto_wrap.default_auto_wrap_policy",
             f"{_COMPAT}.default_auto_wrap_policy",
@@ -167,6 +174,7 @@ RULES = (
         framework=Framework.FAIRSCALE,
         kind=ChangeKind.CALL_REWRITE,
         old=(
+            f"{_NN}.checkpoint_wrapper",
             f"{_CHECKPOINT}.checkpoint_wrapper",
             f"{_CHECKPOINT}.checkpoint_activations.checkpoint_wrapper",
             f"{_COMPAT}.checkpoint_wrapper",

@@ -34,12 +34,41 @@ COMPAT_FAIRSCALE = "compat.fairscale"
 
 # Lightning -----------------------------------------------------------------------------
 
+#: The unified package, whose top level re-exports ``Trainer``, ``Fabric`` and
+#: ``LightningModule`` (``import lightning as L; L.Trainer(...)``).
+LIGHTNING = "lightning"
 #: The Trainer side's package roots: the unified package first, then the standalone one.
 TRAINER_ROOTS = ("lightning.pytorch", "pytorch_lightning")
 #: The Fabric side's package roots.
 FABRIC_ROOTS = ("lightning.fabric", "lightning_fabric")
 #: Every import root a Lightning name can have (``lightning`` covers both unified sides).
 LIGHTNING_PACKAGES = ("lightning", "pytorch_lightning", "lightning_fabric", "lightning_lite")
+#: Lightning Lite's packages (Lightning 1.8): the standalone one and the unified one's.
+#: Lightning 1.9 renamed both Fabric (``lightning_fabric``, ``lightning.fabric``).
+LITE_ROOTS = ("lightning_lite", "lightning.lite")
+#: What ``lightning.fabric`` (2.x) has no counterpart for under the same path, of the
+#: public names of lightning_lite 1.8.6: the ``LightningLite`` class (now ``Fabric``,
+#: launched differently), modules that went away, then names gone from modules that
+#: stayed (FairScale's and the spawn strategies, the ``native`` precision and enums).
+LITE_NAMES_NOT_IN_FABRIC = (
+    "LightningLite",
+    "lite",
+    "plugins.precision.native_amp",
+    "strategies.ddp_spawn",
+    "strategies.fairscale",
+    "strategies.launchers.base",
+    "accelerators.call_register_accelerators",
+    "accelerators.tpu.TPU_CHECK_TIMEOUT",
+    "plugins.NativeMixedPrecision",
+    "plugins.precision.NativeMixedPrecision",
+    "strategies.DDPShardedStrategy",
+    "strategies.DDPSpawnShardedStrategy",
+    "strategies.DDPSpawnStrategy",
+    "utilities.AMPType",
+    "utilities.enums.AMPType",
+    "utilities.enums.PrecisionType",
+    "utilities.types.ReduceLROnPlateau",
+)
 #: compat's strategy modules by flavour, and where that flavour's own classes live.
 COMPAT_STRATEGY_FLAVOURS = (
     ("compat.strategies.fabric.", "lightning.fabric."),
@@ -62,7 +91,28 @@ def fabric_paths(*suffixes: str) -> tuple[str, ...]:
     return tuple(f"{root}.{suffix}" for suffix in suffixes for root in FABRIC_ROOTS)
 
 
+def lite_paths(*suffixes: str) -> tuple[str, ...]:
+    """Qualify ``suffixes`` under both of Lightning Lite's roots.
+
+    Example:
+        >>> lite_paths("LightningLite")
+        ('lightning_lite.LightningLite', 'lightning.lite.LightningLite')
+    """
+    return tuple(f"{root}.{suffix}" for suffix in suffixes for root in LITE_ROOTS)
+
+
 # FairScale -----------------------------------------------------------------------------
+
+#: FairScale 0.4.13's public paths: ``fairscale.nn`` re-exports its FSDP, its wrapping
+#: functions and ``checkpoint_wrapper`` (the documented way to import them).
+FAIRSCALE_NN = "fairscale.nn"
+FAIRSCALE_WRAP = f"{FAIRSCALE_NN}.wrap"
+FAIRSCALE_CHECKPOINT = f"{FAIRSCALE_NN}.checkpoint"
+#: Names that are a module and, re-exported by its parent package, a function of the
+#: same name: ``fairscale.nn.wrap`` is a subpackage and ``fairscale.nn``'s ``wrap()``;
+#: ``fairscale.nn.wrap.auto_wrap`` a module and the subpackage's ``auto_wrap()``. A name
+#: inside one of them, or a plain ``import`` of one, is the module, never the function.
+MODULES_NAMED_LIKE_FUNCTIONS = (FAIRSCALE_WRAP, f"{FAIRSCALE_WRAP}.auto_wrap")
 
 #: FairScale 0.4.13's ``FullyShardedDataParallel`` arguments after ``module``, in order,
 #: with their defaults (fairscale/nn/data_parallel/fully_sharded_data_parallel.py).

@@ -1,4 +1,4 @@
-"""torch's FSDP module, checkpointing and the compat shim's FSDP names (FSDP107-FSDP113)."""
+"""torch's FSDP module, checkpointing and the compat shim's FSDP names (FSDP107-FSDP114)."""
 
 from __future__ import annotations
 
@@ -251,5 +251,40 @@ RULES = (
         ),
         fix=FixSafety.SAFE,
         introduced="2.1",
+    ),
+    Rule(
+        code="FSDP114",
+        name="fsdp-auto-wrap-policy-keyword",
+        framework=Framework.TORCH,
+        kind=ChangeKind.KEYWORD_RENAME,
+        old=TORCH_FSDP_CLASSES,
+        new=TORCH_FSDP_CLASSES[0],
+        argument="fsdp_auto_wrap_policy",
+        new_argument="auto_wrap_policy",
+        message="`FullyShardedDataParallel(fsdp_auto_wrap_policy=...)` is now `auto_wrap_policy=`",
+        why=(
+            "torch 1.11, the first release with FSDP, named the policy argument "
+            "`fsdp_auto_wrap_policy`; torch 1.12 renamed it `auto_wrap_policy` with no "
+            "deprecation period, so the old keyword raises TypeError. Only keywords are "
+            "renamed: 1.12 also inserted `sharding_strategy` before `cpu_offload`, so "
+            "arguments passed by position after `process_group` need a human."
+        ),
+        example=Example(
+            before=(
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "model = FSDP(model, fsdp_auto_wrap_policy=policy)\n"
+            ),
+            after=(
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "model = FSDP(model, auto_wrap_policy=policy)\n"
+            ),
+        ),
+        fix=FixSafety.SAFE,
+        introduced="1.12",
+        removed="1.12",
+        references=(
+            "https://pytorch.org/docs/1.11/fsdp.html",
+            "https://pytorch.org/docs/1.12/fsdp.html",
+        ),
     ),
 )

@@ -1,4 +1,10 @@
-"""FSDP306: FairScale's ``checkpoint_wrapper`` as torch's, non-reentrant (unsafe)."""
+"""FSDP306: FairScale's ``checkpoint_wrapper`` as torch's, non-reentrant (unsafe).
+
+FairScale's FSDP cooperates with FairScale's wrapper only (it asks it whether a
+backward pass is recomputing), so the wrapper moves only where FairScale's FSDP is
+absent from the file or moves too: FSDP301, and Lightning's FairScale strategy
+(FSDP202; FSDP201, the plugin, is never fixed and so keeps the wrapper).
+"""
 
 from __future__ import annotations
 
@@ -38,7 +44,7 @@ def checkpoint_wrapper_arguments(site: Site) -> Translation | None:
 class Fsdp306(Reported):
     """Rename, each call asking for non-reentrant checkpointing."""
 
-    rename = CallSiteFix(checkpoint_wrapper_arguments)
+    rename = CallSiteFix(checkpoint_wrapper_arguments, requires=("FSDP301", "FSDP201", "FSDP202"))
 
 
 BEHAVIOUR = Fsdp306
