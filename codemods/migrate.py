@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -79,16 +80,45 @@ def _progress(total: int):
     return show
 
 
-def _diff(result: FileResult) -> str:
-    old = result.old_source.decode("utf-8", "replace").splitlines(keepends=True)
-    new = result.new_source.decode("utf-8", "replace").splitlines(keepends=True)
+def _diff(result: FileResult) -> bytes:
+    r"""A unified diff of the file, in its own bytes, that ``git apply`` accepts.
+
+    Lines end where ``\n`` ends them (a CRLF line keeps its ``\r``, a form feed
+    does not split one), and a last line without a newline gets git's
+    ``\ No newline at end of file`` marker, so the next file's header starts a line.
+    """
     # git's a/ and b/ prefixes for relative paths; an absolute path is shown as it is.
+    path = os.fsencode(Path(result.path).as_posix())
     before, after = (
-        (result.path, result.path)
-        if Path(result.path).is_absolute()
-        else (f"a/{result.path}", f"b/{result.path}")
+        (path, path) if Path(result.path).is_absolute() else (b"a/" + path, b"b/" + path)
     )
-    return "".join(difflib.unified_diff(old, new, before, after))
+    lines = difflib.diff_bytes(
+        difflib.unified_diff,
+        _lines(result.old_source or b""),
+        _lines(result.new_source or b""),
+        before,
+        after,
+    )
+    return b"".join(
+        line if line.endswith(b"\n") else line + b"\n\\ No newline at end of file\n"
+        for line in lines
+    )
+
+
+def _lines(source: bytes) -> list[bytes]:
+    r"""``source`` split after each ``\n`` only, as git and patch count lines."""
+    lines = source.split(b"\n")
+    return [line + b"\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
+
+
+def _write_stdout(data: bytes) -> None:
+    sys.stdout.flush()
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:  # a text-only stream (an embedding program's)
+        sys.stdout.write(data.decode("utf-8", "replace"))
+    else:
+        buffer.write(data)
+        buffer.flush()
 
 
 def _line(path: str, finding: Finding) -> str:
@@ -214,7 +244,7 @@ def _finish(
 ) -> int:
     """Print the diffs, findings, errors and summary; write the report; the exit code."""
     if args.diff:
-        sys.stdout.write("".join(_diff(r) for r in results if r.new_source is not None))
+        _write_stdout(b"".join(_diff(r) for r in results if r.new_source is not None))
     for result in results:
         for finding in result.findings:
             if not finding.fixed:
