@@ -195,7 +195,7 @@ def listed(err: str, label: str) -> set[Path]:
     return {Path(line[len(label) + 2 :]) for line in err.splitlines() if line.startswith(label)}
 
 
-def check_summary(outcome: dict, signum: int, write: bool = True) -> None:
+def check_summary(outcome: dict, signum: int) -> None:
     """Exit status 128 + signal, and a summary listing what was written and not reached."""
     name = signal.Signals(signum).name
     err, files, written = outcome["err"], outcome["files"], outcome["written"]
