@@ -7,7 +7,8 @@ too). ``# noqa``, ``# noqa: CODE`` and a file-level ``# fsdp-compat: noqa`` sile
 findings; ``[tool.fsdp-compat]`` in the nearest ``pyproject.toml`` configures it.
 
 Exit codes: 0 nothing found (or ``--exit-zero``); 1 findings remain; 2 errors (a file
-that cannot be read or parsed, bad arguments or configuration).
+that cannot be read or parsed, bad arguments or configuration); 130 or 143 stopped by
+SIGINT or SIGTERM (with ``--fix``, what was written before the stop is listed).
 """
 
 from __future__ import annotations
@@ -16,15 +17,18 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from codemods import report
+from codemods import report, stopping
 from codemods.cli import (
     EXIT_CLEAN,
     EXIT_ERROR,
     EXIT_FINDINGS,
+    EXIT_SIGNAL_BASE,
     Choices,
     add_rule_options,
     base_parser,
     choices,
+    skipped_lines,
+    stopped_lines,
 )
 from codemods.config import ConfigError
 from codemods.registry import REGISTRY
@@ -81,8 +85,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         parser.error(str(exc))
     if stdin:
-        results, problems = [_stdin(args, chosen)], []
-    else:
+        return _finish(args, chosen, [_stdin(args, chosen)], [], stopping.Stop())
+    # SIGINT and SIGTERM stop the run between files, and the summary says what it did.
+    with stopping.on_signals() as stop:
         files, problems = discover(args.paths, skip=chosen.skip())
         results = process_files(
             files,
@@ -91,10 +96,36 @@ def main(argv: Sequence[str] | None = None) -> int:
             jobs=args.jobs,
             settings_for=chosen.settings_for,
         )
-    errors = [str(p) for p in problems] + [f"{r.path}: {r.error}" for r in results if r.error]
-    items = [report.Located(r.path, f) for r in results for f in r.findings if not f.fixed]
-    fixed = sum(f.fixed for r in results for f in r.findings)
-    _print(args, chosen, items, fixed, errors, files=len(results))
+        return _finish(args, chosen, results, [str(p) for p in problems], stop)
+
+
+def _finish(
+    args: argparse.Namespace,
+    chosen: Choices,
+    results: list[FileResult],
+    problems: list[str],
+    stop: stopping.Stop,
+) -> int:
+    """Print the findings, the summary and the errors; the exit code."""
+    errors = problems + [f"{r.path}: {r.error}" for r in results if r.error]
+    # A fix counts once it is written; a file whose write failed (or was skipped, or
+    # not reached) still holds its findings, and they are reported as remaining.
+    items = [
+        report.Located(r.path, f)
+        for r in results
+        for f in r.findings
+        if not (f.fixed and r.written)
+    ]
+    fixed = sum(f.fixed for r in results if r.written for f in r.findings)
+    unchecked = len(problems) + sum(r.outcome == "error" for r in results)
+    unreached = sum(not r.reached for r in results)
+    _print(args, chosen, items, fixed, errors, len(results), (unchecked, unreached))
+    for line in skipped_lines(results):
+        print(line, file=sys.stderr)
+    if stop.signum or unreached:
+        print("\n".join(stopped_lines(stop.signal_name, results, args.fix)), file=sys.stderr)
+    if stop.signum:
+        return EXIT_SIGNAL_BASE + stop.signum
     if errors:
         return EXIT_ERROR
     return EXIT_FINDINGS if items and not args.exit_zero else EXIT_CLEAN
@@ -108,6 +139,7 @@ def _stdin(args: argparse.Namespace, chosen: Choices) -> FileResult:
     if args.fix:
         sys.stdout.buffer.write(result.new_source if result.new_source is not None else source)
         sys.stdout.flush()
+        result.written = result.new_source is not None  # to standard output
     return result
 
 
@@ -118,6 +150,7 @@ def _print(
     fixed: int,
     errors: list[str],
     files: int,
+    missed: tuple[int, int] = (0, 0),
 ) -> None:
     # With --fix on stdin, stdout carries the code: the findings go to stderr.
     out = sys.stderr if args.fix and args.paths == ["-"] else sys.stdout
@@ -135,7 +168,7 @@ def _print(
         if not args.quiet:
             if not files and not errors:
                 out.write("No Python files found.\n")
-            out.write(report.summary(items, fixed, settings))
+            out.write(report.summary(items, fixed, settings, *missed))
     out.flush()
     for error in errors:
         print(f"error: {error}", file=sys.stderr)

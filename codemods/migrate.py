@@ -5,7 +5,8 @@ Rewrites files in place by default; ``--diff`` prints the change and writes noth
 input and writes the result to standard output.
 
 Exit codes: 0 nothing left to do; 1 changes made or needed, or findings that need a
-human; 2 usage, I/O or parse errors.
+human; 2 usage, I/O or parse errors; 130 or 143 stopped by SIGINT or SIGTERM (what was
+written before the stop is listed, and the rest is unchanged).
 """
 
 from __future__ import annotations
@@ -13,17 +14,22 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from codemods import stopping
 from codemods.cli import (
     EXIT_CLEAN,
     EXIT_ERROR,
     EXIT_FINDINGS,
+    EXIT_SIGNAL_BASE,
     add_rule_options,
     base_parser,
     choices,
+    skipped_lines,
+    stopped_lines,
 )
 from codemods.config import ConfigError
 from codemods.findings import Finding
@@ -74,16 +80,45 @@ def _progress(total: int):
     return show
 
 
-def _diff(result: FileResult) -> str:
-    old = result.old_source.decode("utf-8", "replace").splitlines(keepends=True)
-    new = result.new_source.decode("utf-8", "replace").splitlines(keepends=True)
+def _diff(result: FileResult) -> bytes:
+    r"""A unified diff of the file, in its own bytes, that ``git apply`` accepts.
+
+    Lines end where ``\n`` ends them (a CRLF line keeps its ``\r``, a form feed
+    does not split one), and a last line without a newline gets git's
+    ``\ No newline at end of file`` marker, so the next file's header starts a line.
+    """
     # git's a/ and b/ prefixes for relative paths; an absolute path is shown as it is.
+    path = os.fsencode(Path(result.path).as_posix())
     before, after = (
-        (result.path, result.path)
-        if Path(result.path).is_absolute()
-        else (f"a/{result.path}", f"b/{result.path}")
+        (path, path) if Path(result.path).is_absolute() else (b"a/" + path, b"b/" + path)
     )
-    return "".join(difflib.unified_diff(old, new, before, after))
+    lines = difflib.diff_bytes(
+        difflib.unified_diff,
+        _lines(result.old_source or b""),
+        _lines(result.new_source or b""),
+        before,
+        after,
+    )
+    return b"".join(
+        line if line.endswith(b"\n") else line + b"\n\\ No newline at end of file\n"
+        for line in lines
+    )
+
+
+def _lines(source: bytes) -> list[bytes]:
+    r"""``source`` split after each ``\n`` only, as git and patch count lines."""
+    lines = source.split(b"\n")
+    return [line + b"\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
+
+
+def _write_stdout(data: bytes) -> None:
+    sys.stdout.flush()
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:  # a text-only stream (an embedding program's)
+        sys.stdout.write(data.decode("utf-8", "replace"))
+    else:
+        buffer.write(data)
+        buffer.flush()
 
 
 def _line(path: str, finding: Finding) -> str:
@@ -104,6 +139,8 @@ def _report(path: Path, results: list[FileResult], summary: dict) -> None:
                 "path": r.path,
                 "changed": r.new_source is not None,
                 "written": r.written,
+                "outcome": r.outcome,
+                "skipped": r.skipped,
                 "error": r.error,
                 "findings": [
                     {
@@ -134,49 +171,102 @@ def main(argv: Sequence[str] | None = None) -> int:
     write = not (args.diff or args.check)
     if args.paths == ["-"]:
         return _stdin(chosen.settings, write)
-    files, problems = discover(args.paths, skip=chosen.skip())
-    results = process_files(
-        files,
-        chosen.settings,
-        write=write,
-        jobs=args.jobs,
-        progress=_progress(len(files)),
-        settings_for=chosen.settings_for,
-    )
-    errors = [str(p) for p in problems]
-    errors += [f"{r.path}: {r.error}" for r in results if r.error]
-    changed = [r for r in results if r.new_source is not None]
-    left = [(r.path, f) for r in results for f in r.findings if not f.fixed]
-    fixes = sum(f.fixed for r in changed for f in r.findings)
-    if args.diff:
-        for result in changed:
-            sys.stdout.write(_diff(result))
-    for path, finding in left:
-        print(_line(path, finding), file=sys.stderr)
-    for error in errors:
-        print(f"error: {error}", file=sys.stderr)
+    # SIGINT and SIGTERM stop the run between files, and the summary says what it did.
+    with stopping.on_signals() as stop:
+        files, problems = discover(args.paths, skip=chosen.skip())
+        progress = _progress(len(files))
+        results = process_files(
+            files,
+            chosen.settings,
+            write=write,
+            jobs=args.jobs,
+            progress=progress,
+            settings_for=chosen.settings_for,
+        )
+        if progress is not None and stop.signum:
+            print(file=sys.stderr)  # end the progress line
+        return _finish(args, write, results, [str(p) for p in problems], stop)
+
+
+def summarize(
+    results: list[FileResult], write: bool, problems: Sequence[str] = (), stopped_by: str = ""
+) -> tuple[dict, str]:
+    """The run's figures (as ``--report`` holds them) and its summary line.
+
+    In a run that writes, a file counts as changed only once it is written; one whose
+    write failed, or that was skipped because it changed on disk meanwhile, is counted
+    apart, and its fixes are not counted as applied.
+    """
+    errors = len(problems) + sum(r.error is not None for r in results)
+    done = [r for r in results if r.outcome in ("written", "would change")]
+    failed = sum(r.outcome == "failed" for r in results)
+    skipped = sum(r.skipped is not None for r in results)
+    missing = sum(not r.reached for r in results)
+    left = sum(not f.fixed for r in results for f in r.findings)
+    unsafe = sum(_unsafe_fixable(f) for r in results for f in r.findings if not f.fixed)
+    fixes = sum(f.fixed for r in done for f in r.findings)
     verb = "changed" if write else "would change"
     summary = {
-        "files_scanned": len(files),
-        f"files_{verb.replace(' ', '_')}": len(changed),
+        "files_scanned": len(results),
+        f"files_{verb.replace(' ', '_')}": len(done),
+        "files_not_written": failed,
+        "files_skipped": skipped,
+        "files_not_reached": missing,
         "fixes_applied" if write else "fixes_available": fixes,
-        "findings_left": len(left),
-        "errors": len(errors),
+        "findings_left": left,
+        "errors": errors,
+        "stopped_by": stopped_by or None,
     }
-    unsafe = sum(_unsafe_fixable(f) for _, f in left)
+    parts = [f"{len(results)} files scanned", f"{len(done)} {verb}"]
+    if failed:
+        parts.append(f"{failed} not written (see the errors)")
+    if skipped:
+        parts.append(f"{skipped} skipped (changed on disk meanwhile)")
+    if missing:
+        parts.append(f"{missing} not reached")
+    parts += [
+        f"{fixes} fixes {'applied' if write else 'available'}",
+        f"{left} findings left for a human",
+        f"{errors} errors",
+    ]
+    line = ", ".join(parts)
+    if unsafe:
+        line += f" ({unsafe} of the findings can be fixed with --unsafe-fixes)"
+    return summary, line
+
+
+def _finish(
+    args: argparse.Namespace,
+    write: bool,
+    results: list[FileResult],
+    problems: list[str],
+    stop: stopping.Stop,
+) -> int:
+    """Print the diffs, findings, errors and summary; write the report; the exit code."""
+    if args.diff:
+        _write_stdout(b"".join(_diff(r) for r in results if r.new_source is not None))
+    for result in results:
+        for finding in result.findings:
+            if not finding.fixed:
+                print(_line(result.path, finding), file=sys.stderr)
+    errors = problems + [f"{r.path}: {r.error}" for r in results if r.error]
+    for error in errors:
+        print(f"error: {error}", file=sys.stderr)
+    for line in skipped_lines(results):
+        print(line, file=sys.stderr)
+    summary, line = summarize(results, write, problems, stop.signal_name)
     if not args.quiet:
-        print(
-            f"{len(files)} files scanned, {len(changed)} {verb}, {fixes} fixes "
-            f"{'applied' if write else 'available'}, {len(left)} findings left for a human, "
-            f"{len(errors)} errors"
-            + (f" ({unsafe} of the findings can be fixed with --unsafe-fixes)" if unsafe else ""),
-            file=sys.stderr,
-        )
+        print(line, file=sys.stderr)
+    if stop.signum or summary["files_not_reached"]:
+        print("\n".join(stopped_lines(stop.signal_name, results, write)), file=sys.stderr)
     if args.report:
         _report(args.report, results, summary)
+    if stop.signum:
+        return EXIT_SIGNAL_BASE + stop.signum
     if errors:
         return EXIT_ERROR
-    return EXIT_FINDINGS if changed or left else EXIT_CLEAN
+    changed = any(r.new_source is not None for r in results)
+    return EXIT_FINDINGS if changed or summary["findings_left"] else EXIT_CLEAN
 
 
 def _stdin(settings: Settings, write: bool) -> int:

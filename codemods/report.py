@@ -53,10 +53,28 @@ def text(items: Sequence[Located], settings: Settings) -> str:
     )
 
 
-def summary(items: Sequence[Located], fixed: int, settings: Settings) -> str:
-    """The closing lines of the text format, as ruff words them."""
+def summary(
+    items: Sequence[Located], fixed: int, settings: Settings, unchecked: int = 0, unreached: int = 0
+) -> str:
+    """The closing lines of the text format, as ruff words them.
+
+    A run with files it ``unchecked`` (unreadable, unparsable or missing) or
+    ``unreached`` (a signal stopped it) never claims that all checks passed.
+
+    Example:
+        >>> print(summary([], 0, Settings(), unchecked=1), end="")
+        No findings in the files checked; 1 file could not be checked.
+    """
+    notes = []
+    if unchecked:
+        notes.append(f"{_files(unchecked)} could not be checked")
+    if unreached:
+        notes.append(f"{_files(unreached)} not reached")
+    fixed_note = f" ({fixed} fixed)" if fixed else ""
     if not items:
-        return f"All checks passed!{f' ({fixed} fixed)' if fixed else ''}\n"
+        if notes:
+            return f"No findings in the files checked{fixed_note}; {', '.join(notes)}.\n"
+        return f"All checks passed!{fixed_note}\n"
     total = len(items) + fixed
     counted = f"Found {total} finding{'s' if total != 1 else ''}"
     if fixed:
@@ -74,7 +92,13 @@ def summary(items: Sequence[Located], fixed: int, settings: Settings) -> str:
         )
     elif hidden:
         lines.append(f"No fixes available ({hint}).")
+    if notes:
+        lines.append(f"{', '.join(notes)}.")
     return "\n".join(lines) + "\n"
+
+
+def _files(count: int) -> str:
+    return f"{count} file{'' if count == 1 else 's'}"
 
 
 def statistics(items: Sequence[Located], settings: Settings) -> str:

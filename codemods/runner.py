@@ -5,23 +5,28 @@ Each file is pre-filtered (a text test, then an ``ast`` scan: see
 libcst, so a file with no legacy spelling is not parsed at all and its syntax errors are
 not reported. Worker processes start only for large runs, and libcst is imported only
 where a file needs it. Per-file errors are reported, never raised.
+
+A run stops cleanly (see :mod:`codemods.stopping`): work goes to the workers a few
+batches at a time, so that on SIGINT or SIGTERM no more is handed out; each worker looks
+between files and right before each write, and the files the run did not finish come
+back as not reached. A file is written only if it still holds the bytes that were read.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import re
-from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from codemods import stopping
 from codemods.findings import Finding
+from codemods.pool import Work, in_process, in_workers, one
 from codemods.prefilter import worth_parsing
 from codemods.settings import Settings
-from codemods.sources import write_atomic
+from codemods.sources import ChangedMeanwhile, write_atomic
 
 #: Below this many files one process does the work: a pool costs more to start than
 #: reading and filtering them (about half a millisecond each) takes.
@@ -45,9 +50,12 @@ class FileResult:
         findings: What the engine found.
         old_source: The bytes read (kept only when the file changes, for diffs).
         new_source: The rewritten bytes, or None when nothing changes.
-        error: Why the file could not be processed, or None.
+        error: Why the file could not be processed (or written), or None.
         written: The new bytes were written to disk.
         crashed: The engine itself failed on this file (a bug to report).
+        skipped: Why the new bytes were not written although nothing failed (the file
+            changed on disk since it was read), or None.
+        reached: False when the run stopped before finishing this file (it is unchanged).
     """
 
     path: str
@@ -57,6 +65,26 @@ class FileResult:
     error: str | None = None
     written: bool = False
     crashed: bool = False
+    skipped: str | None = None
+    reached: bool = True
+
+    @property
+    def outcome(self) -> str:
+        """One word for what happened to the file on disk.
+
+        ``written``, ``failed`` (a write was due and failed), ``skipped``, ``not
+        reached``, ``error`` (it could not be read or parsed), ``would change`` (a run
+        that writes nothing), or ``unchanged``.
+        """
+        if not self.reached:
+            return "not reached"
+        if self.written:
+            return "written"
+        if self.skipped:
+            return "skipped"
+        if self.error:
+            return "failed" if self.new_source is not None else "error"
+        return "unchanged" if self.new_source is None else "would change"
 
 
 def process_source(
@@ -117,26 +145,33 @@ def _screen(path: Path, settings: Settings, prefilter: bool) -> FileResult | byt
     return source
 
 
-def _parse(args: tuple[Path, bytes, Settings, bool]) -> FileResult:
+def _parse(args: Work) -> FileResult:
     """Run the engine on a screened file and (with ``write``) atomically rewrite it."""
-    path, source, settings, write = args
+    path, source, settings, write, before_write = args
     result = process_source(str(path), source, settings, prefilter=False)
     if write and result.new_source is not None:
-        try:
-            write_atomic(path, result.new_source)
-            result.written = True
-        except OSError as exc:
-            result.error = f"cannot write: {exc.strerror or exc}; left unchanged"
+        if before_write is not None:
+            before_write(path)
+        # From here on a signal no longer abandons the file: the write finishes or
+        # gives up by itself, right before the replace.
+        with stopping.STATE.writing():
+            try:
+                write_atomic(path, result.new_source, source, stopping.STATE.check)
+                result.written = True
+            except ChangedMeanwhile as exc:
+                result.skipped = str(exc)
+            except OSError as exc:
+                result.error = f"cannot write: {exc.strerror or exc}; left unchanged"
     return result
 
 
-def _process(args: tuple[Path, Settings, bool, bool]) -> FileResult:
+def _process(args: Work) -> FileResult:
     """Both stages for one file, in a worker: screen it, and parse it if it passes."""
-    path, settings, prefilter, write = args
+    path, settings, prefilter, write, before_write = args
     screened = _screen(path, settings, prefilter)
     if isinstance(screened, FileResult):
         return screened
-    return _parse((path, screened, settings, write))
+    return _parse((path, screened, settings, write, before_write))
 
 
 @functools.lru_cache(maxsize=1)
@@ -179,6 +214,7 @@ def process_files(
     progress: Callable[[int, int], None] | None = None,
     prefilter: bool = True,
     settings_for: Callable[[Path], Settings] | None = None,
+    before_write: Callable[[Path], None] | None = None,
 ) -> list[FileResult]:
     """Process ``paths`` (in parallel when there are many), results in input order.
 
@@ -192,6 +228,11 @@ def process_files(
     ``progress(done, total)`` is called as results come in. ``prefilter=False`` parses
     every file, even those the pre-filter rules out (for robustness runs).
     ``settings_for(path)``, if given, chooses each file's settings (``per-file-ignores``).
+    ``before_write(path)``, if given, is called right before a file is written (in the
+    process that writes it, so it must be picklable when workers run).
+
+    Inside :func:`codemods.stopping.on_signals`, SIGINT and SIGTERM stop the run: the
+    files it did not finish come back with ``reached=False``, unchanged.
     """
     jobs = jobs or os.cpu_count() or 1
     choose = settings_for or (lambda _: settings)
@@ -205,27 +246,36 @@ def process_files(
         if progress is not None:
             progress(done, len(paths))
 
+    def lost(index: int, reason: str) -> None:
+        finished(index, FileResult(str(paths[index]), error=reason))
+
     if jobs > 1 and len(paths) >= POOL_THRESHOLD:
-        order = likeliest_first(paths)
-        work = [(paths[i], chosen[i], prefilter, write) for i in order]
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            processed = pool.map(_process, work, chunksize=_chunksize(len(work), jobs))
-            for index, result in zip(order, processed):
-                finished(index, result)
-        return [result for result in results if result is not None]
-    todo = []
-    for index, (path, s) in enumerate(zip(paths, chosen)):
-        screened = _screen(path, s, prefilter)
-        if isinstance(screened, FileResult):
-            finished(index, screened)
+        # A work item: path, settings, pre-filter or not, write or not, the hook.
+        work = [
+            (i, (paths[i], chosen[i], prefilter, write, before_write))
+            for i in likeliest_first(paths)
+        ]
+        in_workers(_process, work, jobs, finished, _chunksize(len(work), jobs), lost)
+    else:
+        todo = []
+        for index, (path, s) in enumerate(zip(paths, chosen)):
+            if stopping.STATE.requested:
+                break
+            screened = one(lambda a: _screen(*a), (path, s, prefilter))
+            if screened is None:
+                break
+            if isinstance(screened, FileResult):
+                finished(index, screened)
+            else:
+                todo.append((index, (path, screened, s, write, before_write)))
+        # The parse stage's items hold the screened bytes in place of the pre-filter flag.
+        if jobs > 1 and len(todo) >= PARSE_IN_WORKERS_FROM:
+            workers = min(jobs, len(todo))
+            in_workers(_parse, todo, workers, finished, _chunksize(len(todo), workers), lost)
         else:
-            todo.append((index, (path, screened, s, write)))
-    parsing = [args for _, args in todo]
-    with contextlib.ExitStack() as stack:
-        parsed: Iterable[FileResult] = map(_parse, parsing)
-        if jobs > 1 and len(parsing) >= PARSE_IN_WORKERS_FROM:
-            pool = stack.enter_context(ProcessPoolExecutor(max_workers=min(jobs, len(parsing))))
-            parsed = pool.map(_parse, parsing)
-        for (index, _), result in zip(todo, parsed):
-            finished(index, result)
-    return [result for result in results if result is not None]
+            for index, result in in_process(_parse, todo):
+                finished(index, result)
+    return [
+        result if result is not None else FileResult(str(path), reached=False)
+        for path, result in zip(paths, results)
+    ]

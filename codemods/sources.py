@@ -96,18 +96,42 @@ def discover(
     return [files[key] for key in sorted(files)], problems
 
 
-def write_atomic(path: Path, data: bytes) -> None:
+class ChangedMeanwhile(Exception):
+    """The file no longer holds the bytes the run read: it was saved (or deleted) since."""
+
+
+_CHANGED = "changed on disk since it was read; not overwritten (run again to migrate it)"
+_GONE = "deleted since it was read; not written again"
+
+
+def write_atomic(
+    path: Path,
+    data: bytes,
+    expected: bytes | None = None,
+    last_check: Callable[[], None] | None = None,
+) -> None:
     """Replace ``path``'s content with ``data`` in one step, keeping its permissions.
 
     The data goes to a temporary file beside ``path``, is flushed to disk, and is
     renamed over it, so a reader (or a crash) sees either the old file or the new one.
+    Right before the rename, ``last_check()`` may raise to abandon the write, and the
+    file is read again: if it no longer holds ``expected`` (someone saved it since it
+    was read), it is left as it is. Only the rename itself comes after that look.
 
     Raises:
-        OSError: If the directory is not writable or the rename fails; ``path`` is
-            unchanged and no temporary file is left behind.
+        ChangedMeanwhile: If the file does not hold ``expected`` any more.
+        OSError: If the directory is not writable or the rename fails.
+        BaseException: Whatever ``last_check`` raises.
+
+        In every case ``path`` is unchanged and no temporary file is left behind.
     """
     target = Path(os.path.realpath(path))  # rewrite a symlink's target, keep the link
-    mode = stat.S_IMODE(target.stat().st_mode)
+    try:
+        mode = stat.S_IMODE(target.stat().st_mode)
+    except FileNotFoundError:
+        if expected is None:
+            raise
+        raise ChangedMeanwhile(_GONE) from None
     # The mode is honoured even for root, who could write anyway: read-only means hands off.
     if not mode & stat.S_IWUSR or not os.access(target, os.W_OK):
         raise PermissionError(f"{path} is read-only")
@@ -118,8 +142,24 @@ def write_atomic(path: Path, data: bytes) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(temp, mode)
+        if last_check is not None:
+            last_check()
+        if expected is not None:
+            current = _current(target)
+            if current is None:
+                raise ChangedMeanwhile(_GONE)
+            if current != expected:
+                raise ChangedMeanwhile(_CHANGED)
         os.replace(temp, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temp)
         raise
+
+
+def _current(path: Path) -> bytes | None:
+    """What ``path`` holds now (None: it is gone or unreadable)."""
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
