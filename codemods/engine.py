@@ -19,6 +19,7 @@ from typing import Any
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider, Scope, ScopeProvider
+from packaging.version import Version
 
 from codemods.behaviours import INDEX, fix_for
 from codemods.findings import Finding
@@ -89,13 +90,20 @@ class Engine(ImportMoves, cst.CSTTransformer):
         return self.settings.applies_fix(rule) if self.settings.fix else self.settings.can_fix(rule)
 
     def report(
-        self, node: cst.CSTNode, rule: Rule, fixable_here: bool = True, quiet: bool = False
+        self,
+        node: cst.CSTNode,
+        rule: Rule,
+        fixable_here: bool = True,
+        quiet: bool = False,
+        unsafe_here: bool = False,
     ) -> bool:
         """Record a finding; return whether this run applies its fix.
 
         ``fixable_here`` is False where the rule has a fix in general but not at this
         site (a form the fix does not handle with certainty). ``quiet``: the finding
         was recorded already (at an enclosing node); only say whether the fix applies.
+        ``unsafe_here``: the fix may change behaviour at this site though the rule's fix
+        is safe elsewhere, so it applies only with ``--unsafe-fixes``.
         """
         if (
             self._fallback_depth
@@ -108,12 +116,26 @@ class Engine(ImportMoves, cst.CSTTransformer):
             return False
         fixable = fixable_here and self.settings.can_fix(rule)
         applies = fixable and self.settings.applies_fix(rule)
+        applies = applies and (not unsafe_here or self.settings.unsafe_fixes)
         if quiet:
             return applies
         self.findings.append(
-            Finding(position.line, position.column + 1, rule.code, rule.message, fixable, applies)
+            Finding(
+                position.line,
+                position.column + 1,
+                rule.code,
+                rule.message,
+                fixable,
+                applies,
+                unsafe=fixable and unsafe_here,
+            )
         )
         return applies
+
+    def target_at_least(self, release: str) -> bool:
+        """Whether the torch the code must run on (``--target-torch``) is ``release`` or later."""
+        target = self.settings.target_torch
+        return target is None or Version(target) >= Version(release)
 
     def need_import(self, module: str, name: str | None, asname: str | None = None) -> None:
         """Queue an import for libcst's ``AddImportsVisitor``, run after this pass."""

@@ -16,6 +16,8 @@ class Finding:
         message: The rule's message.
         fixable: An automatic fix exists for it (with ``--unsafe-fixes`` if unsafe).
         fixed: The fix was applied in this run.
+        unsafe: The fix here is unsafe although the rule's fix is safe elsewhere (it
+            applies only with ``--unsafe-fixes``).
         withheld: Why a fix this run would have applied was not written (the rewrite
             would have broken the file), or None.
     """
@@ -26,4 +28,19 @@ class Finding:
     message: str
     fixable: bool = False
     fixed: bool = False
+    unsafe: bool = False
     withheld: str | None = None
+
+
+def applicability(finding: Finding, safety: str) -> str | None:
+    """``"safe"`` or ``"unsafe"`` where an automatic fix exists for ``finding``, else None.
+
+    ``safety`` is the rule's fix safety (``"safe"``, ``"unsafe"``, ``"manual"``).
+
+    Example:
+        >>> applicability(Finding(1, 1, "FSDP103", "m", fixable=True, unsafe=True), "safe")
+        'unsafe'
+    """
+    if not finding.fixable:
+        return None
+    return "unsafe" if finding.unsafe else safety

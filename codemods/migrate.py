@@ -32,7 +32,7 @@ from codemods.cli import (
     stopped_lines,
 )
 from codemods.config import ConfigError
-from codemods.findings import Finding
+from codemods.findings import Finding, applicability
 from codemods.registry import REGISTRY, FixSafety
 from codemods.runner import FileResult, process_files, process_source
 from codemods.settings import Settings
@@ -128,7 +128,8 @@ def _line(path: str, finding: Finding) -> str:
 
 
 def _unsafe_fixable(finding: Finding) -> bool:
-    return finding.fixable and not finding.fixed and REGISTRY[finding.code].fix is FixSafety.UNSAFE
+    safety = REGISTRY[finding.code].fix.value
+    return not finding.fixed and applicability(finding, safety) == FixSafety.UNSAFE.value
 
 
 def _report(path: Path, results: list[FileResult], summary: dict) -> None:

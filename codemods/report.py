@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from codemods._version import __version__
-from codemods.findings import Finding
+from codemods.findings import Finding, applicability
 from codemods.registry import REGISTRY, FixSafety
 from codemods.settings import Settings
 
@@ -32,9 +32,7 @@ class Located:
     @property
     def applicability(self) -> str | None:
         """``"safe"`` or ``"unsafe"`` where an automatic fix exists here, else None."""
-        if not self.finding.fixable:
-            return None
-        return REGISTRY[self.finding.code].fix.value
+        return applicability(self.finding, REGISTRY[self.finding.code].fix.value)
 
 
 def fix_marker(item: Located, settings: Settings) -> bool:

@@ -58,8 +58,13 @@ class Engine(Resolver, Protocol):
 
     scratch: dict[str, Any]
 
-    def report(self, node: cst.CSTNode, rule: Rule, fixable_here: bool = True) -> bool:
+    def report(
+        self, node: cst.CSTNode, rule: Rule, fixable_here: bool = True, unsafe_here: bool = False
+    ) -> bool:
         """Record a finding at ``node``; return whether this run applies its fix there."""
+
+    def target_at_least(self, release: str) -> bool:
+        """Whether the torch the code must run on is ``release`` or later."""
 
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
         """The parent of an original node."""

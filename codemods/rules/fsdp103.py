@@ -20,6 +20,9 @@ from codemods.registry import REGISTRY
 from codemods.registry.names import COMPAT_FAIRSCALE
 from codemods.syntax import dotted, keyword
 
+#: The torch release whose ``ModuleWrapPolicy`` is callable like the policy function it
+#: replaces (the ``module_wrap_policy`` capability's note).
+CALLABLE_SINCE = "2.2"
 #: Callables whose ``auto_wrap_policy=`` takes policy objects.
 POLICY_CONSUMERS = TORCH_POLICY_CONSUMERS | {f"{COMPAT_FAIRSCALE}.enable_wrap"}
 
@@ -88,9 +91,14 @@ class PolicyPartial(Behaviour):
             return updated  # FSDP209 turns it into the set of classes itself
         rest = original.args[1:]
         exact = len(rest) == 1 and keyword(rest[0]) == rule.argument
-        fixable = exact and reaches_policy_consumers(engine, original)
-        fixable = fixable and imported_at_module_level(engine, original.args[0].value)
-        if not engine.report(original, rule, fixable_here=fixable) or not fixable:
+        exact = exact and imported_at_module_level(engine, original.args[0].value)
+        certain = exact and reaches_policy_consumers(engine, original)
+        # A module-level policy whose uses the file does not all show (it is imported
+        # elsewhere) works as a callable too where ModuleWrapPolicy is one: unsafe there.
+        unknown = exact and not certain and self._exported(engine, original)
+        fixable = certain or unknown
+        applies = engine.report(original, rule, fixable_here=fixable, unsafe_here=unknown)
+        if not applies or not fixable:
             return updated
         module, _, new_name = rule.new.rpartition(".")
         engine.need_import(module, new_name)
@@ -110,6 +118,16 @@ class PolicyPartial(Behaviour):
             whitespace_before_args=before_args,
             args=[kept.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT)],
         )
+
+    def _exported(self, engine: Engine, call: cst.Call) -> bool:
+        """``NAME = partial(...)`` at module level, for a target where the object is callable."""
+        if self.rule.code != "FSDP103" or not engine.target_at_least(CALLABLE_SINCE):
+            return False
+        parent = engine.parent(call)
+        if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1):
+            return False
+        target = parent.targets[0].target
+        return isinstance(target, cst.Name) and isinstance(engine.scope(target), GlobalScope)
 
 
 BEHAVIOUR = PolicyPartial
