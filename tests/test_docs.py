@@ -25,7 +25,14 @@ def test_rules_md_is_current():
 def test_every_rule_has_its_section(rule):
     text = RULES_MD.read_text(encoding="utf-8")
     assert f"\n## {rule.code}\n" in text
-    assert rule.example.after.splitlines()[-1] in text
+    section = text.split(f"\n## {rule.code}\n", 1)[1].split("\n## ", 1)[0]
+    assert rule.example.after.splitlines()[-1] in section
+    for case in rule.cases:
+        assert f"```python\n{case.before}```" in section
+        assert f"```python\n{case.after}```" in section
+    assert "### Not reported" in section
+    for source in rule.untouched:
+        assert f"```python\n{source}```" in section
 
 
 def test_every_capability_is_listed():
@@ -36,7 +43,8 @@ def test_every_capability_is_listed():
 
 def test_explain_has_ruffs_sections():
     text = explain(REGISTRY["FSDP103"])
-    for heading in ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety"):
+    headings = ("What it does", "Why is this bad?", "Example", "Use instead", "More cases")
+    for heading in (*headings, "Not reported", "Fix safety"):
         assert f"## {heading}" in text
 
 
