@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+from html import unescape
 from pathlib import Path
 
 import pytest
@@ -75,7 +77,8 @@ def html(tmp_path_factory) -> Path:
 
 
 def test_sphinx_builds_with_warnings_as_errors(html):
-    for page in ("index", "installation", "guide", "recipes", "rules", "api", "matrix"):
+    pages = ("index", "installation", "guide", "recipes", "rules", "api", "matrix")
+    for page in (*pages, "contributing"):
         assert (html / f"{page}.html").exists(), page
 
 
@@ -83,6 +86,13 @@ def test_every_rule_is_in_the_built_reference(html):
     text = (html / "rules.html").read_text(encoding="utf-8")
     for rule in REGISTRY:
         assert f'id="{rule.code.lower()}"' in text, rule.code
+
+
+def test_the_contributing_page_shows_the_test_entry(html):
+    page = (html / "contributing.html").read_text(encoding="utf-8")
+    text = unescape(re.sub(r"<[^>]+>", "", page))  # the code as shown, highlighting aside
+    for word in ("fsdp-ignored-parameters", "kept in fp32", "class Fsdp1NN"):
+        assert word in text, word
 
 
 def test_the_api_reference_documents_compat(html):
