@@ -26,7 +26,7 @@ code, `python -m codemods.migrate` applies the fixes, and `compat` warns with th
 message when old code runs through it. Versions are releases of the framework named in
 the row (FairScale rules are dated by the torch release that offers the replacement).
 Each rule's example, its further cases and the code it does not report are run as tests
-(`tests/test_rule_cases.py`): what a section shows is what the tools do.
+(`tests/test_rule_cases.py`).
 """
 
 _FIX_SAFETY_TEXT = {

@@ -42,9 +42,8 @@ RULES = (
                     "fsdp2.fully_shard(model, mp_policy=fsdp2.MixedPrecisionPolicy())\n"
                 ),
                 after=(
-                    "import torch.distributed.fsdp\n"
-                    "torch.distributed.fsdp.fully_shard(model, "
-                    "mp_policy=torch.distributed.fsdp.MixedPrecisionPolicy())\n"
+                    "import torch.distributed.fsdp as fsdp2\n"
+                    "fsdp2.fully_shard(model, mp_policy=fsdp2.MixedPrecisionPolicy())\n"
                 ),
             ),
             Example(
