@@ -13,6 +13,7 @@ A fixture without ``output.py`` must come out unchanged. Comment lines at the to
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,6 +72,24 @@ def load(name: str) -> Fixture:
         left=tuple(sorted(_codes(options.get("left unfixed", "")))),
         compat_warns=None if runnable is None else frozenset(_codes(runnable)),
     )
+
+
+def triggered(fixture: Fixture) -> tuple[str, ...]:
+    """The rule codes lint reports on the fixture's input, under the fixture's own options."""
+    from codemods.run import run  # the engine only where a test asks, not for every importer
+
+    lint = dataclasses.replace(fixture.settings, fix=False)
+    return tuple(sorted({f.code for f in run(fixture.source.encode(), lint).findings}))
+
+
+def fixture_id(fixture: Fixture) -> str:
+    """The fixture's test id, with the codes it triggers: ``pytest -k FSDP208`` finds it.
+
+    Example:
+        >>> fixture_id(FIXTURES["strategy-and-precision-keep-quotes"])
+        'strategy-and-precision-keep-quotes[FSDP204,FSDP206]'
+    """
+    return f"{fixture.name}[{','.join(triggered(fixture))}]"
 
 
 NAMES = sorted(p.name for p in ROOT.iterdir() if (p / "input.py").exists())

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+from html import unescape
 from pathlib import Path
 
 import pytest
@@ -25,7 +27,14 @@ def test_rules_md_is_current():
 def test_every_rule_has_its_section(rule):
     text = RULES_MD.read_text(encoding="utf-8")
     assert f"\n## {rule.code}\n" in text
-    assert rule.example.after.splitlines()[-1] in text
+    section = text.split(f"\n## {rule.code}\n", 1)[1].split("\n## ", 1)[0]
+    assert rule.example.after.splitlines()[-1] in section
+    for case in rule.cases:
+        assert f"```python\n{case.before}```" in section
+        assert f"```python\n{case.after}```" in section
+    assert "### Not reported" in section
+    for source in rule.untouched:
+        assert f"```python\n{source}```" in section
 
 
 def test_every_capability_is_listed():
@@ -36,7 +45,8 @@ def test_every_capability_is_listed():
 
 def test_explain_has_ruffs_sections():
     text = explain(REGISTRY["FSDP103"])
-    for heading in ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety"):
+    headings = ("What it does", "Why is this bad?", "Example", "Use instead", "More cases")
+    for heading in (*headings, "Not reported", "Fix safety"):
         assert f"## {heading}" in text
 
 
@@ -67,7 +77,8 @@ def html(tmp_path_factory) -> Path:
 
 
 def test_sphinx_builds_with_warnings_as_errors(html):
-    for page in ("index", "installation", "guide", "recipes", "rules", "api", "matrix"):
+    pages = ("index", "installation", "guide", "recipes", "rules", "api", "matrix")
+    for page in (*pages, "contributing"):
         assert (html / f"{page}.html").exists(), page
 
 
@@ -75,6 +86,13 @@ def test_every_rule_is_in_the_built_reference(html):
     text = (html / "rules.html").read_text(encoding="utf-8")
     for rule in REGISTRY:
         assert f'id="{rule.code.lower()}"' in text, rule.code
+
+
+def test_the_contributing_page_shows_the_test_entry(html):
+    page = (html / "contributing.html").read_text(encoding="utf-8")
+    text = unescape(re.sub(r"<[^>]+>", "", page))  # the code as shown, highlighting aside
+    for word in ("fsdp-ignored-parameters", "kept in fp32", "class Fsdp1NN"):
+        assert word in text, word
 
 
 def test_the_api_reference_documents_compat(html):

@@ -17,6 +17,11 @@ SOURCES = {
     **{f"fixture:{name}": fixture.source.encode() for name, fixture in FIXTURES.items()},
     **{f"example:{p.name}": p.read_bytes() for p in (ROOT / "examples" / "legacy").glob("*.py")},
     **{f"registry:{rule.code}": rule.example.before.encode() for rule in REGISTRY},
+    **{
+        f"registry:{rule.code}-case-{index}": case.before.encode()
+        for rule in REGISTRY
+        for index, case in enumerate(rule.cases)
+    },
 }
 
 

@@ -13,7 +13,17 @@ Example:
 
 from __future__ import annotations
 
-from codemods.registry import fairscale_rules, lightning_rules, torch_fsdp_rules, torch_rules
+from codemods.registry import (
+    compat_fsdp_rules,
+    fairscale_rules,
+    lightning_legacy_rules,
+    lightning_rules,
+    lightning_strategy_rules,
+    lightning_trainer_rules,
+    torch_fsdp_rules,
+    torch_policy_rules,
+    torch_rules,
+)
 from codemods.registry.capabilities import CAPABILITIES
 from codemods.registry.model import (
     Capability,
@@ -25,11 +35,21 @@ from codemods.registry.model import (
     Rule,
 )
 
+#: The rule modules, one per topic; the registry lists their rules in code order.
+_MODULES = (
+    torch_rules,
+    torch_policy_rules,
+    torch_fsdp_rules,
+    compat_fsdp_rules,
+    lightning_rules,
+    lightning_trainer_rules,
+    lightning_strategy_rules,
+    lightning_legacy_rules,
+    fairscale_rules,
+)
+
 REGISTRY = Registry(
-    rules=torch_rules.RULES
-    + torch_fsdp_rules.RULES
-    + lightning_rules.RULES
-    + fairscale_rules.RULES,
+    rules=tuple(sorted((rule for m in _MODULES for rule in m.RULES), key=lambda r: r.code)),
     capabilities=CAPABILITIES,
 )
 

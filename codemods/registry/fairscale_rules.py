@@ -51,6 +51,51 @@ RULES = (
         ),
         fix=FixSafety.UNSAFE,
         introduced="1.11",
+        cases=(
+            Example(
+                before=(
+                    "import torch\n"
+                    "from fairscale.nn.data_parallel import FullyShardedDataParallel\n"
+                    "model = FullyShardedDataParallel(\n"
+                    "    model,\n"
+                    "    mixed_precision=True,  # fp16 compute\n"
+                    "    move_params_to_cpu=True,\n"
+                    ")\n"
+                ),
+                after=(
+                    "import torch\n"
+                    "from torch.distributed.fsdp import CPUOffload, MixedPrecision, "
+                    "FullyShardedDataParallel\n"
+                    "model = FullyShardedDataParallel(\n"
+                    "    model,\n"
+                    "    mixed_precision=MixedPrecision(param_dtype=torch.float16, "
+                    "reduce_dtype=torch.float16, buffer_dtype=torch.float16),  # fp16 compute\n"
+                    "    cpu_offload=CPUOffload(offload_params=True),\n"
+                    ")\n"
+                ),
+            ),
+            Example.reported_only(
+                "from fairscale.nn import FullyShardedDataParallel as FSDP\n"
+                "model = FSDP(model, bucket_cap_mb=50, verbose=True)\n"
+            ),
+        ),
+        untouched=(
+            (
+                "from torch.distributed.fsdp import fully_shard\n"
+                "fully_shard(model, reshard_after_forward=False)\n"
+            ),
+            (
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "from torch.distributed.fsdp import ShardingStrategy\n"
+                "model = FSDP(model, sharding_strategy=ShardingStrategy.SHARD_GRAD_OP)\n"
+            ),
+            (
+                "try:\n"
+                "    from fairscale.nn import FullyShardedDataParallel\n"
+                "except ImportError:\n"
+                "    FullyShardedDataParallel = None\n"
+            ),
+        ),
     ),
     Rule(
         code="FSDP302",
@@ -88,6 +133,37 @@ RULES = (
         ),
         fix=FixSafety.UNSAFE,
         introduced="1.11",
+        cases=(
+            Example(
+                before=(
+                    "import fairscale.nn.wrap as fairscale_wrap\n"
+                    "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                    "with fairscale_wrap.enable_wrap(wrapper_cls=FSDP, limit_all_gathers=True):\n"
+                    "    model = build_model()\n"
+                ),
+                after=(
+                    "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                    "from torch.distributed.fsdp.wrap import enable_wrap\n"
+                    "\n"
+                    "with enable_wrap(wrapper_cls=FSDP, limit_all_gathers=True):\n"
+                    "    model = build_model()\n"
+                ),
+            ),
+            Example.reported_only(
+                "from fairscale.nn.wrap import auto_wrap, enable_wrap\n"
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "with enable_wrap(wrapper_cls=FSDP):\n"
+                "    model = auto_wrap(build_model())\n"
+            ),
+        ),
+        untouched=(
+            (
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "from torch.distributed.fsdp.wrap import enable_wrap, wrap\n"
+                "with enable_wrap(wrapper_cls=FSDP):\n"
+                "    model = wrap(build_model())\n"
+            ),
+        ),
     ),
     Rule(
         code="FSDP303",
@@ -109,6 +185,22 @@ RULES = (
         ),
         fix=FixSafety.UNSAFE,
         introduced="1.11",
+        cases=(
+            Example(
+                before=(
+                    "from fairscale.nn.wrap import wrap as shard\n"
+                    "blocks = [shard(block) for block in blocks]\n"
+                ),
+                after=(
+                    "from torch.distributed.fsdp.wrap import wrap as shard\n"
+                    "blocks = [shard(block) for block in blocks]\n"
+                ),
+            ),
+        ),
+        untouched=(
+            ("from torch.distributed.fsdp.wrap import wrap\nblock = wrap(block)\n"),
+            ("import textwrap\ntext = textwrap.wrap(text, width=80)\n"),
+        ),
     ),
     Rule(
         code="FSDP304",
@@ -143,6 +235,20 @@ RULES = (
         ),
         fix=FixSafety.MANUAL,
         introduced="1.11",
+        cases=(
+            Example.reported_only(
+                "import fairscale.nn.wrap as fairscale_wrap\n"
+                "with fairscale_wrap.enable_wrap(wrapper_cls=FSDP, auto_wrap_policy=policy):\n"
+                "    model = fairscale_wrap.auto_wrap(model)\n"
+            ),
+        ),
+        untouched=(
+            (
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "model = FSDP(model, auto_wrap_policy=policy)\n"
+            ),
+            ("def auto_wrap(model):\n    return model\nmodel = auto_wrap(model)\n"),
+        ),
     ),
     Rule(
         code="FSDP305",
@@ -167,6 +273,31 @@ RULES = (
         ),
         fix=FixSafety.UNSAFE,
         introduced="1.12",
+        cases=(
+            Example(
+                before=(
+                    "import functools\n"
+                    "from fairscale.nn.wrap import default_auto_wrap_policy\n"
+                    "policy = functools.partial(default_auto_wrap_policy, min_num_params=10**7)\n"
+                ),
+                after=(
+                    "import functools\n"
+                    "from torch.distributed.fsdp.wrap import size_based_auto_wrap_policy\n"
+                    "policy = functools.partial(size_based_auto_wrap_policy, "
+                    "min_num_params=10**7)\n"
+                ),
+            ),
+        ),
+        untouched=(
+            (
+                "from torch.distributed.fsdp.wrap import default_auto_wrap_policy\n"
+                "policy = default_auto_wrap_policy\n"
+            ),
+            (
+                "from fairscale.nn.wrap import config_auto_wrap_policy\n"
+                "policy = config_auto_wrap_policy\n"
+            ),
+        ),
     ),
     Rule(
         code="FSDP306",
@@ -202,5 +333,34 @@ RULES = (
         ),
         fix=FixSafety.UNSAFE,
         introduced="1.12",
+        cases=(
+            Example.reported_only(
+                "from fairscale.nn.checkpoint import checkpoint_wrapper\n"
+                "block = checkpoint_wrapper(block, offload_to_cpu=True)\n"
+            ),
+            Example(
+                before=(
+                    "from fairscale.nn.checkpoint.checkpoint_activations import checkpoint_wrapper "
+                    "as ckpt\n"
+                    "layers = [ckpt(layer) for layer in layers]\n"
+                ),
+                after=(
+                    "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import "
+                    "CheckpointImpl, checkpoint_wrapper as ckpt\n"
+                    "layers = [ckpt(layer, checkpoint_impl=CheckpointImpl.NO_REENTRANT) for layer "
+                    "in layers]\n"
+                ),
+            ),
+        ),
+        untouched=(
+            (
+                "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (\n"
+                "    CheckpointImpl,\n"
+                "    checkpoint_wrapper,\n"
+                ")\n"
+                "block = checkpoint_wrapper(block, checkpoint_impl=CheckpointImpl.NO_REENTRANT)\n"
+            ),
+            ("from fairscale.nn.checkpoint import is_checkpointing\nactive = is_checkpointing()\n"),
+        ),
     ),
 )

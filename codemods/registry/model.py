@@ -59,6 +59,17 @@ class Example:
     before: str
     after: str
 
+    @classmethod
+    def reported_only(cls, source: str) -> Example:
+        r"""A case the rule reports and leaves for a human: ``after`` is ``before``.
+
+        Example:
+            >>> case = Example.reported_only("import old\n")
+            >>> case.after == case.before
+            True
+        """
+        return cls(source, source)
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -89,8 +100,9 @@ class Rule:
             last part (``compat.fsdp.wrap.wrap`` to ``torch.distributed.fsdp.wrap.wrap``).
         in_definitions: ``argument`` is also found as a parameter of the user's own
             functions and lambdas (a policy written for the old keyword), with no import.
-        cases: More before/after pairs the fix must reproduce (``after`` equal to
-            ``before`` for a finding left for a human), beyond ``example``.
+        cases: More before/after pairs the fix must reproduce, beyond ``example``;
+            ``after`` equal to ``before`` (:meth:`Example.reported_only`) for a form
+            that is reported and left for a human. A manual rule's cases are all such.
         untouched: Snippets that look like the old spelling but must give no finding
             and no change (Fixit's VALID cases).
     """

@@ -25,6 +25,8 @@ Every FSDP API change fsdp-compat knows. `python -m codemods.lint` reports each 
 code, `python -m codemods.migrate` applies the fixes, and `compat` warns with the same
 message when old code runs through it. Versions are releases of the framework named in
 the row (FairScale rules are dated by the torch release that offers the replacement).
+Each rule's example, its further cases and the code it does not report are run as tests
+(`tests/test_rule_cases.py`).
 """
 
 _FIX_SAFETY_TEXT = {
@@ -75,14 +77,12 @@ def explain(rule: Rule) -> str:
         rule.why,
         "",
         "## Example",
-        "```python",
-        rule.example.before.rstrip("\n"),
-        "```",
+        *_code(rule.example.before),
         "",
         "## Use instead",
-        "```python",
-        rule.example.after.rstrip("\n"),
-        "```",
+        *_code(rule.example.after),
+        *_more_cases(rule),
+        *_not_reported(rule),
         "",
         "## Fix safety",
         _FIX_SAFETY_TEXT[rule.fix],
@@ -105,6 +105,33 @@ def explain(rule: Rule) -> str:
     if rule.opt_in:
         parts += ["", "## Selection", "Opt-in: reported only when selected by its code."]
     return "\n".join(parts)
+
+
+def _code(source: str) -> list[str]:
+    return ["```python", source.rstrip("\n"), "```"]
+
+
+def _more_cases(rule: Rule) -> list[str]:
+    """The rule's extra cases: each rewrite as before and after, each form left as it is."""
+    if not rule.cases:
+        return []
+    lines = ["", "## More cases"]
+    for case in rule.cases:
+        if case.after == case.before:
+            lines += ["", "Reported, and left for a human:", "", *_code(case.before)]
+        else:
+            lines += ["", *_code(case.before), "", "becomes", "", *_code(case.after)]
+    return lines
+
+
+def _not_reported(rule: Rule) -> list[str]:
+    """The rule's untouched cases: code that only looks like the old spelling."""
+    if not rule.untouched:
+        return []
+    lines = ["", "## Not reported", "Each of these gives no finding and is left unchanged."]
+    for source in rule.untouched:
+        lines += ["", *_code(source)]
+    return lines
 
 
 def _rule_section(rule: Rule) -> list[str]:

@@ -1,4 +1,4 @@
-"""torch's FSDP module, checkpointing and the compat shim's FSDP names (FSDP107-FSDP114)."""
+"""torch's FSDP modules and checkpointing (FSDP107, FSDP108, FSDP111, FSDP114)."""
 
 from __future__ import annotations
 
@@ -6,26 +6,11 @@ from codemods.registry.model import ChangeKind, Example, FixSafety, Framework, R
 from codemods.registry.names import (
     CHECKPOINT_WRAPPER,
     COMPAT_FSDP_CLASSES,
-    COMPAT_WRAP,
     COMPOSABLE_FSDP,
     TORCH_FSDP_CLASSES,
-    TORCH_WRAP,
 )
 
-WRAP = TORCH_WRAP
 COMPAT_FSDP = COMPAT_FSDP_CLASSES
-#: compat.fsdp.wrap names that torch has under the same name, with the same meaning.
-COMPAT_WRAP_NATIVE = tuple(
-    f"{COMPAT_WRAP}.{name}"
-    for name in (
-        "ModuleWrapPolicy",
-        "CustomPolicy",
-        "always_wrap_policy",
-        "enable_wrap",
-        "wrap",
-        "size_based_auto_wrap_policy",
-    )
-)
 
 RULES = (
     Rule(
@@ -50,6 +35,41 @@ RULES = (
         ),
         fix=FixSafety.SAFE,
         introduced="2.6",
+        cases=(
+            Example(
+                before=(
+                    "import torch.distributed._composable.fsdp as fsdp2\n"
+                    "fsdp2.fully_shard(model, mp_policy=fsdp2.MixedPrecisionPolicy())\n"
+                ),
+                after=(
+                    "import torch.distributed.fsdp as fsdp2\n"
+                    "fsdp2.fully_shard(model, mp_policy=fsdp2.MixedPrecisionPolicy())\n"
+                ),
+            ),
+            Example(
+                before=(
+                    "from torch.distributed._composable.fsdp import MixedPrecisionPolicy, "
+                    "fully_shard\n"
+                    "fully_shard(model, "
+                    "mp_policy=MixedPrecisionPolicy(param_dtype=torch.bfloat16))\n"
+                ),
+                after=(
+                    "from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard\n"
+                    "fully_shard(model, "
+                    "mp_policy=MixedPrecisionPolicy(param_dtype=torch.bfloat16))\n"
+                ),
+            ),
+        ),
+        untouched=(
+            ("from torch.distributed.fsdp import fully_shard\nfully_shard(model)\n"),
+            ("from torch.distributed._composable import checkpoint\ncheckpoint(block)\n"),
+            (
+                "try:\n"
+                "    from torch.distributed.fsdp import fully_shard\n"
+                "except ImportError:\n"
+                "    from torch.distributed._composable.fsdp import fully_shard\n"
+            ),
+        ),
     ),
     Rule(
         code="FSDP108",
@@ -81,72 +101,63 @@ RULES = (
         ),
         fix=FixSafety.UNSAFE,
         introduced="2.2",
-    ),
-    Rule(
-        code="FSDP109",
-        name="fsdp-cpu-offload-bool",
-        framework=Framework.TORCH,
-        kind=ChangeKind.CALL_REWRITE,
-        old=COMPAT_FSDP,
-        new=TORCH_FSDP_CLASSES[0],
-        argument="cpu_offload",
-        message="pass `cpu_offload=CPUOffload(offload_params=True)`; torch's FSDP takes no bool",
-        why=(
-            "Lightning's and FairScale's FSDP took `cpu_offload=True`; torch's "
-            "`FullyShardedDataParallel` takes a `CPUOffload` object and fails on a bool."
-        ),
-        example=Example(
-            before=(
-                "from compat.fsdp import FullyShardedDataParallel as FSDP\n"
-                "model = FSDP(model, cpu_offload=True)\n"
+        cases=(
+            Example(
+                before=(
+                    "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import "
+                    "checkpoint_wrapper\n"
+                    "wrapped = checkpoint_wrapper(\n"
+                    "    block,  # one transformer layer\n"
+                    ")\n"
+                ),
+                after=(
+                    "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import "
+                    "CheckpointImpl, checkpoint_wrapper\n"
+                    "wrapped = checkpoint_wrapper(\n"
+                    "    block,  # one transformer layer\n"
+                    "    checkpoint_impl=CheckpointImpl.NO_REENTRANT,\n"
+                    ")\n"
+                ),
             ),
-            after=(
-                "from compat.fsdp import FullyShardedDataParallel as FSDP\n"
-                "from torch.distributed.fsdp import CPUOffload\n"
-                "\n"
-                "model = FSDP(model, cpu_offload=CPUOffload(offload_params=True))\n"
-            ),
-        ),
-        fix=FixSafety.SAFE,
-        introduced="1.12",
-    ),
-    Rule(
-        code="FSDP110",
-        name="fsdp-activation-checkpointing-argument",
-        framework=Framework.TORCH,
-        kind=ChangeKind.CALL_REWRITE,
-        old=COMPAT_FSDP,
-        new=f"{CHECKPOINT_WRAPPER}.apply_activation_checkpointing",
-        argument="activation_checkpointing",
-        message=(
-            "torch's FSDP has no `activation_checkpointing`; call "
-            "`apply_activation_checkpointing(model, auto_wrap_policy=ModuleWrapPolicy({Block}))` "
-            "after wrapping"
-        ),
-        why=(
-            "Lightning's FSDP strategies took the classes to checkpoint as an argument; with "
-            "torch's FSDP you apply checkpointing to the wrapped model yourself, non-reentrant "
-            "as Lightning did."
-        ),
-        example=Example(
-            before=(
-                "from compat.fsdp import FullyShardedDataParallel as FSDP\n"
-                "model = FSDP(model, activation_checkpointing=Block)\n"
-            ),
-            after=(
-                "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (\n"
-                "    apply_activation_checkpointing,\n"
-                ")\n"
-                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
-                "from torch.distributed.fsdp.wrap import ModuleWrapPolicy\n"
-                "model = FSDP(model)\n"
-                "apply_activation_checkpointing(\n"
-                "    model, auto_wrap_policy=ModuleWrapPolicy({Block})\n"
-                ")\n"
+            Example(
+                before=(
+                    "from functools import partial\n"
+                    "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import "
+                    "checkpoint_wrapper\n"
+                    "wrapper = partial(checkpoint_wrapper, checkpoint_fn=my_checkpoint)\n"
+                ),
+                after=(
+                    "from functools import partial\n"
+                    "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import "
+                    "CheckpointImpl, checkpoint_wrapper\n"
+                    "wrapper = partial(checkpoint_wrapper, checkpoint_fn=my_checkpoint, "
+                    "checkpoint_impl=CheckpointImpl.NO_REENTRANT)\n"
+                ),
             ),
         ),
-        fix=FixSafety.MANUAL,
-        introduced="2.1",
+        untouched=(
+            (
+                "from functools import partial\n"
+                "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import "
+                "CheckpointImpl, checkpoint_wrapper\n"
+                "wrapper = partial(checkpoint_wrapper, "
+                "checkpoint_impl=CheckpointImpl.NO_REENTRANT)\n"
+            ),
+            (
+                "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import "
+                "CheckpointImpl, checkpoint_wrapper\n"
+                "wrapped = checkpoint_wrapper(block, CheckpointImpl.NO_REENTRANT)\n"
+            ),
+            (
+                "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import "
+                "checkpoint_wrapper\n"
+                "wrapped = checkpoint_wrapper(block, **wrapper_options)\n"
+            ),
+            (
+                "from fairscale.nn.checkpoint import checkpoint_wrapper\n"
+                "wrapped = checkpoint_wrapper(block)\n"
+            ),
+        ),
     ),
     Rule(
         code="FSDP111",
@@ -182,75 +193,24 @@ RULES = (
         fix=FixSafety.MANUAL,
         introduced="2.4",
         opt_in=True,
-    ),
-    Rule(
-        code="FSDP112",
-        name="compat-fsdp",
-        framework=Framework.TORCH,
-        kind=ChangeKind.CALL_REWRITE,
-        old=COMPAT_FSDP,
-        new=TORCH_FSDP_CLASSES[0],
-        message="compat's `FullyShardedDataParallel` is torch's; import it from torch",
-        why=(
-            "compat's FSDP builds torch's `FullyShardedDataParallel` after translating "
-            "legacy arguments; code that no longer passes them can use torch's class "
-            "directly and drop the shim. A list or set of classes as `auto_wrap_policy` "
-            "becomes a `ModuleWrapPolicy`; `activation_checkpointing=` (FSDP110) must go "
-            "first. Unsafe: on a host without an accelerator compat passes "
-            "`device_id=torch.device('cpu')`, which torch's FSDP then needs from you."
-        ),
-        example=Example(
-            before=(
-                "from compat.fsdp import FullyShardedDataParallel\n"
-                "model = FullyShardedDataParallel(\n"
-                "    model, auto_wrap_policy={Block}\n"
-                ")\n"
-            ),
-            after=(
-                "from torch.distributed.fsdp import FullyShardedDataParallel\n"
-                "from torch.distributed.fsdp.wrap import ModuleWrapPolicy\n"
-                "\n"
-                "model = FullyShardedDataParallel(\n"
-                "    model, auto_wrap_policy=ModuleWrapPolicy({Block})\n"
-                ")\n"
+        cases=(
+            Example.reported_only(
+                "import torch.distributed.fsdp as fsdp\n"
+                "model = fsdp.FullyShardedDataParallel(model, use_orig_params=True)\n"
             ),
         ),
-        fix=FixSafety.UNSAFE,
-        introduced="2.0",
-    ),
-    Rule(
-        code="FSDP113",
-        name="compat-fsdp-wrap",
-        framework=Framework.TORCH,
-        kind=ChangeKind.SYMBOL_RENAME,
-        old=COMPAT_WRAP_NATIVE,
-        new=WRAP,
-        keeps_name=True,
-        message="import this wrap policy or helper from `torch.distributed.fsdp.wrap`",
-        why=(
-            "Apart from the legacy spellings it translates, `compat.fsdp.wrap` re-exports "
-            "torch's own policies and helpers; importing them from torch drops the shim. "
-            "compat's `size_based_auto_wrap_policy(min_nonwrapped_numel=N)`, which returns "
-            "a configured policy, becomes `partial(size_based_auto_wrap_policy, "
-            "min_num_params=N)`."
-        ),
-        example=Example(
-            before=(
-                "from compat.fsdp.wrap import ModuleWrapPolicy, size_based_auto_wrap_policy\n"
-                "policy = ModuleWrapPolicy({Block})\n"
-                "size_policy = size_based_auto_wrap_policy(min_nonwrapped_numel=100_000)\n"
+        untouched=(
+            (
+                "from torch.distributed.fsdp import fully_shard\n"
+                "for block in model.blocks:\n"
+                "    fully_shard(block)\n"
+                "fully_shard(model)\n"
             ),
-            after=(
-                "from torch.distributed.fsdp.wrap import ModuleWrapPolicy, "
-                "size_based_auto_wrap_policy\n"
-                "from functools import partial\n"
-                "\n"
-                "policy = ModuleWrapPolicy({Block})\n"
-                "size_policy = partial(size_based_auto_wrap_policy, min_num_params=100_000)\n"
+            (
+                "from torch.distributed.fsdp import ShardingStrategy\n"
+                "strategy = ShardingStrategy.FULL_SHARD\n"
             ),
         ),
-        fix=FixSafety.SAFE,
-        introduced="2.1",
     ),
     Rule(
         code="FSDP114",
@@ -285,6 +245,13 @@ RULES = (
         references=(
             "https://pytorch.org/docs/1.11/fsdp.html",
             "https://pytorch.org/docs/1.12/fsdp.html",
+        ),
+        untouched=(
+            "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+            "model = FSDP(model, auto_wrap_policy=policy)\n",
+            "def FSDP(module, fsdp_auto_wrap_policy=None):\n"
+            "    return module\n"
+            "model = FSDP(model, fsdp_auto_wrap_policy=policy)\n",
         ),
     ),
 )

@@ -1,4 +1,4 @@
-"""API changes of torch's auto-wrap policies (FSDP101-FSDP106)."""
+"""API changes of torch's auto-wrap policy names and size arguments (FSDP101, 102, 106)."""
 
 from __future__ import annotations
 
@@ -48,6 +48,52 @@ RULES = (
         introduced="1.12",
         removed="1.12",
         references=("https://github.com/pytorch/pytorch/pull/76858",),
+        cases=(
+            Example(
+                before=(
+                    "import functools\n"
+                    "import torch.distributed.fsdp.wrap as wrap_policies\n"
+                    "policy = functools.partial(wrap_policies.default_auto_wrap_policy, "
+                    "min_num_params=10**6)\n"
+                ),
+                after=(
+                    "import functools\n"
+                    "import torch.distributed.fsdp.wrap as wrap_policies\n"
+                    "policy = functools.partial(wrap_policies.size_based_auto_wrap_policy, "
+                    "min_num_params=10**6)\n"
+                ),
+            ),
+            Example(
+                before=(
+                    "from torch.distributed.fsdp.wrap import default_auto_wrap_policy as by_size\n"
+                    "policy = by_size\n"
+                ),
+                after=(
+                    "from torch.distributed.fsdp.wrap import size_based_auto_wrap_policy as "
+                    "by_size\n"
+                    "policy = by_size\n"
+                ),
+            ),
+        ),
+        untouched=(
+            (
+                "def default_auto_wrap_policy(module, recurse, nonwrapped_numel):\n"
+                "    return recurse or nonwrapped_numel >= 10**6\n"
+                "policy = default_auto_wrap_policy\n"
+            ),
+            (
+                "try:\n"
+                "    from torch.distributed.fsdp.wrap import size_based_auto_wrap_policy\n"
+                "except ImportError:\n"
+                "    from torch.distributed.fsdp.wrap import default_auto_wrap_policy as "
+                "size_based_auto_wrap_policy\n"
+            ),
+            (
+                "from torch.distributed.fsdp.wrap import size_based_auto_wrap_policy\n"
+                "# was default_auto_wrap_policy before torch 1.12\n"
+                'NAME = "default_auto_wrap_policy"\n'
+            ),
+        ),
     ),
     Rule(
         code="FSDP102",
@@ -79,113 +125,62 @@ RULES = (
         introduced="2.0",
         removed="2.0",
         references=("https://github.com/pytorch/pytorch/pull/88450",),
-    ),
-    Rule(
-        code="FSDP103",
-        name="transformer-policy-partial",
-        framework=Framework.TORCH,
-        kind=ChangeKind.CALL_REWRITE,
-        old=(f"{WRAP}.transformer_auto_wrap_policy", f"{COMPAT_WRAP}.transformer_auto_wrap_policy"),
-        new=f"{WRAP}.ModuleWrapPolicy",
-        argument="transformer_layer_cls",
-        message=(
-            "use `ModuleWrapPolicy(classes)` instead of "
-            "`partial(transformer_auto_wrap_policy, transformer_layer_cls=classes)`"
-        ),
-        why=(
-            "`ModuleWrapPolicy` is the supported way to wrap by module class since torch 2.0: "
-            "FSDP runs it without the per-module callable recursion, and it also drives "
-            "`apply_activation_checkpointing(auto_wrap_policy=...)`. It is a policy object, "
-            "callable only since torch 2.2, so the fix applies only where the partial goes "
-            "to `auto_wrap_policy=` of FSDP, `apply_activation_checkpointing` or Lightning's "
-            "`FSDPStrategy` (directly or through a name used only there)."
-        ),
-        example=Example(
-            before=(
-                "import functools\n"
-                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
-                "from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy\n"
-                "policy = functools.partial(transformer_auto_wrap_policy, "
-                "transformer_layer_cls={Block})\n"
-                "model = FSDP(model, auto_wrap_policy=policy)\n"
+        cases=(
+            Example(
+                before=(
+                    "from torch.distributed.fsdp.wrap import size_based_auto_wrap_policy\n"
+                    "wrap_here = size_based_auto_wrap_policy(layer, recurse=False, "
+                    "unwrapped_params=numel)\n"
+                ),
+                after=(
+                    "from torch.distributed.fsdp.wrap import size_based_auto_wrap_policy\n"
+                    "wrap_here = size_based_auto_wrap_policy(layer, recurse=False, "
+                    "nonwrapped_numel=numel)\n"
+                ),
             ),
-            after=(
-                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
-                "from torch.distributed.fsdp.wrap import ModuleWrapPolicy\n"
-                "policy = ModuleWrapPolicy({Block})\n"
-                "model = FSDP(model, auto_wrap_policy=policy)\n"
+            Example(
+                before=(
+                    "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                    "model = FSDP(\n"
+                    "    model,\n"
+                    "    auto_wrap_policy=lambda module, recurse, unwrapped_params: "
+                    "unwrapped_params > 10**6,\n"
+                    ")\n"
+                ),
+                after=(
+                    "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                    "model = FSDP(\n"
+                    "    model,\n"
+                    "    auto_wrap_policy=lambda module, recurse, nonwrapped_numel: "
+                    "nonwrapped_numel > 10**6,\n"
+                    ")\n"
+                ),
             ),
-        ),
-        fix=FixSafety.SAFE,
-        introduced="2.0",
-        references=("https://github.com/pytorch/pytorch/pull/88450",),
-    ),
-    Rule(
-        code="FSDP104",
-        name="lambda-policy-partial",
-        framework=Framework.TORCH,
-        kind=ChangeKind.CALL_REWRITE,
-        old=(f"{WRAP}.lambda_auto_wrap_policy", f"{COMPAT_WRAP}.lambda_auto_wrap_policy"),
-        new=f"{WRAP}.CustomPolicy",
-        argument="lambda_fn",
-        message=(
-            "use `CustomPolicy(fn)` instead of `partial(lambda_auto_wrap_policy, lambda_fn=fn)`"
-        ),
-        why=(
-            "`CustomPolicy` (torch 2.1) takes the same `module -> bool` function and can also "
-            "return per-module FSDP arguments; it is the supported replacement for the "
-            "callable-based lambda policy."
-        ),
-        example=Example(
-            before=(
-                "from functools import partial\n"
-                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
-                "from torch.distributed.fsdp.wrap import lambda_auto_wrap_policy\n"
-                "model = FSDP(model, auto_wrap_policy=partial(lambda_auto_wrap_policy, "
-                "lambda_fn=is_block))\n"
-            ),
-            after=(
-                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
-                "from torch.distributed.fsdp.wrap import CustomPolicy\n"
-                "model = FSDP(model, auto_wrap_policy=CustomPolicy(is_block))\n"
+            Example(
+                before=(
+                    "def big_enough(module, recurse, unwrapped_params):\n"
+                    "    return recurse or unwrapped_params > 10**6\n"
+                    "POLICIES.register(big_enough)\n"
+                ),
+                after=(
+                    "def big_enough(module, recurse, unwrapped_params):\n"
+                    "    return recurse or unwrapped_params > 10**6\n"
+                    "POLICIES.register(big_enough)\n"
+                ),
             ),
         ),
-        fix=FixSafety.SAFE,
-        introduced="2.1",
-        references=("https://github.com/pytorch/pytorch/pull/104986",),
-    ),
-    Rule(
-        code="FSDP105",
-        name="fsdp-policy-base",
-        framework=Framework.TORCH,
-        kind=ChangeKind.SYMBOL_RENAME,
-        old=(f"{WRAP}._FSDPPolicy",),
-        new=f"{WRAP}._Policy",
-        message=(
-            "the private policy base `_FSDPPolicy` is now `_Policy`; implement `_run_policy` "
-            "instead of the `policy` property"
-        ),
-        why=(
-            "torch 2.1 replaced the private base class and its protocol: a subclass must "
-            "return the modules to wrap from `_run_policy(root_module, ignored_modules, "
-            "root_kwargs)` rather than a callable from `policy`. Prefer `CustomPolicy`."
-        ),
-        example=Example(
-            before=(
-                "from torch.distributed.fsdp.wrap import _FSDPPolicy\n"
-                "class MyPolicy(_FSDPPolicy):\n"
-                "    @property\n"
-                "    def policy(self):\n"
-                "        return my_callable\n"
+        untouched=(
+            (
+                "def policy(module, recurse, nonwrapped_numel):\n"
+                "    return recurse or nonwrapped_numel >= 100_000\n"
             ),
-            after=(
-                "from torch.distributed.fsdp.wrap import CustomPolicy\n"
-                "policy = CustomPolicy(my_lambda_fn)\n"
+            (
+                "from my_project.sharding import size_based_auto_wrap_policy\n"
+                "wrap_here = size_based_auto_wrap_policy(layer, recurse=False, "
+                "unwrapped_params=numel)\n"
             ),
+            ("def count(unwrapped_params):\n    return sum(unwrapped_params)\n"),
         ),
-        fix=FixSafety.MANUAL,
-        introduced="2.1",
-        removed="2.1",
     ),
     Rule(
         code="FSDP106",
@@ -217,5 +212,32 @@ RULES = (
         ),
         fix=FixSafety.SAFE,
         references=("https://github.com/pytorch/pytorch/pull/88450",),
+        cases=(
+            Example(
+                before=(
+                    "import compat.fsdp.wrap as compat_wrap\n"
+                    "policy = compat_wrap.size_based_auto_wrap_policy(\n"
+                    "    min_num_params=2_000_000,  # parameters not yet wrapped\n"
+                    ")\n"
+                ),
+                after=(
+                    "import compat.fsdp.wrap as compat_wrap\n"
+                    "policy = compat_wrap.size_based_auto_wrap_policy(\n"
+                    "    min_nonwrapped_numel=2_000_000,  # parameters not yet wrapped\n"
+                    ")\n"
+                ),
+            ),
+        ),
+        untouched=(
+            (
+                "from functools import partial\n"
+                "from torch.distributed.fsdp.wrap import size_based_auto_wrap_policy\n"
+                "policy = partial(size_based_auto_wrap_policy, min_num_params=100_000)\n"
+            ),
+            (
+                "from compat.fsdp.wrap import size_based_auto_wrap_policy\n"
+                "policy = size_based_auto_wrap_policy(min_nonwrapped_numel=100_000)\n"
+            ),
+        ),
     ),
 )

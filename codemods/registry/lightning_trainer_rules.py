@@ -1,0 +1,279 @@
+"""Lightning's Trainer and Fabric arguments and the LightningModule hook (FSDP204-FSDP207)."""
+
+from __future__ import annotations
+
+from codemods.registry.model import ChangeKind, Example, FixSafety, Framework, Rule
+from codemods.registry.names import LIGHTNING, fabric_paths, trainer_paths
+
+#: The callables that take ``strategy=`` and ``precision=``.
+TRAINER_AND_FABRIC = (
+    trainer_paths("Trainer", "trainer.Trainer", "trainer.trainer.Trainer")
+    + fabric_paths("Fabric", "fabric.Fabric")
+    + (f"{LIGHTNING}.Trainer", f"{LIGHTNING}.Fabric")
+)
+
+RULES = (
+    Rule(
+        code="FSDP204",
+        name="native-fsdp-strategy-string",
+        framework=Framework.LIGHTNING,
+        kind=ChangeKind.STRING_VALUE,
+        old=TRAINER_AND_FABRIC,
+        new=TRAINER_AND_FABRIC[0],
+        argument="strategy",
+        new_argument="strategy",
+        values=(("fsdp_native", "fsdp"), ("fsdp_native_full_shard_offload", "fsdp_cpu_offload")),
+        message='the strategy names of torch FSDP are now `"fsdp"` and `"fsdp_cpu_offload"`',
+        why=(
+            "Lightning 2.0 gave the torch-FSDP strategy the short names once used by "
+            "FairScale; the `fsdp_native*` names are no longer registered and raise "
+            "`ValueError: You selected an invalid strategy name`."
+        ),
+        example=Example(
+            before=(
+                "from lightning.pytorch import Trainer\n"
+                'trainer = Trainer(strategy="fsdp_native", devices=2)\n'
+            ),
+            after=(
+                "from lightning.pytorch import Trainer\n"
+                'trainer = Trainer(strategy="fsdp", devices=2)\n'
+            ),
+        ),
+        fix=FixSafety.SAFE,
+        introduced="2.0",
+        removed="2.0",
+        cases=(
+            Example(
+                before=(
+                    "from lightning.fabric import Fabric\n"
+                    "fabric = Fabric(accelerator='cuda', "
+                    "strategy='fsdp_native_full_shard_offload')\n"
+                ),
+                after=(
+                    "from lightning.fabric import Fabric\n"
+                    "fabric = Fabric(accelerator='cuda', strategy='fsdp_cpu_offload')\n"
+                ),
+            ),
+        ),
+        untouched=(
+            (
+                "from lightning.pytorch import Trainer\n"
+                'trainer = Trainer(strategy="fsdp", devices=2)\n'
+            ),
+            ('from my_project.launch import Trainer\ntrainer = Trainer(strategy="fsdp_native")\n'),
+            (
+                "from lightning.pytorch import Trainer\n"
+                'STRATEGY = "fsdp_native"  # the Lightning 1.x name\n'
+                'trainer = Trainer(strategy="auto")\n'
+            ),
+        ),
+    ),
+    Rule(
+        code="FSDP205",
+        name="fairscale-strategy-string",
+        framework=Framework.LIGHTNING,
+        kind=ChangeKind.STRING_VALUE,
+        old=TRAINER_AND_FABRIC,
+        new=TRAINER_AND_FABRIC[0],
+        argument="strategy",
+        new_argument="strategy",
+        values=(("ddp_fully_sharded", "fsdp"),),
+        message='the FairScale strategy `"ddp_fully_sharded"` was removed; `"fsdp"` is torch FSDP',
+        why=(
+            'Lightning 2.0 removed the FairScale strategies. Before 2.0 the name `"fsdp"` '
+            'also meant FairScale; since 2.0 it means torch FSDP, so code that said `"fsdp"` '
+            "on Lightning 1.x silently changed backend. The fix changes the backend and is "
+            "opt-in."
+        ),
+        example=Example(
+            before=(
+                "from pytorch_lightning import Trainer\n"
+                'trainer = Trainer(strategy="ddp_fully_sharded", devices=2)\n'
+            ),
+            after=(
+                "from pytorch_lightning import Trainer\n"
+                'trainer = Trainer(strategy="fsdp", devices=2)\n'
+            ),
+        ),
+        fix=FixSafety.UNSAFE,
+        introduced="2.0",
+        deprecated="1.9",
+        removed="2.0",
+        cases=(
+            Example(
+                before=(
+                    "from lightning_fabric import Fabric\n"
+                    "fabric = Fabric(\n"
+                    "    strategy='ddp_fully_sharded',  # FairScale\n"
+                    "    devices=8,\n"
+                    ")\n"
+                ),
+                after=(
+                    "from lightning_fabric import Fabric\n"
+                    "fabric = Fabric(\n"
+                    "    strategy='fsdp',  # FairScale\n"
+                    "    devices=8,\n"
+                    ")\n"
+                ),
+            ),
+        ),
+        untouched=(
+            (
+                "from pytorch_lightning import Trainer\n"
+                'trainer = Trainer(strategy="ddp_sharded", devices=2)\n'
+            ),
+            (
+                "from pytorch_lightning import Trainer\n"
+                'config = {"strategy": "ddp_fully_sharded"}\n'
+                "trainer = Trainer(**config)\n"
+            ),
+        ),
+    ),
+    Rule(
+        code="FSDP206",
+        name="legacy-precision",
+        framework=Framework.LIGHTNING,
+        kind=ChangeKind.STRING_VALUE,
+        old=TRAINER_AND_FABRIC,
+        new=TRAINER_AND_FABRIC[0],
+        argument="precision",
+        new_argument="precision",
+        # 32 and 64 are still accepted without a warning, so they are left alone.
+        values=((16, "16-mixed"), ("16", "16-mixed"), ("bf16", "bf16-mixed")),
+        message='spell half precision as `"16-mixed"` or `"bf16-mixed"`',
+        why=(
+            'Lightning 2.0 made precision say whether it is mixed or true; `16`, `"16"` and '
+            '`"bf16"` are kept only for historical reasons and warn that their use is '
+            "discouraged."
+        ),
+        example=Example(
+            before="from lightning.pytorch import Trainer\ntrainer = Trainer(precision=16)\n",
+            after=(
+                'from lightning.pytorch import Trainer\ntrainer = Trainer(precision="16-mixed")\n'
+            ),
+        ),
+        fix=FixSafety.SAFE,
+        introduced="2.0",
+        deprecated="2.0",
+        cases=(
+            Example(
+                before=(
+                    "from lightning.fabric import Fabric\n"
+                    "fabric = Fabric(precision='bf16', devices=2)\n"
+                ),
+                after=(
+                    "from lightning.fabric import Fabric\n"
+                    "fabric = Fabric(precision='bf16-mixed', devices=2)\n"
+                ),
+            ),
+            Example(
+                before=(
+                    "import lightning as L\n"
+                    "fabric = L.Fabric(precision='bf16')\n"
+                    'trainer = L.Trainer(precision="16")\n'
+                ),
+                after=(
+                    "import lightning as L\n"
+                    "fabric = L.Fabric(precision='bf16-mixed')\n"
+                    'trainer = L.Trainer(precision="16-mixed")\n'
+                ),
+            ),
+        ),
+        untouched=(
+            ("from lightning.pytorch import Trainer\ntrainer = Trainer(precision=32)\n"),
+            ('from lightning.pytorch import Trainer\ntrainer = Trainer(precision="bf16-mixed")\n'),
+            ("from my_project.config import Trainer\ntrainer = Trainer(precision=16)\n"),
+        ),
+    ),
+    Rule(
+        code="FSDP207",
+        name="configure-sharded-model",
+        framework=Framework.LIGHTNING,
+        kind=ChangeKind.METHOD_RENAME,
+        old=trainer_paths(
+            "LightningModule.configure_sharded_model",
+            "core.LightningModule.configure_sharded_model",
+            "core.module.LightningModule.configure_sharded_model",
+        )
+        + (f"{LIGHTNING}.LightningModule.configure_sharded_model",),
+        new="lightning.pytorch.LightningModule.configure_model",
+        message="the hook `configure_sharded_model` was renamed `configure_model`",
+        why=(
+            "Lightning 2.1 renamed the hook, which now runs for every strategy, and deprecated "
+            "the old name; overriding both raises RuntimeError, and with the old one "
+            "`FSDPStrategy` skips wrapping the root module."
+        ),
+        example=Example(
+            before=(
+                "from lightning.pytorch import LightningModule\n"
+                "class Model(LightningModule):\n"
+                "    def configure_sharded_model(self):\n"
+                "        self.block = wrap(Block())\n"
+            ),
+            after=(
+                "from lightning.pytorch import LightningModule\n"
+                "class Model(LightningModule):\n"
+                "    def configure_model(self):\n"
+                "        self.block = wrap(Block())\n"
+            ),
+        ),
+        fix=FixSafety.SAFE,
+        introduced="2.1",
+        deprecated="2.1",
+        cases=(
+            Example(
+                before=(
+                    "import pytorch_lightning as pl\n"
+                    "class Base(pl.LightningModule):\n"
+                    "    pass\n"
+                    "class Model(Base):\n"
+                    "    def configure_sharded_model(self):\n"
+                    "        self.head = wrap(Head())\n"
+                ),
+                after=(
+                    "import pytorch_lightning as pl\n"
+                    "class Base(pl.LightningModule):\n"
+                    "    pass\n"
+                    "class Model(Base):\n"
+                    "    def configure_model(self):\n"
+                    "        self.head = wrap(Head())\n"
+                ),
+            ),
+            Example.reported_only(
+                "from lightning.pytorch import LightningModule\n"
+                "class Model(LightningModule):\n"
+                "    def configure_model(self):\n"
+                "        self.block = Block()\n"
+                "    def configure_sharded_model(self):\n"
+                "        self.block = wrap(self.block)\n"
+            ),
+            Example(
+                before=(
+                    "import lightning as L\n"
+                    "class Model(L.LightningModule):\n"
+                    "    def configure_sharded_model(self):\n"
+                    "        self.block = wrap(Block())\n"
+                ),
+                after=(
+                    "import lightning as L\n"
+                    "class Model(L.LightningModule):\n"
+                    "    def configure_model(self):\n"
+                    "        self.block = wrap(Block())\n"
+                ),
+            ),
+        ),
+        untouched=(
+            (
+                "class Builder:\n"
+                "    def configure_sharded_model(self):\n"
+                "        return wrap(Block())\n"
+            ),
+            (
+                "from lightning.pytorch import LightningModule\n"
+                "class Model(LightningModule):\n"
+                "    def configure_model(self):\n"
+                "        self.block = wrap(Block())\n"
+            ),
+        ),
+    ),
+)
