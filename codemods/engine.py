@@ -214,6 +214,7 @@ class Engine(ImportMoves, cst.CSTTransformer):
     # Traversal -------------------------------------------------------------------------
 
     def visit_Module(self, node: cst.Module) -> None:
+        self.module = node
         self._planner = Planner(self)
         self._plan = self._planner.plan(node)
 

@@ -157,6 +157,30 @@ def is_fallback(node: cst.CSTNode) -> bool:
     return isinstance(node, cst.If) and is_version_gate(node)
 
 
+class _Collect(cst.CSTVisitor):
+    def __init__(self, keep: Any) -> None:
+        self.keep = keep
+        self.found: list[cst.CSTNode] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self.keep(node):
+            self.found.append(node)
+        return True
+
+
+def find_all(tree: cst.CSTNode, keep: Any) -> list[cst.CSTNode]:
+    r"""Every node of ``tree`` for which ``keep(node)`` is true, in source order.
+
+    Example:
+        >>> tree = cst.parse_module("f(a=1)\ng(a=2)\n")
+        >>> len(find_all(tree, lambda n: isinstance(n, cst.Call)))
+        2
+    """
+    collector = _Collect(keep)
+    tree.visit(collector)
+    return collector.found
+
+
 def append_arg(call: cst.Call, args: list[cst.Arg], new: cst.Arg) -> list[cst.Arg]:
     """``args`` (of ``call``) with ``new`` added last, laid out like the arguments before it.
 

@@ -54,9 +54,11 @@ class Engine(Resolver, Protocol):
 
     Attributes:
         scratch: State a behaviour keeps for the rest of the file, under its rule code.
+        module: The module being visited (original nodes).
     """
 
     scratch: dict[str, Any]
+    module: cst.Module
 
     def report(
         self, node: cst.CSTNode, rule: Rule, fixable_here: bool = True, unsafe_here: bool = False

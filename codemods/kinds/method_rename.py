@@ -11,6 +11,7 @@ from __future__ import annotations
 import libcst as cst
 
 from codemods.kinds.base import Behaviour, Engine
+from codemods.syntax import find_all
 
 #: Lightning's test helpers that are LightningModules (their names in every release).
 KNOWN_SUBCLASSES = ("BoringModel", "DemoModel", "BoringFabricModule")
@@ -39,6 +40,18 @@ class MethodRename(Behaviour):
                 return True
         return False
 
+    def _called(self, engine: Engine) -> bool:
+        """Whether the module uses the old hook's name as an attribute (``x.old``)."""
+        key = f"{self.rule.code}:called"
+        if key not in engine.scratch:
+            engine.scratch[key] = bool(
+                find_all(
+                    engine.module,
+                    lambda n: isinstance(n, cst.Attribute) and n.attr.value == self.old_name,
+                )
+            )
+        return engine.scratch[key]
+
     def class_def(
         self, engine: Engine, original: cst.ClassDef, updated: cst.ClassDef
     ) -> cst.ClassDef:
@@ -47,9 +60,13 @@ class MethodRename(Behaviour):
         engine.scratch[self.rule.code].add(original.name.value)
         body = list(updated.body.body)
         defined = {getattr(s, "name", None) and s.name.value for s in body}
+        called = self._called(engine)
         for index, (orig, stmt) in enumerate(zip(original.body.body, body)):
             if isinstance(stmt, cst.FunctionDef) and stmt.name.value == self.old_name:
-                fix = self.new_name not in defined  # both defined: Lightning raises; a human
+                # Both defined: Lightning raises. The old hook called by name
+                # (`self.configure_sharded_model()`) would reach Lightning's own no-op
+                # after the rename. Either way a human decides.
+                fix = self.new_name not in defined and not called
                 if engine.report(orig, self.rule, fixable_here=fix) and fix:
                     body[index] = stmt.with_changes(name=cst.Name(self.new_name))
         return updated.with_changes(body=updated.body.with_changes(body=body))

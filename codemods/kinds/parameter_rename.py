@@ -23,7 +23,7 @@ from codemods.registry.names import (
     fabric_paths,
     trainer_paths,
 )
-from codemods.syntax import keyword
+from codemods.syntax import find_all, keyword
 
 #: Callables that hand ``auto_wrap_policy=`` to torch's FSDP, which calls it with
 #: ``nonwrapped_numel=`` (torch >= 2.0) or adapts it (compat).
@@ -122,14 +122,36 @@ def destinations(engine: Engine, value: cst.CSTNode, rule: Rule, depth: int = 0)
     return [(UNKNOWN, value)]
 
 
+def _keyword_calls(engine: Engine, rule: Rule) -> list[cst.Arg]:
+    """Every ``rule.argument=`` passed in the module to something that is not torch's."""
+    key = f"{rule.code}:keyword calls"
+    if key not in engine.scratch:
+        torch_callables = set(rule.old)
+        engine.scratch[key] = [
+            arg
+            for call in find_all(engine.module, lambda n: isinstance(n, cst.Call))
+            if not engine.qualified(call.func) & torch_callables
+            for arg in call.args
+            if keyword(arg) == rule.argument
+        ]
+    return engine.scratch[key]
+
+
+def _is_method(engine: Engine, node: cst.CSTNode) -> bool:
+    block = engine.parent(node)
+    return isinstance(block, cst.IndentedBlock) and isinstance(engine.parent(block), cst.ClassDef)
+
+
 def rename_parameter(engine: Engine, rule: Rule, node: cst.FunctionDef | cst.Lambda) -> None:
     """Report (and where certain, rename) ``rule.argument`` in a policy definition."""
     param = _takes(node, {rule.argument, "recurse"})
     if param is None:
         return
     name = _bound_name(engine, node)
-    if isinstance(node, cst.Lambda) and name is None:
-        uses: list[tuple] = destinations(engine, node, rule)
+    if _is_method(engine, node):  # `__call__` of a policy class: its uses are its instances'
+        uses: list[tuple] = [(UNKNOWN, node)]
+    elif isinstance(node, cst.Lambda) and name is None:
+        uses = destinations(engine, node, rule)
     elif name is None:
         uses = [(UNKNOWN, node)]
     else:
@@ -138,8 +160,12 @@ def rename_parameter(engine: Engine, rule: Rule, node: cst.FunctionDef | cst.Lam
             uses = [(UNKNOWN, node)]
         else:
             uses = [d for use in references for d in destinations(engine, use, rule)]
-    # Certain: every use reaches torch or is a call here (its keyword renamed with it).
-    certain = all(kind in (TORCH, KEYWORD_CALL, "call") for kind, _ in uses)
+    # Certain: every use reaches torch or is a call here (its keyword renamed with it),
+    # and nothing else in the file passes the old keyword to a policy it was given
+    # (a wrapper of its own, as FairScale's auto_wrap is, calls policies that way).
+    renamed_here = {id(arg) for kind, arg in uses if kind == KEYWORD_CALL}
+    others = [a for a in _keyword_calls(engine, rule) if id(a) not in renamed_here]
+    certain = not others and all(kind in (TORCH, KEYWORD_CALL, "call") for kind, _ in uses)
     if not engine.report(param, rule, fixable_here=certain) or not certain:
         return
     new = rule.new_argument

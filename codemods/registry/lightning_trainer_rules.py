@@ -194,6 +194,8 @@ RULES = (
             "LightningModule.configure_sharded_model",
             "core.LightningModule.configure_sharded_model",
             "core.module.LightningModule.configure_sharded_model",
+            # Lightning's own demo model, a LightningModule that tests subclass.
+            "demos.boring_classes.BoringModel.configure_sharded_model",
         )
         + (f"{LIGHTNING}.LightningModule.configure_sharded_model",),
         new="lightning.pytorch.LightningModule.configure_model",
