@@ -9,9 +9,17 @@ as :mod:`symtable` implements them; ``tests/test_verify.py`` checks the two agre
 :meth:`Scope.resolve` answers which binding a reference reads.
 
 Annotations count as references wherever they stand, also under ``from __future__
-import annotations`` (where :mod:`symtable` stops recording them, Python 3.10 to 3.13)
-and inside string annotations (``x: "Foo"``), as pyflakes counts them: a type checker
-needs those names as much as the interpreter needs the others.
+import annotations`` and inside string annotations (``x: "Foo"``), as pyflakes counts
+them: a type checker needs those names as much as the interpreter needs the others.
+
+Why not :mod:`symtable` itself: it parses the file a second time, gives no positions,
+and what it records changes with the Python version. Under the future import, 3.9
+records annotation names as references but 3.10 to 3.13 record nothing of them (their
+scopes are not even listed among the children). 3.12 inlines list, set and dict
+comprehensions (PEP 709): their targets show as bound in the enclosing scope, and the
+names they read lose their "referenced" mark there (``from m import f`` then
+``[f(x) for x in xs]`` shows ``f`` as an unreferenced import). The tests compare the
+two where symtable is reliable.
 """
 
 from __future__ import annotations

@@ -15,13 +15,15 @@ What the old module already had (an undefined name made by a star import or
 ``globals()``, an unused import) is never blamed on the rewrite: every check compares
 the two. Check 1 is skipped when the new module has a star import, as pyflakes does.
 Annotations and ``__all__`` strings count as uses; ``del``, ``global`` and bindings
-under ``if``/``try`` count as bindings (there is no flow analysis). Module-level imports
-of an ``__init__.py`` are re-exports: pass ``reexports=True`` for those files.
+under ``if``/``try`` count as bindings. There is no flow analysis: a function's local
+read before it is assigned is the function's own business, not a module-level name.
+Module-level imports of an ``__init__.py`` are re-exports: pass ``reexports=True``.
+A renamed import that the old module did not use either may stay unused.
 
-Speed: a fix changes a few top-level statements. Their facts are computed again; those
-of the others are the same in both modules and are read only for the few names whose
-facts the changed statements alter. The cost is one parse of the old module and a
-parse of the changed statements (see ``benchmarks/verify_speed.py``).
+Speed: a fix changes a few statements (:mod:`codemods.statement_diff`). Their facts are
+computed again; those of the others are the same in both modules and are read only for
+the few names whose facts the changed statements alter. The cost is one parse of the
+old module and a parse of the changed statements (``benchmarks/verify_speed.py``).
 
 Example:
     >>> old = "from a import Old\n\nprint(Old.name)\n"

@@ -578,7 +578,14 @@ def _sources() -> list[str]:
     return found + [_large_module()]
 
 
-EDITS = st.sampled_from(["delete", "duplicate", "rename", "blank", "swap"])
+EDITS = st.sampled_from(
+    ["delete", "duplicate", "rename", "blank", "swap", "indent", "dedent", "import", "method"]
+)
+#: Lines an edit inserts: an import (at any depth) and a method that reads an unbound name.
+INSERTS = {
+    "import": "import os_added\n",
+    "method": "    def added(self, n=SIZE_ADDED):\n        return helper_added(n)\n",
+}
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -602,6 +609,12 @@ def test_reading_only_the_changed_statements_loses_nothing(source, edits):
             lines.insert(index, "\n")
         elif edit == "swap" and index + 1 < len(lines):
             lines[index], lines[index + 1] = lines[index + 1], lines[index]
+        elif edit == "indent":
+            lines[index] = "    " + lines[index]
+        elif edit == "dedent":
+            lines[index] = lines[index][4:] if lines[index].startswith("    ") else lines[index]
+        elif edit in INSERTS:
+            lines.insert(index, INSERTS[edit])
         elif edit == "rename" and names:
             name = names[at % len(names)]
             renamed[name] = name + "_new"
@@ -628,6 +641,7 @@ def test_an_unchanged_fixture_breaks_nothing(path):
     source = path.read_text(encoding="utf-8")
     assert breakages(source, source) == []
     assert breakages(source, source + "\n") == []  # read statement by statement
+    assert breakages(source, "\n" + source) == []  # every line moved
 
 
 @pytest.mark.parametrize("rule", EXAMPLES, ids=lambda rule: rule.code)
