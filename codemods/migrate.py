@@ -124,12 +124,15 @@ def _write_stdout(data: bytes) -> None:
 def _line(path: str, finding: Finding) -> str:
     """How a finding left by this run is listed: ``path:line:col CODE message``."""
     hint = " [fix with --unsafe-fixes]" if _unsafe_fixable(finding) else ""
+    if finding.withheld:
+        hint = f" [{finding.withheld}]"
     return f"{path}:{finding.line}:{finding.col} {finding.code} {finding.message}{hint}"
 
 
 def _unsafe_fixable(finding: Finding) -> bool:
     safety = REGISTRY[finding.code].fix.value
-    return not finding.fixed and applicability(finding, safety) == FixSafety.UNSAFE.value
+    unsafe = applicability(finding, safety) == FixSafety.UNSAFE.value
+    return not finding.fixed and not finding.withheld and unsafe
 
 
 def _report(path: Path, results: list[FileResult], summary: dict) -> None:
@@ -151,6 +154,7 @@ def _report(path: Path, results: list[FileResult], summary: dict) -> None:
                         "message": f.message,
                         "fixable": f.fixable,
                         "fixed": f.fixed,
+                        "withheld": f.withheld,
                     }
                     for f in r.findings
                 ],
@@ -206,6 +210,8 @@ def summarize(
     left = sum(not f.fixed for r in results for f in r.findings)
     unsafe = sum(_unsafe_fixable(f) for r in results for f in r.findings if not f.fixed)
     fixes = sum(f.fixed for r in done for f in r.findings)
+    withheld = sum(f.withheld is not None for r in results for f in r.findings)
+    withheld_files = sum(any(f.withheld for f in r.findings) for r in results)
     verb = "changed" if write else "would change"
     summary = {
         "files_scanned": len(results),
@@ -215,6 +221,7 @@ def summarize(
         "files_not_reached": missing,
         "fixes_applied" if write else "fixes_available": fixes,
         "findings_left": left,
+        "fixes_withheld": withheld,
         "errors": errors,
         "stopped_by": stopped_by or None,
     }
@@ -230,6 +237,10 @@ def summarize(
         f"{left} findings left for a human",
         f"{errors} errors",
     ]
+    if withheld:
+        parts.insert(
+            -2, f"{withheld} fixes withheld in {withheld_files} files (they would break them)"
+        )
     line = ", ".join(parts)
     if unsafe:
         line += f" ({unsafe} of the findings can be fixed with --unsafe-fixes)"

@@ -37,6 +37,8 @@ class Located:
 
 def fix_marker(item: Located, settings: Settings) -> bool:
     """Whether ``--fix`` (with this run's ``--unsafe-fixes``) would fix ``item``."""
+    if item.finding.withheld:
+        return False
     return item.applicability == "safe" or (
         item.applicability == "unsafe" and settings.unsafe_fixes
     )
@@ -46,7 +48,8 @@ def text(items: Sequence[Located], settings: Settings) -> str:
     """``path:line:col: CODE [*] message``, one line each (``[*]``: ``--fix`` fixes it)."""
     return "".join(
         f"{i.path}:{i.finding.line}:{i.finding.col}: {i.finding.code} "
-        f"{'[*] ' if fix_marker(i, settings) else ''}{i.finding.message}\n"
+        f"{'[*] ' if fix_marker(i, settings) else ''}{i.finding.message}"
+        f"{f' ({i.finding.withheld})' if i.finding.withheld else ''}\n"
         for i in items
     )
 

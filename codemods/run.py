@@ -13,6 +13,7 @@ from codemods.engine import Engine
 from codemods.findings import Finding
 from codemods.import_pass import finish
 from codemods.settings import Settings
+from codemods.verify import breakages
 
 #: A fixing run repeats its pass until nothing changes, at most this many times (as
 #: ruff's fix loop does): one fix can make another possible (a renamed strategy whose
@@ -38,22 +39,38 @@ def run(source: bytes, settings: Settings, filename: str = "<string>") -> Outcom
 
     A fixing run repeats its pass on the rewritten source until a pass changes nothing
     (at most :data:`MAX_PASSES`), so a second run is a no-op. The findings are those of
-    the first pass, each marked fixed if the final source no longer has it.
+    the first pass, each marked fixed if a pass fixed it. The rewrite is then checked
+    (:func:`codemods.verify.breakages`): if it would leave a name undefined, an import
+    unused, or an old name in use, no fix is written and each finding a fix would have
+    handled says why (``withheld``).
 
     Raises:
         libcst.ParserSyntaxError: If the source does not parse.
     """
-    findings, new = _one_pass(source, settings, filename)
+    findings, new, renamed = _one_pass(source, settings, filename)
     if not settings.fix or new is None:
         return Outcome(findings, new)
     current = new
     for _ in range(MAX_PASSES - 1):
-        later, rewritten = _one_pass(current, settings, filename)
+        later, rewritten, more = _one_pass(current, settings, filename)
         if rewritten is None:
             break
         findings = _merge(findings, later)
+        renamed.update(more)
         current = rewritten
-    return Outcome(findings, current if current != source else None)
+    if current == source:
+        return Outcome(findings, None)
+    broken = breakages(source, current, renamed, reexports=filename.endswith("__init__.py"))
+    if broken:
+        reason = f"fix withheld: {broken[0]}"
+        return Outcome([_withhold(f, reason) for f in findings], None)
+    return Outcome(findings, current)
+
+
+def _withhold(finding: Finding, reason: str) -> Finding:
+    if not finding.fixed:
+        return finding
+    return dataclasses.replace(finding, fixed=False, withheld=reason)
 
 
 def _merge(first: list[Finding], later: list[Finding]) -> list[Finding]:
@@ -74,21 +91,23 @@ def _merge(first: list[Finding], later: list[Finding]) -> list[Finding]:
 
 def _one_pass(
     source: bytes, settings: Settings, filename: str
-) -> tuple[list[Finding], bytes | None]:
+) -> tuple[list[Finding], bytes | None, dict[str, str]]:
+    """One visit: the findings, the rewritten bytes (None: unchanged), local renames."""
     suppressions = noqa.parse(source)
     if suppressions.everything:
-        return [], None
+        return [], None, {}
     module = cst.parse_module(source)
     engine = Engine(settings, suppressions)
     # No copy of the module: libcst's nodes are immutable and the visit builds a new tree.
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     new = wrapper.visit(engine)
     if not settings.fix:
-        return sorted(engine.findings), None
+        return sorted(engine.findings), None, {}
     if engine.edits:
         new = finish(engine.edits, wrapper, new, filename)
     new_bytes = _no_new_leading_blank_lines(module, new).bytes
-    return sorted(engine.findings), (new_bytes if new_bytes != source else None)
+    changed = new_bytes if new_bytes != source else None
+    return sorted(engine.findings), changed, dict(engine.edits.local_renames)
 
 
 def _no_new_leading_blank_lines(original: cst.Module, new: cst.Module) -> cst.Module:

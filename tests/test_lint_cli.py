@@ -369,12 +369,18 @@ def test_stdin_fix_writes_the_code_to_stdout(project, capsys, monkeypatch):
 
 @pytest.mark.parametrize("name", sorted(FIXTURES))
 def test_after_migrate_only_findings_without_a_fix_remain(name):
-    """Lint and migrate agree: migrate fixes every finding lint marks fixable."""
+    """Lint and migrate agree: migrate fixes every finding lint marks fixable.
+
+    Except where the verifier withholds the fixes of a file: lint does not rewrite, so it
+    cannot know; migrate says why for each of them.
+    """
     fixture = FIXTURES[name]
     every_fix = Settings(select=fixture.settings.select, fix=True, unsafe_fixes=True)
-    migrated = run(fixture.source.encode(), every_fix).new_source or fixture.source.encode()
+    outcome = run(fixture.source.encode(), every_fix)
+    migrated = outcome.new_source or fixture.source.encode()
+    withheld = {(f.line, f.col, f.code) for f in outcome.findings if f.withheld}
     remaining = run(migrated, Settings(select=fixture.settings.select)).findings
-    assert not [f for f in remaining if f.fixable]
+    assert not [f for f in remaining if f.fixable and (f.line, f.col, f.code) not in withheld]
 
 
 def test_no_false_positives_on_code_that_only_looks_old(tmp_path, capsys, monkeypatch):

@@ -246,3 +246,20 @@ def test_a_large_run_keeps_the_input_order_whatever_order_it_works_in(tmp_path):
     results = process_files(paths, Settings(), write=False, jobs=2)
     assert [r.path for r in results] == [str(p) for p in paths]
     assert [bool(r.findings) for r in results] == [i % 7 == 0 for i in range(len(paths))]
+
+
+def test_withheld_fixes_are_listed_counted_and_reported(tmp_path, capsys):
+    from tests.migrate_fixtures import FIXTURES
+
+    source = tmp_path / "strategies.py"
+    source.write_text(FIXTURES["reexport-of-an-old-name-withholds-the-fix"].source)
+    before = source.read_bytes()
+    report = tmp_path / "report.json"
+    assert main([str(source), "--report", str(report)]) == 1
+    assert source.read_bytes() == before
+    err = capsys.readouterr().err
+    assert "[fix withheld: DDPFullyShardedNativeStrategy still used at 5:12]" in err
+    assert "2 fixes withheld in 1 files" in err
+    data = json.loads(report.read_text())
+    assert data["summary"]["fixes_withheld"] == 2
+    assert all(f["withheld"] for f in data["files"][0]["findings"])

@@ -54,7 +54,18 @@ def test_fixture_lint_marks_what_migrate_fixes(name):
         and ((REGISTRY[f.code].fix.value == "safe" and not f.unsafe) or settings.unsafe_fixes)
         for f in linted
     ]
-    assert fixable == [f.fixed for f in migrated]
+    # A fix the verifier withholds is fixable to lint (which does not rewrite) but not fixed.
+    assert fixable == [f.fixed or f.withheld is not None for f in migrated]
+    assert all(f.withheld.startswith("fix withheld: ") for f in migrated if f.withheld)
+
+
+def test_a_fix_that_would_break_the_file_is_withheld_and_says_why():
+    fixture = FIXTURES["reexport-of-an-old-name-withholds-the-fix"]
+    outcome = run(fixture.source.encode(), fixture.settings)
+    assert outcome.new_source is None
+    assert {f.withheld for f in outcome.findings} == {
+        "fix withheld: DDPFullyShardedNativeStrategy still used at 5:12"
+    }
 
 
 def test_unsafe_fix_applies_with_opt_in():

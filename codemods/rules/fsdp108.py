@@ -12,7 +12,7 @@ import libcst as cst
 from codemods.kinds.base import Engine
 from codemods.kinds.default_change import DefaultChange
 from codemods.registry.names import CHECKPOINT_WRAPPER
-from codemods.syntax import append_arg, new_keyword
+from codemods.syntax import append_arg, dotted, new_keyword
 
 
 class Fsdp108(DefaultChange):
@@ -25,8 +25,20 @@ class Fsdp108(DefaultChange):
         if not engine.report(original, self.rule):
             return updated
         impl = new_keyword("checkpoint_impl", "CheckpointImpl.NO_REENTRANT")
-        engine.need_import(CHECKPOINT_WRAPPER, "CheckpointImpl")
+        if not _in_scope(engine, original):  # a function-local import may have it already
+            engine.need_import(CHECKPOINT_WRAPPER, "CheckpointImpl")
         return updated.with_changes(args=append_arg(updated, list(updated.args), impl))
+
+
+def _in_scope(engine: Engine, node: cst.CSTNode) -> bool:
+    """Whether ``CheckpointImpl`` at ``node`` is torch's, imported under that name."""
+    scope = engine.scope(node)
+    if scope is None or "CheckpointImpl" not in scope:
+        return False
+    return all(
+        isinstance(a.node, cst.ImportFrom) and dotted(a.node.module) == CHECKPOINT_WRAPPER
+        for a in scope["CheckpointImpl"]
+    )
 
 
 BEHAVIOUR = Fsdp108
