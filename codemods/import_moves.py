@@ -28,17 +28,23 @@ def restyle(new: str, old: str) -> str:
         'pytorch_lightning.strategies.FSDPStrategy'
         >>> restyle("lightning.pytorch.strategies.FSDPStrategy", "compat.strategies.fabric.X")
         'lightning.fabric.strategies.FSDPStrategy'
+        >>> restyle("lightning.fabric.utilities.seed", "lightning_lite.utilities.seed")
+        'lightning_fabric.utilities.seed'
+        >>> restyle("lightning.fabric", "lightning_lite")
+        'lightning_fabric'
     """
     unified = "lightning.pytorch."
     for flavour, root in COMPAT_STRATEGY_FLAVOURS:
         if new.startswith(unified) and old.startswith(flavour):
             new = root + new[len(unified) :]
-    for unified, standalone in (
-        ("lightning.pytorch.", "pytorch_lightning."),
-        ("lightning.fabric.", "lightning_fabric."),
+    for unified, standalone, target in (
+        ("lightning.pytorch.", "pytorch_lightning.", "pytorch_lightning."),
+        ("lightning.fabric.", "lightning_fabric.", "lightning_fabric."),
+        # Lightning Lite's standalone package became the standalone lightning_fabric.
+        ("lightning.fabric.", "lightning_lite", "lightning_fabric."),
     ):
-        if new.startswith(unified) and old.startswith(standalone):
-            return standalone + new[len(unified) :]
+        if f"{new}.".startswith(unified) and f"{old}.".startswith(standalone):
+            return (target + new[len(unified) :]).rstrip(".")
     return new
 
 

@@ -163,7 +163,10 @@ RULES = (
         kind=ChangeKind.SYMBOL_RENAME,
         old=LITE_ROOTS,
         new="lightning.fabric",
-        message="Lightning Lite is now Fabric: import from `lightning.fabric`",
+        message=(
+            "Lightning Lite is now Fabric: import from `lightning_fabric` (`lightning.fabric` "
+            "for `lightning.lite`)"
+        ),
         why=(
             "Lightning 1.9 renamed the `lightning_lite` package (the unified package's "
             "`lightning.lite`) `lightning_fabric` (`lightning.fabric`), and its modules kept "
@@ -182,8 +185,8 @@ RULES = (
                 "strategy = FSDPStrategy(cpu_offload=True)\n"
             ),
             after=(
-                "from lightning.fabric.strategies import FSDPStrategy\n"
-                "from lightning.fabric.utilities.seed import seed_everything\n"
+                "from lightning_fabric.strategies import FSDPStrategy\n"
+                "from lightning_fabric.utilities.seed import seed_everything\n"
                 "seed_everything(42)\n"
                 "strategy = FSDPStrategy(cpu_offload=True)\n"
             ),
