@@ -101,6 +101,8 @@ def model_file(spec: Spec, plan: Plan, rng: random.Random) -> str:
     fsdp = [fill(MODEL_FSDP[key], P=P, p=p, PU=P.upper()) for key in spec.options["fsdp"]]
     reserve = sum(c.count("\n") + 3 for c in fsdp)
     fillers = modeling_more.extras(rng, towers[-1], 8) + utilities.helpers(rng, 13)
+    # a small draft tower (for speculative decoding) when the file is still short of its size
+    fillers.append("\n\n\n".join(modeling.transformer(rng, f"{P}Draft")))
     grow(f, rng, "model", fillers, reserve)
     f.add(*fsdp)
     doc = f"The {' / '.join(towers)} model{'s' if len(towers) > 1 else ''} and their parts."
