@@ -9,7 +9,7 @@ import pytest
 import torch.nn as nn
 
 import compat.fsdp.wrap as cw
-from compat import FSDPDeprecationWarning
+from compat import FSDPDeprecationWarning, policy_types
 from compat.features import current
 from compat.policies import adapt_policy_callable, module_classes, normalize_policy, select_modules
 from tests.models import Block, Head, current_policy, is_block, legacy_policy, make_model
@@ -91,16 +91,17 @@ def test_size_based_selection_matches_torchs_own_policy():
 
 
 def test_backport_module_wrap_policy_selects_like_torchs():
-    backport = cw._ModuleWrapPolicyBackport({Block, Head})
+    backport = policy_types._ModuleWrapPolicyBackport({Block, Head})
     assert sorted(select_modules(make_model(), backport)) == sorted([*BLOCKS, "head"])
     assert repr(backport) == "ModuleWrapPolicy({Block, Head})"
 
 
 def test_backport_custom_policy_refuses_per_module_kwargs():
-    policy = cw._CustomPolicyBackport(lambda m: {"sharding_strategy": 1} if is_block(m) else False)
+    backport = policy_types._CustomPolicyBackport
+    policy = backport(lambda m: {"sharding_strategy": 1} if is_block(m) else False)
     with pytest.raises(NotImplementedError, match="torch >= 2.1"):
         select_modules(make_model(), policy)
-    assert sorted(select_modules(make_model(), cw._CustomPolicyBackport(is_block))) == BLOCKS
+    assert sorted(select_modules(make_model(), backport(is_block))) == BLOCKS
 
 
 def test_include_root():

@@ -22,6 +22,7 @@ from typing import Any
 import torch
 import torch.nn as nn
 
+from compat.checkpointing import checkpoint_modules
 from compat.deprecation import warn_deprecated
 from compat.features import current, import_fsdp_module
 from compat.fsdp import wrap  # noqa: F401 - compat.fsdp.wrap is part of this package's API
@@ -75,8 +76,6 @@ class _TorchFSDPFacade(type):
             classes = module_classes(activation_checkpointing, "activation_checkpointing")
         sharded = TorchFSDP(**translate_fsdp_arguments(module, *args, **kwargs))
         if classes is not None:
-            from compat.checkpointing import checkpoint_modules
-
             checkpoint_modules(sharded, classes)
         return sharded
 

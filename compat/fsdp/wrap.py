@@ -21,10 +21,9 @@ from typing import Any, Callable
 import torch.nn as nn
 
 from compat.deprecation import warn_deprecated
-from compat.features import current, import_fsdp_module
-from compat.policies import adapt_policy_callable, module_classes
-
-torch_wrap = import_fsdp_module("torch.distributed.fsdp.wrap")
+from compat.features import current
+from compat.policies import adapt_policy_callable, select_modules
+from compat.policy_types import CustomPolicy, ModuleWrapPolicy, module_classes, torch_wrap
 
 enable_wrap = torch_wrap.enable_wrap
 wrap = torch_wrap.wrap
@@ -134,43 +133,6 @@ def always_wrap_policy(*args: Any, **kwargs: Any) -> bool:
     return True
 
 
-class _ModuleWrapPolicyBackport:
-    """``ModuleWrapPolicy`` for torch < 2.0, as the policy callable those versions take."""
-
-    def __init__(self, module_classes_: Any) -> None:
-        self._module_classes = tuple(module_classes(module_classes_, "ModuleWrapPolicy"))
-
-    def __call__(self, module: nn.Module, recurse: bool, *args: Any, **kwargs: Any) -> bool:
-        return True if recurse else isinstance(module, self._module_classes)
-
-    def __repr__(self) -> str:
-        names = ", ".join(sorted(cls.__name__ for cls in self._module_classes))
-        return f"ModuleWrapPolicy({{{names}}})"
-
-
-class _CustomPolicyBackport:
-    """``CustomPolicy`` for torch < 2.1: ``lambda_fn(module)`` decides; no per-module kwargs."""
-
-    def __init__(self, lambda_fn: Callable[[nn.Module], Any]) -> None:
-        if not callable(lambda_fn):
-            raise TypeError(f"CustomPolicy expects a callable, got {type(lambda_fn).__name__}")
-        self._lambda_fn = lambda_fn
-
-    def __call__(self, module: nn.Module, recurse: bool, *args: Any, **kwargs: Any) -> bool:
-        if recurse:
-            return True
-        decision = self._lambda_fn(module)
-        if isinstance(decision, dict) and decision:
-            raise NotImplementedError(
-                f"CustomPolicy returning per-module FSDP arguments needs torch >= 2.1 "
-                f"(installed: {current().torch}); return True or False instead"
-            )
-        return bool(decision)
-
-
-ModuleWrapPolicy: Any = getattr(torch_wrap, "ModuleWrapPolicy", _ModuleWrapPolicyBackport)
-CustomPolicy: Any = getattr(torch_wrap, "CustomPolicy", _CustomPolicyBackport)
-
 # torch 2.1 replaced the private `_FSDPPolicy` (a `policy` property returning a callable)
 # with `_Policy` (`_run_policy` returning the modules); 2.0 has the former, 2.1+ the latter.
 _PolicyBase: Any = getattr(torch_wrap, "_Policy", object)
@@ -199,8 +161,6 @@ class _FSDPPolicy(_PolicyBase):
     def _run_policy(
         self, root_module: nn.Module, ignored_modules: set[nn.Module], root_kwargs: dict[str, Any]
     ) -> dict[nn.Module, dict[str, Any]]:
-        from compat.policies import select_modules
-
         chosen = set(select_modules(root_module, self.policy, include_root=True))
         return {
             module: dict(root_kwargs)
