@@ -1,13 +1,57 @@
-"""The legacy FSDP strategies for `Fabric(strategy=...)` (lightning.fabric or lightning_fabric)."""
+"""The legacy FSDP strategies for ``Fabric(strategy=...)``, on Lightning 2.x and on CPU too.
+
+Built on ``lightning.fabric``; where only the standalone ``lightning_fabric`` package is
+installed, these are :mod:`compat.strategies.lightning_fabric`'s classes.
+"""
 
 from __future__ import annotations
 
-from compat.strategies import import_flavour
-from compat.strategies.classes import build
+import importlib.util
 
-_strategies = import_flavour("lightning.fabric.strategies", "lightning_fabric.strategies")
-DDPFullyShardedStrategy, DDPFullyShardedNativeStrategy, DDPFullyShardedPlugin = build(
-    _strategies.FSDPStrategy, "fabric", _strategies.STRATEGY_REGISTRY
+from compat.strategies.mixins import (
+    FabricOnCPU,
+    FairScaleArguments,
+    NativeArguments,
+    RemovedName,
 )
+from compat.strategies.registration import register_removed_names
 
-__all__ = ["DDPFullyShardedNativeStrategy", "DDPFullyShardedPlugin", "DDPFullyShardedStrategy"]
+if importlib.util.find_spec("lightning") is None:
+    from compat.strategies.lightning_fabric import (
+        REGISTERED,
+        CPUCapableFSDPStrategy,
+        DDPFullyShardedNativeStrategy,
+        DDPFullyShardedPlugin,
+        DDPFullyShardedStrategy,
+        RemovedStrategyName,
+    )
+else:
+    from lightning.fabric.strategies import STRATEGY_REGISTRY, FSDPStrategy
+
+    class CPUCapableFSDPStrategy(FabricOnCPU, FSDPStrategy):
+        """``FSDPStrategy`` that also runs on CPU with gloo."""
+
+    class DDPFullyShardedStrategy(FairScaleArguments, CPUCapableFSDPStrategy):
+        """Lightning 1.x's FairScale ``DDPFullyShardedStrategy``, as torch FSDP (FSDP202)."""
+
+    class DDPFullyShardedPlugin(DDPFullyShardedStrategy):
+        """Lightning 1.5's name of the FairScale strategy (FSDP201)."""
+
+        _rule = "FSDP201"
+
+    class DDPFullyShardedNativeStrategy(NativeArguments, CPUCapableFSDPStrategy):
+        """Lightning 1.7-1.9's ``DDPFullyShardedNativeStrategy``, now ``FSDPStrategy`` (FSDP203)."""
+
+    class RemovedStrategyName(RemovedName, CPUCapableFSDPStrategy):
+        """What a removed strategy string (``"fsdp_native"``, ...) builds, warning with its rule."""
+
+    #: The removed strategy strings this import registered with lightning.fabric.
+    REGISTERED = register_removed_names(STRATEGY_REGISTRY, RemovedStrategyName, "lightning.fabric")
+
+__all__ = [
+    "CPUCapableFSDPStrategy",
+    "DDPFullyShardedNativeStrategy",
+    "DDPFullyShardedPlugin",
+    "DDPFullyShardedStrategy",
+    "RemovedStrategyName",
+]

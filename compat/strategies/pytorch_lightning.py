@@ -2,12 +2,46 @@
 
 from __future__ import annotations
 
-from compat.strategies import import_flavour
-from compat.strategies.classes import build
+from pytorch_lightning.strategies import FSDPStrategy, StrategyRegistry
 
-_strategies = import_flavour("pytorch_lightning.strategies")
-DDPFullyShardedStrategy, DDPFullyShardedNativeStrategy, DDPFullyShardedPlugin = build(
-    _strategies.FSDPStrategy, "trainer", _strategies.StrategyRegistry
+from compat.strategies.mixins import (
+    FairScaleArguments,
+    NativeArguments,
+    RemovedName,
+    TrainerOnCPU,
 )
+from compat.strategies.registration import register_removed_names
 
-__all__ = ["DDPFullyShardedNativeStrategy", "DDPFullyShardedPlugin", "DDPFullyShardedStrategy"]
+
+class CPUCapableFSDPStrategy(TrainerOnCPU, FSDPStrategy):
+    """``FSDPStrategy`` that also runs on CPU with gloo."""
+
+
+class DDPFullyShardedStrategy(FairScaleArguments, CPUCapableFSDPStrategy):
+    """Lightning 1.x's FairScale ``DDPFullyShardedStrategy``, as torch FSDP (FSDP202)."""
+
+
+class DDPFullyShardedPlugin(DDPFullyShardedStrategy):
+    """Lightning 1.5's name of the FairScale strategy (FSDP201); pass it as ``strategy=``."""
+
+    _rule = "FSDP201"
+
+
+class DDPFullyShardedNativeStrategy(NativeArguments, CPUCapableFSDPStrategy):
+    """Lightning 1.7-1.9's ``DDPFullyShardedNativeStrategy``, now ``FSDPStrategy`` (FSDP203)."""
+
+
+class RemovedStrategyName(RemovedName, CPUCapableFSDPStrategy):
+    """What a removed strategy string (``"fsdp_native"``, ...) builds, warning with its rule."""
+
+
+#: The removed strategy strings this import registered with pytorch_lightning.
+REGISTERED = register_removed_names(StrategyRegistry, RemovedStrategyName, "pytorch_lightning")
+
+__all__ = [
+    "CPUCapableFSDPStrategy",
+    "DDPFullyShardedNativeStrategy",
+    "DDPFullyShardedPlugin",
+    "DDPFullyShardedStrategy",
+    "RemovedStrategyName",
+]
