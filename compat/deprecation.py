@@ -19,7 +19,8 @@ import sys
 import types
 import warnings
 
-from codemods.registry import REGISTRY, ChangeKind, FixSafety, Rule
+import codemods.registry
+from codemods.registry import ChangeKind, FixSafety, Rule
 
 # Frames in these packages are library plumbing between the user's line and ours.
 _LIBRARY_PACKAGES = ("torch", "lightning", "pytorch_lightning", "lightning_fabric", "fairscale")
@@ -100,7 +101,7 @@ def warn_deprecated(code: str, *, detail: str | None = None) -> None:
     Raises:
         KeyError: If ``code`` is not in the registry.
     """
-    rule = REGISTRY[code]
+    rule = codemods.registry.REGISTRY[code]  # looked up now: a test may add a rule
     message = deprecation_message(rule, detail)
     frame = _user_frame()
     if frame is None:  # called from library code only; fall back to the direct caller
