@@ -94,16 +94,17 @@ class _CustomPolicyBackport:
         return bool(decision)
 
 
-ModuleWrapPolicy: Any = getattr(torch_wrap, "ModuleWrapPolicy", _ModuleWrapPolicyBackport)
-CustomPolicy: Any = getattr(torch_wrap, "CustomPolicy", _CustomPolicyBackport)
+ModuleWrapPolicy: Any = vars(torch_wrap).get("ModuleWrapPolicy", _ModuleWrapPolicyBackport)
+CustomPolicy: Any = vars(torch_wrap).get("CustomPolicy", _CustomPolicyBackport)
 
 # torch 2.1 replaced the private `_FSDPPolicy` (a `policy` property returning a callable)
 # with `_Policy` (`_run_policy` returning the modules); 2.0 has the former, 2.1+ the latter.
+# Read from the module itself: with the drop-in installed, getattr would find compat's.
 _POLICY_BASES = tuple(
     cls
     for cls in (
-        getattr(torch_wrap, "_Policy", None),
-        getattr(torch_wrap, "_FSDPPolicy", None),
+        vars(torch_wrap).get("_Policy"),
+        vars(torch_wrap).get("_FSDPPolicy"),
         ModuleWrapPolicy,
         CustomPolicy,
     )

@@ -135,7 +135,7 @@ def always_wrap_policy(*args: Any, **kwargs: Any) -> bool:
 
 # torch 2.1 replaced the private `_FSDPPolicy` (a `policy` property returning a callable)
 # with `_Policy` (`_run_policy` returning the modules); 2.0 has the former, 2.1+ the latter.
-_PolicyBase: Any = getattr(torch_wrap, "_Policy", object)
+_PolicyBase: Any = vars(torch_wrap).get("_Policy", object)
 
 
 class _FSDPPolicy(_PolicyBase):
@@ -169,12 +169,51 @@ class _FSDPPolicy(_PolicyBase):
         }
 
 
+def _default_auto_wrap_policy(
+    module: nn.Module | None = None,
+    recurse: bool | None = None,
+    nonwrapped_numel: int | None = None,
+    min_num_params: int | None = None,
+    force_leaf_modules: set[type[nn.Module]] | None = None,
+    exclude_wrap_modules: set[type[nn.Module]] | None = None,
+    *,
+    unwrapped_params: int | None = None,
+    min_nonwrapped_numel: int | None = None,
+) -> Any:
+    """The size-based policy as torch 1.11 called it, ``default_auto_wrap_policy`` (FSDP101).
+
+    Its threshold is ``min_num_params``, torch's own spelling then and now, so it is
+    taken without a warning; compat's ``min_nonwrapped_numel`` is taken too.
+    """
+    threshold = _pick("min_num_params", min_num_params, "min_nonwrapped_numel", None, None)
+    threshold = _pick(
+        "min_nonwrapped_numel", min_nonwrapped_numel, "min_num_params", threshold, None
+    )
+    return size_based_auto_wrap_policy(
+        module,
+        recurse,
+        nonwrapped_numel,
+        threshold,
+        force_leaf_modules,
+        exclude_wrap_modules,
+        unwrapped_params=unwrapped_params,
+    )
+
+
+#: Names torch removed, resolved when read so that reading one warns at the reader's line.
+_REMOVED = {"default_auto_wrap_policy": ("FSDP101", _default_auto_wrap_policy)}
+
+
 def __getattr__(name: str) -> Any:
-    # Removed names resolve lazily so that importing them warns at the user's import line.
-    if name == "default_auto_wrap_policy":
-        warn_deprecated("FSDP101")
-        return size_based_auto_wrap_policy
+    if name in _REMOVED:
+        code, value = _REMOVED[name]
+        warn_deprecated(code)
+        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_REMOVED})
 
 
 __all__ = [
