@@ -75,8 +75,15 @@ def _rename_keywords(kwargs: dict[str, Any]) -> dict[str, Any]:
     return renamed
 
 
+class ArgumentBindingError(TypeError):
+    """The call does not fit torch's ``FullyShardedDataParallel`` signature."""
+
+
 def _bind(module: nn.Module, args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
-    bound = _SIGNATURE.bind(None, module, *args, **kwargs)  # TypeError like torch's own
+    try:
+        bound = _SIGNATURE.bind(None, module, *args, **kwargs)
+    except TypeError as exc:  # worded like torch's own
+        raise ArgumentBindingError(str(exc)) from None
     arguments = dict(bound.arguments)
     arguments.pop(next(iter(_SIGNATURE.parameters)))  # self
     arguments.update(arguments.pop("kwargs", {}))
@@ -126,7 +133,7 @@ def legacy_fsdp_call(
     if not legacy:
         try:
             plain = _bind(module, args, kwargs)
-        except TypeError:  # a renamed keyword, which torch's signature does not take
+        except ArgumentBindingError:  # a renamed keyword, which torch's signature lacks
             return translated, classes
         # Translation hands back the very objects it was given where nothing is legacy.
         if plain.keys() == translated.keys() and all(translated[k] is plain[k] for k in plain):
@@ -171,7 +178,12 @@ class FullyShardedDataParallel(metaclass=_TorchFSDPFacade):
 
 FSDP = FullyShardedDataParallel
 
+#: The rules whose legacy arguments the translation takes (besides the keyword renames).
+LEGACY_ARGUMENT_CODES = ("FSDP102", "FSDP109", "FSDP110")
+
 __all__ = [
+    "LEGACY_ARGUMENT_CODES",
+    "ArgumentBindingError",
     "FSDP",
     "FullyShardedDataParallel",
     "has_accelerator",

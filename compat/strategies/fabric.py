@@ -24,6 +24,7 @@ if importlib.util.find_spec("lightning") is None:
         DDPFullyShardedPlugin,
         DDPFullyShardedStrategy,
         RemovedStrategyName,
+        register_names,
     )
 else:
     from lightning.fabric.strategies import STRATEGY_REGISTRY, FSDPStrategy
@@ -45,13 +46,19 @@ else:
     class RemovedStrategyName(RemovedName, CPUCapableFSDPStrategy):
         """What a removed strategy string (``"fsdp_native"``, ...) builds, warning with its rule."""
 
+    def register_names() -> list[str]:
+        """Register the removed strategy strings lightning.fabric lacks; return those registered."""
+        return register_removed_names(STRATEGY_REGISTRY, RemovedStrategyName, "lightning.fabric")
+
     #: The removed strategy strings this import registered with lightning.fabric.
-    REGISTERED = register_removed_names(STRATEGY_REGISTRY, RemovedStrategyName, "lightning.fabric")
+    REGISTERED = register_names()
 
 __all__ = [
+    "REGISTERED",
     "CPUCapableFSDPStrategy",
     "DDPFullyShardedNativeStrategy",
     "DDPFullyShardedPlugin",
     "DDPFullyShardedStrategy",
     "RemovedStrategyName",
+    "register_names",
 ]

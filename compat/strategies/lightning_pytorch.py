@@ -35,13 +35,20 @@ class RemovedStrategyName(RemovedName, CPUCapableFSDPStrategy):
     """What a removed strategy string (``"fsdp_native"``, ...) builds, warning with its rule."""
 
 
+def register_names() -> list[str]:
+    """Register the removed strategy strings lightning.pytorch lacks; return those registered."""
+    return register_removed_names(StrategyRegistry, RemovedStrategyName, "lightning.pytorch")
+
+
 #: The removed strategy strings this import registered with lightning.pytorch.
-REGISTERED = register_removed_names(StrategyRegistry, RemovedStrategyName, "lightning.pytorch")
+REGISTERED = register_names()
 
 __all__ = [
+    "REGISTERED",
     "CPUCapableFSDPStrategy",
     "DDPFullyShardedNativeStrategy",
     "DDPFullyShardedPlugin",
     "DDPFullyShardedStrategy",
     "RemovedStrategyName",
+    "register_names",
 ]
