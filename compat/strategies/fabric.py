@@ -6,14 +6,10 @@ installed, these are :mod:`compat.strategies.lightning_fabric`'s classes.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 
-from compat.strategies.mixins import (
-    FabricOnCPU,
-    FairScaleArguments,
-    NativeArguments,
-    RemovedName,
-)
+from compat.strategies.mixins import FabricOnCPU, legacy_classes
 from compat.strategies.registration import register_removed_names
 
 if importlib.util.find_spec("lightning") is None:
@@ -29,27 +25,18 @@ if importlib.util.find_spec("lightning") is None:
 else:
     from lightning.fabric.strategies import STRATEGY_REGISTRY, FSDPStrategy
 
-    class CPUCapableFSDPStrategy(FabricOnCPU, FSDPStrategy):
-        """``FSDPStrategy`` that also runs on CPU with gloo."""
+    (
+        CPUCapableFSDPStrategy,
+        DDPFullyShardedStrategy,
+        DDPFullyShardedPlugin,
+        DDPFullyShardedNativeStrategy,
+        RemovedStrategyName,
+    ) = legacy_classes(__name__, FSDPStrategy, FabricOnCPU)
 
-    class DDPFullyShardedStrategy(FairScaleArguments, CPUCapableFSDPStrategy):
-        """Lightning 1.x's FairScale ``DDPFullyShardedStrategy``, as torch FSDP (FSDP202)."""
-
-    class DDPFullyShardedPlugin(DDPFullyShardedStrategy):
-        """Lightning 1.5's name of the FairScale strategy (FSDP201)."""
-
-        _rule = "FSDP201"
-
-    class DDPFullyShardedNativeStrategy(NativeArguments, CPUCapableFSDPStrategy):
-        """Lightning 1.7-1.9's ``DDPFullyShardedNativeStrategy``, now ``FSDPStrategy`` (FSDP203)."""
-
-    class RemovedStrategyName(RemovedName, CPUCapableFSDPStrategy):
-        """What a removed strategy string (``"fsdp_native"``, ...) builds, warning with its rule."""
-
-    def register_names() -> list[str]:
-        """Register the removed strategy strings lightning.fabric lacks; return those registered."""
-        return register_removed_names(STRATEGY_REGISTRY, RemovedStrategyName, "lightning.fabric")
-
+    #: Registers the removed strategy strings lightning.fabric lacks; returns those it registered.
+    register_names = functools.partial(
+        register_removed_names, STRATEGY_REGISTRY, RemovedStrategyName, "lightning.fabric"
+    )
     #: The removed strategy strings this import registered with lightning.fabric.
     REGISTERED = register_names()
 

@@ -2,9 +2,10 @@
 
 Lightning ships the Trainer side twice (``lightning.pytorch`` and the standalone
 ``pytorch_lightning``) and Fabric twice more (``lightning.fabric``, ``lightning_fabric``),
-each with its own ``FSDPStrategy``. Each flavour module of ``compat.strategies`` declares
-its classes from that flavour's ``FSDPStrategy`` and these mixins, so that every class
-has a real module path (it pickles) and none of this imports Lightning.
+each with its own ``FSDPStrategy``. Each flavour module of ``compat.strategies`` gets its
+classes from :func:`legacy_classes`, which composes that flavour's ``FSDPStrategy`` with
+these mixins and homes each class in the flavour module under its own name, so that it
+imports and pickles from there; none of this imports Lightning.
 
 On CPU the classes also make FSDP run: Lightning refuses an exact ``FSDPStrategy`` on
 CPU (a subclass passes its check), and passes ``device_id=root_device.index`` (None on
@@ -16,8 +17,9 @@ activation checkpointing) on the wrapped model.
 from __future__ import annotations
 
 import contextlib
+import types
 from collections.abc import Iterator
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import torch
 
@@ -144,3 +146,58 @@ class RemovedName:
     def __init__(self, *, compat_rule: str, **kwargs: Any) -> None:
         warn_deprecated(compat_rule)
         super().__init__(**kwargs)
+
+
+class LegacyClasses(NamedTuple):
+    """One flavour's legacy strategy classes."""
+
+    CPUCapableFSDPStrategy: type
+    DDPFullyShardedStrategy: type
+    DDPFullyShardedPlugin: type
+    DDPFullyShardedNativeStrategy: type
+    RemovedStrategyName: type
+
+
+def legacy_classes(module: str, fsdp_strategy: type, side: type) -> LegacyClasses:
+    """Compose one flavour's legacy classes, each homed in ``module`` under its own name.
+
+    Args:
+        module: The flavour module's ``__name__``; it must bind each class to its name.
+        fsdp_strategy: That flavour's ``FSDPStrategy``.
+        side: :class:`TrainerOnCPU` or :class:`FabricOnCPU`.
+    """
+
+    def declare(name: str, bases: tuple[type, ...], doc: str, **attributes: Any) -> type:
+        namespace = {"__module__": module, "__qualname__": name, "__doc__": doc, **attributes}
+        return types.new_class(name, bases, exec_body=lambda ns: ns.update(namespace))
+
+    cpu = declare(
+        "CPUCapableFSDPStrategy", (side, fsdp_strategy), "``FSDPStrategy``, also on CPU (gloo)."
+    )
+    fairscale = declare(
+        "DDPFullyShardedStrategy",
+        (FairScaleArguments, cpu),
+        "Lightning 1.x's FairScale ``DDPFullyShardedStrategy``, as torch FSDP (FSDP202).",
+    )
+    return LegacyClasses(
+        cpu,
+        fairscale,
+        declare(
+            "DDPFullyShardedPlugin",
+            (fairscale,),
+            "Lightning 1.5's name of the FairScale strategy (FSDP201); pass it as ``strategy=``.",
+            _rule="FSDP201",
+        ),
+        declare(
+            "DDPFullyShardedNativeStrategy",
+            (NativeArguments, cpu),
+            "Lightning 1.7-1.9's ``DDPFullyShardedNativeStrategy``, now ``FSDPStrategy`` "
+            "(FSDP203).",
+        ),
+        declare(
+            "RemovedStrategyName",
+            (RemovedName, cpu),
+            'What a removed strategy string (``"fsdp_native"``, ...) builds, warning with its '
+            "rule.",
+        ),
+    )
