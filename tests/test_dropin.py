@@ -13,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 import warnings
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -152,6 +153,48 @@ def test_a_removed_module_comes_back_as_its_successor(with_rules):
     assert "torch.distributed._fsdp_of_old" not in sys.modules
     with pytest.raises(ImportError):
         import torch.distributed._fsdp_of_old  # noqa: F401
+
+
+def test_precision_plugins_are_installed_once_the_registry_lists_them(with_rules):
+    pytest.importorskip("pytorch_lightning")
+    from codemods.registry.names import trainer_paths
+
+    name = "FullyShardedNativeNativeMixedPrecisionPlugin"
+    compat.install()
+    with pytest.raises(ImportError):
+        from pytorch_lightning.plugins.precision import (  # noqa: F401
+            FullyShardedNativeNativeMixedPrecisionPlugin,
+        )
+    compat.uninstall()
+    old = trainer_paths(
+        f"plugins.precision.{name}", f"plugins.precision.fsdp_native_native_amp.{name}"
+    )
+    with_rules(
+        replace(
+            _rule("FSDP195", old[0], "lightning.pytorch.plugins.precision.FSDPPrecision"), old=old
+        )
+    )
+    compat.install()
+    with pytest.warns(FSDPDeprecationWarning, match=r"\[FSDP195\]") as caught:
+        from pytorch_lightning.plugins.precision.fsdp_native_native_amp import (
+            FullyShardedNativeNativeMixedPrecisionPlugin as Plugin,
+        )
+
+        plugin = Plugin(precision="bf16", device="cuda")  # Lightning 1.9's arguments
+    from pytorch_lightning.plugins.precision import FSDPPrecision
+
+    assert isinstance(plugin, FSDPPrecision) and plugin.precision == "bf16-mixed"
+    assert {w.filename for w in caught} == {__file__}
+    from lightning.pytorch.plugins.precision import FSDPPrecision as UnifiedFSDPPrecision
+    from lightning.pytorch.plugins.precision import FullyShardedNativeNativeMixedPrecisionPlugin
+
+    unified = FullyShardedNativeNativeMixedPrecisionPlugin  # each flavour on its own base
+    assert issubclass(unified, UnifiedFSDPPrecision) and not issubclass(unified, FSDPPrecision)
+    with (
+        pytest.raises(ValueError, match="takes precision 16 or 'bf16'"),
+        pytest.warns(FSDPDeprecationWarning),
+    ):
+        Plugin(precision=32, device="cpu")
 
 
 def test_a_name_the_installed_torch_has_is_never_replaced(with_rules):

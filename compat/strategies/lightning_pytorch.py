@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import functools
 
+from lightning.pytorch.plugins.precision import FSDPPrecision
 from lightning.pytorch.strategies import FSDPStrategy, StrategyRegistry
 
 from compat.strategies.mixins import TrainerOnCPU, legacy_classes
+from compat.strategies.precision import legacy_precision_plugins
 from compat.strategies.registration import register_removed_names
 
 (
@@ -16,6 +18,11 @@ from compat.strategies.registration import register_removed_names
     DDPFullyShardedNativeStrategy,
     RemovedStrategyName,
 ) = legacy_classes(__name__, FSDPStrategy, TrainerOnCPU)
+
+(
+    FullyShardedNativeNativeMixedPrecisionPlugin,
+    FullyShardedNativeMixedPrecisionPlugin,
+) = legacy_precision_plugins(__name__, FSDPPrecision, "lightning.pytorch")
 
 #: Registers the removed strategy strings lightning.pytorch lacks; returns those it registered.
 register_names = functools.partial(
@@ -30,6 +37,8 @@ __all__ = [
     "DDPFullyShardedNativeStrategy",
     "DDPFullyShardedPlugin",
     "DDPFullyShardedStrategy",
+    "FullyShardedNativeMixedPrecisionPlugin",
+    "FullyShardedNativeNativeMixedPrecisionPlugin",
     "RemovedStrategyName",
     "register_names",
 ]
