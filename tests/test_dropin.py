@@ -242,6 +242,13 @@ def test_subprocess_environment_is_restored(monkeypatch):
     finally:
         compat.uninstall()
     assert os.environ["PYTHONPATH"] == "/somewhere" and compat.dropin.ENV_FLAG not in os.environ
+    # A child installing for its own children does not put the folder there twice.
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([compat.dropin.BOOT_DIR, "/somewhere"]))
+    compat.install(subprocesses=True)
+    try:
+        assert os.environ["PYTHONPATH"].split(os.pathsep) == [compat.dropin.BOOT_DIR, "/somewhere"]
+    finally:
+        compat.uninstall()
 
 
 # In a fresh interpreter ---------------------------------------------------------------------

@@ -112,7 +112,9 @@ def install(*, subprocesses: bool = False) -> None:
             state.records += [e for old, e in entries.items() if old.startswith(f"{FAIRSCALE}.")]
         _state = state
         sys.meta_path.insert(0, state.finder)
-        state.undo.append(lambda: sys.meta_path.remove(state.finder))
+        state.undo.append(
+            lambda: state.finder in sys.meta_path and sys.meta_path.remove(state.finder)
+        )
         for name in sorted(watched):  # parents before their children
             module = sys.modules.get(name)
             if module is not None:
@@ -176,7 +178,9 @@ def installed() -> list[Installed]:
 def _export_to_subprocesses(state: _State) -> None:
     saved = {name: os.environ.get(name) for name in (ENV_FLAG, "PYTHONPATH")}
     os.environ[ENV_FLAG] = "1"
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [BOOT_DIR, saved["PYTHONPATH"]]))
+    path = [entry for entry in (saved["PYTHONPATH"] or "").split(os.pathsep) if entry]
+    if path[:1] != [BOOT_DIR]:  # a child installing for its own children: there already
+        os.environ["PYTHONPATH"] = os.pathsep.join([BOOT_DIR, *path])
 
     def undo() -> None:
         for name, value in saved.items():
@@ -194,7 +198,8 @@ def _export_to_subprocesses(state: _State) -> None:
 
 def _resolve(parent: str, attribute: str) -> Any:
     """The object an old name ``parent.attribute`` stands for now."""
-    assert _state is not None
+    if _state is None:  # a stand-in module kept by the program after uninstall()
+        raise AttributeError(f"{parent}.{attribute}: compat's drop-in is not installed")
     name = f"{parent}.{attribute}"
     entry = _state.entries.get(name)
     if entry is not None:
