@@ -156,8 +156,14 @@ def test_both_spellings_is_a_type_error_naming_both(kwargs, names):
 def test_default_auto_wrap_policy_import_warns_at_the_import_line():
     with pytest.warns(FSDPDeprecationWarning, match=r"\[FSDP101\]") as record:
         from compat.fsdp.wrap import default_auto_wrap_policy
-    assert default_auto_wrap_policy is cw.size_based_auto_wrap_policy
     assert record[0].filename == __file__
+    # torch 1.11's signature, its threshold spelled min_num_params (torch's own): no FSDP106.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert default_auto_wrap_policy(Block(), False, 544, min_num_params=500) is True
+        assert default_auto_wrap_policy(Block(), False, 544, 600) is False
+        configured = default_auto_wrap_policy(min_nonwrapped_numel=500)  # compat's spelling
+    assert select_modules(make_model(), configured) == BLOCKS
 
 
 def test_unknown_attribute_is_an_attribute_error():
