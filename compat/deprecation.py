@@ -22,9 +22,10 @@ import warnings
 
 import codemods.registry
 from codemods.registry import ChangeKind, FixSafety, Rule
+from codemods.registry.names import LIGHTNING_PACKAGES
 
 # Frames in these packages are library plumbing between the user's line and ours.
-_LIBRARY_PACKAGES = ("torch", "lightning", "pytorch_lightning", "lightning_fabric", "fairscale")
+_LIBRARY_PACKAGES = ("torch", *LIGHTNING_PACKAGES, "fairscale")
 _COMPAT_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 # A legacy context manager warns from inside contextlib's __enter__: not the user's line.
 _PLUMBING_FILES = (contextlib.__file__,)

@@ -20,9 +20,10 @@ from typing import Any, Callable
 
 import torch.nn as nn
 
+from codemods.registry.names import TORCH_WRAP
 from compat.features import current, import_fsdp_module
 
-torch_wrap = import_fsdp_module("torch.distributed.fsdp.wrap")
+torch_wrap = import_fsdp_module(TORCH_WRAP)
 
 
 def module_classes(value: Any, argument: str) -> frozenset[type[nn.Module]]:
