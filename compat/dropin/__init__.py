@@ -248,8 +248,9 @@ def _describe(entry: Entry) -> str | None:
                 return f"{entry.mirror}.{entry.leaf}"
         except ImportError:
             pass
-    found, _ = _stand_in_value(entry, warn=False) if entry.new is not None else (False, None)
-    return entry.new if found else None
+    if entry.new is not None and _stand_in_value(entry, warn=False)[0]:
+        return entry.new
+    return None
 
 
 # Stand-in modules and patched modules ------------------------------------------------------
@@ -257,7 +258,8 @@ def _describe(entry: Entry) -> str | None:
 
 def _stand_in(name: str) -> types.ModuleType | None:
     """The stand-in for module ``name``, which the import system cannot find."""
-    assert _state is not None
+    if _state is None:
+        return None
     root = name.split(".")[0]
     if root in PATCHED_ROOTS and not exists(root, skip=_state.finder):
         return None  # a package that is not installed gets no stand-ins under it
@@ -271,9 +273,8 @@ def _stand_in(name: str) -> types.ModuleType | None:
 
 
 def _after_import(module: types.ModuleType) -> None:
-    assert _state is not None
     name = module.__name__
-    if name in _state.handled:
+    if _state is None or name in _state.handled:  # uninstalled while it was imported
         return
     _state.handled.add(name)
     if isinstance(module, StandIn):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import sys
 import types
 from typing import Any, Callable
 
@@ -92,16 +93,27 @@ def strategy_registry(module: types.ModuleType) -> Any:
 def register_strategy_names(module: types.ModuleType, flavour: str) -> tuple[list[str], Undo]:
     """Register the removed strategy strings with ``module``'s registry via compat ``flavour``.
 
+    Importing a flavour module registers the strings for good (what importing
+    ``compat.strategies`` has always done). Where this call is that first import, its
+    undo also forgets the flavour module, so that a later import registers them again.
+
     Returns:
         The strings added, and the undo that removes them again.
     """
     registry = strategy_registry(module)
     before = set(registry)
-    importlib.import_module(flavour).register_names()
+    first_import = flavour not in sys.modules
+    flavour_module = importlib.import_module(flavour)
+    flavour_module.register_names()
     added = sorted(set(registry) - before)
 
     def undo() -> None:
         for name in added:
             registry.pop(name, None)
+        if first_import and sys.modules.get(flavour) is flavour_module:
+            del sys.modules[flavour]
+            parent, _, child = flavour.rpartition(".")
+            if vars(sys.modules[parent]).get(child) is flavour_module:
+                delattr(sys.modules[parent], child)
 
     return added, undo
