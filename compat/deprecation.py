@@ -14,16 +14,21 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import types
 import warnings
 
-from codemods.registry import REGISTRY, ChangeKind, FixSafety, Rule
+import codemods.registry
+from codemods.registry import ChangeKind, FixSafety, Rule
+from codemods.registry.names import LIGHTNING_PACKAGES
 
 # Frames in these packages are library plumbing between the user's line and ours.
-_LIBRARY_PACKAGES = ("torch", "lightning", "pytorch_lightning", "lightning_fabric", "fairscale")
+_LIBRARY_PACKAGES = ("torch", *LIGHTNING_PACKAGES, "fairscale")
 _COMPAT_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+# A legacy context manager warns from inside contextlib's __enter__: not the user's line.
+_PLUMBING_FILES = (contextlib.__file__,)
 
 # (code, detail, filename, lineno) of every call site already warned about.
 _warned_sites: set[tuple[str, str | None, str, int]] = set()
@@ -100,7 +105,7 @@ def warn_deprecated(code: str, *, detail: str | None = None) -> None:
     Raises:
         KeyError: If ``code`` is not in the registry.
     """
-    rule = REGISTRY[code]
+    rule = codemods.registry.REGISTRY[code]  # looked up now: a test may add a rule
     message = deprecation_message(rule, detail)
     frame = _user_frame()
     if frame is None:  # called from library code only; fall back to the direct caller
@@ -131,7 +136,11 @@ def _user_frame() -> types.FrameType | None:
     while frame is not None:
         filename = frame.f_code.co_filename
         # Frozen stdlib frames (importlib for imports, abc for class creation) are plumbing.
-        if not filename.startswith("<frozen ") and not filename.startswith(skip):
+        if (
+            not filename.startswith("<frozen ")
+            and not filename.startswith(skip)
+            and filename not in _PLUMBING_FILES
+        ):
             return frame
         frame = frame.f_back
     return None

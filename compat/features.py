@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from packaging.version import Version
 
 from codemods.registry import REGISTRY
+from codemods.registry.names import COMPOSABLE_FSDP, TORCH_FSDP, TORCH_WRAP
 from compat._torch import require_torch
 
 
@@ -98,7 +99,7 @@ class Features:
         return self.fsdp2_module is not None
 
 
-def import_fsdp_module(name: str = "torch.distributed.fsdp") -> types.ModuleType:
+def import_fsdp_module(name: str = TORCH_FSDP) -> types.ModuleType:
     """Import one of torch's FSDP modules, or say why this torch cannot.
 
     Raises:
@@ -122,13 +123,13 @@ def _since(name: str, version: Version) -> bool:
 
 def _fsdp_wrap_module():
     try:
-        return importlib.import_module("torch.distributed.fsdp.wrap")
+        return importlib.import_module(TORCH_WRAP)
     except Exception:  # noqa: BLE001 - torch 1.13 on Python 3.11 fails with ValueError
         return None
 
 
 def _fsdp2_module() -> str | None:
-    for name in ("torch.distributed.fsdp", "torch.distributed._composable.fsdp"):
+    for name in (TORCH_FSDP, COMPOSABLE_FSDP):
         try:
             module = importlib.import_module(name)
         except Exception:  # noqa: BLE001 - absent, or broken on this Python

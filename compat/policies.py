@@ -24,41 +24,7 @@ import torch.nn as nn
 
 from compat.deprecation import warn_deprecated
 from compat.features import current
-
-
-def module_classes(value: Any, argument: str) -> frozenset[type[nn.Module]]:
-    """Validate a module class or a collection of them.
-
-    Args:
-        value: An ``nn.Module`` subclass, or a set, list, tuple or frozenset of them.
-        argument: The argument's name, for the error message.
-
-    Returns:
-        The classes as a frozenset.
-
-    Raises:
-        TypeError: If ``value`` holds an instance, a non-Module class, or is empty.
-
-    Example:
-        >>> module_classes([nn.Linear, nn.ReLU], "policy") == {nn.Linear, nn.ReLU}
-        True
-        >>> module_classes(nn.Linear(2, 2), "policy")  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        TypeError: policy expects nn.Module subclasses, got an instance of Linear; pass...
-    """
-    items = list(value) if isinstance(value, (set, frozenset, list, tuple)) else [value]
-    if not items:
-        raise TypeError(f"{argument} got an empty collection; pass at least one nn.Module subclass")
-    for item in items:
-        if isinstance(item, nn.Module):
-            raise TypeError(
-                f"{argument} expects nn.Module subclasses, got an instance of "
-                f"{type(item).__name__}; pass the class {type(item).__name__} itself"
-            )
-        if not (isinstance(item, type) and issubclass(item, nn.Module)):
-            raise TypeError(f"{argument} expects nn.Module subclasses, got {item!r}")
-    return frozenset(items)
+from compat.policy_types import ModuleWrapPolicy, is_policy_object, module_classes
 
 
 def _is_class_spec(value: Any) -> bool:
@@ -90,8 +56,6 @@ def normalize_policy(policy: Any, argument: str = "auto_wrap_policy") -> Any:
     if isinstance(policy, nn.Module):  # callable, but surely meant as its class
         module_classes(policy, argument)
     if _is_class_spec(policy):
-        from compat.fsdp.wrap import ModuleWrapPolicy
-
         return ModuleWrapPolicy(module_classes(policy, argument))
     if is_policy_object(policy):
         return policy
@@ -101,23 +65,6 @@ def normalize_policy(policy: Any, argument: str = "auto_wrap_policy") -> Any:
         f"{argument} expects a module class, a set of module classes, a policy object or a "
         f"policy callable, got {type(policy).__name__}"
     )
-
-
-def is_policy_object(policy: Any) -> bool:
-    """Whether ``policy`` is a torch policy object or compat's backport of one."""
-    from compat.fsdp import wrap
-
-    bases = tuple(
-        cls
-        for cls in (
-            getattr(wrap.torch_wrap, "_Policy", None),
-            getattr(wrap.torch_wrap, "_FSDPPolicy", None),
-            wrap.ModuleWrapPolicy,
-            wrap.CustomPolicy,
-        )
-        if isinstance(cls, type)
-    )
-    return isinstance(policy, bases)
 
 
 def _parameter_names(fn: Callable) -> tuple[str, ...] | None:
@@ -237,3 +184,12 @@ def _post_order(root: nn.Module) -> dict[str, nn.Module]:
 
     visit(root, "")
     return ordered
+
+
+__all__ = [
+    "adapt_policy_callable",
+    "is_policy_object",
+    "module_classes",
+    "normalize_policy",
+    "select_modules",
+]

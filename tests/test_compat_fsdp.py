@@ -9,7 +9,13 @@ from torch.distributed.fsdp import FullyShardedDataParallel as TorchFSDP
 
 from compat import FSDPDeprecationWarning
 from compat.features import current
-from compat.fsdp import FSDP, FullyShardedDataParallel, has_accelerator, translate_fsdp_arguments
+from compat.fsdp import (
+    FSDP,
+    FullyShardedDataParallel,
+    has_accelerator,
+    legacy_fsdp_call,
+    translate_fsdp_arguments,
+)
 from compat.policies import select_modules
 from tests.models import Block, make_model
 
@@ -71,3 +77,62 @@ def test_unknown_argument_is_torchs_type_error():
 def test_activation_checkpointing_type_errors(value, message):
     with pytest.raises(TypeError, match=message), pytest.warns(FSDPDeprecationWarning):
         FSDP(make_model(), activation_checkpointing=value)
+
+
+def _with_rule(monkeypatch, **fields):
+    """Make the registry hold one more rule, as a contributor's new entry would."""
+    import codemods.registry
+    from codemods.registry import ChangeKind, Example, FixSafety, Framework, Registry, Rule
+    from codemods.registry.names import COMPAT_FSDP_CLASSES, TORCH_FSDP_CLASSES
+
+    rule = Rule(
+        **{
+            "code": "FSDP199",
+            "name": "ignored-parameters",
+            "framework": Framework.TORCH,
+            "kind": ChangeKind.KEYWORD_RENAME,
+            "old": (*TORCH_FSDP_CLASSES, *COMPAT_FSDP_CLASSES),
+            "new": TORCH_FSDP_CLASSES[0],
+            "argument": "ignored_parameters",
+            "new_argument": "ignored_states",
+            "message": "`ignored_parameters` is now `ignored_states`",
+            "why": "A rename for this test.",
+            "example": Example("FSDP(m, ignored_parameters=p)\n", "FSDP(m, ignored_states=p)\n"),
+            "fix": FixSafety.SAFE,
+            **fields,
+        }
+    )
+    registry = codemods.registry.REGISTRY
+    monkeypatch.setattr(
+        codemods.registry, "REGISTRY", Registry(registry.rules + (rule,), registry.capabilities)
+    )
+
+
+def test_a_keyword_rename_in_the_registry_is_translated(monkeypatch):
+    model = make_model()
+    ignored = [model.head.proj.weight]
+    with pytest.raises(TypeError, match="unexpected keyword argument 'ignored_parameters'"):
+        translate_fsdp_arguments(model, ignored_parameters=ignored)
+    _with_rule(monkeypatch)
+    with pytest.warns(FSDPDeprecationWarning, match=r"\[FSDP199\]") as record:
+        arguments = translate_fsdp_arguments(model, ignored_parameters=ignored)
+    assert arguments["ignored_states"] is ignored and "ignored_parameters" not in arguments
+    assert {w.filename for w in record} == {__file__}
+    with pytest.raises(TypeError, match="got both ignored_states= and its old spelling"):
+        translate_fsdp_arguments(model, ignored_parameters=ignored, ignored_states=ignored)
+
+
+def test_a_keyword_rename_of_another_callable_is_left_alone(monkeypatch):
+    _with_rule(monkeypatch, old=("torch.distributed.fsdp.wrap.size_based_auto_wrap_policy",))
+    with pytest.raises(TypeError, match="unexpected keyword argument 'ignored_parameters'"):
+        translate_fsdp_arguments(make_model(), ignored_parameters=[])
+
+
+def test_a_current_call_is_no_legacy_call(recwarn):
+    config = CPUOffload(offload_params=False)
+    device = torch.device("cpu")
+    assert legacy_fsdp_call(make_model(), (), {"cpu_offload": config, "device_id": device}) is None
+    assert legacy_fsdp_call(make_model(), (), {"cpu_offload": True, "device_id": device})
+    assert legacy_fsdp_call(make_model(), (), {"auto_wrap_policy": {Block}, "device_id": device})
+    _, classes = legacy_fsdp_call(make_model(), (), {"activation_checkpointing": [Block]})
+    assert classes == {Block}

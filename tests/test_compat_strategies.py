@@ -46,6 +46,46 @@ def test_legacy_classes_are_fsdp_strategies():
         assert isinstance(strategy, FSDPStrategy) and type(strategy) is not FSDPStrategy
 
 
+FLAVOURS = [
+    ("compat.strategies", "lightning"),
+    ("compat.strategies.lightning_pytorch", "lightning"),
+    ("compat.strategies.pytorch_lightning", "pytorch_lightning"),
+    ("compat.strategies.fabric", "lightning"),
+    ("compat.strategies.lightning_fabric", "lightning_fabric"),
+]
+
+
+@pytest.mark.parametrize(("module_name", "package"), FLAVOURS)
+@pytest.mark.parametrize(
+    "name",
+    [
+        "DDPFullyShardedStrategy",
+        "DDPFullyShardedNativeStrategy",
+        "DDPFullyShardedPlugin",
+        "CPUCapableFSDPStrategy",
+        "RemovedStrategyName",
+        "FullyShardedNativeNativeMixedPrecisionPlugin",
+        "FullyShardedNativeMixedPrecisionPlugin",
+    ],
+)
+def test_each_class_pickles_from_the_module_it_names(module_name, package, name):
+    import importlib
+    import pickle
+
+    pytest.importorskip(package)
+    module = importlib.import_module(module_name)
+    if name not in getattr(module, "__all__", ()):
+        pytest.skip(f"{module_name} exports only the legacy names")
+    cls = getattr(module, name)
+    assert cls.__name__ == cls.__qualname__ == name
+    home = importlib.import_module(cls.__module__)
+    assert getattr(home, cls.__qualname__) is cls
+    assert pickle.loads(pickle.dumps(cls)) is cls
+    if name.endswith("Strategy") or name.endswith("ShardedPlugin"):
+        strategy, _, _ = _made(cls)
+        assert type(pickle.loads(pickle.dumps(strategy))) is cls
+
+
 def test_min_num_params_becomes_a_size_based_policy():
     strategy, codes, _ = _made(DDPFullyShardedStrategy, min_num_params=500)
     policy = strategy.kwargs["auto_wrap_policy"]

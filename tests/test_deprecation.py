@@ -61,6 +61,16 @@ def test_skips_torch_frames_when_torch_calls_a_legacy_callable():
     assert [(r.filename, r.lineno) for r in record] == [(__file__, line)]
 
 
+def test_a_legacy_context_manager_warns_at_the_with_line():
+    pytest.importorskip("torch.distributed.fsdp")
+    from compat.fairscale import enable_wrap  # a contextlib.contextmanager
+
+    with pytest.warns(FSDPDeprecationWarning, match=r"\[FSDP302\]") as record:
+        with enable_wrap():
+            line = _line_above()
+    assert [(r.filename, r.lineno) for r in record] == [(__file__, line)]
+
+
 def test_once_per_call_site():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

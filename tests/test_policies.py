@@ -9,7 +9,7 @@ import pytest
 import torch.nn as nn
 
 import compat.fsdp.wrap as cw
-from compat import FSDPDeprecationWarning
+from compat import FSDPDeprecationWarning, policy_types
 from compat.features import current
 from compat.policies import adapt_policy_callable, module_classes, normalize_policy, select_modules
 from tests.models import Block, Head, current_policy, is_block, legacy_policy, make_model
@@ -91,16 +91,17 @@ def test_size_based_selection_matches_torchs_own_policy():
 
 
 def test_backport_module_wrap_policy_selects_like_torchs():
-    backport = cw._ModuleWrapPolicyBackport({Block, Head})
+    backport = policy_types._ModuleWrapPolicyBackport({Block, Head})
     assert sorted(select_modules(make_model(), backport)) == sorted([*BLOCKS, "head"])
     assert repr(backport) == "ModuleWrapPolicy({Block, Head})"
 
 
 def test_backport_custom_policy_refuses_per_module_kwargs():
-    policy = cw._CustomPolicyBackport(lambda m: {"sharding_strategy": 1} if is_block(m) else False)
+    backport = policy_types._CustomPolicyBackport
+    policy = backport(lambda m: {"sharding_strategy": 1} if is_block(m) else False)
     with pytest.raises(NotImplementedError, match="torch >= 2.1"):
         select_modules(make_model(), policy)
-    assert sorted(select_modules(make_model(), cw._CustomPolicyBackport(is_block))) == BLOCKS
+    assert sorted(select_modules(make_model(), backport(is_block))) == BLOCKS
 
 
 def test_include_root():
@@ -155,8 +156,14 @@ def test_both_spellings_is_a_type_error_naming_both(kwargs, names):
 def test_default_auto_wrap_policy_import_warns_at_the_import_line():
     with pytest.warns(FSDPDeprecationWarning, match=r"\[FSDP101\]") as record:
         from compat.fsdp.wrap import default_auto_wrap_policy
-    assert default_auto_wrap_policy is cw.size_based_auto_wrap_policy
     assert record[0].filename == __file__
+    # torch 1.11's signature, its threshold spelled min_num_params (torch's own): no FSDP106.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert default_auto_wrap_policy(Block(), False, 544, min_num_params=500) is True
+        assert default_auto_wrap_policy(Block(), False, 544, 600) is False
+        configured = default_auto_wrap_policy(min_nonwrapped_numel=500)  # compat's spelling
+    assert select_modules(make_model(), configured) == BLOCKS
 
 
 def test_unknown_attribute_is_an_attribute_error():

@@ -11,7 +11,9 @@ both ways, and class attributes (``FSDP.state_dict_type``, ``FSDP.summon_full_pa
 - ``activation_checkpointing=Block`` or ``[Block, ...]`` (FSDP110), applied after
   wrapping with non-reentrant checkpointing;
 - ``device_id``: on a host without an accelerator, ``torch.device("cpu")`` so FSDP1 runs
-  with gloo (torch >= 2.2).
+  with gloo (torch >= 2.2);
+- every keyword the registry renames on ``FullyShardedDataParallel`` (a keyword-rename
+  rule naming torch's or compat's class), with the rule's warning.
 """
 
 from __future__ import annotations
@@ -22,6 +24,10 @@ from typing import Any
 import torch
 import torch.nn as nn
 
+import codemods.registry
+from codemods.registry import ChangeKind, Rule
+from codemods.registry.names import COMPAT_FSDP_CLASSES, TORCH_FSDP_CLASSES
+from compat.checkpointing import checkpoint_modules
 from compat.deprecation import warn_deprecated
 from compat.features import current, import_fsdp_module
 from compat.fsdp import wrap  # noqa: F401 - compat.fsdp.wrap is part of this package's API
@@ -41,6 +47,49 @@ def has_accelerator() -> bool:
     return torch.cuda.is_available()
 
 
+def keyword_renames() -> list[Rule]:
+    """The registry's keyword renames on torch's or compat's ``FullyShardedDataParallel``."""
+    classes = {*TORCH_FSDP_CLASSES, *COMPAT_FSDP_CLASSES}
+    return [
+        rule
+        for rule in codemods.registry.REGISTRY
+        if rule.kind is ChangeKind.KEYWORD_RENAME
+        and rule.argument
+        and rule.new_argument
+        and classes.intersection(rule.old)
+    ]
+
+
+def _rename_keywords(kwargs: dict[str, Any]) -> dict[str, Any]:
+    renamed = dict(kwargs)
+    for rule in keyword_renames():
+        if rule.argument not in renamed:
+            continue
+        if rule.new_argument in renamed:
+            raise TypeError(
+                f"got both {rule.new_argument}= and its old spelling {rule.argument}=; "
+                f"pass only {rule.new_argument}"
+            )
+        warn_deprecated(rule.code)
+        renamed[rule.new_argument] = renamed.pop(rule.argument)
+    return renamed
+
+
+class ArgumentBindingError(TypeError):
+    """The call does not fit torch's ``FullyShardedDataParallel`` signature."""
+
+
+def _bind(module: nn.Module, args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
+    try:
+        bound = _SIGNATURE.bind(None, module, *args, **kwargs)
+    except TypeError as exc:  # worded like torch's own
+        raise ArgumentBindingError(str(exc)) from None
+    arguments = dict(bound.arguments)
+    arguments.pop(next(iter(_SIGNATURE.parameters)))  # self
+    arguments.update(arguments.pop("kwargs", {}))
+    return arguments
+
+
 def translate_fsdp_arguments(module: nn.Module, *args: Any, **kwargs: Any) -> dict[str, Any]:
     """Bind FSDP1 arguments and translate the legacy ones; return torch's keyword set.
 
@@ -48,10 +97,7 @@ def translate_fsdp_arguments(module: nn.Module, *args: Any, **kwargs: Any) -> di
         TypeError: For an argument torch's FSDP does not take (with torch's wording), or
             a legacy value of the wrong type.
     """
-    bound = _SIGNATURE.bind(None, module, *args, **kwargs)  # TypeError like torch's own
-    arguments = dict(bound.arguments)
-    arguments.pop(next(iter(_SIGNATURE.parameters)))  # self
-    arguments.update(arguments.pop("kwargs", {}))
+    arguments = _bind(module, args, _rename_keywords(kwargs))
     cpu_offload = arguments.get("cpu_offload")
     if isinstance(cpu_offload, bool):
         warn_deprecated("FSDP109")
@@ -63,20 +109,48 @@ def translate_fsdp_arguments(module: nn.Module, *args: Any, **kwargs: Any) -> di
     return arguments
 
 
+def legacy_fsdp_call(
+    module: nn.Module, args: tuple, kwargs: dict[str, Any]
+) -> tuple[dict[str, Any], frozenset[type[nn.Module]] | None] | None:
+    """What a legacy FSDP call means to torch, or None for a call in the current API.
+
+    Returns:
+        None when torch's ``FullyShardedDataParallel`` takes the call as it is; else its
+        translated keyword arguments and the module classes ``activation_checkpointing=``
+        asks to checkpoint after wrapping (None if it does not).
+
+    Raises:
+        TypeError: As :func:`translate_fsdp_arguments`.
+    """
+    kwargs = dict(kwargs)
+    legacy = "activation_checkpointing" in kwargs
+    activation_checkpointing = kwargs.pop("activation_checkpointing", None)
+    classes = None
+    if activation_checkpointing is not None:
+        warn_deprecated("FSDP110")
+        classes = module_classes(activation_checkpointing, "activation_checkpointing")
+    translated = translate_fsdp_arguments(module, *args, **kwargs)
+    if not legacy:
+        try:
+            plain = _bind(module, args, kwargs)
+        except ArgumentBindingError:  # a renamed keyword, which torch's signature lacks
+            return translated, classes
+        # Translation hands back the very objects it was given where nothing is legacy.
+        if plain.keys() == translated.keys() and all(translated[k] is plain[k] for k in plain):
+            return None
+    return translated, classes
+
+
 class _TorchFSDPFacade(type):
     """Makes the compat name build, and stand for, torch's class."""
 
-    def __call__(
-        cls, module: nn.Module, *args: Any, activation_checkpointing: Any = None, **kwargs
-    ):
-        classes = None
-        if activation_checkpointing is not None:
-            warn_deprecated("FSDP110")
-            classes = module_classes(activation_checkpointing, "activation_checkpointing")
-        sharded = TorchFSDP(**translate_fsdp_arguments(module, *args, **kwargs))
+    def __call__(cls, module: nn.Module, *args: Any, **kwargs: Any):
+        legacy = legacy_fsdp_call(module, args, kwargs)
+        if legacy is None:
+            return TorchFSDP(module, *args, **kwargs)
+        arguments, classes = legacy
+        sharded = TorchFSDP(**arguments)
         if classes is not None:
-            from compat.checkpointing import checkpoint_modules
-
             checkpoint_modules(sharded, classes)
         return sharded
 
@@ -104,4 +178,16 @@ class FullyShardedDataParallel(metaclass=_TorchFSDPFacade):
 
 FSDP = FullyShardedDataParallel
 
-__all__ = ["FSDP", "FullyShardedDataParallel", "has_accelerator", "translate_fsdp_arguments"]
+#: The rules whose legacy arguments the translation takes (besides the keyword renames).
+LEGACY_ARGUMENT_CODES = ("FSDP102", "FSDP109", "FSDP110")
+
+__all__ = [
+    "LEGACY_ARGUMENT_CODES",
+    "ArgumentBindingError",
+    "FSDP",
+    "FullyShardedDataParallel",
+    "has_accelerator",
+    "keyword_renames",
+    "legacy_fsdp_call",
+    "translate_fsdp_arguments",
+]

@@ -21,10 +21,9 @@ from typing import Any, Callable
 import torch.nn as nn
 
 from compat.deprecation import warn_deprecated
-from compat.features import current, import_fsdp_module
-from compat.policies import adapt_policy_callable, module_classes
-
-torch_wrap = import_fsdp_module("torch.distributed.fsdp.wrap")
+from compat.features import current
+from compat.policies import adapt_policy_callable, select_modules
+from compat.policy_types import CustomPolicy, ModuleWrapPolicy, module_classes, torch_wrap
 
 enable_wrap = torch_wrap.enable_wrap
 wrap = torch_wrap.wrap
@@ -134,46 +133,9 @@ def always_wrap_policy(*args: Any, **kwargs: Any) -> bool:
     return True
 
 
-class _ModuleWrapPolicyBackport:
-    """``ModuleWrapPolicy`` for torch < 2.0, as the policy callable those versions take."""
-
-    def __init__(self, module_classes_: Any) -> None:
-        self._module_classes = tuple(module_classes(module_classes_, "ModuleWrapPolicy"))
-
-    def __call__(self, module: nn.Module, recurse: bool, *args: Any, **kwargs: Any) -> bool:
-        return True if recurse else isinstance(module, self._module_classes)
-
-    def __repr__(self) -> str:
-        names = ", ".join(sorted(cls.__name__ for cls in self._module_classes))
-        return f"ModuleWrapPolicy({{{names}}})"
-
-
-class _CustomPolicyBackport:
-    """``CustomPolicy`` for torch < 2.1: ``lambda_fn(module)`` decides; no per-module kwargs."""
-
-    def __init__(self, lambda_fn: Callable[[nn.Module], Any]) -> None:
-        if not callable(lambda_fn):
-            raise TypeError(f"CustomPolicy expects a callable, got {type(lambda_fn).__name__}")
-        self._lambda_fn = lambda_fn
-
-    def __call__(self, module: nn.Module, recurse: bool, *args: Any, **kwargs: Any) -> bool:
-        if recurse:
-            return True
-        decision = self._lambda_fn(module)
-        if isinstance(decision, dict) and decision:
-            raise NotImplementedError(
-                f"CustomPolicy returning per-module FSDP arguments needs torch >= 2.1 "
-                f"(installed: {current().torch}); return True or False instead"
-            )
-        return bool(decision)
-
-
-ModuleWrapPolicy: Any = getattr(torch_wrap, "ModuleWrapPolicy", _ModuleWrapPolicyBackport)
-CustomPolicy: Any = getattr(torch_wrap, "CustomPolicy", _CustomPolicyBackport)
-
 # torch 2.1 replaced the private `_FSDPPolicy` (a `policy` property returning a callable)
 # with `_Policy` (`_run_policy` returning the modules); 2.0 has the former, 2.1+ the latter.
-_PolicyBase: Any = getattr(torch_wrap, "_Policy", object)
+_PolicyBase: Any = vars(torch_wrap).get("_Policy", object)
 
 
 class _FSDPPolicy(_PolicyBase):
@@ -199,8 +161,6 @@ class _FSDPPolicy(_PolicyBase):
     def _run_policy(
         self, root_module: nn.Module, ignored_modules: set[nn.Module], root_kwargs: dict[str, Any]
     ) -> dict[nn.Module, dict[str, Any]]:
-        from compat.policies import select_modules
-
         chosen = set(select_modules(root_module, self.policy, include_root=True))
         return {
             module: dict(root_kwargs)
@@ -209,12 +169,51 @@ class _FSDPPolicy(_PolicyBase):
         }
 
 
+def _default_auto_wrap_policy(
+    module: nn.Module | None = None,
+    recurse: bool | None = None,
+    nonwrapped_numel: int | None = None,
+    min_num_params: int | None = None,
+    force_leaf_modules: set[type[nn.Module]] | None = None,
+    exclude_wrap_modules: set[type[nn.Module]] | None = None,
+    *,
+    unwrapped_params: int | None = None,
+    min_nonwrapped_numel: int | None = None,
+) -> Any:
+    """The size-based policy as torch 1.11 called it, ``default_auto_wrap_policy`` (FSDP101).
+
+    Its threshold is ``min_num_params``, torch's own spelling then and now, so it is
+    taken without a warning; compat's ``min_nonwrapped_numel`` is taken too.
+    """
+    threshold = _pick("min_num_params", min_num_params, "min_nonwrapped_numel", None, None)
+    threshold = _pick(
+        "min_nonwrapped_numel", min_nonwrapped_numel, "min_num_params", threshold, None
+    )
+    return size_based_auto_wrap_policy(
+        module,
+        recurse,
+        nonwrapped_numel,
+        threshold,
+        force_leaf_modules,
+        exclude_wrap_modules,
+        unwrapped_params=unwrapped_params,
+    )
+
+
+#: Names torch removed, resolved when read so that reading one warns at the reader's line.
+_REMOVED = {"default_auto_wrap_policy": ("FSDP101", _default_auto_wrap_policy)}
+
+
 def __getattr__(name: str) -> Any:
-    # Removed names resolve lazily so that importing them warns at the user's import line.
-    if name == "default_auto_wrap_policy":
-        warn_deprecated("FSDP101")
-        return size_based_auto_wrap_policy
+    if name in _REMOVED:
+        code, value = _REMOVED[name]
+        warn_deprecated(code)
+        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_REMOVED})
 
 
 __all__ = [

@@ -1,13 +1,51 @@
-"""The legacy FSDP strategies for `Fabric(strategy=...)` (lightning.fabric or lightning_fabric)."""
+"""The legacy FSDP strategies for ``Fabric(strategy=...)``, on Lightning 2.x and on CPU too.
+
+Built on ``lightning.fabric``; where only the standalone ``lightning_fabric`` package is
+installed, these are :mod:`compat.strategies.lightning_fabric`'s classes.
+"""
 
 from __future__ import annotations
 
-from compat.strategies import import_flavour
-from compat.strategies.classes import build
+import functools
+import importlib.util
 
-_strategies = import_flavour("lightning.fabric.strategies", "lightning_fabric.strategies")
-DDPFullyShardedStrategy, DDPFullyShardedNativeStrategy, DDPFullyShardedPlugin = build(
-    _strategies.FSDPStrategy, "fabric", _strategies.STRATEGY_REGISTRY
-)
+from compat.strategies.mixins import FabricOnCPU, legacy_classes
+from compat.strategies.registration import register_removed_names
 
-__all__ = ["DDPFullyShardedNativeStrategy", "DDPFullyShardedPlugin", "DDPFullyShardedStrategy"]
+if importlib.util.find_spec("lightning") is None:
+    from compat.strategies.lightning_fabric import (
+        REGISTERED,
+        CPUCapableFSDPStrategy,
+        DDPFullyShardedNativeStrategy,
+        DDPFullyShardedPlugin,
+        DDPFullyShardedStrategy,
+        RemovedStrategyName,
+        register_names,
+    )
+else:
+    from lightning.fabric.strategies import STRATEGY_REGISTRY, FSDPStrategy
+
+    (
+        CPUCapableFSDPStrategy,
+        DDPFullyShardedStrategy,
+        DDPFullyShardedPlugin,
+        DDPFullyShardedNativeStrategy,
+        RemovedStrategyName,
+    ) = legacy_classes(__name__, FSDPStrategy, FabricOnCPU)
+
+    #: Registers the removed strategy strings lightning.fabric lacks; returns those it registered.
+    register_names = functools.partial(
+        register_removed_names, STRATEGY_REGISTRY, RemovedStrategyName, "lightning.fabric"
+    )
+    #: The removed strategy strings this import registered with lightning.fabric.
+    REGISTERED = register_names()
+
+__all__ = [
+    "REGISTERED",
+    "CPUCapableFSDPStrategy",
+    "DDPFullyShardedNativeStrategy",
+    "DDPFullyShardedPlugin",
+    "DDPFullyShardedStrategy",
+    "RemovedStrategyName",
+    "register_names",
+]

@@ -2,12 +2,43 @@
 
 from __future__ import annotations
 
-from compat.strategies import import_flavour
-from compat.strategies.classes import build
+import functools
 
-_strategies = import_flavour("pytorch_lightning.strategies")
-DDPFullyShardedStrategy, DDPFullyShardedNativeStrategy, DDPFullyShardedPlugin = build(
-    _strategies.FSDPStrategy, "trainer", _strategies.StrategyRegistry
+from pytorch_lightning.plugins.precision import FSDPPrecision
+from pytorch_lightning.strategies import FSDPStrategy, StrategyRegistry
+
+from compat.strategies.mixins import TrainerOnCPU, legacy_classes
+from compat.strategies.precision import legacy_precision_plugins
+from compat.strategies.registration import register_removed_names
+
+(
+    CPUCapableFSDPStrategy,
+    DDPFullyShardedStrategy,
+    DDPFullyShardedPlugin,
+    DDPFullyShardedNativeStrategy,
+    RemovedStrategyName,
+) = legacy_classes(__name__, FSDPStrategy, TrainerOnCPU)
+
+(
+    FullyShardedNativeNativeMixedPrecisionPlugin,
+    FullyShardedNativeMixedPrecisionPlugin,
+) = legacy_precision_plugins(__name__, FSDPPrecision, "pytorch_lightning")
+
+#: Registers the removed strategy strings pytorch_lightning lacks; returns those it registered.
+register_names = functools.partial(
+    register_removed_names, StrategyRegistry, RemovedStrategyName, "pytorch_lightning"
 )
+#: The removed strategy strings this import registered with pytorch_lightning.
+REGISTERED = register_names()
 
-__all__ = ["DDPFullyShardedNativeStrategy", "DDPFullyShardedPlugin", "DDPFullyShardedStrategy"]
+__all__ = [
+    "REGISTERED",
+    "CPUCapableFSDPStrategy",
+    "DDPFullyShardedNativeStrategy",
+    "DDPFullyShardedPlugin",
+    "DDPFullyShardedStrategy",
+    "FullyShardedNativeMixedPrecisionPlugin",
+    "FullyShardedNativeNativeMixedPrecisionPlugin",
+    "RemovedStrategyName",
+    "register_names",
+]

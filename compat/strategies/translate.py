@@ -20,6 +20,7 @@ from codemods.registry.names import (
 )
 from compat.deprecation import warn_deprecated
 from compat.policies import module_classes, normalize_policy
+from compat.policy_types import torch_wrap
 
 __all__ = [
     "DDP_FULLY_SHARDED_ARGUMENTS",
@@ -76,8 +77,6 @@ def translate_ddp_fully_sharded(given: dict[str, Any]) -> dict[str, Any]:
     kept = {k: v for k, v in given.items() if k not in FAIRSCALE_ONLY_STRATEGY_ARGUMENTS}
     translated = translate_common(kept)
     if "min_num_params" in translated:
-        from compat.fsdp.wrap import torch_wrap
-
         threshold = int(translated.pop("min_num_params"))
         translated["auto_wrap_policy"] = functools.partial(
             torch_wrap.size_based_auto_wrap_policy, min_num_params=threshold

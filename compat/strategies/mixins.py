@@ -1,0 +1,203 @@
+"""What the legacy strategy classes do, written once for every Lightning flavour.
+
+Lightning ships the Trainer side twice (``lightning.pytorch`` and the standalone
+``pytorch_lightning``) and Fabric twice more (``lightning.fabric``, ``lightning_fabric``),
+each with its own ``FSDPStrategy``. Each flavour module of ``compat.strategies`` gets its
+classes from :func:`legacy_classes`, which composes that flavour's ``FSDPStrategy`` with
+these mixins and homes each class in the flavour module under its own name, so that it
+imports and pickles from there; none of this imports Lightning.
+
+On CPU the classes also make FSDP run: Lightning refuses an exact ``FSDPStrategy`` on
+CPU (a subclass passes its check), and passes ``device_id=root_device.index`` (None on
+CPU), which torch's FSDP1 cannot use without an accelerator. Here the model is wrapped
+with ``device_id=cpu`` first, and Lightning then finishes its own setup (torchmetrics,
+activation checkpointing) on the wrapped model.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import types
+from collections.abc import Iterator
+from typing import Any, Callable, NamedTuple
+
+import torch
+
+from compat.deprecation import warn_deprecated
+from compat.signatures import given_arguments, legacy_signature
+from compat.strategies import translate
+
+_CPU = torch.device("cpu")
+
+
+def _wrap_kwargs(strategy: Any, fsdp_kwargs: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "cpu_offload": strategy.cpu_offload,
+        "mixed_precision": strategy.mixed_precision_config,
+        "sharding_strategy": strategy.sharding_strategy,
+        "device_id": _CPU,
+        **fsdp_kwargs,
+    }
+
+
+def _prewrap_on_cpu(strategy: Any, module: torch.nn.Module, fsdp_kwargs: dict[str, Any]) -> Any:
+    from torch.distributed.fsdp import FullyShardedDataParallel
+
+    if strategy.root_device.type != "cpu" or any(
+        isinstance(m, FullyShardedDataParallel) for m in module.modules()
+    ):
+        return module
+    return FullyShardedDataParallel(module=module, **_wrap_kwargs(strategy, fsdp_kwargs))
+
+
+@contextlib.contextmanager
+def _policy_set_aside(fsdp_kwargs: dict[str, Any]) -> Iterator[None]:
+    # Lightning drops (and warns about) the policy when it meets a wrapped model; the
+    # policy was used already, so keep it out of sight and put it back afterwards.
+    policy = fsdp_kwargs.pop("auto_wrap_policy", None)
+    try:
+        yield
+    finally:
+        if policy is not None:
+            fsdp_kwargs["auto_wrap_policy"] = policy
+
+
+def _sharded_context(strategy: Any, fsdp_kwargs: dict[str, Any]):
+    from torch.distributed.fsdp import FullyShardedDataParallel
+    from torch.distributed.fsdp.wrap import enable_wrap
+
+    return enable_wrap(wrapper_cls=FullyShardedDataParallel, **_wrap_kwargs(strategy, fsdp_kwargs))
+
+
+class TrainerOnCPU:
+    """For a Trainer-side ``FSDPStrategy`` subclass: also runs on CPU with gloo."""
+
+    #: Turns translated Trainer-side arguments into this side's (here: unchanged).
+    adapt_arguments: Callable[[dict[str, Any]], dict[str, Any]] = staticmethod(dict)
+
+    def _setup_model(self, model: torch.nn.Module) -> torch.nn.Module:
+        model = _prewrap_on_cpu(self, model, self.kwargs)
+        with _policy_set_aside(self.kwargs):
+            return super()._setup_model(model)
+
+    @contextlib.contextmanager
+    def model_sharded_context(self) -> Iterator[None]:
+        """Lightning's context, or on CPU torch's ``enable_wrap`` with ``device_id=cpu``."""
+        if self.root_device.type != "cpu":
+            with super().model_sharded_context():
+                yield
+            return
+        with _sharded_context(self, self.kwargs):
+            yield
+
+
+class FabricOnCPU:
+    """For Fabric's ``FSDPStrategy`` subclass: also runs on CPU with gloo."""
+
+    adapt_arguments: Callable[[dict[str, Any]], dict[str, Any]] = staticmethod(translate.for_fabric)
+
+    def setup_module(self, module: torch.nn.Module) -> torch.nn.Module:
+        """Wrap ``module`` with ``device_id=cpu`` on CPU, then let Fabric finish its setup."""
+        module = _prewrap_on_cpu(self, module, self._fsdp_kwargs)
+        with _policy_set_aside(self._fsdp_kwargs):
+            return super().setup_module(module)
+
+    def module_sharded_context(self):
+        """Fabric's context, or on CPU torch's ``enable_wrap`` with ``device_id=cpu``."""
+        if self.root_device.type != "cpu":
+            return super().module_sharded_context()
+        return _sharded_context(self, self._fsdp_kwargs)
+
+
+class LegacyArguments:
+    """Binds a legacy signature, warns with the rule, translates, then builds FSDPStrategy."""
+
+    _rule: str
+    _signature: Any
+    _translate: Callable[[dict[str, Any]], dict[str, Any]]
+    adapt_arguments: Callable[[dict[str, Any]], dict[str, Any]]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        warn_deprecated(self._rule)
+        given = given_arguments(f"{type(self).__name__}.__init__", self._signature, args, kwargs)
+        super().__init__(**self.adapt_arguments(type(self)._translate(given)))
+
+
+class FairScaleArguments(LegacyArguments):
+    """Lightning 1.x's FairScale ``DDPFullyShardedStrategy`` arguments (FSDP202)."""
+
+    _rule = "FSDP202"
+    # It accepts FSDPStrategy's newer arguments as well, passed on like Lightning's own.
+    _signature = legacy_signature(translate.DDP_FULLY_SHARDED_ARGUMENTS, extra=True)
+    _translate = staticmethod(translate.translate_ddp_fully_sharded)
+
+
+class NativeArguments(LegacyArguments):
+    """Lightning 1.7-1.9's ``DDPFullyShardedNativeStrategy`` arguments (FSDP203)."""
+
+    _rule = "FSDP203"
+    _signature = legacy_signature(translate.DDP_FULLY_SHARDED_NATIVE_ARGUMENTS, extra=True)
+    _translate = staticmethod(translate.translate_common)
+
+
+class RemovedName:
+    """A strategy string Lightning removed, registered again: warns with its rule."""
+
+    def __init__(self, *, compat_rule: str, **kwargs: Any) -> None:
+        warn_deprecated(compat_rule)
+        super().__init__(**kwargs)
+
+
+class LegacyClasses(NamedTuple):
+    """One flavour's legacy strategy classes."""
+
+    CPUCapableFSDPStrategy: type
+    DDPFullyShardedStrategy: type
+    DDPFullyShardedPlugin: type
+    DDPFullyShardedNativeStrategy: type
+    RemovedStrategyName: type
+
+
+def legacy_classes(module: str, fsdp_strategy: type, side: type) -> LegacyClasses:
+    """Compose one flavour's legacy classes, each homed in ``module`` under its own name.
+
+    Args:
+        module: The flavour module's ``__name__``; it must bind each class to its name.
+        fsdp_strategy: That flavour's ``FSDPStrategy``.
+        side: :class:`TrainerOnCPU` or :class:`FabricOnCPU`.
+    """
+
+    def declare(name: str, bases: tuple[type, ...], doc: str, **attributes: Any) -> type:
+        namespace = {"__module__": module, "__qualname__": name, "__doc__": doc, **attributes}
+        return types.new_class(name, bases, exec_body=lambda ns: ns.update(namespace))
+
+    cpu = declare(
+        "CPUCapableFSDPStrategy", (side, fsdp_strategy), "``FSDPStrategy``, also on CPU (gloo)."
+    )
+    fairscale = declare(
+        "DDPFullyShardedStrategy",
+        (FairScaleArguments, cpu),
+        "Lightning 1.x's FairScale ``DDPFullyShardedStrategy``, as torch FSDP (FSDP202).",
+    )
+    return LegacyClasses(
+        cpu,
+        fairscale,
+        declare(
+            "DDPFullyShardedPlugin",
+            (fairscale,),
+            "Lightning 1.5's name of the FairScale strategy (FSDP201); pass it as ``strategy=``.",
+            _rule="FSDP201",
+        ),
+        declare(
+            "DDPFullyShardedNativeStrategy",
+            (NativeArguments, cpu),
+            "Lightning 1.7-1.9's ``DDPFullyShardedNativeStrategy``, now ``FSDPStrategy`` "
+            "(FSDP203).",
+        ),
+        declare(
+            "RemovedStrategyName",
+            (RemovedName, cpu),
+            'What a removed strategy string (``"fsdp_native"``, ...) builds, warning with its '
+            "rule.",
+        ),
+    )

@@ -1,0 +1,191 @@
+"""Unmodified legacy scripts train under ``python -m compat`` as their migrations do natively.
+
+The scripts in ``tests/fixtures/dropin/`` are written as users wrote them for torch
+1.12/1.13, FairScale and Lightning 1.9 (``legacy.py``). Each runs on 2 gloo ranks,
+twice: as ``python -m compat legacy.py`` (the script or Lightning starts the second
+rank, which must inherit the drop-in) and as ``torchrun --nproc-per-node 2 -m compat
+legacy.py``. Each rank saves what it built and how it trained (``tests.models.summary``:
+FSDP units, checkpointed modules, parameters after the steps, losses); both runs must
+equal the migrated script (``migrated.py``) run natively, and the legacy runs must warn
+with exactly the rules they use, at the script's own lines.
+
+Lightning refuses ``FSDPStrategy`` on CPU, so a migrated Lightning script cannot run
+here; its legacy runs are held against the torch FSDP model that the migrated
+strategy builds (the same policy and sharding), trained on the batches Lightning's
+distributed sampler deals each rank.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from compat.features import current
+from tests import distributed
+from tests.models import make_model, summary
+
+pytestmark = [pytest.mark.distributed, pytest.mark.slow]
+
+if not current().fsdp1_on_cpu and not torch.cuda.is_available():
+    pytest.skip("this torch runs FSDP1 only on CUDA", allow_module_level=True)
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = ROOT / "tests" / "fixtures" / "dropin"
+WARNING = re.compile(r"legacy\.py:(\d+): .*\[(FSDP\d+)\]$", re.MULTILINE)
+
+
+def launch(how: str, script: Path, out: Path, *args: str) -> subprocess.CompletedProcess:
+    """Run ``script`` on 2 ranks: ``python`` alone, ``compat``, or ``torchrun`` + compat."""
+    port = str(distributed.free_port())
+    out.mkdir(parents=True, exist_ok=True)
+    prefix = {
+        "python": [sys.executable],
+        "compat": [sys.executable, "-m", "compat"],
+        "torchrun": [
+            shutil.which("torchrun") or "torchrun",
+            "--nproc-per-node",
+            "2",
+            "--master-port",
+            port,
+            "-m",
+            "compat",
+        ],
+    }[how]
+    environment = {**os.environ, "PYTHONPATH": str(ROOT), "MASTER_PORT": port}
+    environment.pop("FSDP_COMPAT_INSTALL", None)
+    run = subprocess.run(
+        [*prefix, str(script), "--out", str(out), *args],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=420,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-6000:]
+    return run
+
+
+def results(out: Path) -> list[dict]:
+    return [torch.load(out / f"rank{rank}.pt", weights_only=False) for rank in range(2)]
+
+
+def assert_same_training(got: list[dict], expected: list[dict]) -> None:
+    for mine, theirs in zip(got, expected):
+        assert mine["units"] == theirs["units"]
+        assert mine["checkpointed"] == theirs["checkpointed"]
+        assert mine["losses"] == pytest.approx(theirs["losses"], abs=1e-6)
+        assert mine["state"].keys() == theirs["state"].keys()
+        for name, value in theirs["state"].items():
+            torch.testing.assert_close(mine["state"][name], value, atol=1e-6, rtol=0)
+
+
+def warnings_of(run: subprocess.CompletedProcess) -> set[str]:
+    """The rule codes the run warned with; each warning must point at the script itself."""
+    warned = [line for line in run.stderr.splitlines() if re.search(r"\[FSDP\d+\]$", line)]
+    assert warned and all(WARNING.search(line) for line in warned), warned
+    return {code for _, code in WARNING.findall(run.stderr)}
+
+
+# torch 1.12/1.13 and FairScale: legacy under compat == migrated, native ---------------------
+
+TORCH_LIKE = {
+    "torch_1_12": {"FSDP101", "FSDP102"},
+    "fairscale": {"FSDP301", "FSDP302", "FSDP303", "FSDP304", "FSDP305", "FSDP306"},
+}
+
+
+@pytest.fixture(scope="module")
+def native_runs(tmp_path_factory) -> dict[str, list[dict]]:
+    return {
+        name: results(_run_native(name, tmp_path_factory.mktemp(f"{name}-native")))
+        for name in TORCH_LIKE
+    }
+
+
+def _run_native(name: str, out: Path) -> Path:
+    run = launch("python", SCRIPTS / name / "migrated.py", out)
+    assert "FSDPDeprecationWarning" not in run.stderr
+    return out
+
+
+@pytest.mark.parametrize("how", ["compat", "torchrun"])
+@pytest.mark.parametrize("name", list(TORCH_LIKE))
+def test_legacy_script_trains_as_its_migration(name, how, native_runs, tmp_path):
+    run = launch(how, SCRIPTS / name / "legacy.py", tmp_path)
+    got = results(tmp_path)
+    assert_same_training(got, native_runs[name])
+    assert len(got[0]["units"]) > 2
+    assert warnings_of(run) == TORCH_LIKE[name]
+
+
+def test_the_torch_scripts_migration_is_the_codemods(tmp_path):
+    from codemods.migrate import main
+
+    legacy = tmp_path / "legacy.py"
+    shutil.copy(SCRIPTS / "torch_1_12" / "legacy.py", legacy)
+    main([str(legacy)])  # exit code 1: it changed the file
+    assert legacy.read_text() == (SCRIPTS / "torch_1_12" / "migrated.py").read_text()
+
+
+def test_the_fairscale_script_needs_a_human_where_its_migration_was_by_hand(tmp_path, capsys):
+    from codemods.migrate import main
+
+    legacy = tmp_path / "legacy.py"
+    shutil.copy(SCRIPTS / "fairscale" / "legacy.py", legacy)
+    main(["--unsafe-fixes", str(legacy)])
+    left = set(re.findall(r" (FSDP\d+) ", capsys.readouterr().err))
+    assert left == {"FSDP301", "FSDP302", "FSDP303", "FSDP304"}
+
+
+# Lightning 1.9 ------------------------------------------------------------------------------
+
+
+def _native_lightning(rank: int, world_size: int, policy: bool) -> dict:
+    """What the migrated strategy builds, trained on the batches the sampler deals ``rank``."""
+    from torch.distributed.fsdp import FullyShardedDataParallel, ShardingStrategy
+    from torch.distributed.fsdp.wrap import size_based_auto_wrap_policy
+
+    from tests.models import batch
+
+    kwargs = {"sharding_strategy": ShardingStrategy.FULL_SHARD, "device_id": torch.device("cpu")}
+    if policy:
+        kwargs["auto_wrap_policy"] = functools.partial(
+            size_based_auto_wrap_policy, min_num_params=500
+        )
+    model = FullyShardedDataParallel(make_model(), **kwargs)
+    data = [batch(r, step) for step in range(3) for r in range(world_size)]
+    sampler = torch.utils.data.DistributedSampler(
+        data, num_replicas=world_size, rank=rank, shuffle=True, seed=0
+    )
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    losses = []
+    for index in sampler:
+        x, y = data[index]
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        losses.append(loss.item())
+    return summary(model, losses)
+
+
+LIGHTNING = {"fairscale": (True, {"FSDP202"}), "native": (False, {"FSDP204"})}
+
+
+@pytest.mark.parametrize("how", ["compat", "torchrun"])
+@pytest.mark.parametrize("strategy", list(LIGHTNING))
+def test_lightning_1_9_script_trains_as_torch_fsdp(strategy, how, tmp_path):
+    pytest.importorskip("pytorch_lightning")
+    policy, codes = LIGHTNING[strategy]
+    run = launch(how, SCRIPTS / "lightning_1_9" / "legacy.py", tmp_path, "--strategy", strategy)
+    expected = distributed.run(_native_lightning, policy, backend="gloo")
+    assert_same_training(results(tmp_path), expected)
+    assert warnings_of(run) == codes

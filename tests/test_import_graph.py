@@ -1,0 +1,179 @@
+"""The project's import graph: no cycles, and the registry and compat keep to their contract.
+
+The graph is built with ``ast`` from every module of ``compat/`` and ``codemods/``, with
+the imports at module level and those inside functions alike (a function-local import
+that closes a cycle only hides it until the function runs first). An import of
+``a.b.c`` also runs ``a`` and ``a.b`` unless the importer lives inside them, so those
+packages count as imported too.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("compat", "codemods")
+
+#: Cycles the project knows of and is removing, as (importer, imported) edges to ignore.
+KNOWN_EDGES = {
+    ("codemods.engine", "codemods.command"),  # removed by the engine restructuring
+}
+
+
+def find_modules(root: Path, packages: tuple[str, ...]) -> dict[str, Path]:
+    """Every module of ``packages`` under ``root``, by dotted name."""
+    modules = {}
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            parts = path.relative_to(root).with_suffix("").parts
+            modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return modules
+
+
+MODULES = find_modules(ROOT, PACKAGES)
+
+
+def _ancestors(name: str) -> list[str]:
+    parts = name.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def _project_module(dotted: str, modules: dict[str, Path]) -> str | None:
+    """The longest prefix of ``dotted`` that is a project module."""
+    parts = dotted.split(".")
+    for end in range(len(parts), 0, -1):
+        candidate = ".".join(parts[:end])
+        if candidate in modules:
+            return candidate
+    return None
+
+
+def direct_imports(name: str, modules: dict[str, Path] = MODULES) -> set[str]:
+    """The project modules ``name`` names in its import statements, wherever they stand."""
+    tree = ast.parse(modules[name].read_text(encoding="utf-8"))
+    package = name if modules[name].name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                origin = ".".join(base + ([node.module] if node.module else []))
+            else:
+                origin = node.module or ""
+            # `from a import b` imports the module a.b where there is one, else a.
+            targets = [f"{origin}.{alias.name}" for alias in node.names] + [origin]
+        else:
+            continue
+        for target in targets:
+            module = _project_module(target, modules)
+            if module is not None and module != name:
+                found.add(module)
+    return found
+
+
+def edges(name: str, modules: dict[str, Path] = MODULES) -> set[str]:
+    """What importing ``name`` runs: its imports, and their packages outside its own."""
+    own = set(_ancestors(name)) | {name}
+    result = set()
+    for target in direct_imports(name, modules):
+        result |= {module for module in [*_ancestors(target), target] if module not in own}
+    return {target for target in result if (name, target) not in KNOWN_EDGES}
+
+
+def find_cycles(modules: dict[str, Path] = MODULES) -> list[list[str]]:
+    """Every strongly connected group of two or more modules (Tarjan), each sorted."""
+    graph = {name: sorted(edges(name, modules)) for name in modules}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in graph[node]:
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for name in graph:
+        if name not in index:
+            visit(name)
+    return sorted(groups)
+
+
+def test_the_graph_sees_both_packages_and_local_imports():
+    assert {"compat.fsdp.wrap", "compat.policies", "codemods.registry.names"} <= set(MODULES)
+    # compat.checkpointing imports torch's checkpoint wrapper inside functions only.
+    assert "compat.policies" in direct_imports("compat.checkpointing")
+
+
+def test_no_import_cycle():
+    assert find_cycles() == []
+
+
+@pytest.mark.parametrize("name", sorted(n for n in MODULES if n.startswith("codemods.registry")))
+def test_the_registry_imports_only_itself(name):
+    outside = {m for m in direct_imports(name) if not m.startswith("codemods.registry")}
+    assert outside == set()
+
+
+#: What compat may take from codemods: the registry (with its shared names) and the version.
+COMPAT_MAY_IMPORT = ("codemods.registry", "codemods._version")
+
+
+@pytest.mark.parametrize("name", sorted(n for n in MODULES if n.split(".")[0] == "compat"))
+def test_compat_imports_only_the_registry_from_codemods(name):
+    taken = {m for m in direct_imports(name) if m.split(".")[0] == "codemods"}
+    assert {m for m in taken if not m.startswith(COMPAT_MAY_IMPORT)} == set()
+
+
+@pytest.mark.parametrize(
+    ("files", "cycles"),
+    [
+        # Two modules importing each other inside functions, one of them relatively.
+        (
+            {
+                "a.py": "def f():\n    from pkg import b\n",
+                "b.py": "def g():\n    from . import a\n",
+            },
+            [["pkg.a", "pkg.b"]],
+        ),
+        # Importing pkg.sub.c runs pkg/sub/__init__.py, which imports back.
+        (
+            {
+                "a.py": "import pkg.sub.c\n",
+                "sub/__init__.py": "from pkg import a\n",
+                "sub/c.py": "",
+            },
+            [["pkg.a", "pkg.sub"]],
+        ),
+        # A package importing its own submodules, and they their siblings, is no cycle.
+        ({"__init__.py": "from pkg import a\n", "a.py": "from pkg import b\n", "b.py": ""}, []),
+    ],
+)
+def test_the_checker_finds_cycles(tmp_path, files, cycles):
+    files = {"__init__.py": "", "sub/__init__.py": "", **files}
+    for relative, text in files.items():
+        (tmp_path / "pkg" / relative).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "pkg" / relative).write_text(text)
+    assert find_cycles(find_modules(tmp_path, ("pkg",))) == cycles
