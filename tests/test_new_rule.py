@@ -182,10 +182,30 @@ def test_the_real_registry_is_back():
     assert NEW_RULE.code not in {f.code for f in findings}
 
 
-@pytest.mark.skip(reason="compat part lands with the compat branch")
+@pytest.mark.distributed
 def test_compat_translates_the_new_keyword(registry_with):
-    """compat's FullyShardedDataParallel accepts ``ignored_parameters=`` and warns FSDP199.
+    """compat's FullyShardedDataParallel takes ``ignored_parameters=`` and warns FSDP199.
 
-    To be written with the compat branch: registry keyword renames apply in compat's
-    argument translation, so the temporary rule alone makes the old keyword work there.
+    Registry keyword renames apply in compat's argument translation, so the temporary
+    rule alone makes the old keyword work there (one gloo rank, in this process).
     """
+    torch = pytest.importorskip("torch")
+    import torch.distributed as dist
+
+    from compat.deprecation import FSDPDeprecationWarning
+    from compat.fsdp import FullyShardedDataParallel
+
+    registry_with(NEW_RULE)
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 2))
+        frozen = list(model[0].parameters())
+        with pytest.warns(FSDPDeprecationWarning, match=r"\[FSDP199\]"):
+            sharded = FullyShardedDataParallel(model, ignored_parameters=frozen)
+        flat = [p for p in sharded.parameters() if p.dim() == 1 and p.numel() > 4]
+        assert all(p is not q for p in frozen for q in flat)
+        assert {id(p) for p in frozen} <= {id(p) for p in sharded.parameters()}
+        with pytest.raises(TypeError, match="ignored_states"):  # both spellings at once
+            FullyShardedDataParallel(model, ignored_parameters=frozen, ignored_states=frozen)
+    finally:
+        dist.destroy_process_group()
