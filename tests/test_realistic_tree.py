@@ -35,6 +35,7 @@ from pathlib import Path
 
 import pytest
 
+from codemods.verify import breakages
 from tests.realistic import checks
 from tests.realistic_tree import build_tree, plan_tree, tree_paths, write_tree
 
@@ -45,45 +46,8 @@ FILES, SEED = 60, 0
 PATHS = tree_paths(FILES, SEED)
 MODES = ("safe", "unsafe")
 
-BOTH, UNSAFE = ("safe", "unsafe"), ("unsafe",)
-_D1 = "issue 15 defect 1: `Old.attr` keeps the old name while the import is renamed"
-_D2 = "issue 15 defect 2: a policy FairScale's enable_wrap calls is renamed for torch"
-_D3 = "issue 15 defect 3: the policy is renamed, its keyword callers are not"
-_D4 = "issue 15 (version gates): the code for old torch under the gate is rewritten"
-_D8 = "issue 15 defect 8: FairScale names bound under HAVE_FAIRSCALE are moved to torch"
-_D9 = "issue 15 defect 9: torch's size policy or checkpoint_wrapper handed to FairScale"
-_D10 = "issue 15 defect 10: the strategy's partial policy is fixed only by a second run"
-_D17 = "issue 15 defect 17: an unused ModuleWrapPolicy import is left behind"
-_GATED_IMPORT = "issue 15 (version gates): ModuleWrapPolicy imported above its ImportError fallback"
 
-BROKEN_TODAY: dict[tuple[str, str], tuple[tuple[str, ...], str]] = {
-    ("undefined", "tests/test_fsdp_strategy_0.py"): (BOTH, _D1 + " (.strategy_name)"),
-    ("undefined", "trainkit/fsdp_utils.py"): (BOTH, _D1 + " (.__name__ in an f-string)"),
-    ("undefined", "trainkit/lightning/native_name_5.py"): (BOTH, _D1 + " (.strategy_name)"),
-    ("undefined", "trainkit/scripts/train_size_partial.py"): (BOTH, _D1 + " (.__name__)"),
-    ("unused", "trainkit/fsdp_utils.py"): (BOTH, _GATED_IMPORT),
-    ("unused", "trainkit/scripts/pretrain_flag_gate.py"): (BOTH, _GATED_IMPORT),
-    ("unused", "trainkit/lightning/fsdp_strategy_partial_7.py"): (BOTH, _D17),
-    ("unused", "trainkit/lightning/native_name_5.py"): (BOTH, _D1 + " (FSDPStrategy unused)"),
-    ("unused", "trainkit/legacy/fairscale_gated_lightning_3.py"): (UNSAFE, _D8),
-    ("stable", "trainkit/lightning/native_partial_0.py"): (BOTH, _D10),
-    ("stable", "trainkit/lightning/native_partial_8.py"): (BOTH, _D10),
-    ("stable", "trainkit/lightning/native_partial_59.py"): (BOTH, _D10),
-    ("stable", "trainkit/lightning/native_partial_10.py"): (UNSAFE, _D10 + " (compat, FSDP210)"),
-    ("fallbacks", "trainkit/fsdp_utils.py"): (BOTH, _D4),
-    ("fallbacks", "trainkit/scripts/finetune_version_gate.py"): (BOTH, _D4),
-    ("fallbacks", "trainkit/scripts/pretrain_flag_gate.py"): (
-        BOTH,
-        _D4 + " (_TORCH_GREATER_EQUAL_2_0)",
-    ),
-    ("fallbacks", "trainkit/legacy/fairscale_gated_2.py"): (UNSAFE, _D8),
-    ("fallbacks", "trainkit/legacy/fairscale_gated_lightning_3.py"): (UNSAFE, _D8),
-    ("keywords", "tests/test_fsdp_strategy_0.py"): (BOTH, _D3),
-    ("keywords", "tests/test_fsdp_strategy_2.py"): (BOTH, _D3),
-    ("fairscale", "trainkit/legacy/fairscale_public_0.py"): (BOTH, _D2),
-    ("fairscale", "trainkit/legacy/fairscale_submodules_1.py"): (BOTH, _D2 + "; unsafe: " + _D9),
-    ("fairscale", "trainkit/legacy/fairscale_gated_2.py"): (UNSAFE, _D9),
-}
+BROKEN_TODAY: dict[tuple[str, str], tuple[tuple[str, ...], str]] = {}
 """The cases the codemod fails today (issue 15), each with the defect it shows."""
 
 
@@ -165,6 +129,14 @@ def test_no_new_unused_import(migrated, mode, path):
     assert not checks.flakes(after, checks.UNUSED) - checks.flakes(before, checks.UNUSED)
 
 
+@pytest.mark.parametrize("mode, path", _cases("verified"))
+def test_the_verifier_finds_nothing_broken(migrated, mode, path):
+    """The project's own verifier agrees with pyflakes on what was written."""
+    before, after = _texts(migrated, mode, path)
+    init = path.endswith("__init__.py")
+    assert breakages(before, after, reexports=init) == []
+
+
 @pytest.mark.parametrize("mode, path", _cases("stable"))
 def test_a_second_run_changes_nothing(migrated, mode, path):
     assert path not in migrated.would_change[mode]
@@ -219,7 +191,7 @@ def test_the_tree_is_deterministic():
 
 def test_broken_today_names_real_cases():
     known = {"parses", "undefined", "unused", "stable", "fallbacks", "keywords", "fairscale"}
-    known.add("endings")
+    known |= {"endings", "verified"}
     for (check, path), (modes, reason) in BROKEN_TODAY.items():
         assert check in known and path in PATHS and set(modes) <= set(MODES) and reason
 
