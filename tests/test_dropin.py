@@ -13,7 +13,6 @@ import subprocess
 import sys
 import textwrap
 import warnings
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -155,27 +154,11 @@ def test_a_removed_module_comes_back_as_its_successor(with_rules):
         import torch.distributed._fsdp_of_old  # noqa: F401
 
 
-def test_precision_plugins_are_installed_once_the_registry_lists_them(with_rules):
+def test_precision_plugins_are_installed_from_the_registry():
+    """Lightning 1.9's FSDP precision plugins come back where FSDP211 lists them."""
     pytest.importorskip("pytorch_lightning")
-    from codemods.registry.names import trainer_paths
-
-    name = "FullyShardedNativeNativeMixedPrecisionPlugin"
     compat.install()
-    with pytest.raises(ImportError):
-        from pytorch_lightning.plugins.precision import (  # noqa: F401
-            FullyShardedNativeNativeMixedPrecisionPlugin,
-        )
-    compat.uninstall()
-    old = trainer_paths(
-        f"plugins.precision.{name}", f"plugins.precision.fsdp_native_native_amp.{name}"
-    )
-    with_rules(
-        replace(
-            _rule("FSDP195", old[0], "lightning.pytorch.plugins.precision.FSDPPrecision"), old=old
-        )
-    )
-    compat.install()
-    with pytest.warns(FSDPDeprecationWarning, match=r"\[FSDP195\]") as caught:
+    with pytest.warns(FSDPDeprecationWarning, match=r"\[FSDP211\]") as caught:
         from pytorch_lightning.plugins.precision.fsdp_native_native_amp import (
             FullyShardedNativeNativeMixedPrecisionPlugin as Plugin,
         )
@@ -473,7 +456,10 @@ def test_list_shows_what_is_installed_with_its_rule():
         ("FSDP204", 'lightning.pytorch.strategies strategy "fsdp_native"'),
         ("FSDP205", 'lightning_fabric.strategies strategy "ddp_fully_sharded"'),
         ("FSDP301", "fairscale.nn.FullyShardedDataParallel"),
-        ("FSDP102,FSDP109,FSDP110", "torch.distributed.fsdp.FullyShardedDataParallel.__init__"),
+        (
+            "FSDP102,FSDP109,FSDP110,FSDP114",
+            "torch.distributed.fsdp.FullyShardedDataParallel.__init__",
+        ),
     ]:
         assert any(
             line.split() == [code, where]

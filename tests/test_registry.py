@@ -128,7 +128,8 @@ def test_kind_specific_fields(rule: Rule):
         "fsdp_auto_wrap_policy",
         "FullyShardedNativeNativeMixedPrecisionPlugin",
         "FullyShardedNativeMixedPrecisionPlugin",
-        "fsdp_native_native_amp",
+        "pytorch_lightning.plugins.precision.fsdp_native_native_amp"
+        ".FullyShardedNativeNativeMixedPrecisionPlugin",
         "lightning_lite",
         "LightningLite",
         "lightning.Trainer",

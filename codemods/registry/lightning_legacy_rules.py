@@ -21,7 +21,6 @@ RULES = (
             "plugins.FullyShardedNativeNativeMixedPrecisionPlugin",
             "plugins.precision.FullyShardedNativeNativeMixedPrecisionPlugin",
             "plugins.precision.fsdp_native_native_amp.FullyShardedNativeNativeMixedPrecisionPlugin",
-            "plugins.precision.fsdp_native_native_amp",
         ),
         new="lightning.pytorch.plugins.precision.FSDPPrecision",
         message=(
@@ -72,7 +71,6 @@ RULES = (
             "plugins.FullyShardedNativeMixedPrecisionPlugin",
             "plugins.precision.FullyShardedNativeMixedPrecisionPlugin",
             "plugins.precision.fully_sharded_native_amp.FullyShardedNativeMixedPrecisionPlugin",
-            "plugins.precision.fully_sharded_native_amp",
         ),
         new="lightning.pytorch.plugins.precision.FSDPPrecision",
         message=(

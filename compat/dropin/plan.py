@@ -25,6 +25,7 @@ from codemods.registry.names import (
     COMPAT_FAIRSCALE,
     COMPAT_WRAP,
     FABRIC_ROOTS,
+    FAIRSCALE_WRAP,
     LIGHTNING_PACKAGES,
     TORCH_FSDP,
     TORCH_WRAP,
@@ -114,6 +115,12 @@ def _plan(registry: Registry) -> tuple[tuple[str, Entry], ...]:
     for rule in registry:
         for old in rule.old:
             if old.split(".")[0] not in (*PATCHED_ROOTS, FAIRSCALE) or old in entries:
+                continue
+            if old == FAIRSCALE_WRAP:
+                # FairScale's `wrap` function shares its name with the module its wrap
+                # helpers are imported from; the stand-in must stay that module
+                # (`from fairscale.nn.wrap import enable_wrap`), so `from fairscale.nn
+                # import wrap` gets no stand-in.
                 continue
             new = rule.new_for(old) if rule.kind is ChangeKind.SYMBOL_RENAME else None
             mirror = mirror_of(old)
