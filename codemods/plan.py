@@ -1,14 +1,14 @@
 """Decide, before rewriting a file, which renames apply to it as a whole.
 
 A rename changes every use of an old name in the file and moves its imports, so it
-applies only where the fix is certain about every use: a call it can translate (see
-:mod:`codemods.fixes`), a bare use that means the same under the new name, or one the
-fix declares safe (``passed_as``). It never applies where the old name also appears in
-a ``try: ... except ImportError:`` fallback (the file already bridges both APIs) or on
-a line whose ``noqa`` silences it, nor where two renames would bind the same name to
-different things. Fixes that depend on
-each other (``requires``) or that another old name rules out (``blocked_by``) are then
-settled together.
+applies only where the fix is certain about every use: a call it can translate (the
+rule's ``CallSiteFix``, see :mod:`codemods.kinds.base`), a bare use that means the same
+under the new name, or one the fix declares safe (``passed_as``). It never applies
+where the old name also appears in a ``try: ... except ImportError:`` fallback or a
+version-gated branch (the file already bridges both APIs) or on a line whose ``noqa``
+silences it, nor where two renames would bind the same name to different things.
+Fixes that depend on each other (``requires``) or that another old name rules out
+(``blocked_by``) are then settled together.
 """
 
 from __future__ import annotations

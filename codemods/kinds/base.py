@@ -218,11 +218,3 @@ class Behaviour:
     ) -> cst.ClassDef:
         """A class definition (for :attr:`classes` behaviours); return it, rewritten."""
         return updated
-
-    @property
-    def fixes(self) -> bool:
-        """Whether this behaviour can fix anything (a rename, or a hook that rewrites)."""
-        return self.rename is not None or type(self).rewrites
-
-    #: Whether the hooks rewrite code (set by behaviours whose hooks fix, not only report).
-    rewrites: ClassVar[bool] = False

@@ -28,8 +28,6 @@ def rename_keywords(
 class KeywordRename(Behaviour):
     """Rename the keyword in calls and partials of the rule's callables."""
 
-    rewrites = True
-
     def __init__(self, rule) -> None:
         super().__init__(rule)
         self.definitions = rule.in_definitions  # type: ignore[misc]

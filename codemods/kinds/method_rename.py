@@ -21,7 +21,6 @@ class MethodRename(Behaviour):
     """Rename the hook method in subclasses of the rule's owner classes."""
 
     classes = True
-    rewrites = True
 
     def __init__(self, rule) -> None:
         super().__init__(rule)

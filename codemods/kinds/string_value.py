@@ -11,8 +11,6 @@ from codemods.syntax import keyword, literal, string_like
 class StringValue(Behaviour):
     """Replace an old literal value of ``rule.argument`` by the new one."""
 
-    rewrites = True
-
     def calls(self) -> tuple[str, ...]:
         return self.rule.old
 

@@ -80,8 +80,6 @@ def _lightning_takes_classes(engine: Engine, call: cst.Call) -> bool:
 class PolicyPartial(Behaviour):
     """``partial(old, argument=X)`` as ``New(X)``."""
 
-    rewrites = True
-
     def partials(self) -> tuple[str, ...]:
         return self.rule.old
 

@@ -19,7 +19,6 @@ class Fsdp108(DefaultChange):
     """Add ``checkpoint_impl=CheckpointImpl.NO_REENTRANT`` to calls and partials."""
 
     position = 1
-    rewrites = True
 
     def fix(self, engine: Engine, original: cst.Call, updated: cst.Call, start: int) -> cst.Call:
         if not engine.report(original, self.rule):

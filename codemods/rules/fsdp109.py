@@ -12,8 +12,6 @@ from codemods.syntax import is_bool, keyword
 class Fsdp109(Behaviour):
     """``cpu_offload=<bool>`` becomes ``cpu_offload=CPUOffload(offload_params=<bool>)``."""
 
-    rewrites = True
-
     def calls(self) -> tuple[str, ...]:
         return self.rule.old
 

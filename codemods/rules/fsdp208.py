@@ -11,8 +11,6 @@ from codemods.syntax import keyword
 class Fsdp208(Behaviour):
     """A class, or a list/tuple/set display of classes, becomes a set under the new name."""
 
-    rewrites = True
-
     def calls(self) -> tuple[str, ...]:
         return self.rule.old
 

@@ -18,8 +18,6 @@ _TRANSFORMER_POLICY = {f"{TORCH_WRAP}.transformer_auto_wrap_policy"}
 class Fsdp209(Behaviour):
     """The partial becomes the set of its layer classes."""
 
-    rewrites = True
-
     def calls(self) -> tuple[str, ...]:
         return self.rule.old
 
