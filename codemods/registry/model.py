@@ -105,6 +105,10 @@ class Rule:
             that is reported and left for a human. A manual rule's cases are all such.
         untouched: Snippets that look like the old spelling but must give no finding
             and no change (Fixit's VALID cases).
+        warns: Regular expressions, each matching the text of one deprecation warning
+            that torch or Lightning emits for the old spelling and that this rule
+            answers (the deprecation census maps the installed releases' warnings to
+            rules through them).
     """
 
     code: str
@@ -129,6 +133,7 @@ class Rule:
     in_definitions: bool = False
     cases: tuple[Example, ...] = ()
     untouched: tuple[str, ...] = ()
+    warns: tuple[str, ...] = ()
 
     def new_for(self, old: str) -> str | None:
         """The new spelling of one of the old names (None for removals).
