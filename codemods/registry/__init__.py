@@ -23,6 +23,7 @@ from codemods.registry import (
     torch_fsdp_rules,
     torch_policy_rules,
     torch_rules,
+    torch_state_dict_rules,
 )
 from codemods.registry.capabilities import CAPABILITIES
 from codemods.registry.model import (
@@ -40,6 +41,7 @@ _MODULES = (
     torch_rules,
     torch_policy_rules,
     torch_fsdp_rules,
+    torch_state_dict_rules,
     compat_fsdp_rules,
     lightning_rules,
     lightning_trainer_rules,

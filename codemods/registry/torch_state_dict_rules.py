@@ -1,0 +1,228 @@
+"""FSDP1's own state-dict API, deprecated for distributed checkpoint (FSDP115-FSDP118).
+
+torch points the users of these to ``torch.distributed.checkpoint.state_dict``.
+"""
+
+from __future__ import annotations
+
+from codemods.registry.model import ChangeKind, Example, FixSafety, Framework, Rule
+from codemods.registry.names import COMPAT_FSDP_CLASSES, TORCH_FSDP, TORCH_FSDP_CLASSES
+
+_CLASSES = (*TORCH_FSDP_CLASSES, *COMPAT_FSDP_CLASSES)
+_DCP_STATE_DICT = "torch.distributed.checkpoint.state_dict"
+
+#: FSDP1's optimizer-state-dict methods that torch deprecates in favour of
+#: ``optim_state_dict`` / ``optim_state_dict_to_load``.
+LEGACY_OPTIM_STATE_DICT_METHODS = (
+    "full_optim_state_dict",
+    "sharded_optim_state_dict",
+    "shard_full_optim_state_dict",
+    "flatten_sharded_optim_state_dict",
+    "scatter_full_optim_state_dict",
+)
+
+#: The methods that take the deprecated ``optim_input`` argument.
+OPTIM_INPUT_METHODS = (*LEGACY_OPTIM_STATE_DICT_METHODS, "rekey_optim_state_dict")
+
+RULES = (
+    Rule(
+        code="FSDP115",
+        name="fsdp-state-dict-type",
+        framework=Framework.TORCH,
+        kind=ChangeKind.CALL_REWRITE,
+        old=tuple(
+            f"{cls}.{method}"
+            for method in ("state_dict_type", "set_state_dict_type")
+            for cls in _CLASSES
+        ),
+        new=f"{_DCP_STATE_DICT}.get_model_state_dict",
+        message=(
+            "`FSDP.state_dict_type()` / `set_state_dict_type()` are deprecated: use "
+            "`get_model_state_dict` / `set_model_state_dict` (or `get_state_dict` / "
+            "`set_state_dict`) with `StateDictOptions` from "
+            "`torch.distributed.checkpoint.state_dict`"
+        ),
+        why=(
+            "The context manager switches how every FSDP module of the model answers "
+            "`state_dict()`, `load_state_dict()` and `FSDP.optim_state_dict()`. torch's "
+            "distributed-checkpoint functions take the same choices as `StateDictOptions` "
+            "(`full_state_dict=`, `cpu_offload=`) on one call, work for FSDP1, FSDP2 and plain "
+            "modules alike, and are what torch now points to. `rank0_only=True` with "
+            "`offload_to_cpu=True` is `full_state_dict=True, cpu_offload=True` (ranks other than "
+            "0 get an empty dict in both)."
+        ),
+        example=Example(
+            before=(
+                "from torch.distributed.fsdp import FullStateDictConfig, StateDictType\n"
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "cfg = FullStateDictConfig(offload_to_cpu=True, rank0_only=True)\n"
+                "with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT, cfg):\n"
+                "    state = model.state_dict()\n"
+            ),
+            after=(
+                "from torch.distributed.checkpoint.state_dict import (\n"
+                "    StateDictOptions,\n"
+                "    get_model_state_dict,\n"
+                ")\n"
+                "state = get_model_state_dict(\n"
+                "    model, options=StateDictOptions(full_state_dict=True, cpu_offload=True)\n"
+                ")\n"
+            ),
+        ),
+        fix=FixSafety.MANUAL,
+        introduced="2.2",
+        deprecated="2.4",
+        references=(
+            "https://pytorch.org/docs/stable/distributed.checkpoint.html"
+            "#torch.distributed.checkpoint.state_dict.get_state_dict",
+        ),
+        warns=(
+            r"FSDP\.state_dict_type\(\) and FSDP\.set_state_dict_type\(\) are being deprecated",
+        ),
+        cases=(
+            Example.reported_only(
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "from torch.distributed.fsdp import StateDictType\n"
+                "FSDP.set_state_dict_type(model, StateDictType.SHARDED_STATE_DICT)\n"
+            ),
+        ),
+        untouched=(
+            (
+                "from torch.distributed.checkpoint.state_dict import get_model_state_dict\n"
+                "state = get_model_state_dict(model)\n"
+            ),
+            "with model.state_dict_type():\n    state = model.state_dict()\n",
+        ),
+    ),
+    Rule(
+        code="FSDP116",
+        name="legacy-optim-state-dict",
+        framework=Framework.TORCH,
+        kind=ChangeKind.CALL_REWRITE,
+        old=tuple(
+            f"{cls}.{method}" for method in LEGACY_OPTIM_STATE_DICT_METHODS for cls in _CLASSES
+        ),
+        new=f"{_DCP_STATE_DICT}.get_optimizer_state_dict",
+        message=(
+            "`FSDP.full_optim_state_dict()` and its siblings are deprecated: use "
+            "`get_optimizer_state_dict` / `set_optimizer_state_dict` (or `FSDP.optim_state_dict` / "
+            "`FSDP.optim_state_dict_to_load`)"
+        ),
+        why=(
+            "The five legacy methods each fix one layout (full or sharded, keyed by parameter "
+            "ids); `FSDP.optim_state_dict` follows the model's state-dict type and keys the "
+            "state by parameter names, and the distributed-checkpoint functions take the layout "
+            "as `StateDictOptions`. The layouts differ, so saved checkpoints and the code that "
+            "reads them need a human: the rule reports."
+        ),
+        example=Example(
+            before=(
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "osd = FSDP.full_optim_state_dict(model, optimizer)\n"
+            ),
+            after=(
+                "from torch.distributed.checkpoint.state_dict import (\n"
+                "    StateDictOptions,\n"
+                "    get_optimizer_state_dict,\n"
+                ")\n"
+                "osd = get_optimizer_state_dict(\n"
+                "    model,\n"
+                "    optimizer,\n"
+                "    options=StateDictOptions(full_state_dict=True, cpu_offload=True),\n"
+                ")\n"
+            ),
+        ),
+        fix=FixSafety.MANUAL,
+        introduced="2.2",
+        deprecated="2.2",
+        warns=(r"``FullyShardedDataParallel\.\{curr\}``\s*is being deprecated",),
+        cases=(
+            Example.reported_only(
+                "import torch.distributed.fsdp as fsdp\n"
+                "sharded = fsdp.FullyShardedDataParallel.scatter_full_optim_state_dict(\n"
+                "    osd, model\n"
+                ")\n"
+            ),
+        ),
+        untouched=(
+            (
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "osd = FSDP.optim_state_dict(model, optimizer)\n"
+            ),
+        ),
+    ),
+    Rule(
+        code="FSDP117",
+        name="optim-input-argument",
+        framework=Framework.TORCH,
+        kind=ChangeKind.CALL_REWRITE,
+        old=tuple(f"{cls}.{method}" for method in OPTIM_INPUT_METHODS for cls in _CLASSES),
+        new=TORCH_FSDP_CLASSES[0],
+        argument="optim_input",
+        message="`optim_input=` is deprecated and ignored when `optim=` is given: remove it",
+        why=(
+            "The FSDP optimizer-state-dict methods once needed the optimizer's parameter list "
+            "(`optim_input`); since torch 1.13 they take the optimizer itself (`optim`), and "
+            "torch says the argument can be removed without changing behaviour."
+        ),
+        example=Example(
+            before=(
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "osd = FSDP.rekey_optim_state_dict(osd, key_type, model, optim_input=params)\n"
+            ),
+            after=(
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "osd = FSDP.rekey_optim_state_dict(osd, key_type, model)\n"
+            ),
+        ),
+        fix=FixSafety.MANUAL,
+        introduced="1.13",
+        deprecated="1.13",
+        warns=(r"The `optim_input` argument is deprecated",),
+        untouched=(
+            (
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "osd = FSDP.rekey_optim_state_dict(osd, key_type, model, optim=optimizer)\n"
+            ),
+        ),
+    ),
+    Rule(
+        code="FSDP118",
+        name="no-shard-strategy",
+        framework=Framework.TORCH,
+        kind=ChangeKind.REMOVAL,
+        old=(
+            f"{TORCH_FSDP}.ShardingStrategy.NO_SHARD",
+            f"{TORCH_FSDP}.api.ShardingStrategy.NO_SHARD",
+        ),
+        new=None,
+        message=(
+            "`ShardingStrategy.NO_SHARD` is deprecated: replicate with "
+            "`torch.nn.parallel.DistributedDataParallel` instead"
+        ),
+        why=(
+            "`NO_SHARD` makes FSDP behave as data parallelism with FSDP's overheads; torch "
+            "deprecates it and points to `DistributedDataParallel`. Switching wrappers changes "
+            "the module structure, state-dict keys and hooks, so it is left to a human."
+        ),
+        example=Example(
+            before=(
+                "from torch.distributed.fsdp import ShardingStrategy\n"
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "model = FSDP(model, sharding_strategy=ShardingStrategy.NO_SHARD)\n"
+            ),
+            after=(
+                "from torch.nn.parallel import DistributedDataParallel as DDP\nmodel = DDP(model)\n"
+            ),
+        ),
+        fix=FixSafety.MANUAL,
+        deprecated="2.1",
+        warns=(r"The `NO_SHARD` sharding strategy is deprecated",),
+        untouched=(
+            (
+                "from torch.distributed.fsdp import ShardingStrategy\n"
+                "strategy = ShardingStrategy.FULL_SHARD\n"
+            ),
+        ),
+    ),
+)
