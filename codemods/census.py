@@ -349,7 +349,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.root is not None and not args.root.is_dir():
         parser.error(f"--root {args.root}: no such directory")
-    findings = scan_tree(args.root) if args.root is not None else scan_installed()
+    try:
+        findings = scan_tree(args.root) if args.root is not None else scan_installed()
+    except SyntaxError as error:
+        print(f"cannot parse {error.filename}:{error.lineno}: {error.msg}", file=sys.stderr)
+        return 2
     if args.untriaged:
         from codemods.registry.deprecations import matching
 
