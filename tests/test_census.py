@@ -268,7 +268,8 @@ def test_every_installed_deprecation_is_triaged(finding):
     )
     [entry] = entries
     installed = _installed(entry.framework)
-    if installed is not None:
+    # the span counts measured releases only: one between two of them proves nothing
+    if installed in {_release(r) for r in RELEASES[entry.framework]}:
         assert _release(entry.first) <= installed, f"{entry.first=} but {installed} has it"
         assert entry.last is None or installed <= _release(entry.last), (
             f"{entry.last=} but {installed} still has it"
