@@ -369,3 +369,28 @@ def test_render_check_detects_a_stale_page(tmp_path, capsys):
     assert census.main(["--render", str(stale)]) == 0
     assert census.main(["--render", str(stale), "--check"]) == 0
     assert stale.read_text(encoding="utf-8") == render_page()
+
+
+# --- the release measurement script ---------------------------------------------------------------
+
+
+def _releases_script(cache: Path) -> subprocess.CompletedProcess:
+    script = ROOT / ".ci" / "census_releases.py"
+    return subprocess.run(
+        [sys.executable, str(script), str(cache), "--check"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+
+
+def test_the_release_script_flags_missing_releases_and_untriaged_warnings(tmp_path):
+    _write(tmp_path, "torch-2.13.0/torch/distributed/fsdp/api.py", FSDP_MODULE)
+    run = _releases_script(tmp_path)
+    assert run.returncode == 1, run.stderr
+    assert f"MISSING {tmp_path / 'torch-1.13.1'}" in run.stdout
+    assert "UNTRIAGED 2.13.0 torch/distributed/fsdp/api.py:" in run.stdout
+    # an entry of 2.4.1 and later is absent from this cache: its columns disagree
+    assert re.search(
+        r"BAD torch\.distributed\.fsdp +first=None last=None \(recorded 2\.4\.1", run.stdout
+    )
