@@ -95,6 +95,9 @@ AREAS: tuple[Area, ...] = (
     Area("torch.distributed._composable", "torch/distributed/_composable"),
     Area("torch.utils.checkpoint", "torch/utils/checkpoint.py"),
     *_lightning("lightning.pytorch", "lightning/pytorch"),
+    # the Trainer's check of the sharded-model hooks (`configure_sharded_model`)
+    Area("lightning.pytorch", "lightning/pytorch/trainer/configuration_validator.py"),
+    Area("lightning.pytorch", "pytorch_lightning/trainer/configuration_validator.py"),
     *_lightning("lightning.fabric", "lightning/fabric"),
     *_lightning("lightning.pytorch", "pytorch_lightning"),
     *_lightning("lightning.fabric", "lightning_fabric"),

@@ -408,6 +408,18 @@ DEPRECATIONS: tuple[Deprecation, ...] = (
     ),
     Deprecation(
         package="lightning.pytorch",
+        message=(
+            "You have overridden `{name}.configure_sharded_model` which is deprecated. Please "
+            "override the `configure_model` hook instead. Instantiation with the newer hook will "
+            "be created on the device right away and have the right data type depending on the "
+            "precision setting in the Trainer."
+        ),
+        pattern=r"^You have overridden `\{name\}\.configure_sharded_model` which is deprecated",
+        first="2.1.4",
+        answered_by="FSDP207",
+    ),
+    Deprecation(
+        package="lightning.pytorch",
         message=_FAIRSCALE_SHARDED,
         pattern=r"^PyTorch Lightning's sharded implementation using FairScale has been deprecated",
         scope=r"^DDPFullyShardedStrategy\.",
