@@ -233,18 +233,29 @@ def _entry_id(entry: Deprecation) -> str:
 # --- (b) the installed releases: every warning triaged, the release columns hold --------------
 
 
-def _installed(framework: str) -> tuple[int, ...] | None:
-    names = ("torch",) if framework == "torch" else ("lightning", "pytorch_lightning")
-    for name in names:
-        try:
-            return _release(version(name))
-        except PackageNotFoundError:
-            continue
-    return None
-
-
 def _release(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in re.findall(r"\d+", text.split("+")[0])[:3])
+
+
+def _measured_version(top: str, entry: Deprecation) -> tuple[int, ...] | None:
+    """The installed release of a top-level package, if it is one the triage measured.
+
+    Each top-level package is its own distribution (``pytorch_lightning`` may be installed
+    at another release than ``lightning``); one between two measured releases proves
+    nothing about an entry's span, so it counts as unknown.
+    """
+    try:
+        installed = _release(version(top))
+    except PackageNotFoundError:
+        return None
+    measured = {_release(r) for r in RELEASES[entry.framework]}
+    return installed if installed in measured else None
+
+
+def _in_span(installed: tuple[int, ...], entry: Deprecation) -> bool:
+    return _release(entry.first) <= installed and (
+        entry.last is None or installed <= _release(entry.last)
+    )
 
 
 INSTALLED = census.scan_installed()
@@ -267,33 +278,26 @@ def test_every_installed_deprecation_is_triaged(finding):
         "or why none does), then run python -m codemods.census --render docs/coverage.md"
     )
     [entry] = entries
-    installed = _installed(entry.framework)
-    # the span counts measured releases only: one between two of them proves nothing
-    if installed in {_release(r) for r in RELEASES[entry.framework]}:
-        assert _release(entry.first) <= installed, f"{entry.first=} but {installed} has it"
-        assert entry.last is None or installed <= _release(entry.last), (
-            f"{entry.last=} but {installed} still has it"
+    installed = _measured_version(finding.file.split("/", 1)[0], entry)
+    if installed is not None:
+        assert _in_span(installed, entry), (
+            f"{finding.file} of release {installed} has it, the triage says "
+            f"{entry.first}..{entry.last or ''}: remeasure with python .ci/census_releases.py"
         )
-
-
-def _measured_here(entry: Deprecation) -> bool:
-    """Whether the installed release is a measured one within the entry's span."""
-    installed = _installed(entry.framework)
-    measured = {_release(r) for r in RELEASES[entry.framework]}
-    if installed is None or installed not in measured:
-        return False
-    return _release(entry.first) <= installed and (
-        entry.last is None or installed <= _release(entry.last)
-    )
 
 
 @pytest.mark.parametrize("entry", DEPRECATIONS, ids=_entry_id)
 def test_each_entry_in_the_installed_release_span_is_found(entry):
-    if not _measured_here(entry):
-        pytest.skip("the installed release is outside this entry's measured span")
-    assert any(entry.matches(f.package, f.message, f.scope) for f in INSTALLED), (
-        f"the triage says the installed release has {entry.message!r}, the census does not "
-        "find it: remeasure with python .ci/census_releases.py"
+    tops = {area.top for area in census.AREAS if area.package == entry.package}
+    expected = {top for top in tops if (v := _measured_version(top, entry)) and _in_span(v, entry)}
+    if not expected:
+        pytest.skip("no installed release measured within this entry's span")
+    found = {
+        f.file.split("/", 1)[0] for f in INSTALLED if entry.matches(f.package, f.message, f.scope)
+    }
+    assert expected <= found, (
+        f"the triage says {sorted(expected - found)} (installed) have {entry.message!r}, the "
+        "census does not find it there: remeasure with python .ci/census_releases.py"
     )
 
 
