@@ -154,9 +154,9 @@ class _Renderer:
             return self(node.left, depth) + self(node.right, depth)
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
             return self(node.left, depth)  # "%s" holes stay as written
-        if isinstance(node, ast.Call) and _last_name(node.func) == "format":
-            assert isinstance(node.func, ast.Attribute)
-            return self(node.func.value, depth)  # "{}" holes stay as written
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr == "format":
+                return self(node.func.value, depth)  # "{}" holes stay as written
         if isinstance(node, ast.Name) and node.id in self.bindings and depth < 5:
             return self(self.bindings[node.id], depth + 1)
         return f"{{{ast.unparse(node)}}}"
@@ -177,10 +177,13 @@ def _string_bindings(body: Sequence[ast.stmt]) -> dict[str, ast.expr]:
     return found
 
 
-def _argument(call: ast.Call, index: int, *keywords: str) -> ast.expr | None:
+def _argument(call: ast.Call, index: int | None, *keywords: str) -> ast.expr | None:
+    """The argument passed by one of ``keywords`` or at ``index`` (None: keyword only)."""
     for keyword in call.keywords:
         if keyword.arg in keywords:
             return keyword.value
+    if index is None:
+        return None
     positional = [arg for arg in call.args if not isinstance(arg, ast.Starred)]
     return positional[index] if len(positional) > index else None
 
@@ -229,11 +232,11 @@ class _Scanner(ast.NodeVisitor):
             category_node = None
         elif name in _HELPERS:
             form, default, message = name, _HELPERS[name], _argument(call, 0, "message")
-            category_node = _argument(call, 99, "category")
+            category_node = _argument(call, None, "category")
         elif name == "deprecated":
             form, default = "decorator", "DeprecationWarning"
             message = _argument(call, 0, "message", "msg", "reason")
-            category_node = _argument(call, 99, "category")
+            category_node = _argument(call, None, "category")
         else:
             return False
         category = _last_name(category_node) if category_node is not None else default

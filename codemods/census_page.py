@@ -28,10 +28,11 @@ answers it. The census (`python -m codemods.census`) reads the sources of
 (and its old home `torch.distributed._tensor`), `torch.distributed.device_mesh`,
 `torch.distributed._shard.checkpoint`, `torch.distributed._composable` and
 `torch.utils.checkpoint`, and Lightning's FSDP strategies and precision plugins and the
-Trainer's check of the sharded-model hooks, without importing them. It finds `warnings.warn` calls with a deprecation category (or whose text
-announces a deprecation), `@deprecated` decorators, Lightning's `rank_zero_deprecation`
-and the few deprecations torch only logs. The test suite scans the installed releases on
-every run, so a release that adds a warning fails until it is listed here.
+Trainer's check of the sharded-model hooks, without importing them. It finds
+`warnings.warn` calls with a deprecation category (or whose text announces a
+deprecation), `@deprecated` decorators, Lightning's `rank_zero_deprecation` and the few
+deprecations torch only logs. The test suite scans the installed releases on every run,
+so a release that adds a warning fails until it is listed here.
 
 *Since* is the first release whose source has the warning, *last* the last one that
 still has it where a later release dropped it; both are measured by scanning the

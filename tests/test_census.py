@@ -178,10 +178,16 @@ def test_lightning_helpers_are_found_in_its_fsdp_files_only(tree):
         ('"a %s b" % name', "a %s b"),
         ("MESSAGE", "{MESSAGE}"),
         ("build()", "{build()}"),
+        ("format(value, 'x')", "{format(value, 'x')}"),
+        ("NOTE.format(1)", "`old` is deprecated {}"),
     ],
 )
 def test_message_rendering(expression, rendered):
-    source = f"import warnings\nwarnings.warn({expression}, FutureWarning)\n"
+    source = (
+        "import warnings\n"
+        "NOTE = '`old` is ' + 'deprecated {}'\n"
+        f"warnings.warn({expression}, FutureWarning)\n"
+    )
     [finding] = census.scan_source(source, "m.py", "pkg")
     assert finding.message == rendered
 
