@@ -1,8 +1,11 @@
-"""torch's DTensor and device mesh homes (FSDP123, FSDP130, FSDP131)."""
+"""DTensor and device mesh homes, activation checkpointing (FSDP123, FSDP124, FSDP130, FSDP131)."""
 
 from __future__ import annotations
 
 from codemods.registry.model import ChangeKind, Example, FixSafety, Framework, Rule
+from codemods.registry.names import CHECKPOINT_WRAPPER
+
+CHECKPOINT = "torch.utils.checkpoint"
 
 #: DTensor's private home (torch 2.0-2.4); an alias package of the public one since 2.5.
 PRIVATE_DTENSOR = "torch.distributed._tensor"
@@ -41,7 +44,7 @@ PRIVATE_DEVICE_MESH_NAMES = tuple(
     for name in ("DeviceMesh", "init_device_mesh")
 )
 
-RULES = (
+_DTENSOR_RULES = (
     Rule(
         code="FSDP123",
         name="private-dtensor-module",
@@ -199,3 +202,122 @@ RULES = (
         ),
     ),
 )
+
+_ACTIVATION_RULES = (
+    Rule(
+        code="FSDP124",
+        name="checkpoint-without-use-reentrant",
+        framework=Framework.TORCH,
+        kind=ChangeKind.DEFAULT_CHANGE,
+        old=(f"{CHECKPOINT}.checkpoint", f"{CHECKPOINT}.checkpoint_sequential"),
+        new=f"{CHECKPOINT}.checkpoint",
+        argument="use_reentrant",
+        message=(
+            "pass `use_reentrant` to `torch.utils.checkpoint`: `False` is recommended, "
+            "`True` keeps today's behaviour"
+        ),
+        why=(
+            "`checkpoint` and `checkpoint_sequential` without `use_reentrant` warn on every "
+            "call (since torch 2.1) and use the reentrant implementation. The warning in "
+            "torch 2.13 still says that torch 2.9 raises an exception when the argument "
+            "is missing, but 2.13 itself warns and falls back to `use_reentrant=True`; the "
+            "default may still change to `False`. The safe fix states `use_reentrant=True`, "
+            "which keeps behaviour on every release. With `--unsafe-fixes` the fix writes "
+            "`use_reentrant=False` instead (torch's recommendation; this is the form the "
+            "rule's examples show): the non-reentrant implementation supports keyword "
+            "arguments, inputs that do not require grad, nested checkpoints and "
+            "`torch.autograd.grad`, but it differs in how it recomputes (state changed "
+            "between forward and backward, early stop) and must be tested. The same holds "
+            "for `checkpoint_wrapper(m, checkpoint_fn=checkpoint)`, which passes its extra "
+            "keywords to `checkpoint`."
+        ),
+        example=Example(
+            before=(
+                "from torch.utils.checkpoint import checkpoint\n"
+                "hidden = checkpoint(block, hidden, mask)\n"
+            ),
+            after=(
+                "from torch.utils.checkpoint import checkpoint\n"
+                "hidden = checkpoint(block, hidden, mask, use_reentrant=False)\n"
+            ),
+        ),
+        fix=FixSafety.SAFE,
+        introduced="1.11",
+        deprecated="2.1",
+        references=(
+            "https://github.com/pytorch/pytorch/pull/100551",
+            "https://github.com/pytorch/pytorch/pull/116710",
+            "https://pytorch.org/docs/stable/checkpoint.html",
+        ),
+        warns=(
+            r"torch\.utils\.checkpoint: the use_reentrant parameter should be passed explicitly",
+            r"torch\.utils\.checkpoint\.checkpoint_sequential: the use_reentrant parameter "
+            r"should be passed explicitly",
+        ),
+        cases=(
+            Example(
+                before=(
+                    "import torch.utils.checkpoint\n"
+                    "out = torch.utils.checkpoint.checkpoint_sequential(\n"
+                    "    model.layers,  # one segment per two layers\n"
+                    "    4,\n"
+                    "    x,\n"
+                    ")\n"
+                ),
+                after=(
+                    "import torch.utils.checkpoint\n"
+                    "out = torch.utils.checkpoint.checkpoint_sequential(\n"
+                    "    model.layers,  # one segment per two layers\n"
+                    "    4,\n"
+                    "    x,\n"
+                    "    use_reentrant=False,\n"
+                    ")\n"
+                ),
+            ),
+            Example(
+                before=(
+                    "import functools\n"
+                    "from torch.utils.checkpoint import checkpoint\n"
+                    "ckpt = functools.partial(checkpoint, preserve_rng_state=False)\n"
+                ),
+                after=(
+                    "import functools\n"
+                    "from torch.utils.checkpoint import checkpoint\n"
+                    "ckpt = functools.partial(checkpoint, preserve_rng_state=False, "
+                    "use_reentrant=False)\n"
+                ),
+            ),
+            Example(
+                before=(
+                    "from functools import partial\n"
+                    f"from {CHECKPOINT_WRAPPER} import checkpoint_wrapper\n"
+                    "from torch.utils.checkpoint import checkpoint\n"
+                    "wrapper = partial(checkpoint_wrapper, checkpoint_fn=checkpoint)\n"
+                ),
+                after=(
+                    "from functools import partial\n"
+                    f"from {CHECKPOINT_WRAPPER} import checkpoint_wrapper\n"
+                    "from torch.utils.checkpoint import checkpoint\n"
+                    "wrapper = partial(checkpoint_wrapper, checkpoint_fn=checkpoint, "
+                    "use_reentrant=False)\n"
+                ),
+            ),
+        ),
+        untouched=(
+            "from torch.utils.checkpoint import checkpoint\n"
+            "hidden = checkpoint(block, hidden, use_reentrant=False)\n",
+            "from torch.utils.checkpoint import checkpoint_sequential\n"
+            "out = checkpoint_sequential(layers, 2, x, True)\n",
+            "from torch.utils.checkpoint import checkpoint\n"
+            "hidden = checkpoint(block, hidden, **checkpoint_kwargs)\n",
+            f"from {CHECKPOINT_WRAPPER} import checkpoint_wrapper\n"
+            "wrapped = checkpoint_wrapper(block)\n",
+            "from deepspeed.checkpointing import checkpoint\nhidden = checkpoint(block, hidden)\n",
+            "from torch.utils.checkpoint import checkpoint\n"
+            "if torch_version >= (2, 1):\n"
+            "    hidden = checkpoint(block, hidden, use_reentrant=False)\n",
+        ),
+    ),
+)
+
+RULES = _DTENSOR_RULES + _ACTIVATION_RULES
