@@ -244,4 +244,128 @@ CHECKPOINT_RULES = (
     ),
 )
 
-RULES = CHECKPOINT_RULES + _MODULE_RULES
+STATE_DICT_API = f"{DCP}.state_dict"
+
+
+def _state_dict_api(*names: str) -> tuple[str, ...]:
+    return tuple(f"{module}.{name}" for module in (STATE_DICT_API,) for name in names)
+
+
+STATE_DICT_RULES = (
+    Rule(
+        code="FSDP127",
+        name="state-dict-submodules",
+        framework=Framework.TORCH,
+        kind=ChangeKind.CALL_REWRITE,
+        old=_state_dict_api("get_state_dict", "get_model_state_dict", "get_optimizer_state_dict"),
+        new=f"{STATE_DICT_API}.get_model_state_dict",
+        argument="submodules",
+        message=(
+            "`get_state_dict(..., submodules=...)` is deprecated: get the whole state dict "
+            "and keep the submodules' keys"
+        ),
+        why=(
+            "torch 2.4 deprecated getting the state dict of some submodules only "
+            "(FutureWarning, announced for removal in 2.5, and still accepted in 2.13). The "
+            "recipe: call without `submodules`, then keep the entries whose keys start "
+            "with each submodule's qualified name plus a dot (the names come from "
+            "`model.named_modules()`); the old default `keep_submodule_prefixes=True` kept "
+            "those full keys, `False` stripped the prefix. Optimizer state is keyed by "
+            "parameter names the same way. A human applies it: which keys a submodule "
+            "owns depends on the model."
+        ),
+        example=Example(
+            before=(
+                "from torch.distributed.checkpoint.state_dict import get_model_state_dict\n"
+                "state = get_model_state_dict(model, submodules={model.encoder})\n"
+            ),
+            after=(
+                "from torch.distributed.checkpoint.state_dict import get_model_state_dict\n"
+                "state = {\n"
+                "    key: value\n"
+                "    for key, value in get_model_state_dict(model).items()\n"
+                '    if key.startswith("encoder.")\n'
+                "}\n"
+            ),
+        ),
+        fix=FixSafety.MANUAL,
+        introduced="2.2",
+        deprecated="2.4",
+        references=(
+            "https://github.com/pytorch/pytorch/pull/127793",
+            "https://pytorch.org/docs/stable/distributed.checkpoint.html",
+        ),
+        warns=(r"Getting submodules only model/optim state_dict is deprecated",),
+        cases=(
+            Example.reported_only(
+                "import torch.distributed.checkpoint.state_dict as dsd\n"
+                "model_sd, optim_sd = dsd.get_state_dict(\n"
+                "    model, optimizer, submodules={model.head}, options=options\n"
+                ")\n"
+            ),
+        ),
+        untouched=(
+            "from torch.distributed.checkpoint.state_dict import get_model_state_dict\n"
+            "state = get_model_state_dict(model, options=options)\n",
+            "state = get_model_state_dict(model, submodules={model.encoder})\n",
+        ),
+    ),
+    Rule(
+        code="FSDP128",
+        name="module-keyed-state-dict",
+        framework=Framework.TORCH,
+        kind=ChangeKind.CALL_REWRITE,
+        old=_state_dict_api("set_state_dict", "set_model_state_dict"),
+        new=f"{STATE_DICT_API}.set_model_state_dict",
+        message=(
+            "a model state dict keyed by modules is deprecated: key it by parameter name, "
+            "with each submodule's prefix"
+        ),
+        why=(
+            "torch 2.4 deprecated passing `{submodule: state_dict}` to `set_state_dict` / "
+            "`set_model_state_dict` (FutureWarning, announced for removal in 2.5, still "
+            "accepted in 2.13). The recipe: merge the parts into one dict keyed by "
+            "qualified names, prefixing each key with the submodule's name from "
+            "`model.named_modules()`, and pass `StateDictOptions(strict=False)` where only "
+            "part of the model is loaded. Found where the call holds the dict display; "
+            "a dict built elsewhere is not followed."
+        ),
+        example=Example(
+            before=(
+                "from torch.distributed.checkpoint.state_dict import set_model_state_dict\n"
+                "set_model_state_dict(model, {model.encoder: encoder_state}, options=options)\n"
+            ),
+            after=(
+                "from torch.distributed.checkpoint.state_dict import set_model_state_dict\n"
+                'state = {f"encoder.{key}": value for key, value in encoder_state.items()}\n'
+                "set_model_state_dict(model, state, options=options)\n"
+            ),
+        ),
+        fix=FixSafety.MANUAL,
+        introduced="2.2",
+        deprecated="2.4",
+        references=("https://github.com/pytorch/pytorch/pull/127793",),
+        warns=(r"Passing model_state_dict as a ``Dict\[nn\.Module, Dict\[str, Any\]\]``",),
+        cases=(
+            Example.reported_only(
+                "from torch.distributed.checkpoint.state_dict import set_state_dict\n"
+                "set_state_dict(\n"
+                "    model,\n"
+                "    optimizer,\n"
+                "    model_state_dict={model.backbone: backbone, model.layers[0]: first},\n"
+                "    optim_state_dict=optim_state,\n"
+                ")\n"
+            ),
+        ),
+        untouched=(
+            "from torch.distributed.checkpoint.state_dict import set_model_state_dict\n"
+            'set_model_state_dict(model, {"encoder.weight": weight})\n',
+            "from torch.distributed.checkpoint.state_dict import set_model_state_dict\n"
+            "set_model_state_dict(model, {WEIGHT_KEY: weight})\n",
+            "from torch.distributed.checkpoint.state_dict import set_model_state_dict\n"
+            "set_model_state_dict(model, state_by_module)\n",
+        ),
+    ),
+)
+
+RULES = CHECKPOINT_RULES + _MODULE_RULES + STATE_DICT_RULES
