@@ -41,7 +41,7 @@ DEVICE_MESH = "torch.distributed.device_mesh"
 PRIVATE_DEVICE_MESH_NAMES = tuple(
     f"{module}.{name}"
     for module in (PRIVATE_DTENSOR, f"{PRIVATE_DTENSOR}.device_mesh")
-    for name in ("DeviceMesh", "init_device_mesh")
+    for name in ("init_device_mesh", "DeviceMesh")
 )
 
 _DTENSOR_RULES = (
@@ -320,74 +320,5 @@ _ACTIVATION_RULES = (
     ),
 )
 
-_FSDP2_RULES = (
-    Rule(
-        code="FSDP126",
-        name="distribute-module-two-argument-hooks",
-        framework=Framework.TORCH,
-        kind=ChangeKind.CALL_REWRITE,
-        old=(
-            f"{DTENSOR}.distribute_module",
-            f"{DTENSOR}._api.distribute_module",
-            f"{PRIVATE_DTENSOR}.distribute_module",
-            f"{PRIVATE_DTENSOR}.api.distribute_module",
-        ),
-        new=f"{DTENSOR}.distribute_module",
-        message=(
-            "`distribute_module`'s `input_fn`/`output_fn` take the module first: "
-            "`fn(module, inputs, device_mesh)`"
-        ),
-        why=(
-            "torch 2.3 passes the module to `input_fn` and `output_fn` as their first "
-            "argument, so that they can read its attributes, and warns (FutureWarning) "
-            "where the function takes the old two arguments, `(inputs, device_mesh)` "
-            "(`(outputs, device_mesh)` for `output_fn`). The recipe: add a first "
-            "parameter, `module` (unused where the function does not need it); a "
-            "function that accepts three arguments fails before 2.3, so code that must "
-            "run there keeps the old form. Found where the function is visible: a lambda "
-            "in the call or a `def` of the file."
-        ),
-        example=Example(
-            before=(
-                "from torch.distributed.tensor import distribute_module\n"
-                "def shard_inputs(inputs, device_mesh):\n"
-                "    return inputs\n"
-                "distribute_module(model, mesh, input_fn=shard_inputs)\n"
-            ),
-            after=(
-                "from torch.distributed.tensor import distribute_module\n"
-                "def shard_inputs(module, inputs, device_mesh):\n"
-                "    return inputs\n"
-                "distribute_module(model, mesh, input_fn=shard_inputs)\n"
-            ),
-        ),
-        fix=FixSafety.MANUAL,
-        introduced="2.3",
-        deprecated="2.3",
-        references=("https://github.com/pytorch/pytorch/pull/120895",),
-        warns=(
-            r"Deprecating input_fn that takes two arguments \(inputs, device_mesh\)",
-            r"Deprecating output_fn that takes two arguments \(inputs, device_mesh\)",
-        ),
-        cases=(
-            Example.reported_only(
-                "from torch.distributed._tensor import distribute_module\n"
-                "distribute_module(\n"
-                "    model, mesh, None, None, lambda outputs, mesh: outputs.to_local()\n"
-                ")\n"
-            ),
-        ),
-        untouched=(
-            "from torch.distributed.tensor import distribute_module\n"
-            "distribute_module(model, mesh, input_fn=lambda mod, inputs, mesh: inputs)\n",
-            "from torch.distributed.tensor import distribute_module\n"
-            "distribute_module(model, mesh, input_fn=hooks.prepare_inputs)\n",
-            "from torch.distributed.tensor import distribute_module\n"
-            "def prepare(*args):\n"
-            "    return args[-2]\n"
-            "distribute_module(model, mesh, input_fn=prepare)\n",
-        ),
-    ),
-)
 
-RULES = _DTENSOR_RULES + _ACTIVATION_RULES + _FSDP2_RULES
+RULES = _DTENSOR_RULES + _ACTIVATION_RULES
