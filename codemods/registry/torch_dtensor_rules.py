@@ -253,6 +253,8 @@ _ACTIVATION_RULES = (
             r"torch\.utils\.checkpoint: the use_reentrant parameter should be passed explicitly",
             r"torch\.utils\.checkpoint\.checkpoint_sequential: the use_reentrant parameter "
             r"should be passed explicitly",
+            # torch 2.1-2.3's wording of the same warning
+            r"torch\.utils\.checkpoint: please pass in use_reentrant=True or use_reentrant=False",
         ),
         cases=(
             Example(
@@ -272,6 +274,19 @@ _ACTIVATION_RULES = (
                     "    x,\n"
                     "    use_reentrant=False,\n"
                     ")\n"
+                ),
+            ),
+            Example(
+                before=(
+                    "import torch\n"
+                    "def forward(self, *inputs):\n"
+                    "    return torch.utils.checkpoint.checkpoint(self.block, *inputs)\n"
+                ),
+                after=(
+                    "import torch\n"
+                    "def forward(self, *inputs):\n"
+                    "    return torch.utils.checkpoint.checkpoint(self.block, *inputs, "
+                    "use_reentrant=False)\n"
                 ),
             ),
             Example(

@@ -43,9 +43,12 @@ class Fsdp124(DefaultChange):
                 fn = positional[2:3]
             if not fn or not set(self.rule.old) & engine.qualified(fn[0].value):
                 return True
-        if any(keyword(a) == self.rule.argument or a.star for a in args):
-            return True
         sequential = any(name.endswith("checkpoint_sequential") for name in names)
+        # `checkpoint`'s use_reentrant is keyword-only: `*args` cannot reach it.
+        if any(keyword(a) == self.rule.argument or a.star == "**" for a in args):
+            return True
+        if sequential and any(a.star == "*" for a in args):
+            return True
         positional = sum(is_plain_positional(a) for a in args)
         return sequential and positional > _SEQUENTIAL_POSITION
 
