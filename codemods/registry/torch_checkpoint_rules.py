@@ -43,7 +43,7 @@ _MODULE_RULES = (
             "https://github.com/pytorch/pytorch/issues/86620",
             "https://github.com/pytorch/pytorch/pull/88698",
         ),
-        warns=(r"`torch\.distributed\._shard\.checkpoint` will be deprecated",),
+        warns=(r"`?torch\.distributed\._shard\.checkpoint`? will be deprecated",),  # 2.0: no `
         cases=(
             Example(
                 before=(
