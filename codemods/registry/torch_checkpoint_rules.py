@@ -196,10 +196,11 @@ CHECKPOINT_RULES = (
             "`load(state_dict, storage_reader=...)` (keyword-only after the state dict)"
         ),
         why=(
-            "torch 2.2 replaced `load_state_dict` with `load`, which can also find the "
-            "storage from a `checkpoint_id` path, and deprecated the old function "
-            "(FutureWarning); it is to be removed. Both load in place into the tensors "
-            "of the state dict passed. "
+            "torch 2.2 replaced `load_state_dict` with `load`, which can also find the storage "
+            "from a `checkpoint_id` path, and deprecated the old function (FutureWarning); it is "
+            "to be removed. Both load in place into the tensors of the state dict passed; until "
+            "torch 2.3, `load` did not write back top-level values that are not tensors (a step "
+            "counter), so the fix is offered for a target of torch 2.4 or later. "
             + _SIGNATURE_WHY.format(
                 new="load", io="storage_reader", extra=" and `load_state_dict()` after"
             )
@@ -212,7 +213,7 @@ CHECKPOINT_RULES = (
             ),
         ),
         fix=FixSafety.SAFE,
-        introduced="2.2",
+        introduced="2.4",
         deprecated="2.2",
         references=(
             "https://github.com/pytorch/pytorch/pull/113867",
