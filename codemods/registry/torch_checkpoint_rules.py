@@ -61,6 +61,16 @@ _MODULE_RULES = (
                     'reader, writer = FileSystemReader("a"), FileSystemWriter("b")\n'
                 ),
             ),
+            Example(
+                before=(
+                    "import torch.distributed._shard.checkpoint as dist_cp\n"
+                    'writer = dist_cp.FileSystemWriter("ckpt")\n'
+                ),
+                after=(
+                    "import torch.distributed.checkpoint as dist_cp\n"
+                    'writer = dist_cp.FileSystemWriter("ckpt")\n'
+                ),
+            ),
         ),
         untouched=(
             "from torch.distributed.checkpoint import FileSystemWriter\n"
