@@ -78,6 +78,10 @@ class Features:
         ac_auto_wrap_policy: ``apply_activation_checkpointing`` takes ``auto_wrap_policy``.
         checkpoint_no_reentrant_default: ``checkpoint_wrapper`` defaults to non-reentrant.
         selective_ac: ``torch.utils.checkpoint.create_selective_checkpoint_contexts`` exists.
+        dcp_save_load: ``torch.distributed.checkpoint.save`` / ``load`` exist (torch >= 2.2;
+            2.0 and 2.1 have only ``save_state_dict`` / ``load_state_dict``).
+        dcp_state_dict: ``torch.distributed.checkpoint.state_dict`` (``get_model_state_dict``
+            and its family, ``StateDictOptions``) imports (torch >= 2.2).
     """
 
     torch: Version
@@ -92,6 +96,8 @@ class Features:
     ac_auto_wrap_policy: bool
     checkpoint_no_reentrant_default: bool
     selective_ac: bool
+    dcp_save_load: bool
+    dcp_state_dict: bool
 
     @property
     def fsdp2(self) -> bool:
@@ -149,6 +155,13 @@ def _checkpoint_wrapper_module():
         return None
 
 
+def _dcp_module(name: str = "torch.distributed.checkpoint"):
+    try:
+        return importlib.import_module(name)
+    except Exception:  # noqa: BLE001 - absent (torch < 2.0 / < 2.2), or broken on this Python
+        return None
+
+
 def _parameters(function) -> tuple[str, ...]:
     return tuple(inspect.signature(function).parameters)
 
@@ -186,4 +199,7 @@ def current() -> Features:
             importlib.import_module("torch.utils.checkpoint"),
             "create_selective_checkpoint_contexts",
         ),
+        dcp_save_load=distributed and hasattr(_dcp_module(), "save"),
+        dcp_state_dict=distributed
+        and hasattr(_dcp_module("torch.distributed.checkpoint.state_dict"), "StateDictOptions"),
     )
