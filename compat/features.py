@@ -78,10 +78,6 @@ class Features:
         ac_auto_wrap_policy: ``apply_activation_checkpointing`` takes ``auto_wrap_policy``.
         checkpoint_no_reentrant_default: ``checkpoint_wrapper`` defaults to non-reentrant.
         selective_ac: ``torch.utils.checkpoint.create_selective_checkpoint_contexts`` exists.
-        dcp_save_load: ``torch.distributed.checkpoint.save`` / ``load`` exist (torch >= 2.2;
-            2.0 and 2.1 have only ``save_state_dict`` / ``load_state_dict``).
-        dcp_state_dict: ``torch.distributed.checkpoint.state_dict`` (``get_model_state_dict``
-            and its family, ``StateDictOptions``) imports (torch >= 2.2).
     """
 
     torch: Version
@@ -96,8 +92,6 @@ class Features:
     ac_auto_wrap_policy: bool
     checkpoint_no_reentrant_default: bool
     selective_ac: bool
-    dcp_save_load: bool
-    dcp_state_dict: bool
 
     @property
     def fsdp2(self) -> bool:
@@ -155,13 +149,6 @@ def _checkpoint_wrapper_module():
         return None
 
 
-def _dcp_module(name: str = "torch.distributed.checkpoint"):
-    try:
-        return importlib.import_module(name)
-    except Exception:  # noqa: BLE001 - absent (torch < 2.0 / < 2.2), or broken on this Python
-        return None
-
-
 def _parameters(function) -> tuple[str, ...]:
     return tuple(inspect.signature(function).parameters)
 
@@ -199,7 +186,38 @@ def current() -> Features:
             importlib.import_module("torch.utils.checkpoint"),
             "create_selective_checkpoint_contexts",
         ),
-        dcp_save_load=distributed and hasattr(_dcp_module(), "save"),
-        dcp_state_dict=distributed
-        and hasattr(_dcp_module("torch.distributed.checkpoint.state_dict"), "StateDictOptions"),
     )
+
+
+# Distributed checkpoint is probed apart from current(): importing it costs time that
+# programs not using it should not pay.
+
+
+def _dcp_module(name: str = "torch.distributed.checkpoint") -> types.ModuleType | None:
+    if not require_torch().distributed.is_available():
+        return None
+    try:
+        return importlib.import_module(name)
+    except Exception:  # noqa: BLE001 - absent (torch < 2.0 / < 2.2), or broken on this Python
+        return None
+
+
+@functools.cache
+def dcp_save_load() -> bool:
+    """Whether ``torch.distributed.checkpoint.save`` / ``load`` exist (torch >= 2.2).
+
+    torch 2.0 and 2.1 have only ``save_state_dict`` / ``load_state_dict``. The probe
+    imports distributed checkpoint.
+    """
+    return hasattr(_dcp_module(), "save")
+
+
+@functools.cache
+def dcp_state_dict() -> bool:
+    """Whether ``torch.distributed.checkpoint.state_dict`` imports (torch >= 2.2).
+
+    It holds ``get_model_state_dict`` and its family, and ``StateDictOptions``. The probe
+    imports distributed checkpoint.
+    """
+    module = _dcp_module("torch.distributed.checkpoint.state_dict")
+    return hasattr(module, "StateDictOptions")

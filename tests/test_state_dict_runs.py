@@ -1,7 +1,7 @@
 """Proof by runs: the legacy state-dict API through compat equals the current one, tensor by tensor.
 
-On 2 real gloo ranks (NCCL on a GPU) with an FSDP1 model (three ``Block`` units and the
-root) after two Adam steps:
+On 2 real gloo ranks (2 even on a one-GPU host: ``rank0_only`` needs a second rank) with
+an FSDP1 model (three ``Block`` units and the root) after two Adam steps:
 
 1. the legacy idioms through ``compat.fsdp.FSDP`` (``state_dict_type`` with
    ``FullStateDictConfig(offload_to_cpu=True, rank0_only=True)``,
@@ -31,42 +31,38 @@ from __future__ import annotations
 import pytest
 import torch
 
-from compat.features import current
+from compat.features import current, dcp_state_dict
 from tests import distributed
 from tests.state_dicts import assert_same
 
 pytestmark = pytest.mark.distributed
 
-if not current().fsdp1_on_cpu and not torch.cuda.is_available():
+if not current().fsdp1_on_cpu:  # the runs are on gloo ranks, on the CPU
     pytest.skip("this torch runs FSDP1 only on CUDA", allow_module_level=True)
-if not current().dcp_state_dict:
+if not dcp_state_dict():
     pytest.skip(
         "torch.distributed.checkpoint.state_dict needs torch >= 2.2", allow_module_level=True
     )
 
 from tests.state_dict_ranks import fallback_run, legacy_and_migrated, round_trips  # noqa: E402
 
-WORLD = 2
+WORLD = 2  # gloo on every host: NCCL on one GPU would run a single rank
 
 
 @pytest.fixture(scope="module")
 def equivalence():
-    return distributed.run(
-        legacy_and_migrated, world_size=WORLD, backend=distributed.backend_for_tests()
-    )
+    return distributed.run(legacy_and_migrated, world_size=WORLD, backend="gloo")
 
 
 @pytest.fixture(scope="module")
 def trips(tmp_path_factory):
     folder = str(tmp_path_factory.mktemp("dcp"))
-    return distributed.run(
-        round_trips, folder, world_size=WORLD, backend=distributed.backend_for_tests()
-    )
+    return distributed.run(round_trips, folder, world_size=WORLD, backend="gloo")
 
 
 @pytest.fixture(scope="module")
 def fallbacks():
-    return distributed.run(fallback_run, world_size=WORLD, backend=distributed.backend_for_tests())
+    return distributed.run(fallback_run, world_size=WORLD, backend="gloo")
 
 
 def test_full_model_state_dict_legacy_equals_migrated(equivalence):
@@ -169,3 +165,8 @@ def test_fallbacks_warn_through_compat(fallbacks):
     for rank in fallbacks:
         assert rank["fallback_codes"] == ["FSDP116", "FSDP117"]
         assert rank["fallback_missing"] == []  # torch's own methods were gone
+
+
+def test_fallback_rekey_refuses_flattened_fsdp_parameters(fallbacks):
+    for rank in fallbacks:
+        assert "use_orig_params=True" in rank["rekey_flat_error"]
