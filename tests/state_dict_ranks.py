@@ -281,6 +281,12 @@ def fallback_run(rank: int, world_size: int) -> dict[str, Any]:
         )
     )
 
+    try:  # flattened FSDP parameters have no names of their own to key by
+        fb.rekey_optim_state_dict(full_all, OptimStateKeyType.PARAM_ID, model, optim=optim)
+        rekey_flat_error = ""
+    except NotImplementedError as exc:
+        rekey_flat_error = str(exc)
+
     # ... then gone from this rank's torch, so that compat's FSDP runs its stand-ins.
     for name in OPTIM_METHODS:
         delattr(TorchFSDP, name)
@@ -314,4 +320,5 @@ def fallback_run(rank: int, world_size: int) -> dict[str, Any]:
         "fallback": fallback,
         "fallback_codes": sorted(codes),
         "fallback_missing": missing,
+        "rekey_flat_error": rekey_flat_error,
     }

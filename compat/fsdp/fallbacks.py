@@ -268,7 +268,8 @@ def flatten_sharded_optim_state_dict(
 def _names(model: nn.Module) -> dict[int, str]:
     names = {}
     for name, param in model.named_parameters():
-        if type(param).__name__ == "FlatParameter":
+        # FSDP1's FlatParameter is a plain Parameter marked _is_flat_param since torch 2.1.
+        if getattr(param, "_is_flat_param", False) or type(param).__name__ == "FlatParameter":
             raise NotImplementedError(
                 "rekey_optim_state_dict on this torch takes a model without flattened "
                 "FSDP parameters (a plain model, or FSDP with use_orig_params=True)"
