@@ -53,19 +53,6 @@ _dcp = _import_dcp()
 FileSystemReader = _dcp.FileSystemReader
 FileSystemWriter = _dcp.FileSystemWriter
 
-# Used until the registry has FSDP120 / FSDP121 (added on another branch): then the rules'
-# own messages are used and these can go.
-_SAVE_STATE_DICT = (
-    "torch.distributed.checkpoint.save_state_dict is deprecated since torch 2.2: use "
-    "`torch.distributed.checkpoint.save(state_dict, storage_writer=...)`; its parameters "
-    "after `state_dict` are keyword-only."
-)
-_LOAD_STATE_DICT = (
-    "torch.distributed.checkpoint.load_state_dict is deprecated since torch 2.2: use "
-    "`torch.distributed.checkpoint.load(state_dict, storage_reader=...)`; its parameters "
-    "after `state_dict` are keyword-only."
-)
-
 
 def _old_arguments(
     function: Any,
@@ -126,7 +113,7 @@ def save_state_dict(
     planner: Any = None,
 ) -> Any:
     """``torch.distributed.checkpoint.save_state_dict(...)``, with FSDP120's warning."""
-    warn_deprecated("FSDP120", fallback=_SAVE_STATE_DICT)
+    warn_deprecated("FSDP120")
     own = getattr(_dcp, "save_state_dict", None) or save_state_dict_with_save
     return own(state_dict, storage_writer, process_group, coordinator_rank, no_dist, planner)
 
@@ -140,7 +127,7 @@ def load_state_dict(
     planner: Any = None,
 ) -> None:
     """``torch.distributed.checkpoint.load_state_dict(...)``, with FSDP121's warning."""
-    warn_deprecated("FSDP121", fallback=_LOAD_STATE_DICT)
+    warn_deprecated("FSDP121")
     own = getattr(_dcp, "load_state_dict", None) or load_state_dict_with_load
     own(state_dict, storage_reader, process_group, coordinator_rank, no_dist, planner)
 

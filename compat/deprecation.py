@@ -90,7 +90,7 @@ _TOOL_HINT = {
 }
 
 
-def warn_deprecated(code: str, *, detail: str | None = None, fallback: str | None = None) -> None:
+def warn_deprecated(code: str, *, detail: str | None = None) -> None:
     """Emit :class:`FSDPDeprecationWarning` for registry rule ``code`` at the user's line.
 
     The warning is attributed to the first frame outside ``compat`` and outside the
@@ -101,13 +101,11 @@ def warn_deprecated(code: str, *, detail: str | None = None, fallback: str | Non
     Args:
         code: The registry rule code, e.g. ``"FSDP102"``.
         detail: Extra context for this call site.
-        fallback: The message to warn with while the registry has no rule ``code`` yet
-            (a rule that another change adds); the rule's own message wins once it exists.
 
     Raises:
-        KeyError: If ``code`` is not in the registry and no ``fallback`` is given.
+        KeyError: If ``code`` is not in the registry.
     """
-    message = _message(code, detail, fallback)
+    message = _message(code, detail)
     frame = _user_frame()
     if frame is None:  # called from library code only; fall back to the direct caller
         warnings.warn(message, FSDPDeprecationWarning, stacklevel=2)
@@ -126,13 +124,8 @@ def warn_deprecated(code: str, *, detail: str | None = None, fallback: str | Non
     )
 
 
-def _message(code: str, detail: str | None, fallback: str | None) -> str:
-    try:
-        rule = codemods.registry.REGISTRY[code]  # looked up now: a test may add a rule
-    except KeyError:
-        if fallback is None:
-            raise
-        return " ".join(part for part in (fallback, detail, f"[{code}]") if part)
+def _message(code: str, detail: str | None) -> str:
+    rule = codemods.registry.REGISTRY[code]  # looked up now: a test may add a rule
     return deprecation_message(rule, detail)
 
 

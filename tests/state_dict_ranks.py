@@ -201,13 +201,10 @@ def round_trips(rank: int, world_size: int, folder: str) -> dict[str, Any]:
 
 def _warning(function, code: str):
     """``function`` warning with ``code`` first, as the old name it stands in for does."""
-    from compat.checkpoint import _LOAD_STATE_DICT, _SAVE_STATE_DICT
     from compat.deprecation import warn_deprecated
 
-    fallback = _SAVE_STATE_DICT if code == "FSDP120" else _LOAD_STATE_DICT
-
     def call(*args: Any) -> Any:
-        warn_deprecated(code, fallback=fallback)
+        warn_deprecated(code)
         return function(*args)
 
     return call
