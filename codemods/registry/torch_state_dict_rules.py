@@ -159,31 +159,79 @@ RULES = (
         old=tuple(f"{cls}.{method}" for method in OPTIM_INPUT_METHODS for cls in _CLASSES),
         new=TORCH_FSDP_CLASSES[0],
         argument="optim_input",
-        message="`optim_input=` is deprecated and ignored when `optim=` is given: remove it",
+        message=(
+            "`optim_input=` is deprecated: where the call passes `optim=`, remove it; "
+            "otherwise pass the optimizer as `optim=` and then remove it"
+        ),
         why=(
             "The FSDP optimizer-state-dict methods once needed the optimizer's parameter list "
-            "(`optim_input`); since torch 1.13 they take the optimizer itself (`optim`), and "
-            "torch says the argument can be removed without changing behaviour."
+            "(`optim_input`); since torch 1.13 they take the optimizer itself (`optim`) and, "
+            "given it, read the parameters from `optim.param_groups`, so torch says the "
+            "argument can be removed without changing behaviour. That holds only where `optim` "
+            "is passed: without it, torch assumes `model.parameters()`. The safe fix removes "
+            "`optim_input` from calls that pass `optim` (by keyword or position) and reports "
+            "the others."
         ),
         example=Example(
             before=(
                 "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
-                "osd = FSDP.rekey_optim_state_dict(osd, key_type, model, optim_input=params)\n"
+                "osd = FSDP.full_optim_state_dict(model, optimizer, optim_input=params)\n"
             ),
             after=(
                 "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
-                "osd = FSDP.rekey_optim_state_dict(osd, key_type, model)\n"
+                "osd = FSDP.full_optim_state_dict(model, optimizer)\n"
             ),
         ),
-        fix=FixSafety.MANUAL,
+        fix=FixSafety.SAFE,
         introduced="1.13",
         deprecated="1.13",
         warns=(r"The `optim_input` argument is deprecated",),
+        cases=(
+            Example(
+                "import torch.distributed.fsdp as fsdp\n"
+                "sharded = fsdp.FullyShardedDataParallel.shard_full_optim_state_dict(\n"
+                "    osd,\n"
+                "    model,\n"
+                "    optim_input=params,\n"
+                "    optim=optimizer,\n"
+                ")\n",
+                "import torch.distributed.fsdp as fsdp\n"
+                "sharded = fsdp.FullyShardedDataParallel.shard_full_optim_state_dict(\n"
+                "    osd,\n"
+                "    model,\n"
+                "    optim=optimizer,\n"
+                ")\n",
+            ),
+            Example(
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "osd = FSDP.full_optim_state_dict(model, optimizer, params, rank0_only=False)\n",
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "osd = FSDP.full_optim_state_dict(model, optimizer, rank0_only=False)\n",
+            ),
+            # Without `optim`, torch would fall back to `model.parameters()`.
+            Example.reported_only(
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "osd = FSDP.rekey_optim_state_dict(osd, key_type, model, optim_input=params)\n"
+            ),
+            Example.reported_only(
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "osd = FSDP.scatter_full_optim_state_dict(osd, model, params, optimizer)\n"
+            ),
+            Example.reported_only(
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "osd = FSDP.full_optim_state_dict(model, optim_input=params, **options)\n"
+            ),
+        ),
         untouched=(
             (
                 "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
                 "osd = FSDP.rekey_optim_state_dict(osd, key_type, model, optim=optimizer)\n"
             ),
+            (
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "osd = FSDP.optim_state_dict(model, optimizer)\n"
+            ),
+            "osd = trainer.full_optim_state_dict(model, optimizer, optim_input=params)\n",
         ),
     ),
     Rule(
