@@ -37,39 +37,50 @@ RULES = (
         ),
         new=f"{_DCP_STATE_DICT}.get_model_state_dict",
         message=(
-            "`FSDP.state_dict_type()` / `set_state_dict_type()` are deprecated: use "
-            "`get_model_state_dict` / `set_model_state_dict` (or `get_state_dict` / "
-            "`set_state_dict`) with `StateDictOptions` from "
-            "`torch.distributed.checkpoint.state_dict`"
+            "`FSDP.state_dict_type()` / `set_state_dict_type()` are deprecated: call "
+            "`get_model_state_dict(model, options=StateDictOptions(full_state_dict=..., "
+            "cpu_offload=...))` / `set_model_state_dict(model, state, options=...)` (and "
+            "`get_optimizer_state_dict` / `set_optimizer_state_dict`) from "
+            "`torch.distributed.checkpoint.state_dict` instead"
         ),
         why=(
             "The context manager switches how every FSDP module of the model answers "
             "`state_dict()`, `load_state_dict()` and `FSDP.optim_state_dict()`. torch's "
-            "distributed-checkpoint functions take the same choices as `StateDictOptions` "
-            "(`full_state_dict=`, `cpu_offload=`) on one call, work for FSDP1, FSDP2 and plain "
-            "modules alike, and are what torch now points to. `rank0_only=True` with "
-            "`offload_to_cpu=True` is `full_state_dict=True, cpu_offload=True` (ranks other than "
-            "0 get an empty dict in both)."
+            "distributed-checkpoint functions take the same choices as `StateDictOptions` on one "
+            "call, work for FSDP1, FSDP2 and plain modules alike, and are what torch now points "
+            "to. They offer two full layouts: `full_state_dict=True` is "
+            "`FullStateDictConfig(offload_to_cpu=False, rank0_only=False)` (the default config), "
+            "and adding `cpu_offload=True` is `offload_to_cpu=True, rank0_only=True` (ranks other "
+            "than 0 get an empty dict); a mixed config has no equivalent. `SHARDED_STATE_DICT` is "
+            "`full_state_dict=False`. The fix rewrites a `with` block whose one statement is "
+            "`x = model.state_dict()` or `model.load_state_dict(x)` under `FULL_STATE_DICT`; two "
+            "gloo ranks give equal dicts (and an equally loaded model) for each form it "
+            "rewrites. Saving with `cpu_offload=True` is what torch's own code does for that "
+            "config, but FSDP1 cannot run `rank0_only=True` on CPU, so no run here proves it: "
+            "that rewrite is unsafe. The rest (sharded types, optimizer state in the block, "
+            "`set_state_dict_type`, which changes every later call) is reported."
         ),
         example=Example(
             before=(
                 "from torch.distributed.fsdp import FullStateDictConfig, StateDictType\n"
                 "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
-                "cfg = FullStateDictConfig(offload_to_cpu=True, rank0_only=True)\n"
-                "with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT, cfg):\n"
-                "    state = model.state_dict()\n"
+                "def save(model):\n"
+                "    cfg = FullStateDictConfig(offload_to_cpu=True, rank0_only=True)\n"
+                "    with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT, cfg):\n"
+                "        state = model.state_dict()\n"
+                "    return state\n"
             ),
             after=(
-                "from torch.distributed.checkpoint.state_dict import (\n"
-                "    StateDictOptions,\n"
-                "    get_model_state_dict,\n"
-                ")\n"
-                "state = get_model_state_dict(\n"
-                "    model, options=StateDictOptions(full_state_dict=True, cpu_offload=True)\n"
-                ")\n"
+                "from torch.distributed.checkpoint.state_dict import StateDictOptions, "
+                "get_model_state_dict\n"
+                "\n"
+                "def save(model):\n"
+                "    state = get_model_state_dict(model, options=StateDictOptions("
+                "full_state_dict=True, cpu_offload=True))\n"
+                "    return state\n"
             ),
         ),
-        fix=FixSafety.MANUAL,
+        fix=FixSafety.SAFE,
         introduced="2.2",
         deprecated="2.4",
         references=(
@@ -80,10 +91,78 @@ RULES = (
             r"FSDP\.state_dict_type\(\) and FSDP\.set_state_dict_type\(\) are being deprecated",
         ),
         cases=(
+            Example(
+                "import torch.distributed.fsdp as fsdp\n"
+                "with fsdp.FullyShardedDataParallel.state_dict_type(\n"
+                "    model, fsdp.StateDictType.FULL_STATE_DICT\n"
+                "):\n"
+                "    full = model.state_dict()\n",
+                "from torch.distributed.checkpoint.state_dict import StateDictOptions, "
+                "get_model_state_dict\n"
+                "\n"
+                "full = get_model_state_dict(model, options=StateDictOptions("
+                "full_state_dict=True))\n",
+            ),
+            Example(
+                "from torch.distributed.fsdp import FullStateDictConfig, StateDictType\n"
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "def load(model, state):\n"
+                "    config = FullStateDictConfig(offload_to_cpu=True, rank0_only=True)\n"
+                "    with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT, config):\n"
+                "        model.load_state_dict(state)\n",
+                "from torch.distributed.checkpoint.state_dict import StateDictOptions, "
+                "set_model_state_dict\n"
+                "\n"
+                "def load(model, state):\n"
+                "    set_model_state_dict(model, state, options=StateDictOptions("
+                "full_state_dict=True))\n",
+            ),
             Example.reported_only(
                 "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
                 "from torch.distributed.fsdp import StateDictType\n"
                 "FSDP.set_state_dict_type(model, StateDictType.SHARDED_STATE_DICT)\n"
+            ),
+            # Sharded: ShardedTensor or DTensor values depending on how FSDP was built.
+            Example.reported_only(
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "from torch.distributed.fsdp import StateDictType\n"
+                "with FSDP.state_dict_type(model, StateDictType.SHARDED_STATE_DICT):\n"
+                "    state = model.state_dict()\n"
+            ),
+            # offload_to_cpu without rank0_only: no StateDictOptions gives that.
+            Example.reported_only(
+                "from torch.distributed.fsdp import FullStateDictConfig, StateDictType\n"
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "cfg = FullStateDictConfig(offload_to_cpu=True)\n"
+                "with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT, cfg):\n"
+                "    state = model.state_dict()\n"
+            ),
+            # The config is used again: it must stay, and the block with it.
+            Example.reported_only(
+                "from torch.distributed.fsdp import FullStateDictConfig, StateDictType\n"
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "def save(model, other):\n"
+                "    cfg = FullStateDictConfig(offload_to_cpu=True, rank0_only=True)\n"
+                "    with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT, cfg):\n"
+                "        state = model.state_dict()\n"
+                "    with FSDP.state_dict_type(other, StateDictType.FULL_STATE_DICT, cfg):\n"
+                "        extra = other.state_dict()\n"
+                "    return state, extra\n"
+            ),
+            # The optimizer state follows FullOptimStateDictConfig's defaults there.
+            Example.reported_only(
+                "from torch.distributed.fsdp import FullStateDictConfig, StateDictType\n"
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "cfg = FullStateDictConfig(offload_to_cpu=True, rank0_only=True)\n"
+                "with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT, cfg):\n"
+                "    state = model.state_dict()\n"
+                "    optim_state = FSDP.optim_state_dict(model, optimizer)\n"
+            ),
+            Example.reported_only(
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "from torch.distributed.fsdp import StateDictType\n"
+                "with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT):\n"
+                "    state = model.module.state_dict()\n"
             ),
         ),
         untouched=(
@@ -104,9 +183,12 @@ RULES = (
         ),
         new=f"{_DCP_STATE_DICT}.get_optimizer_state_dict",
         message=(
-            "`FSDP.full_optim_state_dict()` and its siblings are deprecated: use "
-            "`get_optimizer_state_dict` / `set_optimizer_state_dict` (or `FSDP.optim_state_dict` / "
-            "`FSDP.optim_state_dict_to_load`)"
+            "`FSDP.full_optim_state_dict()` and its siblings are deprecated: save with "
+            "`get_optimizer_state_dict(model, optim, options=StateDictOptions("
+            "full_state_dict=True, cpu_offload=True))` and load with "
+            "`set_optimizer_state_dict(model, optim, state, "
+            "options=StateDictOptions(full_state_dict=True))`; checkpoints saved by the old "
+            "methods are keyed differently"
         ),
         why=(
             "The five legacy methods each fix one layout (full or sharded, keyed by parameter "
