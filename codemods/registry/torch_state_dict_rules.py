@@ -54,8 +54,10 @@ RULES = (
             "than 0 get an empty dict); a mixed config has no equivalent. `SHARDED_STATE_DICT` is "
             "`full_state_dict=False`. The fix rewrites a `with` block whose one statement is "
             "`x = model.state_dict()` or `model.load_state_dict(x)` under `FULL_STATE_DICT`; two "
-            "gloo ranks give equal dicts (and an equally loaded model) for each form it "
-            "rewrites. Saving with `cpu_offload=True` is what torch's own code does for that "
+            "gloo ranks give equal dicts (the same keys in the same order, equal tensors; a "
+            "plain `dict` where `state_dict()` gave an `OrderedDict` with its `_metadata`) and "
+            "an equally loaded model for each form it rewrites. Saving with `cpu_offload=True` "
+            "is what torch's own code does for that "
             "config, but FSDP1 cannot run `rank0_only=True` on CPU, so no run here proves it: "
             "that rewrite is unsafe. The rest (sharded types, optimizer state in the block, "
             "`set_state_dict_type`, which changes every later call) is reported."
@@ -117,6 +119,36 @@ RULES = (
                 "    set_model_state_dict(model, state, options=StateDictOptions("
                 "full_state_dict=True))\n",
             ),
+            # A module-level config stays (other modules may import it).
+            Example(
+                "from torch.distributed.fsdp import FullStateDictConfig, StateDictType\n"
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "save_policy = FullStateDictConfig(offload_to_cpu=True, rank0_only=True)\n"
+                "def save(model):\n"
+                "    with FSDP.state_dict_type(\n"
+                "        model, StateDictType.FULL_STATE_DICT, save_policy\n"
+                "    ):\n"
+                "        cpu_state = model.state_dict()\n"
+                "    return cpu_state\n",
+                "from torch.distributed.fsdp import FullStateDictConfig\n"
+                "from torch.distributed.checkpoint.state_dict import StateDictOptions, "
+                "get_model_state_dict\n"
+                "\n"
+                "save_policy = FullStateDictConfig(offload_to_cpu=True, rank0_only=True)\n"
+                "def save(model):\n"
+                "    cpu_state = get_model_state_dict(model, options=StateDictOptions("
+                "full_state_dict=True, cpu_offload=True))\n"
+                "    return cpu_state\n",
+            ),
+            # The config is changed after it is made: which values reach the call is unknown.
+            Example.reported_only(
+                "from torch.distributed.fsdp import FullStateDictConfig, StateDictType\n"
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "policy = FullStateDictConfig(offload_to_cpu=True, rank0_only=True)\n"
+                "policy.rank0_only = False\n"
+                "with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT, policy):\n"
+                "    state = model.state_dict()\n"
+            ),
             Example.reported_only(
                 "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
                 "from torch.distributed.fsdp import StateDictType\n"
@@ -137,8 +169,8 @@ RULES = (
                 "with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT, cfg):\n"
                 "    state = model.state_dict()\n"
             ),
-            # The config is used again: it must stay, and the block with it.
-            Example.reported_only(
+            # One config for two blocks: it goes with the last of them.
+            Example(
                 "from torch.distributed.fsdp import FullStateDictConfig, StateDictType\n"
                 "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
                 "def save(model, other):\n"
@@ -147,7 +179,40 @@ RULES = (
                 "        state = model.state_dict()\n"
                 "    with FSDP.state_dict_type(other, StateDictType.FULL_STATE_DICT, cfg):\n"
                 "        extra = other.state_dict()\n"
-                "    return state, extra\n"
+                "    return state, extra\n",
+                "from torch.distributed.checkpoint.state_dict import StateDictOptions, "
+                "get_model_state_dict\n"
+                "\n"
+                "def save(model, other):\n"
+                "    state = get_model_state_dict(model, options=StateDictOptions("
+                "full_state_dict=True, cpu_offload=True))\n"
+                "    extra = get_model_state_dict(other, options=StateDictOptions("
+                "full_state_dict=True, cpu_offload=True))\n"
+                "    return state, extra\n",
+            ),
+            # One of its blocks stays (a sharded type): so does the config.
+            Example(
+                "from torch.distributed.fsdp import FullStateDictConfig, StateDictType\n"
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "def save(model, kind):\n"
+                "    cfg = FullStateDictConfig()\n"
+                "    with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT, cfg):\n"
+                "        state = model.state_dict()\n"
+                "    with FSDP.state_dict_type(model, kind, cfg):\n"
+                "        other = model.state_dict()\n"
+                "    return state, other\n",
+                "from torch.distributed.fsdp import FullStateDictConfig\n"
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "from torch.distributed.checkpoint.state_dict import StateDictOptions, "
+                "get_model_state_dict\n"
+                "\n"
+                "def save(model, kind):\n"
+                "    cfg = FullStateDictConfig()\n"
+                "    state = get_model_state_dict(model, options=StateDictOptions("
+                "full_state_dict=True))\n"
+                "    with FSDP.state_dict_type(model, kind, cfg):\n"
+                "        other = model.state_dict()\n"
+                "    return state, other\n",
             ),
             # The optimizer state follows FullOptimStateDictConfig's defaults there.
             Example.reported_only(

@@ -51,7 +51,8 @@ class _Plan:
     options: str  # the StateDictOptions(...) source
     module: cst.BaseExpression  # original node of the model expression
     loaded: cst.BaseExpression | None  # original node of the dict loaded, if loading
-    config_statement: cst.CSTNode | None = None
+    config_statement: cst.CSTNode | None = None  # `name = FullStateDictConfig(...)`
+    config_uses: int = 0  # how many state_dict_type calls pass that name
 
 
 def _from_fsdp(engine: Engine, node: cst.CSTNode, suffix: str) -> bool:
@@ -88,25 +89,39 @@ def _config_values(engine: Engine, call: cst.BaseExpression) -> tuple[bool, bool
     return values["offload_to_cpu"], values["rank0_only"]
 
 
-def _named_config(engine: Engine, name: cst.Name, with_node: cst.With, block: Sequence):
-    """The statement binding ``name`` to a config, where it is the only binding and use."""
+def _named_config(engine: Engine, name: cst.Name, with_node: cst.With):
+    """The config ``name`` is bound to, and the statement to drop with the block (or None).
+
+    Certain where the name has one binding, ``name = FullStateDictConfig(...)``, and every
+    use passes it to ``state_dict_type`` (nothing changes it). Its statement goes where
+    every block that uses it is rewritten, in the same function; at module level it
+    stays (other modules may import it). Returns the config, the statement and its
+    number of uses.
+    """
     scope = engine.scope(name)
     if scope is None or name.value not in scope:
         return None
-    assignments = list(scope.assignments[name.value])
-    if len(assignments) != 1 or len(list(assignments[0].references)) != 1:
+    assignments = list(scope[name.value])
+    if len(assignments) != 1 or not isinstance(assignments[0].node, cst.Name):
         return None
-    target = assignments[0].node
-    position = next((i for i, s in enumerate(block) if s is with_node), 0)
-    for statement in block[:position]:
-        if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
-            continue
-        assign = statement.body[0]
-        if isinstance(assign, cst.Assign) and len(assign.targets) == 1:
-            if assign.targets[0].target is target:
-                keep = isinstance(scope, GlobalScope)  # other modules may import it
-                return assign.value, None if keep else statement
-    return None
+    target = engine.parent(assignments[0].node)
+    assign = engine.parent(target) if isinstance(target, cst.AssignTarget) else None
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
+        return None
+    references = list(assignments[0].references)
+    for reference in references:
+        arg = engine.parent(reference.node)
+        call = engine.parent(arg) if isinstance(arg, cst.Arg) else None
+        if not isinstance(call, cst.Call) or not _from_fsdp(engine, call.func, ".state_dict_type"):
+            return None
+    statement = engine.parent(assign)
+    drop = (
+        assignments[0].scope is scope
+        and not isinstance(scope, GlobalScope)
+        and isinstance(statement, cst.SimpleStatementLine)
+        and len(statement.body) == 1
+    )
+    return assign.value, statement if drop else None, len(references)
 
 
 def _same(a: cst.BaseExpression, b: cst.BaseExpression) -> bool:
@@ -160,18 +175,20 @@ def plan_for(engine: Engine, call: cst.Call) -> _Plan | None:
         return None
     if not _from_fsdp(engine, args["state_dict_type"], "StateDictType.FULL_STATE_DICT"):
         return None
-    config, statement = args.get("state_dict_config"), None
+    config, statement, uses = args.get("state_dict_config"), None, 0
     if isinstance(config, cst.Name):
-        block = engine.parent(with_node)
-        named = _named_config(engine, config, with_node, getattr(block, "body", ()))
+        named = _named_config(engine, config, with_node)
         if named is None:
             return None
-        config, statement = named
+        config, statement, uses = named
     values = (False, False) if config is None else _config_values(engine, config)
-    return _statement_plan(engine, with_node, module, values, statement)
+    plan = _statement_plan(engine, with_node, module, values)
+    if plan is not None:
+        plan.config_statement, plan.config_uses = statement, uses
+    return plan
 
 
-def _statement_plan(engine, with_node, module, values, statement) -> _Plan | None:
+def _statement_plan(engine, with_node, module, values) -> _Plan | None:
     small = _body_statement(with_node)
     value = small.value if isinstance(small, (cst.Assign, cst.Expr)) else None
     if isinstance(small, cst.Assign) and (
@@ -194,9 +211,7 @@ def _statement_plan(engine, with_node, module, values, statement) -> _Plan | Non
         return None
     if not _names_free(engine, with_node, (function, "StateDictOptions")):
         return None
-    plan = _Plan(with_node, function, f"StateDictOptions({options})", module, loaded)
-    plan.config_statement = statement
-    return plan
+    return _Plan(with_node, function, f"StateDictOptions({options})", module, loaded)
 
 
 def _unproven(plan: _Plan) -> bool:
@@ -222,7 +237,9 @@ class Fsdp115(Behaviour):
             plans = engine.scratch.setdefault(self.rule.code, {})
             plans[id(plan.with_node)] = plan
             if plan.config_statement is not None:
-                plans[id(plan.config_statement)] = None
+                # Dropped once every block that uses it is rewritten (see block).
+                left = plans.get(id(plan.config_statement), plan.config_uses)
+                plans[id(plan.config_statement)] = left - 1
                 engine.forget(plan.config_statement.body[0].value.func)
             else:
                 config = _arguments(original).get("state_dict_config")
@@ -247,10 +264,11 @@ class Fsdp115(Behaviour):
             return updated
         out = []
         for before, after in zip(original, updated):
-            if id(before) not in plans:
+            entry = plans.get(id(before))
+            if isinstance(entry, _Plan):
+                out.append(_rewrite(entry, after))
+            elif entry != 0:  # not a config statement whose every use is rewritten
                 out.append(after)
-            elif plans[id(before)] is not None:
-                out.append(_rewrite(plans[id(before)], after))
         return out
 
 
