@@ -190,6 +190,29 @@ RULES = (
                 "full_state_dict=True, cpu_offload=True))\n"
                 "    return state, extra\n",
             ),
+            # The lines above a dropped config stay, comments and all.
+            Example(
+                "from torch.distributed.fsdp import FullStateDictConfig, StateDictType\n"
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "def save(model):\n"
+                "    model.eval()\n"
+                "\n"
+                "    # every rank gathers the whole model\n"
+                "    cfg = FullStateDictConfig(offload_to_cpu=False, rank0_only=False)\n"
+                "    with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT, cfg):\n"
+                "        state = model.state_dict()\n"
+                "    return state\n",
+                "from torch.distributed.checkpoint.state_dict import StateDictOptions, "
+                "get_model_state_dict\n"
+                "\n"
+                "def save(model):\n"
+                "    model.eval()\n"
+                "\n"
+                "    # every rank gathers the whole model\n"
+                "    state = get_model_state_dict(model, options=StateDictOptions("
+                "full_state_dict=True))\n"
+                "    return state\n",
+            ),
             # One of its blocks stays (a sharded type): so does the config.
             Example(
                 "from torch.distributed.fsdp import FullStateDictConfig, StateDictType\n"

@@ -262,14 +262,30 @@ class Fsdp115(Behaviour):
             return updated
         if not any(id(statement) in plans for statement in original):
             return updated
-        out = []
+        out: list[cst.BaseStatement] = []
+        carried: list[cst.EmptyLine] = []  # the lines above a dropped statement
         for before, after in zip(original, updated):
             entry = plans.get(id(before))
-            if isinstance(entry, _Plan):
-                out.append(_rewrite(entry, after))
-            elif entry != 0:  # not a config statement whose every use is rewritten
-                out.append(after)
+            if entry == 0 and not isinstance(entry, _Plan):  # a config whose uses are gone
+                carried.extend(after.leading_lines)
+                continue
+            statement = _rewrite(entry, after) if isinstance(entry, _Plan) else after
+            if carried:
+                lines = _merged([*carried, *statement.leading_lines])
+                statement = statement.with_changes(leading_lines=lines)
+                carried = []
+            out.append(statement)
         return out
+
+
+def _merged(lines: list[cst.EmptyLine]) -> list[cst.EmptyLine]:
+    """``lines`` with their comments, and no two blank lines in a row."""
+    kept: list[cst.EmptyLine] = []
+    for line in lines:
+        if line.comment is None and kept and kept[-1].comment is None:
+            continue
+        kept.append(line)
+    return kept
 
 
 def _rewrite(plan: _Plan, updated: cst.With) -> cst.SimpleStatementLine:
