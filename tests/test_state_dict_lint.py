@@ -24,6 +24,7 @@ from torch.distributed.fsdp import (
 )
 from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 from compat.fsdp import FullyShardedDataParallel as CompatFSDP
+from lightning.fabric.strategies import FSDPStrategy
 
 
 def build(module, replicate):
@@ -31,6 +32,12 @@ def build(module, replicate):
     if not replicate:
         strategy = fsdp.ShardingStrategy.FULL_SHARD
     return FSDP(module, sharding_strategy=fsdp.ShardingStrategy.NO_SHARD)  # expect: FSDP118
+
+
+def fabric_strategy(replicate):
+    if replicate:
+        return FSDPStrategy(sharding_strategy="NO_SHARD")  # expect: FSDP118
+    return FSDPStrategy(sharding_strategy="FULL_SHARD")
 
 
 def save(model, optimizer, p):

@@ -436,11 +436,26 @@ RULES = (
         fix=FixSafety.MANUAL,
         deprecated="2.1",
         warns=(r"The `NO_SHARD` sharding strategy is deprecated",),
+        cases=(
+            Example.reported_only(
+                "from lightning.pytorch.strategies import FSDPStrategy\n"
+                'strategy = FSDPStrategy(sharding_strategy="no_shard")\n'
+            ),
+            Example.reported_only(
+                "import torch.distributed.fsdp as fsdp\n"
+                "replicate = fsdp.ShardingStrategy.NO_SHARD\n"
+            ),
+        ),
         untouched=(
             (
                 "from torch.distributed.fsdp import ShardingStrategy\n"
                 "strategy = ShardingStrategy.FULL_SHARD\n"
             ),
+            (
+                "from lightning.pytorch.strategies import FSDPStrategy\n"
+                'strategy = FSDPStrategy(sharding_strategy="SHARD_GRAD_OP")\n'
+            ),
+            'strategy = make_strategy(sharding_strategy="NO_SHARD")\n',
         ),
     ),
 )
