@@ -434,7 +434,7 @@ RULES = (
             ),
         ),
         fix=FixSafety.MANUAL,
-        deprecated="2.1",
+        deprecated="2.4",  # no warning in 2.2.2, one in 2.4.1 (2.3 not checked)
         warns=(r"The `NO_SHARD` sharding strategy is deprecated",),
         cases=(
             Example.reported_only(

@@ -188,7 +188,13 @@ def plan_for(engine: Engine, call: cst.Call) -> _Plan | None:
     return plan
 
 
-def _statement_plan(engine, with_node, module, values) -> _Plan | None:
+def _statement_plan(
+    engine: Engine,
+    with_node: cst.With,
+    module: cst.BaseExpression,
+    values: tuple[bool, bool] | None,
+) -> _Plan | None:
+    """The plan for the block's one statement, given the config's values."""
     small = _body_statement(with_node)
     value = small.value if isinstance(small, (cst.Assign, cst.Expr)) else None
     if isinstance(small, cst.Assign) and (
