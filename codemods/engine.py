@@ -346,6 +346,20 @@ class Engine(ImportMoves, cst.CSTTransformer):
             updated_node = behaviour.class_def(self, original_node, updated_node)
         return updated_node
 
+    def _block(self, original: cst.CSTNode, updated: cst.CSTNode) -> cst.CSTNode:
+        body = updated.body
+        for behaviour in INDEX.blocks:
+            body = behaviour.block(self, original.body, body)
+        return updated if body is updated.body else updated.with_changes(body=body)
+
+    def leave_IndentedBlock(
+        self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
+    ) -> cst.IndentedBlock:
+        return self._block(original_node, updated_node)
+
+    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
+        return self._block(original_node, updated_node)
+
     def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.Name:
         new = self._name_renames.get(id(original_node))
         return updated_node if new is None else updated_node.with_changes(value=new)

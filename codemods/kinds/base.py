@@ -18,6 +18,7 @@ reported for a human and nothing is changed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Protocol
 
@@ -181,11 +182,15 @@ class Behaviour:
             for rules that rewrite in place or only report.
         definitions: :meth:`function` is called for every function and lambda.
         classes: :meth:`class_def` is called for every class.
+        blocks: :meth:`block` is called for every statement list (a module's, an
+            indented block's), after its statements: a fix that replaces or drops
+            whole statements does it there.
     """
 
     rename: ClassVar[CallSiteFix | None] = None
     definitions: ClassVar[bool] = False
     classes: ClassVar[bool] = False
+    blocks: ClassVar[bool] = False
 
     def __init__(self, rule: Rule) -> None:
         self.rule = rule
@@ -217,4 +222,13 @@ class Behaviour:
         self, engine: Engine, original: cst.ClassDef, updated: cst.ClassDef
     ) -> cst.ClassDef:
         """A class definition (for :attr:`classes` behaviours); return it, rewritten."""
+        return updated
+
+    def block(
+        self,
+        engine: Engine,
+        original: Sequence[cst.BaseStatement],
+        updated: Sequence[cst.BaseStatement],
+    ) -> Sequence[cst.BaseStatement]:
+        """A statement list (for :attr:`blocks` behaviours); return it, rewritten."""
         return updated
