@@ -102,6 +102,14 @@ def process_source(
             f"{MAX_PARSE_BYTES / 2**20:.0f} MiB); skipped, unchanged"
         )
         return result
+    if not settings.fix:
+        from codemods.astdetect import Undecided, lint
+
+        try:
+            result.findings = lint(source, settings)
+            return result
+        except Undecided:
+            pass  # the libcst engine decides this file
     import libcst
 
     from codemods.run import run
