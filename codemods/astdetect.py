@@ -19,7 +19,6 @@ reported (:func:`is_fallback`), ``# noqa`` silences as it does for the engine.
 from __future__ import annotations
 
 import ast
-import functools
 import io
 import re
 import tokenize
@@ -30,20 +29,12 @@ from codemods.astscope import Names, Undecided, dotted
 from codemods.astsyntax import arguments
 from codemods.behaviours import INDEX
 from codemods.findings import Finding
-from codemods.kinds.base import PARTIAL
 from codemods.noqa import Suppressions
 from codemods.registry import REGISTRY, Rule
 from codemods.settings import Settings
 from codemods.syntax import _GATE, _IMPORT_ERRORS
 
 __all__ = ["AstSite", "Detector", "Undecided", "detect", "is_fallback", "lint"]
-
-
-@functools.cache
-def _roots() -> frozenset[str]:
-    names = [*INDEX.references, *INDEX.calls, *INDEX.partials, PARTIAL]
-    names += [old for rule in REGISTRY for old in rule.old]
-    return frozenset(name.partition(".")[0] for name in names)
 
 
 def is_fallback(node: ast.AST, detector: Detector) -> bool:
@@ -103,7 +94,7 @@ class Detector:
         self.findings: list[Finding] = []
         self.scratch: dict[str, Any] = {}
         self.tree = tree
-        self.names = Names(tree, _roots())
+        self.names = Names(tree)
         self.parents = self.names.parents
         self.fallback = False
         self.fixable: set[str] = set()
@@ -121,8 +112,9 @@ class Detector:
         return self.parents.get(id(node))
 
     def applies(self, code: str) -> bool:
-        """Whether rule ``code``'s fix is part of a fixing run (lint: whether it has one)."""
-        return self.settings.can_fix(REGISTRY[code])
+        """``Engine.applies``: whether rule ``code``'s fix is part of this (or a fixing) run."""
+        rule = REGISTRY[code]
+        return self.settings.applies_fix(rule) if self.settings.fix else self.settings.can_fix(rule)
 
     def text(self) -> str:
         """The module, decoded."""
@@ -187,7 +179,7 @@ class Detector:
         quiet: bool = False,
         unsafe_here: bool = False,
     ) -> bool:
-        """Record a finding (see ``Engine.report``); a lint run applies no fix: False."""
+        """Record a finding (see ``Engine.report``); False: nothing is rewritten here."""
         if self.fallback or not self.settings.enabled(rule):
             return False
         line, column = self.position(node)
@@ -270,6 +262,8 @@ class Detector:
 def lint(source: bytes, settings: Settings) -> list[Finding]:
     """What :func:`codemods.run.run` finds in ``source`` when it fixes nothing, on ``ast``.
 
+    With ``settings.fix``, what a fixing run finds where none of the fixes applies.
+
     Raises:
         Undecided: Where only the libcst engine decides (a construct the ``ast`` side
             does not model, a source ``ast`` cannot parse, one nested too deeply).
@@ -292,14 +286,15 @@ def lint(source: bytes, settings: Settings) -> list[Finding]:
 def detect(
     source: bytes, settings: Settings, suppressions: Suppressions, tree: ast.Module | None = None
 ) -> list[Finding]:
-    """The findings of a lint run on ``source``, sorted, as the libcst engine gives them.
+    """The findings of a run on ``source``, sorted, as the libcst engine gives them.
+
+    None is marked fixed: with ``settings.fix``, they are right only where no fix
+    applies (see :func:`codemods.runner.process_source`), and the file is unchanged.
 
     Raises:
         Undecided: Where the file holds something only the libcst engine decides.
         SyntaxError: Where ``ast`` cannot parse the source.
     """
-    if settings.fix:
-        raise ValueError("the ast detector only lints")
     if tree is None:
         tree = ast.parse(source)
     from codemods.astwalk import Walk

@@ -7,10 +7,12 @@ comprehension), looked up the way libcst looks them up (the longest dotted prefi
 in the nearest visible scope; class scopes are not visible from the functions inside
 them; ``import a.b.c`` binds ``a.b.c``, ``a.b`` and ``a``).
 
-Only imports are followed. Where a name that could matter (bound by an import, or
-spelled like a package the registry names) is also bound otherwise in a way this
-module does not model exactly (``global``, a use before its import in the same
-scope), :class:`Undecided` is raised and the file goes to the libcst engine.
+A name bound otherwise (an assignment, a ``def``, a parameter) refers to libcst's local
+qualified name (``f.<locals>.x``); a use in the scope that binds it reads only the
+bindings before it, as libcst orders them. Where this module does not model libcst
+exactly (an imported name declared ``nonlocal``, type parameters, a method reading a
+name before its function binds it), :class:`Undecided` is raised and the file goes to
+the libcst engine.
 
 Example:
     >>> tree = ast.parse("import torch.distributed as dist\ndist.fsdp.X\n")
@@ -23,7 +25,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-from collections.abc import Iterable
 
 #: Names Python provides everywhere (libcst's builtin scope).
 _BUILTINS = frozenset(dir(builtins))
@@ -43,12 +44,23 @@ class Scope:
         parent: The enclosing scope (None for the module).
         prefix: libcst's qualified-name prefix of the names it binds (``f.<locals>``).
         imports: Each bound name (dotted for ``import a.b``) -> the import statements.
-        others: Names bound other than by an import, each with its first position.
-        declared: Names declared ``global`` here (a ``nonlocal`` is undecided).
+        others: Names bound other than by an import, with the positions of the bindings.
+        declared: Names declared ``global`` here.
+        nonlocals: Names declared ``nonlocal`` here (bound in the enclosing function).
         nonclass: Names bound here other than by an import or a class statement.
     """
 
-    __slots__ = ("kind", "parent", "prefix", "imports", "others", "declared", "nonclass", "count")
+    __slots__ = (
+        "kind",
+        "parent",
+        "prefix",
+        "imports",
+        "others",
+        "declared",
+        "nonclass",
+        "count",
+        "nonlocals",
+    )
 
     def __init__(self, kind: str, parent: Scope | None, name: str | None = None) -> None:
         self.kind = kind
@@ -64,9 +76,10 @@ class Scope:
             parts = []
         self.prefix = ".".join(p for p in parts if p)
         self.imports: dict[str, list[ast.Import | ast.ImportFrom]] = {}
-        self.others: dict[str, tuple[int, int]] = {}
+        self.others: dict[str, list[tuple[int, int]]] = {}
         self.declared: set[str] = set()
         self.nonclass: set[str] = set()
+        self.nonlocals: set[str] = set()
         self.count: dict[str, int] = {}  # name -> how many bindings (libcst's assignments)
 
     def binds(self, name: str) -> bool:
@@ -128,21 +141,21 @@ def dotted(node: ast.AST) -> str | None:
     return ".".join(reversed(parts))
 
 
+def _builtin(name: str) -> set[str]:
+    return {f"builtins.{name}"} if name in _BUILTINS else set()
+
+
 class Names:
     """The scopes of one module, and the qualified names of its expressions.
 
     Args:
         tree: The module.
-        roots: Package names whose every binding matters (a module-level ``torch = ...``
-            makes ``torch.x`` a name libcst resolves): bound otherwise than by an import
-            anywhere, any chain starting with one is undecided.
     """
 
-    def __init__(self, tree: ast.Module, roots: Iterable[str] = ()) -> None:
+    def __init__(self, tree: ast.Module) -> None:
         self.module = Scope(MODULE, None)
         self.scope_of: dict[int, Scope] = {}  # id of a Name/Attribute/Call -> its scope
         self.parents: dict[int, ast.AST] = {}
-        self._roots = frozenset(roots)
         self._cache: dict[int, set[str]] = {}
         self.loads: dict[str, list[ast.Name]] = {}  # each name's uses (Load context)
         self._walk(tree, self.module)
@@ -200,7 +213,7 @@ class Names:
         elif kind is ast.Global:
             scope.declared.update(node.names)  # type: ignore[attr-defined]
         elif kind is ast.Nonlocal:
-            raise Undecided("a nonlocal declaration")
+            scope.nonlocals.update(node.names)  # type: ignore[attr-defined]
         elif kind is ast.ExceptHandler and node.name:  # type: ignore[attr-defined]
             self._other(scope, node.name, node)  # type: ignore[attr-defined]
         elif kind is ast.NamedExpr:
@@ -259,8 +272,10 @@ class Names:
     def _other(self, scope: Scope, name: str, node: ast.AST) -> None:
         if name in scope.declared:  # `global name` first: it binds the module's name
             scope = self.module
+        elif name in scope.nonlocals:
+            scope = scope.visible_parent() or scope
         position = (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
-        scope.others.setdefault(name, position)
+        scope.others.setdefault(name, []).append(position)
         scope.count[name] = scope.count.get(name, 0) + 1
         if type(node) is not ast.ClassDef:
             scope.nonclass.add(name)
@@ -273,6 +288,11 @@ class Names:
         while current is not None:
             if name in current.declared:  # `global name`: the module's binding
                 current = self.module
+            elif name in current.nonlocals:
+                found = self._lookup(current.visible_parent() or self.module, name)
+                if found is not None and name in found.imports:
+                    raise Undecided(f"`{name}` is imported and declared nonlocal")
+                return found
             if current.binds(name):
                 return current
             current = current.visible_parent()
@@ -294,7 +314,6 @@ class Names:
             binder = self._lookup(scope, full)  # libcst: the binding's own name
             prefix = binder.prefix if binder is not None else scope.prefix
             return {f"{prefix}.{full}" if prefix else full}
-        root = full.partition(".")[0]
         prefix = full
         while True:
             binder = self._lookup(scope, prefix)
@@ -302,41 +321,47 @@ class Names:
                 break
             prefix = prefix.rpartition(".")[0]
         if binder is None:
-            return {f"builtins.{prefix}"} if prefix in _BUILTINS else set()
-        results: set[str] = set()
-        if prefix in binder.others:
-            if prefix in binder.imports or root in self._roots:
-                self._ordered(node, binder, prefix, everything=True)
-            results.add(f"{binder.prefix}.{full}" if binder.prefix else full)
-        for statement in binder.imports.get(prefix, ()):
+            return _builtin(prefix)
+        if type(node) is ast.Name and scope is binder and binder.kind != COMPREHENSION:
+            return self._ordered(node, binder, full)
+        return self._bound(binder, prefix, full)
+
+    @staticmethod
+    def _bound(
+        binder: Scope, prefix: str, full: str, before: tuple[int, int] | None = None
+    ) -> set[str]:
+        """What ``full`` refers to through ``binder``'s bindings of ``prefix``.
+
+        Only the bindings ``before`` a position count, where one is given.
+        """
+        others = binder.others.get(prefix, ())
+        statements = binder.imports.get(prefix, ())
+        if before is not None:
+            others = [p for p in others if p < before]
+            statements = [s for s in statements if (s.lineno, s.col_offset) < before]
+        results = {f"{binder.prefix}.{full}" if binder.prefix else full} if others else set()
+        for statement in statements:
             results |= import_names(statement, full)
-        if type(node) is ast.Name:
-            self._ordered(node, binder, prefix)
-            first = binder.others.get(prefix)
-            at = (node.lineno, node.col_offset)  # type: ignore[attr-defined]
-            if first is not None and self.scope_of[id(node)] is binder and at < first:
-                # libcst then looks in the enclosing scopes: that matters only where
-                # they may import the name (comprehensions bind after their element).
-                outer = binder.visible_parent()
-                outer = self._lookup(outer, prefix) if outer is not None else None
-                if root in self._roots or (outer is not None and prefix in outer.imports):
-                    raise Undecided(f"`{prefix}` is used before it is bound")
         return results
 
-    def _ordered(self, node: ast.AST, binder: Scope, name: str, everything: bool = False) -> None:
-        """Refuse a use libcst resolves by position: before a binding in its own scope.
+    def _ordered(self, node: ast.Name, binder: Scope, name: str) -> set[str]:
+        """A use in the scope that binds it, as libcst orders them.
 
-        ``everything``: the name is bound both by an import and otherwise; libcst's
-        answer then depends on the order of the bindings for any use in that scope.
+        libcst reads the bindings before it there, else (none before) the enclosing
+        scopes'. A comprehension binds before its element, so it is not ordered.
         """
-        if self.scope_of.get(id(node)) is not binder:
-            return
-        at = (node.lineno, node.col_offset)  # type: ignore[attr-defined]
-        if everything:
-            raise Undecided(f"`{name}` is rebound in the scope that uses it")
-        for statement in binder.imports.get(name, ()):
-            if (statement.lineno, statement.col_offset) >= at:
-                raise Undecided(f"`{name}` is used before its import")
+        at = (node.lineno, node.col_offset)
+        before = [p for p in binder.others.get(name, ()) if p < at]
+        before += [s for s in binder.imports.get(name, ()) if (s.lineno, s.col_offset) < at]
+        if before:
+            return self._bound(binder, name, name, at)
+        parent = binder.parent
+        if parent is None:
+            return _builtin(name)
+        if parent.kind == CLASS:
+            raise Undecided(f"`{name}` is read before it is bound in a method")
+        outer = self._lookup(parent, name)
+        return _builtin(name) if outer is None else self._bound(outer, name, name)
 
     def references(self, scope: Scope, name: str) -> list[ast.Name]:
         """The uses of ``name`` that read a binding ``scope`` makes (libcst's references).
@@ -346,7 +371,7 @@ class Names:
         """
         if name in scope.imports and name in scope.others:
             raise Undecided(f"`{name}` is imported and assigned in one scope")
-        first = scope.others.get(name, (0, 0))
+        first = scope.others.get(name, [(0, 0)])[0]
         found = []
         for use in self.loads.get(name, ()):
             own = self.scope_of[id(use)]

@@ -102,14 +102,10 @@ def process_source(
             f"{MAX_PARSE_BYTES / 2**20:.0f} MiB); skipped, unchanged"
         )
         return result
-    if not settings.fix:
-        from codemods.astdetect import Undecided, lint
-
-        try:
-            result.findings = lint(source, settings)
-            return result
-        except Undecided:
-            pass  # the libcst engine decides this file
+    findings = _found_on_ast(source, settings)
+    if findings is not None:
+        result.findings = findings
+        return result
     import libcst
 
     from codemods.run import run
@@ -132,6 +128,31 @@ def process_source(
     if outcome.new_source is not None:
         result.old_source, result.new_source = source, outcome.new_source
     return result
+
+
+def _found_on_ast(source: bytes, settings: Settings) -> list[Finding] | None:
+    """The findings, where the ``ast`` detector decides them and nothing is to be fixed.
+
+    A fixing run needs libcst only where a fix applies: where none does, its findings
+    are lint's (none marked fixed) and the file stays as it is. None: libcst decides.
+    """
+    from codemods.astdetect import Undecided, lint
+
+    try:
+        findings = lint(source, settings)
+    except Undecided:
+        return None
+    if settings.fix and any(_applies(f, settings) for f in findings):
+        return None
+    return findings
+
+
+def _applies(finding: Finding, settings: Settings) -> bool:
+    """Whether a fixing run with ``settings`` fixes ``finding``."""
+    from codemods.registry import REGISTRY
+
+    applies = finding.fixable and settings.applies_fix(REGISTRY[finding.code])
+    return applies and (not finding.unsafe or settings.unsafe_fixes)
 
 
 def _not_python(source: bytes) -> str | None:

@@ -29,12 +29,12 @@ from tests.realistic_tree import build_tree
 TREE_FILES = 24
 
 
-def _fixture_sources() -> list:
+def _fixture_sources(fix: bool = False) -> list:
     params = []
     for path in sorted(migrate_fixtures.ROOT.iterdir()):
         if (path / "input.py").exists():
             fixture = migrate_fixtures.load(path.name)
-            settings = dataclasses.replace(fixture.settings, fix=False)
+            settings = dataclasses.replace(fixture.settings, fix=fix)
             params.append(pytest.param(fixture.source.encode(), settings, id=path.name))
     return params
 
@@ -96,23 +96,29 @@ def test_targets_agree(settings: Settings):
     assert decided[True] == 12
 
 
+_OLD = "from torch.distributed.fsdp.wrap import default_auto_wrap_policy as p\n"
+
+
 @pytest.mark.parametrize(
     ("source", "undecided"),
     [
-        ("from torch.distributed.fsdp.wrap import default_auto_wrap_policy as p\n", False),
+        (_OLD + "p(m)\n", False),
         ("def f():\n    global FSDP\n    FSDP(m)\n", False),
-        (  # the name is read before the import that binds it in the same scope
-            "x = default_auto_wrap_policy\n"
-            "from torch.distributed.fsdp.wrap import default_auto_wrap_policy\n",
-            True,
-        ),
-        (  # imported and assigned in one scope, read there: libcst orders them
-            "from torch.distributed.fsdp.wrap import default_auto_wrap_policy as p\np = None\np\n",
-            True,
-        ),
+        ("x = p\n" + _OLD + "y = p\n", False),  # read before the import: libcst orders
+        (_OLD + "p = None\np\n", False),  # rebound: both meanings after the second
         ('import torch\nf = torch.distributed.fsdp.X(\n    sharding="a" "b")\n', False),
+        ("def f():\n    " + _OLD + "    def g():\n        nonlocal p\n        p(m)\n", True),
+        (_OLD + "class C:\n    def m(self):\n        p(m)\n        p = 1\n", True),
     ],
-    ids=["plain", "global-unrelated", "use-before-import", "rebound", "concatenated"],
+    ids=[
+        "plain",
+        "global",
+        "use-before-import",
+        "rebound",
+        "concatenated",
+        "imported-nonlocal",
+        "method-reads-before-binding",
+    ],
 )
 def test_what_goes_to_libcst(source: str, undecided: bool):
     try:
@@ -138,6 +144,14 @@ def test_an_override_without_an_ast_half_goes_to_libcst():
     with pytest.raises(Undecided, match="does not answer for fix"):
         hook(Quieter(rule), "ast_call")
     assert hook(DefaultChange(rule), "ast_call") is not None
+
+
+@pytest.mark.parametrize(("source", "settings"), _fixture_sources(fix=True))
+def test_migrate_gives_what_libcst_gives(source: bytes, settings: Settings):
+    """A fixing run skips libcst where no fix applies: the same findings, no rewrite."""
+    expected = run(source, settings)
+    result = process_source("fixture.py", source, settings)
+    assert (result.findings, result.new_source) == (expected.findings, expected.new_source)
 
 
 def test_lint_runs_the_ast_side_and_falls_back():
