@@ -141,6 +141,27 @@ def dotted(node: ast.AST) -> str | None:
     return ".".join(reversed(parts))
 
 
+#: Fields that hold no expression or statement (``Load()``, ``Add()``): never visited.
+_NOT_CHILDREN = frozenset({"ctx", "op", "ops", "type_ignores"})
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def children(node: ast.AST) -> list[ast.AST]:
+    """``ast.iter_child_nodes`` without the context and operator nodes, faster."""
+    kind = type(node)
+    fields = _FIELDS.get(kind)
+    if fields is None:
+        fields = _FIELDS[kind] = tuple(f for f in kind._fields if f not in _NOT_CHILDREN)
+    found: list[ast.AST] = []
+    for name in fields:
+        value = getattr(node, name, None)
+        if type(value) is list:
+            found.extend(item for item in value if isinstance(item, ast.AST))
+        elif isinstance(value, ast.AST):
+            found.append(value)
+    return found
+
+
 def _builtin(name: str) -> set[str]:
     return {f"builtins.{name}"} if name in _BUILTINS else set()
 
@@ -158,13 +179,14 @@ class Names:
         self.parents: dict[int, ast.AST] = {}
         self._cache: dict[int, set[str]] = {}
         self.loads: dict[str, list[ast.Name]] = {}  # each name's uses (Load context)
+        self.imported_roots: set[str] = set()  # the first part of every name imports bind
         self._walk(tree, self.module)
 
     # The walk ---------------------------------------------------------------------
 
     def _walk(self, node: ast.AST, scope: Scope) -> None:
         parents = self.parents
-        for child in ast.iter_child_nodes(node):
+        for child in children(node):
             parents[id(child)] = node
             self._visit(child, scope)
 
@@ -191,6 +213,7 @@ class Names:
                     keys = [".".join(parts[:n]) for n in range(len(parts), 0, -1)]
                 else:
                     keys = [alias.name]
+                self.imported_roots.add(keys[-1].partition(".")[0])
                 for key in keys:
                     statements = scope.imports.setdefault(key, [])
                     if not statements or statements[-1] is not node:

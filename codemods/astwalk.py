@@ -11,9 +11,11 @@ behaviour's ``ast`` half is called.
 from __future__ import annotations
 
 import ast
+import functools
 from typing import Any, Callable
 
 from codemods.astdetect import AstSite, Detector, Undecided, is_fallback
+from codemods.astscope import children, dotted
 from codemods.behaviours import INDEX, fix_for
 from codemods.engine import Engine
 from codemods.kinds.base import PARTIAL, Behaviour, unchanged
@@ -51,6 +53,10 @@ class Walk:
         self.d = detector
         self.events: list[tuple] = []
         self.definitions = bool(INDEX.definitions)
+        # Names that may refer to something a rule looks at: imported in the file, or
+        # spelled like a package the rules name (a module-level `torch = ...` is
+        # `torch` to libcst). Any other chain refers to local names or builtins only.
+        self.relevant = detector.names.imported_roots | _package_roots()
 
     def run(self) -> None:
         """Walk the module, settle the plan, report."""
@@ -78,11 +84,17 @@ class Walk:
     def _visit(self, node: ast.AST, fallback: bool) -> None:
         kind = type(node)
         if kind is ast.Name or kind is ast.Attribute:
-            found = self.d.find(node)
-            if found is not None:
-                self.events.append(("ref", node, fallback, found))
-            elif kind is ast.Attribute:
-                self._visit(node.value, fallback)  # type: ignore[attr-defined]
+            base = node
+            while type(base) is ast.Attribute:
+                base = base.value  # type: ignore[attr-defined]
+            if type(base) is not ast.Name:  # `f().x.y`: only the call can name anything
+                self._visit(base, fallback)
+            elif base.id in self.relevant:  # type: ignore[attr-defined]
+                found = self.d.find(node)
+                if found is not None:
+                    self.events.append(("ref", node, fallback, found))
+                elif kind is ast.Attribute:
+                    self._visit(node.value, fallback)  # type: ignore[attr-defined]
             return
         if kind is ast.Import or kind is ast.ImportFrom:
             self.events.append(("import", node, fallback))
@@ -90,7 +102,7 @@ class Walk:
         if self.definitions and kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda):
             self.events.append(("function", node, fallback))
         fallback = fallback or is_fallback(node, self.d)
-        for child in ast.iter_child_nodes(node):
+        for child in children(node):
             self._visit(child, fallback)
         if kind is ast.Call:
             self.events.append(("call", node, fallback))
@@ -107,6 +119,9 @@ class Walk:
 
     def _call(self, call: ast.Call) -> None:
         d = self.d
+        root = dotted(call.func)
+        if root is None or root.partition(".")[0] not in self.relevant:
+            return  # calls of local names or builtins: no behaviour looks at them
         names = d.qualified(call.func)
         if PARTIAL in names:
             first = _first(call)
@@ -209,6 +224,12 @@ class Walk:
         if _first(call) is not node or PARTIAL not in self.d.qualified(call.func):  # type: ignore[arg-type]
             return None
         return call  # type: ignore[return-value]
+
+
+@functools.cache
+def _package_roots() -> frozenset[str]:
+    names = [*INDEX.references, *INDEX.calls, *INDEX.partials, PARTIAL]
+    return frozenset(name.partition(".")[0] for name in names)
 
 
 def _first(call: ast.Call) -> ast.AST | None:

@@ -1,10 +1,12 @@
 """Run the engine over files, fast and without letting one bad file stop the rest.
 
 Each file is pre-filtered (a text test, then an ``ast`` scan: see
-:mod:`codemods.prefilter`) and only files that can hold a finding are parsed with
-libcst, so a file with no legacy spelling is not parsed at all and its syntax errors are
-not reported. Worker processes start only for large runs, and libcst is imported only
-where a file needs it. Per-file errors are reported, never raised.
+:mod:`codemods.prefilter`), so a file with no legacy spelling is not parsed at all and
+its syntax errors are not reported. The files that pass are linted on the same ``ast``
+tree (:mod:`codemods.astdetect`); only those it leaves undecided, and in a fixing run
+those with a fix to apply, are parsed with libcst. Worker processes start only for
+large runs, and libcst is imported only where a file needs it. Per-file errors are
+reported, never raised.
 
 A run stops cleanly (see :mod:`codemods.stopping`): work goes to the workers a few
 batches at a time, so that on SIGINT or SIGTERM no more is handed out; each worker looks
@@ -21,10 +23,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codemods import stopping
+from codemods import namescan, stopping
 from codemods.findings import Finding
 from codemods.pool import Work, in_process, in_workers, one
-from codemods.prefilter import worth_parsing
+from codemods.prefilter import may_have_findings
 from codemods.settings import Settings
 from codemods.sources import ChangedMeanwhile, write_atomic
 
@@ -88,23 +90,24 @@ class FileResult:
 
 
 def process_source(
-    path: str, source: bytes, settings: Settings, prefilter: bool = True
+    path: str, source: bytes, settings: Settings, prefilter: bool = True, on_ast: bool = True
 ) -> FileResult:
-    """Run the engine on one file's bytes; parse failures become ``error``."""
+    """Run the engine on one file's bytes; parse failures become ``error``.
+
+    ``on_ast=False``: the ``ast`` detector has had its say already (see :func:`_screen`).
+    """
     result = FileResult(path, error=_not_python(source))
     if result.error:
         return result
-    if prefilter and not worth_parsing(source, settings):
-        return result
+    if on_ast:
+        screened = _screen_source(path, source, settings, prefilter)
+        if screened is not None:
+            return screened
     if len(source) > MAX_PARSE_BYTES:
         result.error = (
             f"too large to parse ({len(source) / 2**20:.1f} MiB; the limit is "
             f"{MAX_PARSE_BYTES / 2**20:.0f} MiB); skipped, unchanged"
         )
-        return result
-    findings = _found_on_ast(source, settings)
-    if findings is not None:
-        result.findings = findings
         return result
     import libcst
 
@@ -169,15 +172,35 @@ def _screen(path: Path, settings: Settings, prefilter: bool) -> FileResult | byt
     except OSError as exc:
         return FileResult(str(path), error=f"cannot read: {exc.strerror or exc}")
     error = _not_python(source)
-    if error or (prefilter and not worth_parsing(source, settings)):
+    if error:
         return FileResult(str(path), error=error)
-    return source
+    screened = _screen_source(str(path), source, settings, prefilter)
+    return source if screened is None else screened
+
+
+def _screen_source(
+    path: str, source: bytes, settings: Settings, prefilter: bool
+) -> FileResult | None:
+    """The result of a file the pre-filter or the ``ast`` detector settles; None: libcst's.
+
+    The text pre-filter first; then the ``ast`` detector, cheap enough to run here (only
+    what it leaves goes on to libcst, in workers where there are several); for those,
+    the pre-filter's ``ast`` stage, which may still rule libcst out.
+    """
+    if prefilter and not may_have_findings(source, settings):
+        return FileResult(path)
+    findings = _found_on_ast(source, settings) if len(source) <= MAX_PARSE_BYTES else None
+    if findings is not None:
+        return FileResult(path, findings=findings)
+    if prefilter and not namescan.may_have_findings(source, settings):
+        return FileResult(path)
+    return None
 
 
 def _parse(args: Work) -> FileResult:
     """Run the engine on a screened file and (with ``write``) atomically rewrite it."""
     path, source, settings, write, before_write = args
-    result = process_source(str(path), source, settings, prefilter=False)
+    result = process_source(str(path), source, settings, prefilter=False, on_ast=False)
     if write and result.new_source is not None:
         if before_write is not None:
             before_write(path)
