@@ -23,10 +23,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codemods import namescan, stopping
+from codemods import stopping
 from codemods.findings import Finding
 from codemods.pool import Work, in_process, in_workers, one
-from codemods.prefilter import may_have_findings
+from codemods.prefilter import worth_parsing
 from codemods.settings import Settings
 from codemods.sources import ChangedMeanwhile, write_atomic
 
@@ -183,18 +183,15 @@ def _screen_source(
 ) -> FileResult | None:
     """The result of a file the pre-filter or the ``ast`` detector settles; None: libcst's.
 
-    The text pre-filter first; then the ``ast`` detector, cheap enough to run here (only
-    what it leaves goes on to libcst, in workers where there are several); for those,
-    the pre-filter's ``ast`` stage, which may still rule libcst out.
+    Both pre-filter stages first (they rule out most files of most trees without loading
+    the rules' behaviours, and so libcst); then the ``ast`` detector on the tree the
+    second stage parsed, cheap enough to run here: only what it leaves goes on to
+    libcst, in workers where there are several.
     """
-    if prefilter and not may_have_findings(source, settings):
+    if prefilter and not worth_parsing(source, settings):
         return FileResult(path)
     findings = _found_on_ast(source, settings) if len(source) <= MAX_PARSE_BYTES else None
-    if findings is not None:
-        return FileResult(path, findings=findings)
-    if prefilter and not namescan.may_have_findings(source, settings):
-        return FileResult(path)
-    return None
+    return None if findings is None else FileResult(path, findings=findings)
 
 
 def _parse(args: Work) -> FileResult:
