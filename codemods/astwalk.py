@@ -101,7 +101,8 @@ class Walk:
             return
         if self.definitions and kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda):
             self.events.append(("function", node, fallback))
-        fallback = fallback or is_fallback(node, self.d)
+        if kind is ast.Try or kind is ast.If:
+            fallback = fallback or is_fallback(node, self.d)
         for child in children(node):
             self._visit(child, fallback)
         if kind is ast.Call:
