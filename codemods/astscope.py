@@ -26,14 +26,14 @@ from __future__ import annotations
 import ast
 import builtins
 
+from codemods.astsyntax import Undecided, children, dotted
+
+__all__ = ["Names", "Scope", "Undecided", "dotted", "import_names"]
+
 #: Names Python provides everywhere (libcst's builtin scope).
 _BUILTINS = frozenset(dir(builtins))
 MODULE, CLASS, FUNCTION, COMPREHENSION = "module", "class", "function", "comprehension"
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-
-
-class Undecided(Exception):
-    """A construct the ``ast`` detector does not decide: the libcst engine takes the file."""
 
 
 class Scope:
@@ -127,39 +127,6 @@ def import_names(node: ast.Import | ast.ImportFrom, full: str) -> set[str]:
                 results.add(f"{real}.{rest}" if rest else real)
                 break
     return results
-
-
-def dotted(node: ast.AST) -> str | None:
-    """``a.b.c`` for a name or attribute chain, else None."""
-    parts = []
-    while type(node) is ast.Attribute:
-        parts.append(node.attr)  # type: ignore[attr-defined]
-        node = node.value  # type: ignore[attr-defined]
-    if type(node) is not ast.Name:
-        return None
-    parts.append(node.id)  # type: ignore[attr-defined]
-    return ".".join(reversed(parts))
-
-
-#: Fields that hold no expression or statement (``Load()``, ``Add()``): never visited.
-_NOT_CHILDREN = frozenset({"ctx", "op", "ops", "type_ignores"})
-_FIELDS: dict[type, tuple[str, ...]] = {}
-
-
-def children(node: ast.AST) -> list[ast.AST]:
-    """``ast.iter_child_nodes`` without the context and operator nodes, faster."""
-    kind = type(node)
-    fields = _FIELDS.get(kind)
-    if fields is None:
-        fields = _FIELDS[kind] = tuple(f for f in kind._fields if f not in _NOT_CHILDREN)
-    found: list[ast.AST] = []
-    for name in fields:
-        value = getattr(node, name, None)
-        if type(value) is list:
-            found.extend(item for item in value if isinstance(item, ast.AST))
-        elif isinstance(value, ast.AST):
-            found.append(value)
-    return found
 
 
 def _builtin(name: str) -> set[str]:

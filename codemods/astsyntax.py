@@ -10,9 +10,42 @@ import ast
 import re
 from typing import Any
 
-from codemods.astscope import Undecided, dotted
 
-__all__ = ["dotted"]
+class Undecided(Exception):
+    """A construct the ``ast`` detector does not decide: the libcst engine takes the file."""
+
+
+def dotted(node: ast.AST) -> str | None:
+    """``a.b.c`` for a name or attribute chain, else None."""
+    parts = []
+    while type(node) is ast.Attribute:
+        parts.append(node.attr)  # type: ignore[attr-defined]
+        node = node.value  # type: ignore[attr-defined]
+    if type(node) is not ast.Name:
+        return None
+    parts.append(node.id)  # type: ignore[attr-defined]
+    return ".".join(reversed(parts))
+
+
+#: Fields that hold no expression or statement (``Load()``, ``Add()``): never visited.
+_NOT_CHILDREN = frozenset({"ctx", "op", "ops", "type_ignores"})
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def children(node: ast.AST) -> list[ast.AST]:
+    """``ast.iter_child_nodes`` without the context and operator nodes, faster."""
+    kind = type(node)
+    fields = _FIELDS.get(kind)
+    if fields is None:
+        fields = _FIELDS[kind] = tuple(f for f in kind._fields if f not in _NOT_CHILDREN)
+    found: list[ast.AST] = []
+    for name in fields:
+        value = getattr(node, name, None)
+        if type(value) is list:
+            found.extend(item for item in value if isinstance(item, ast.AST))
+        elif isinstance(value, ast.AST):
+            found.append(value)
+    return found
 
 
 def arguments(call: ast.Call) -> list[ast.expr | ast.keyword]:
