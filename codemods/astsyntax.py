@@ -12,7 +12,16 @@ from typing import Any
 
 
 class Undecided(Exception):
-    """A construct the ``ast`` detector does not decide: the libcst engine takes the file."""
+    """A construct the ``ast`` detector does not decide: the libcst engine takes the file.
+
+    Attributes:
+        rule: The rule code, where the reason is that rule's behaviour having no ``ast``
+            half (yet); None where it is a construct of the file.
+    """
+
+    def __init__(self, reason: str, rule: str | None = None) -> None:
+        super().__init__(reason)
+        self.rule = rule
 
 
 def dotted(node: ast.AST) -> str | None:

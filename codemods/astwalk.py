@@ -34,11 +34,12 @@ def hook(behaviour: Behaviour, name: str) -> Callable[..., Any]:
     owner = _owner(cls, name)
     mirrors = cls.AST_MIRRORS[name]
     if owner is None or getattr(cls, name) is None:
-        raise Undecided(f"{behaviour.rule.code} has no {name}")
+        raise Undecided(f"{behaviour.rule.code} has no {name}", behaviour.rule.code)
     for method in mirrors:
         defined = _owner(cls, method)
         if defined is not None and not issubclass(owner, defined):
-            raise Undecided(f"{behaviour.rule.code}: {name} does not answer for {method}")
+            code = behaviour.rule.code
+            raise Undecided(f"{code}: {name} does not answer for {method}", code)
     return getattr(behaviour, name)
 
 
@@ -215,7 +216,7 @@ class Walk:
         if fix.translate is unchanged:
             return True
         if fix.certain is None:
-            raise Undecided(f"{rule.code}'s translator has no ast half")
+            raise Undecided(f"{rule.code}'s translator has no ast half", rule.code)
         return fix.certain(AstSite(self.d, old, call, partial))
 
     def _partial_of(self, node: ast.AST) -> ast.Call | None:

@@ -61,11 +61,18 @@ def _tree_sources() -> list:
 
 
 def _agree(source: bytes, settings: Settings) -> bool:
-    """Assert both sides agree where the ``ast`` side decides; whether it did."""
+    """Assert both sides agree where the ``ast`` side decides; whether it did.
+
+    A rule whose behaviour has no ``ast`` half yet (a rule module added without one)
+    leaves its files to libcst: correct, only slower; such a source is an expected
+    failure that names the rule, so the gap stays visible.
+    """
     expected = run(source, settings).findings
     try:
         found = lint(source, settings)
-    except Undecided:
+    except Undecided as exc:
+        if exc.rule is not None:
+            pytest.xfail(f"{exc}: libcst decides files where {exc.rule} may apply")
         return False
     assert found == expected
     return True
