@@ -20,6 +20,7 @@ from codemods.behaviours import INDEX, fix_for
 from codemods.engine import Engine
 from codemods.kinds.base import PARTIAL, Behaviour, unchanged
 from codemods.plan import Planner
+from codemods.prefilter import rule_filter
 from codemods.registry import REGISTRY, Rule
 
 
@@ -61,6 +62,7 @@ class Walk:
 
     def run(self) -> None:
         """Walk the module, settle the plan, report."""
+        self._no_other_hooks()
         for child in self.d.tree.body:
             self._visit(child, False)
         fixable = self._plan()
@@ -81,6 +83,19 @@ class Walk:
             else:
                 for behaviour in INDEX.classes:
                     hook(behaviour, "ast_class_def")(d, node)
+
+    def _no_other_hooks(self) -> None:
+        """Refuse a file where a behaviour with a hook this pass does not call may report.
+
+        Statement-list hooks (``blocks``) have no ``ast`` half: where such a rule is
+        enabled and its text pre-filter admits the file, libcst decides it (elsewhere
+        the rule finds nothing, so lint loses nothing by not calling it).
+        """
+        d = self.d
+        for behaviour in getattr(INDEX, "blocks", ()):
+            rule = behaviour.rule
+            if d.settings.enabled(rule) and rule_filter(rule).admits(d.source):
+                raise Undecided(f"{rule.code}'s statement-list hook has no ast half", rule.code)
 
     def _visit(self, node: ast.AST, fallback: bool) -> None:
         kind = type(node)
