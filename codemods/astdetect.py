@@ -1,6 +1,6 @@
 r"""Lint on the ``ast`` tree: the libcst engine's findings, without libcst's parse.
 
-:func:`detect` walks the tree the pre-filter's second stage parsed and does what
+:func:`codemods.astlint.detect` walks the tree the pre-filter's second stage parsed and does what
 :class:`codemods.engine.Engine` does in a run that fixes nothing: the uses and imports
 of old names (names resolved by :mod:`codemods.astscope`), the plan's verdict on
 whether each rename is certain (:mod:`codemods.plan`, the same rules on ``ast`` nodes),
@@ -34,7 +34,7 @@ from codemods.registry import REGISTRY, Rule
 from codemods.settings import Settings
 from codemods.syntax import _GATE, _IMPORT_ERRORS
 
-__all__ = ["AstSite", "Detector", "Undecided", "detect", "is_fallback", "lint"]
+__all__ = ["AstSite", "Detector", "Undecided", "is_fallback"]
 
 
 def is_fallback(node: ast.AST, detector: Detector) -> bool:
@@ -257,48 +257,3 @@ class Detector:
             if match is not None:
                 found.append((alias, match[1], match[0]))
         return found
-
-
-def lint(source: bytes, settings: Settings) -> list[Finding]:
-    """What :func:`codemods.run.run` finds in ``source`` when it fixes nothing, on ``ast``.
-
-    With ``settings.fix``, what a fixing run finds where none of the fixes applies.
-
-    Raises:
-        Undecided: Where only the libcst engine decides (a construct the ``ast`` side
-            does not model, a source ``ast`` cannot parse, one nested too deeply).
-    """
-    from codemods import namescan, noqa
-
-    suppressions = noqa.parse(source)
-    if suppressions.everything:
-        return []
-    try:
-        tree = namescan.parse(source)
-    except (SyntaxError, ValueError) as exc:
-        raise Undecided("ast cannot parse it: libcst reports why") from exc
-    try:
-        return detect(source, settings, suppressions, tree)
-    except RecursionError as exc:
-        raise Undecided("nested too deeply") from exc
-
-
-def detect(
-    source: bytes, settings: Settings, suppressions: Suppressions, tree: ast.Module | None = None
-) -> list[Finding]:
-    """The findings of a run on ``source``, sorted, as the libcst engine gives them.
-
-    None is marked fixed: with ``settings.fix``, they are right only where no fix
-    applies (see :func:`codemods.runner.process_source`), and the file is unchanged.
-
-    Raises:
-        Undecided: Where the file holds something only the libcst engine decides.
-        SyntaxError: Where ``ast`` cannot parse the source.
-    """
-    if tree is None:
-        tree = ast.parse(source)
-    from codemods.astwalk import Walk
-
-    detector = Detector(source, tree, settings, suppressions)
-    Walk(detector).run()
-    return sorted(detector.findings)

@@ -139,7 +139,7 @@ def _found_on_ast(source: bytes, settings: Settings) -> list[Finding] | None:
     A fixing run needs libcst only where a fix applies: where none does, its findings
     are lint's (none marked fixed) and the file stays as it is. None: libcst decides.
     """
-    from codemods.astdetect import Undecided, lint
+    from codemods.astlint import Undecided, lint
 
     try:
         findings = lint(source, settings)

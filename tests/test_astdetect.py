@@ -1,6 +1,6 @@
 """The ``ast`` detector finds exactly what the libcst engine finds, where it decides.
 
-Lint runs :func:`codemods.astdetect.lint` and falls back to the libcst engine
+Lint runs :func:`codemods.astlint.lint` and falls back to the libcst engine
 (:func:`codemods.run.run`) where it raises ``Undecided``. Every source here is linted
 both ways: the findings (codes, lines, columns, messages, fixability, unsafe markers)
 must be the same, and the ``ast`` side must decide (almost) every one of them, or the
@@ -15,7 +15,7 @@ from collections import Counter
 
 import pytest
 
-from codemods.astdetect import Undecided, lint
+from codemods.astlint import Undecided, lint
 from codemods.astwalk import hook
 from codemods.kinds.default_change import DefaultChange
 from codemods.registry import REGISTRY
