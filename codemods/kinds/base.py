@@ -147,6 +147,10 @@ class CallSiteFix:
         blocked_by: Rules whose mere presence in the file rules this fix out.
         supersedes: Rules not reported where this fix applies (it rewrites the same
             arguments to the new callee's spelling).
+        certain: The ``ast`` half of ``translate`` (:mod:`codemods.astdetect`): whether
+            it translates a call (an ``AstSite``) rather than returning None. None: the
+            lint of a file with such a call goes to the libcst engine (a translator that
+            keeps every call, :func:`unchanged`, needs none).
     """
 
     translate: Translator
@@ -156,6 +160,7 @@ class CallSiteFix:
     requires: tuple[str, ...] = ()
     blocked_by: tuple[str, ...] = ()
     supersedes: tuple[str, ...] = ()
+    certain: Callable[[Any], bool] | None = None
 
 
 def unchanged(site: Site) -> Translation:
@@ -176,6 +181,14 @@ class Behaviour:
     ``engine.report`` (which says whether this run applies the fix) and return the
     node to put in the tree.
 
+    Each hook has an ``ast`` half that lint runs instead (:mod:`codemods.astdetect`):
+    ``ast_call(detector, call)``, ``ast_partial``, ``ast_function``, ``ast_class_def``,
+    reporting through ``detector.report`` exactly what the libcst hook reports in a run
+    that fixes nothing. None: a file that needs it goes to the libcst engine. An ``ast``
+    half answers for the libcst hooks :attr:`AST_MIRRORS` names; a subclass that
+    overrides one of those must define its own ``ast`` half (or reuse its parent's
+    explicitly), else the libcst engine runs.
+
     Attributes:
         rename: Where the rule's old names are renamed at every use, the fix that says
             how their calls are translated and what else the file must hold; None
@@ -191,6 +204,17 @@ class Behaviour:
     definitions: ClassVar[bool] = False
     classes: ClassVar[bool] = False
     blocks: ClassVar[bool] = False
+    ast_call: ClassVar[Callable[..., None] | None] = None
+    ast_partial: ClassVar[Callable[..., None] | None] = None
+    ast_function: ClassVar[Callable[..., None] | None] = None
+    ast_class_def: ClassVar[Callable[..., None] | None] = None
+    #: The libcst methods each ``ast`` half answers for (see the class docstring).
+    AST_MIRRORS: ClassVar[dict[str, tuple[str, ...]]] = {
+        "ast_call": ("call",),
+        "ast_partial": ("partial",),
+        "ast_function": ("function",),
+        "ast_class_def": ("class_def",),
+    }
 
     def __init__(self, rule: Rule) -> None:
         self.rule = rule
