@@ -42,6 +42,12 @@ SCRIPTS = ROOT / "tests" / "fixtures" / "dropin"
 WARNING = re.compile(r"legacy\.py:(\d+): .*\[(FSDP\d+)\]$", re.MULTILINE)
 
 
+def _torchrun() -> str:
+    """The ``torchrun`` of the Python running the tests (its environment's ``bin``)."""
+    beside = Path(sys.executable).with_name("torchrun")
+    return str(beside) if beside.exists() else shutil.which("torchrun") or "torchrun"
+
+
 def launch(how: str, script: Path, out: Path, *args: str) -> subprocess.CompletedProcess:
     """Run ``script`` on 2 ranks: ``python`` alone, ``compat``, or ``torchrun`` + compat."""
     port = str(distributed.free_port())
@@ -50,7 +56,7 @@ def launch(how: str, script: Path, out: Path, *args: str) -> subprocess.Complete
         "python": [sys.executable],
         "compat": [sys.executable, "-m", "compat"],
         "torchrun": [
-            shutil.which("torchrun") or "torchrun",
+            _torchrun(),
             "--nproc-per-node",
             "2",
             "--master-port",
