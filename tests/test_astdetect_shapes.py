@@ -1,0 +1,118 @@
+"""The ``ast`` halves agree with libcst on shapes the rule examples do not hold.
+
+Each source is linted both ways (see ``tests/test_astdetect.py``): the findings must be
+the same, and the ``ast`` side must decide the source, or leave it to libcst where it is
+marked so (a shape the ``ast`` half does not model: parentheses around a reported
+argument, ``del`` of a name it follows).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from codemods.astlint import Undecided, lint
+from codemods.run import run
+from codemods.settings import Settings
+
+_DM = "from torch.distributed.tensor import distribute_module\n"
+_TWO = "def f(a, b): pass\n"
+_FOUND = "distribute_module(m, mesh, output_fn=lambda a, b: 1)\n"
+_SET = "from torch.distributed.checkpoint.state_dict import set_model_state_dict, set_state_dict\n"
+
+#: (id, source, decided): ``decided`` False where the file must go to libcst.
+SHAPES = [
+    # FSDP126: which functions are visible, where the argument is
+    ("126-positional", _DM + _TWO + "distribute_module(m, mesh, None, f, lambda a, b: 1)\n", True),
+    ("126-paren-second", _DM + _TWO + "distribute_module(m, mesh, None, f, (f))\n", False),
+    ("126-paren-first", _DM + _TWO + "distribute_module((f), mesh, None, f, f)\n", True),
+    (
+        "126-comment-paren",
+        _DM + _TWO + "distribute_module(m, mesh, None,  # c(\n    f, output_fn=(lambda a, b: 1))\n",
+        True,
+    ),
+    (
+        "126-split-lines",
+        _DM + _TWO + "distribute_module(\n    m,  # model (\n    mesh, None, f, f)\n",
+        True,
+    ),
+    (
+        "126-bound-later",
+        _DM + _TWO + "def g():\n    distribute_module(m, mesh, input_fn=f)\n    f = 2\n" + _FOUND,
+        True,
+    ),
+    (
+        "126-rebound",
+        _DM + _TWO + "f = deco(f)\ndistribute_module(m, mesh, input_fn=f)\n" + _FOUND,
+        True,
+    ),
+    (
+        "126-class-body",
+        _DM
+        + "class C:\n    def f(a, b): pass\n    x = distribute_module(m, mesh, input_fn=f)\n"
+        + "    def g(self):\n        distribute_module(m, mesh, input_fn=f, output_fn=self.f)\n",
+        True,
+    ),
+    (
+        "126-arities",
+        _DM
+        + "def f(a, b, *, c): pass\nasync def h(a, /, b): pass\ndef k(a, b, **kw): pass\n"
+        + "distribute_module(m, mesh, input_fn=f, output_fn=h)\n"
+        + "distribute_module(m, mesh, input_fn=k, output_fn=lambda a, *b: 1)\n"
+        + "distribute_module(m, mesh, *rest, input_fn=lambda a, b: 1)\n"
+        + "distribute_module(m, mesh, None, *rest, lambda a, b: 1)\n",
+        True,
+    ),
+    (
+        "126-global-nonlocal",
+        _DM
+        + "def g():\n    global f\n    def f(a, b): pass\ndistribute_module(m, mesh, input_fn=f)\n"
+        + "def h():\n    def f(x, y): pass\n    def i():\n        nonlocal f\n"
+        + "        distribute_module(m, mesh, input_fn=f)\n"
+        + "    return [distribute_module(m, mesh, input_fn=f) for f in fs]\n",
+        True,
+    ),
+    ("126-deleted", _DM + _TWO + "del f\ndistribute_module(m, mesh, input_fn=f)\n", False),
+    (
+        "126-noqa-fallback",
+        "from torch.distributed._tensor.api import distribute_module as dm\n"
+        + _TWO
+        + "dm(m, mesh, None, f, f)  # noqa: FSDP126\n"
+        + "try:\n    dm(m, mesh, None, f, f)\nexcept ImportError:\n    pass\n",
+        True,
+    ),
+    # FSDP128: which keys name objects, where the dict is
+    (
+        "128-keys",
+        _SET
+        + "set_model_state_dict(model, {model.enc: sd, blocks[0]: x, f(): y, True: z, enc: w})\n"
+        + "set_model_state_dict(model, {None: sd})\nset_model_state_dict(model, {X: sd})\n"
+        + "set_model_state_dict(model, {**a})\nset_model_state_dict(model, {a: 1, **b})\n"
+        + "set_model_state_dict(model, {})\nset_model_state_dict(model, {'a': 1})\n"
+        + "set_model_state_dict(model, {...: 1})\n"
+        + "set_model_state_dict(model, {False: 1, (a): 2})\n",
+        True,
+    ),
+    (
+        "128-arguments",
+        _SET
+        + "set_state_dict(model, opt, model_state_dict={a: 1}, optim_state_dict={})\n"
+        + "set_state_dict(model, opt, {a: 1}, {})\n"
+        + "set_model_state_dict(model,\n    {a: 1})\nset_model_state_dict(*x, {a: 1})\n"
+        + "set_model_state_dict(model, dict(a=1))\n",
+        True,
+    ),
+    ("128-paren", _SET + "set_model_state_dict(model, ({a: 1}))\n", False),
+]
+
+
+@pytest.mark.parametrize(("source", "decided"), [s[1:] for s in SHAPES], ids=[s[0] for s in SHAPES])
+def test_shape_agrees(source: str, decided: bool):
+    expected = run(source.encode(), Settings()).findings
+    assert expected, "each shape holds at least one finding"
+    try:
+        found = lint(source.encode(), Settings())
+    except Undecided:
+        assert not decided, "the ast side left the shape to libcst"
+        return
+    assert decided, "the ast side decided a shape it should leave to libcst"
+    assert found == expected
