@@ -17,6 +17,8 @@ from codemods.settings import Settings
 _DM = "from torch.distributed.tensor import distribute_module\n"
 _TWO = "def f(a, b): pass\n"
 _FOUND = "distribute_module(m, mesh, output_fn=lambda a, b: 1)\n"
+_FS = "from torch.distributed.fsdp import fully_shard\n"
+_USE = "model.set_reduce_scatter_divide_factor(3)\n"
 _SET = "from torch.distributed.checkpoint.state_dict import set_model_state_dict, set_state_dict\n"
 
 #: (id, source, decided): ``decided`` False where the file must go to libcst.
@@ -102,6 +104,94 @@ SHAPES = [
         True,
     ),
     ("128-paren", _SET + "set_model_state_dict(model, ({a: 1}))\n", False),
+    # FSDP125: which block a `fully_shard` call is in, what comes between it and a use
+    (
+        "125-one-line",
+        _FS + "model = fully_shard(model); model.set_reduce_scatter_divide_factor(2)\n" + _USE,
+        True,
+    ),
+    (
+        "125-suite",
+        _FS
+        + "if c: model = fully_shard(model); model.set_reduce_scatter_divide_factor(2)\n"
+        + _USE,
+        True,
+    ),
+    (
+        "125-elif-else",
+        _FS
+        + "def f(model):\n    model.set_reduce_scatter_divide_factor(1)\n    if a:\n        pass\n"
+        + "    elif b: fully_shard(model)\n    else:\n        fully_shard(model)\n"
+        + "        model.set_reduce_scatter_divide_factor(3)\n"
+        + "    model.set_reduce_scatter_divide_factor(2)\n    model = other(model)\n"
+        + "    model.set_reduce_scatter_divide_factor(4)\n"
+        + "    g = lambda: model.set_reduce_scatter_divide_factor(5)\n"
+        + "    [model.set_reduce_scatter_divide_factor(6) for _ in x]\n",
+        True,
+    ),
+    (
+        "125-blocks",
+        _FS
+        + "def f(model):\n    for m in model.layers:\n        fully_shard(module=m)\n"
+        + "        m.set_reduce_scatter_divide_factor(2)\n    else:\n"
+        + "        m.set_reduce_scatter_divide_factor(3)\n    with ctx:\n"
+        + "        model = fully_shard(model)\n    model.set_reduce_scatter_divide_factor(4)\n"
+        + "    try:\n        fully_shard(model)\n"
+        + "        model.set_reduce_scatter_divide_factor(5)\n"
+        + "    except ImportError:\n        pass\n    try:\n        fully_shard(model)\n"
+        + "    except ValueError as model:\n        model.set_reduce_scatter_divide_factor(6)\n"
+        + "    finally:\n        model.set_reduce_scatter_divide_factor(7)\n"
+        + "    print(model.set_reduce_scatter_divide_factor(8))\n"
+        + "    h = model.set_reduce_scatter_divide_factor\n",
+        True,
+    ),
+    (
+        "125-calls",
+        _FS
+        + "m = fully_shard(m)\nm = fully_shard(m)\nm.set_reduce_scatter_divide_factor(2)\n"
+        + "(fully_shard(m)).set_reduce_scatter_divide_factor(2)\n"
+        + "fully_shard(m).set_reduce_scatter_divide_factor(2)  # noqa: FSDP125\n"
+        + "a = b = fully_shard(m)\na.set_reduce_scatter_divide_factor(1)\n"
+        + "fully_shard(*ms)\nm.set_reduce_scatter_divide_factor(9)\n",
+        True,
+    ),
+    (
+        "125-scopes",
+        _FS
+        + "class C:\n    m = fully_shard(m)\n    m.set_reduce_scatter_divide_factor(2)\n"
+        + "    def g(self):\n        m.set_reduce_scatter_divide_factor(2)\n"
+        + "@deco(m := 3)\ndef k(m):\n    fully_shard(m)\n"
+        + "    m.set_reduce_scatter_divide_factor(2)\n"
+        + "    @deco(m := 3)\n    def k2(): pass\n    m.set_reduce_scatter_divide_factor(3)\n"
+        + "    match x:\n        case [m]:\n            pass\n"
+        + "    m.set_reduce_scatter_divide_factor(4)\n"
+        + "def g(): m = fully_shard(m); m.set_reduce_scatter_divide_factor(4)\n"
+        + "async def h(m):\n    fully_shard(m)\n    await m.set_reduce_scatter_divide_factor(4)\n"
+        + "    async with x as m:\n        pass\n    m.set_reduce_scatter_divide_factor(5)\n",
+        True,
+    ),
+    (
+        "125-paren",
+        _FS + "model = fully_shard(model)\n(model.set_reduce_scatter_divide_factor)(2)\n",
+        False,
+    ),
+    (
+        "125-deleted",
+        _FS + "m = fully_shard(m)\ndel m\nm.set_reduce_scatter_divide_factor(2)\n",
+        False,
+    ),
+    (
+        "125-global-import",
+        _FS
+        + "def k():\n    global m\n    m = fully_shard(m)\n    import m\n"
+        + "    m.set_reduce_scatter_divide_factor(3)\n",
+        False,
+    ),
+    (
+        "125-continued",
+        _FS + "if x: \\\n    fully_shard(m)\nm.set_reduce_scatter_divide_factor(4)\n",
+        False,
+    ),
 ]
 
 
