@@ -3,7 +3,7 @@
 Each source is linted both ways (see ``tests/test_astdetect.py``): the findings must be
 the same, and the ``ast`` side must decide the source, or leave it to libcst where it is
 marked so (a shape the ``ast`` half does not model: parentheses around a reported
-argument, ``del`` of a name it follows).
+argument, ``del`` of a name it follows, a subscripted import).
 """
 
 from __future__ import annotations
@@ -19,6 +19,11 @@ _TWO = "def f(a, b): pass\n"
 _FOUND = "distribute_module(m, mesh, output_fn=lambda a, b: 1)\n"
 _FS = "from torch.distributed.fsdp import fully_shard\n"
 _USE = "model.set_reduce_scatter_divide_factor(3)\n"
+_CK = (
+    "import functools\nfrom functools import partial\n"
+    "from torch.utils.checkpoint import checkpoint, checkpoint_sequential\n"
+    "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper\n"
+)
 _SET = "from torch.distributed.checkpoint.state_dict import set_model_state_dict, set_state_dict\n"
 
 #: (id, source, decided): ``decided`` False where the file must go to libcst.
@@ -192,6 +197,41 @@ SHAPES = [
         _FS + "if x: \\\n    fully_shard(m)\nm.set_reduce_scatter_divide_factor(4)\n",
         False,
     ),
+    # FSDP124: what passes use_reentrant, which checkpoint_fn is torch's
+    (
+        "124-arguments",
+        _CK
+        + "checkpoint(f, x)\ncheckpoint(f, x, use_reentrant=False)\ncheckpoint(f, *xs)\n"
+        + "checkpoint(f, **kw)\ncheckpoint_sequential(fs, 2, x)\n"
+        + "checkpoint_sequential(fs, 2, x, False)\ncheckpoint_sequential(fs, 2, *rest)\n"
+        + "checkpoint_sequential(fs, *rest, 2)\n"
+        + "try:\n    checkpoint(f, x)\nexcept ImportError:\n    pass\n"
+        + "checkpoint(f, x)  # noqa: FSDP124\n",
+        True,
+    ),
+    (
+        "124-partials",
+        _CK
+        + "partial(checkpoint, use_reentrant=True)\npartial(checkpoint)\n"
+        + "functools.partial(checkpoint_sequential, fs, 2, x, True)\n"
+        + "functools.partial(checkpoint_sequential, fs)\npartial(*args)\n"
+        + "partial(checkpoint_wrapper, checkpoint_fn=checkpoint)\n"
+        + "partial(checkpoint_wrapper, offload_to_cpu=True)\n"
+        + "partial(checkpoint_wrapper, m, None, checkpoint_sequential)\n",
+        True,
+    ),
+    (
+        "124-wrapper",
+        _CK
+        + "checkpoint_wrapper(m)\ncheckpoint_wrapper(m, checkpoint_fn=checkpoint)\n"
+        + "checkpoint_wrapper(m, CheckpointImpl.NO_REENTRANT, checkpoint)\n"
+        + "checkpoint_wrapper(m, CheckpointImpl.NO_REENTRANT, checkpoint, use_reentrant=False)\n"
+        + "checkpoint_wrapper(m, checkpoint_fn=my_ckpt)\n"
+        + "checkpoint_wrapper(m, checkpoint_fn=ckpts[0])\n"
+        + "checkpoint_wrapper(m, checkpoint_fn=make().fn)\n",
+        True,
+    ),
+    ("124-subscripted-import", _CK + "checkpoint_wrapper(m, checkpoint_fn=checkpoint[0])\n", False),
 ]
 
 
