@@ -24,6 +24,11 @@ _CK = (
     "from torch.utils.checkpoint import checkpoint, checkpoint_sequential\n"
     "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper\n"
 )
+_FSDP = "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+_DCP = (
+    "from functools import partial\n"
+    "from torch.distributed.checkpoint import save_state_dict, load_state_dict\n"
+)
 _SET = "from torch.distributed.checkpoint.state_dict import set_model_state_dict, set_state_dict\n"
 
 #: (id, source, decided): ``decided`` False where the file must go to libcst.
@@ -232,6 +237,64 @@ SHAPES = [
         True,
     ),
     ("124-subscripted-import", _CK + "checkpoint_wrapper(m, checkpoint_fn=checkpoint[0])\n", False),
+    # FSDP117: where optim_input is, whether optim is passed; FSDP118: Lightning's string
+    (
+        "117-arguments",
+        _FSDP
+        + "FSDP.full_optim_state_dict(model, optim, optim_input=params)\n"
+        + "FSDP.full_optim_state_dict(model, optim, params)\n"
+        + "FSDP.full_optim_state_dict(model, optim, params, True)\n"
+        + "FSDP.full_optim_state_dict(model, optim_input=params)\n"
+        + "FSDP.full_optim_state_dict(model, optim, optim_input=params, **kw)\n"
+        + "FSDP.shard_full_optim_state_dict(sd, model, params, optim)\n"
+        + "FSDP.rekey_optim_state_dict(sd, kt, model, params, optim=o)\n"
+        + "FSDP.full_optim_state_dict(model, optim,  # (\n    params)\n"
+        + "FSDP.sharded_optim_state_dict(model, optim, optim_input=params)\n",
+        True,
+    ),
+    ("117-paren", _FSDP + "FSDP.full_optim_state_dict(model, optim, (params))\n", False),
+    (
+        "118-strings",
+        "from lightning.pytorch.strategies import FSDPStrategy\n"
+        + "FSDPStrategy(sharding_strategy='no_shard')\n"
+        + "FSDPStrategy(sharding_strategy=b'NO_SHARD')\n"
+        + "FSDPStrategy(sharding_strategy=f'NO_SHARD')\n"
+        + "FSDPStrategy(sharding_strategy='FULL_SHARD')\nFSDPStrategy('NO_SHARD')\n",
+        True,
+    ),
+    # FSDP120/FSDP121: which calls translate, where `save`/`load` mean something else
+    (
+        "120-translates",
+        _DCP
+        + "save_state_dict(sd, writer, coordinator_rank=0)\n"
+        + "save_state_dict(sd, writer, pg, 0, False, planner)\n"
+        + "partial(save_state_dict, storage_writer=w)\n",
+        True,
+    ),
+    ("120-rank", _DCP + "save_state_dict(sd, writer, coordinator_rank=1)\n", True),
+    ("120-too-many", _DCP + "save_state_dict(sd, writer, pg, 0, False, planner, extra)\n", True),
+    ("120-star", _DCP + "save_state_dict(*a)\n", True),
+    ("121-rank-flag", _DCP + "partial(load_state_dict, sd, r, coordinator_rank=True)\n", True),
+    ("121-bare", _DCP + "x = load_state_dict\nload_state_dict(sd, r)\n", True),
+    (
+        "120-imported-save",
+        _DCP + "from torch.distributed.checkpoint import save\nsave_state_dict(sd, w)\n",
+        True,
+    ),
+    (
+        "120-other-save",
+        _DCP
+        + "from torch.distributed.checkpoint.state_dict_saver import save\n"
+        + "save_state_dict(sd, w)\n",
+        True,
+    ),
+    ("120-own-save", _DCP + "def save(x): pass\nsave_state_dict(sd, w)\n", True),
+    (
+        "120-local-save",
+        _DCP + "def f():\n    save = 1\n    save_state_dict(sd, w)\nsave_state_dict(sd, w)\n",
+        True,
+    ),
+    ("120-deleted-save", _DCP + "save = 1\ndel save\nsave_state_dict(sd, w)\n", False),
 ]
 
 
