@@ -3,7 +3,8 @@
 Each source is linted both ways (see ``tests/test_astdetect.py``): the findings must be
 the same, and the ``ast`` side must decide the source, or leave it to libcst where it is
 marked so (a shape the ``ast`` half does not model: parentheses around a reported
-argument, ``del`` of a name it follows, a subscripted import).
+argument, where libcst's argument starts though a node's own position leaves them out;
+``del`` of a name it follows; a subscripted import).
 """
 
 from __future__ import annotations
@@ -31,6 +32,94 @@ _DCP = (
 )
 _SET = "from torch.distributed.checkpoint.state_dict import set_model_state_dict, set_state_dict\n"
 
+_SDT = "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, StateDictType\n"
+_SDT_BLOCKS = (
+    "import torch\n"
+    "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP,"
+    " StateDictType, FullStateDictConfig\n"
+    "def save(model):\n"
+    "    cfg = FullStateDictConfig(offload_to_cpu=True, rank0_only=True)\n"
+    "    with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT, cfg):\n"
+    "        sd = model.state_dict()\n"
+    "    # after\n"
+    "    return sd\n"
+    "def save2(model):\n"
+    "    with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT):\n"
+    "        sd = model.state_dict()\n"
+    "        # inside\n"
+    "    return sd\n"
+    "def save3(model):\n"
+    "    with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT):\n"
+    "        sd = model.state_dict()\n"
+    "\n"
+    "        # inside after blank\n"
+    "    return sd\n"
+    "def save4(model):\n"
+    "    with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT):\n"
+    "        model.load_state_dict(sd)\n"
+    "  # odd\n"
+    "    return sd\n"
+    "def save7(model):\n"
+    "    with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT,"
+    " FullStateDictConfig(True, True)):\n"
+    "        sd = model.state_dict()\n"
+    "    with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT,"
+    " FullStateDictConfig(rank0_only=True)):\n"
+    "        sd = model.state_dict()\n"
+    "    with FSDP.state_dict_type(model, StateDictType.SHARDED_STATE_DICT):\n"
+    "        sd = model.state_dict()\n"
+    "    with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT) as x:\n"
+    "        sd = model.state_dict()\n"
+    "    with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT), other():\n"
+    "        sd = model.state_dict()\n"
+    "    with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT):\n"
+    "        sd = model.state_dict(); x = 1\n"
+    "    with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT): sd = model.state_dict()\n"
+    "    with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT):\n"
+    "        sd = other.state_dict()\n"
+    "    with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT):\n"
+    "        model.load_state_dict(state_dict=sd)\n"
+    "    with FSDP.state_dict_type(model.inner, StateDictType.FULL_STATE_DICT):\n"
+    "        model.inner.load_state_dict(sd)\n"
+    "    with FSDP.state_dict_type(module=model, state_dict_type=StateDictType.FULL_STATE_DICT):\n"
+    "        sd = model.state_dict()\n"
+    "    with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT, None, None):\n"
+    "        sd = model.state_dict()\n"
+    "    with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT, **kw):\n"
+    "        sd = model.state_dict()\n"
+    "    FSDP.set_state_dict_type(model, StateDictType.FULL_STATE_DICT)\n"
+    "    with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT):\n"
+    "        if x:\n"
+    "            sd = model.state_dict()\n"
+    "    with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT):\n"
+    "        sd: dict = model.state_dict()\n"
+    "# end comment\n"
+)
+_SDT_NAMED = (
+    "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP,"
+    " StateDictType, FullStateDictConfig\n"
+    "from torch.distributed.checkpoint.state_dict import get_model_state_dict\n"
+    "cfg = FullStateDictConfig(offload_to_cpu=False, rank0_only=False)\n"
+    "with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT, cfg):\n"
+    "    sd = model.state_dict()\n"
+    "with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT, state_dict_config=cfg):\n"
+    "    model.load_state_dict(sd)\n"
+    "def f():\n"
+    "    def get_model_state_dict(): pass\n"
+    "    with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT):\n"
+    "        sd = model.state_dict()\n"
+    "    StateDictOptions = 1\n"
+    "    with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT):\n"
+    "        model.load_state_dict(sd)\n"
+)
+_SDT_ASYNC = (
+    "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, StateDictType\n"
+    "async def g():\n"
+    "    async with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT):\n"
+    "        sd = model.state_dict()\n"
+    "with (FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT)):\n"
+    "    sd = model.state_dict()\n"
+)
 #: (id, source, decided): ``decided`` False where the file must go to libcst.
 SHAPES = [
     # FSDP126: which functions are visible, where the argument is
@@ -183,7 +272,7 @@ SHAPES = [
     (
         "125-paren",
         _FS + "model = fully_shard(model)\n(model.set_reduce_scatter_divide_factor)(2)\n",
-        False,
+        True,
     ),
     (
         "125-deleted",
@@ -295,6 +384,31 @@ SHAPES = [
         True,
     ),
     ("120-deleted-save", _DCP + "save = 1\ndel save\nsave_state_dict(sd, w)\n", False),
+    # FSDP115: which `state_dict_type` blocks the fix is certain about; comments by them
+    ("115-blocks", _SDT_BLOCKS, True),
+    ("115-named-config", _SDT_NAMED, True),
+    ("115-async-parenthesized", _SDT_ASYNC, True),
+    (
+        "115-header-comment",
+        _SDT
+        + "with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT):  # c\n"
+        + "    model.load_state_dict(sd)\n",
+        False,
+    ),
+    (
+        "115-leading-comment",
+        _SDT
+        + "with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT):\n"
+        + "    # c\n    model.load_state_dict(sd)\n",
+        False,
+    ),
+    (
+        "115-comments-both-ways",
+        _SDT
+        + "def f():\n    with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT):\n"
+        + "        model.load_state_dict(sd)\n        # inside\n    # outside\n    return 1\n",
+        False,
+    ),
 ]
 
 

@@ -188,13 +188,12 @@ class Fsdp125(Behaviour):
         return updated
 
     def _ast_found(self, detector: Any, attribute: ast.Attribute, certain: bool) -> None:
-        from codemods.astsyntax import unparenthesized
-
         seen = detector.scratch.setdefault(self.rule.code, set())
         if id(attribute) in seen:
             return
         seen.add(id(attribute))
-        detector.report(unparenthesized(detector, attribute), self.rule, fixable_here=certain)
+        # libcst's position of a node leaves out its own parentheses, as ast's does
+        detector.report(attribute, self.rule, fixable_here=certain)
 
     def ast_call(self, detector: Any, call: ast.Call) -> None:
         from codemods.astsyntax import Undecided
