@@ -147,6 +147,7 @@ class Names:
         self._cache: dict[int, set[str]] = {}
         self.loads: dict[str, list[ast.Name]] = {}  # each name's uses (Load context)
         self.imported_roots: set[str] = set()  # the first part of every name imports bind
+        self.deleted: set[str] = set()  # names in `del`: a binding here, an access to libcst
         self._walk(tree, self.module)
 
     # The walk ---------------------------------------------------------------------
@@ -162,6 +163,8 @@ class Names:
         if kind is ast.Name:
             self.scope_of[id(node)] = scope
             if type(node.ctx) is not ast.Load:  # type: ignore[attr-defined]
+                if type(node.ctx) is ast.Del:  # type: ignore[attr-defined]
+                    self.deleted.add(node.id)  # type: ignore[attr-defined]
                 self._other(scope, node.id, node)  # type: ignore[attr-defined]
             else:
                 self.loads.setdefault(node.id, []).append(node)  # type: ignore[arg-type,attr-defined]

@@ -123,3 +123,73 @@ def flag(detector: Any, node: ast.AST) -> bool | None:
     """The literal ``True`` or ``False``, else None."""
     found = literal(detector, node)
     return found if isinstance(found, bool) else None
+
+
+def _between(detector: Any, start: tuple[int, int], end: tuple[int, int]) -> bytes:
+    """The code between two (1-based line, byte column) positions that hold no string.
+
+    Comments are dropped: between a call's arguments only punctuation and comments lie.
+    """
+    lines = detector.lines()
+    if start[0] == end[0]:
+        parts = [lines[start[0] - 1][start[1] : end[1]]]
+    else:
+        parts = [lines[start[0] - 1][start[1] :], *lines[start[0] : end[0] - 1]]
+        parts.append(lines[end[0] - 1][: end[1]])
+    return b"\n".join(part.partition(b"#")[0] for part in parts)
+
+
+def _start(node: ast.AST) -> tuple[int, int]:
+    return node.lineno, node.col_offset  # type: ignore[attr-defined]
+
+
+def _end(node: ast.AST) -> tuple[int, int]:
+    return node.end_lineno, node.end_col_offset  # type: ignore[attr-defined]
+
+
+def _before(detector: Any, node: ast.AST) -> bytes:
+    """The significant character before ``node`` (empty at the module's start).
+
+    Undecided where a line passed over may end in a comment (a ``#`` anywhere on it).
+    """
+    lines = detector.lines()
+    line = node.lineno - 1  # type: ignore[attr-defined]
+    text = lines[line][: node.col_offset]  # type: ignore[attr-defined]
+    while True:
+        stripped = text.rstrip()
+        if stripped.endswith(b"\\"):  # a line continuation: the line before goes on
+            stripped = stripped[:-1].rstrip()
+        if stripped:
+            return stripped[-1:]
+        if line == 0:
+            return b""
+        line -= 1
+        text = lines[line]
+        if b"#" in text:
+            raise Undecided("a comment before a reported node")
+
+
+def unparenthesized(detector: Any, node: ast.AST) -> ast.AST:
+    """``node``, where libcst's position of it is ``ast``'s: it is not in parentheses.
+
+    ``ast`` starts a parenthesized expression inside its parentheses, libcst at them:
+    Undecided where ``node`` is, or may be, parenthesized. A call's callee and its
+    positional arguments are judged exactly (only punctuation and comments lie
+    between them), other nodes by the character before them.
+    """
+    parent = detector.parent(node)
+    if type(parent) is ast.Call and parent.func is node:  # type: ignore[attr-defined]
+        following = arguments(parent)[:1]  # type: ignore[arg-type]
+        stop = _start(following[0]) if following else _end(parent)
+        opened = _between(detector, _end(node), stop).lstrip(b" \t\n\\\f")
+        if opened.startswith(b"("):
+            return node
+    elif type(parent) is ast.Call and any(node is a for a in parent.args):  # type: ignore[attr-defined]
+        found = arguments(parent)  # type: ignore[arg-type]
+        index = next(i for i, a in enumerate(found) if a is node)
+        previous = found[index - 1] if index else parent.func  # type: ignore[attr-defined]
+        if _between(detector, _end(previous), _start(node)).count(b"(") == (0 if index else 1):
+            return node
+    elif _before(detector, node) != b"(":
+        return node
+    raise Undecided("a reported node may be in parentheses")

@@ -87,15 +87,22 @@ class Walk:
     def _no_other_hooks(self) -> None:
         """Refuse a file where a behaviour with a hook this pass does not call may report.
 
-        Statement-list hooks (``blocks``) have no ``ast`` half: where such a rule is
-        enabled and its text pre-filter admits the file, libcst decides it (elsewhere
-        the rule finds nothing, so lint loses nothing by not calling it).
+        Statement-list hooks (``blocks``) are not called: one whose ``ast_block`` says
+        it reports nothing in a run that fixes nothing is left out; where another such
+        rule is enabled and its text pre-filter admits the file, libcst decides it
+        (elsewhere the rule finds nothing, so lint loses nothing by not calling it).
         """
         d = self.d
         for behaviour in getattr(INDEX, "blocks", ()):
             rule = behaviour.rule
-            if d.settings.enabled(rule) and rule_filter(rule).admits(d.source):
-                raise Undecided(f"{rule.code}'s statement-list hook has no ast half", rule.code)
+            if not d.settings.enabled(rule) or not rule_filter(rule).admits(d.source):
+                continue
+            try:
+                hook(behaviour, "ast_block")
+            except Undecided:
+                raise Undecided(
+                    f"{rule.code}'s statement-list hook has no ast half", rule.code
+                ) from None
 
     def _visit(self, node: ast.AST, fallback: bool) -> None:
         kind = type(node)

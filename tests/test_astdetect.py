@@ -19,6 +19,7 @@ from codemods.astlint import Undecided, lint
 from codemods.astwalk import hook
 from codemods.kinds.default_change import DefaultChange
 from codemods.registry import REGISTRY
+from codemods.rules.fsdp115 import Fsdp115
 from codemods.run import run
 from codemods.runner import process_source
 from codemods.settings import Settings
@@ -151,6 +152,19 @@ def test_an_override_without_an_ast_half_goes_to_libcst():
     with pytest.raises(Undecided, match="does not answer for fix"):
         hook(Quieter(rule), "ast_call")
     assert hook(DefaultChange(rule), "ast_call") is not None
+
+
+def test_a_block_hook_that_rewrites_goes_to_libcst():
+    """A statement-list hook reports nothing in lint only where ``ast_block`` says so."""
+
+    class Rewrites(Fsdp115):
+        def block(self, engine, original, updated):
+            return updated  # a new block hook: the parent's ast_block does not speak for it
+
+    rule = REGISTRY["FSDP115"]
+    with pytest.raises(Undecided, match="does not answer for block"):
+        hook(Rewrites(rule), "ast_block")
+    assert hook(Fsdp115(rule), "ast_block") is not None
 
 
 @pytest.mark.parametrize(("source", "settings"), _fixture_sources(fix=True))

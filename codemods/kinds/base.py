@@ -208,12 +208,16 @@ class Behaviour:
     ast_partial: ClassVar[Callable[..., None] | None] = None
     ast_function: ClassVar[Callable[..., None] | None] = None
     ast_class_def: ClassVar[Callable[..., None] | None] = None
+    #: Defined where :meth:`block` reports nothing in a run that fixes nothing (it only
+    #: applies what the other hooks planned): lint then need not call it.
+    ast_block: ClassVar[Callable[..., None] | None] = None
     #: The libcst methods each ``ast`` half answers for (see the class docstring).
     AST_MIRRORS: ClassVar[dict[str, tuple[str, ...]]] = {
         "ast_call": ("call",),
         "ast_partial": ("partial",),
         "ast_function": ("function",),
         "ast_class_def": ("class_def",),
+        "ast_block": ("block",),
     }
 
     def __init__(self, rule: Rule) -> None:

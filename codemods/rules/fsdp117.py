@@ -12,6 +12,9 @@ calls are reported for a human (pass ``optim=`` first).
 
 from __future__ import annotations
 
+import ast
+from typing import Any
+
 import libcst as cst
 
 from codemods.kinds.base import Behaviour, Engine
@@ -62,6 +65,30 @@ def _passes_optim(args: list[cst.Arg], method: str) -> bool:
     return sum(is_plain_positional(a) for a in args) > _OPTIM_POSITION[method]
 
 
+def _ast_optim_input_index(args: list, method: str) -> int | None:
+    """:func:`_optim_input_index` on ``ast`` arguments (in source order)."""
+    from codemods.astsyntax import keyword as keyword_of
+    from codemods.astsyntax import plain_positional
+
+    for index, arg in enumerate(args):
+        if keyword_of(arg) == "optim_input":
+            return index
+    position = _OPTIM_INPUT_POSITION.get(method)
+    positional = [i for i, a in enumerate(args) if plain_positional(a)]
+    if position is not None and len(positional) > position:
+        return positional[position]
+    return None
+
+
+def _ast_passes_optim(args: list, method: str) -> bool:
+    from codemods.astsyntax import keyword as keyword_of
+    from codemods.astsyntax import plain_positional
+
+    if any(keyword_of(a) == "optim" for a in args):
+        return True
+    return sum(plain_positional(a) for a in args) > _OPTIM_POSITION[method]
+
+
 class Fsdp117(Behaviour):
     """Remove ``optim_input`` where the call also passes ``optim``."""
 
@@ -85,6 +112,26 @@ class Fsdp117(Behaviour):
             return updated
         kept = [a for i, a in enumerate(updated.args) if i != index]
         return updated.with_changes(args=keep_ending(kept, list(updated.args)))
+
+    def ast_call(self, detector: Any, call: ast.Call) -> None:
+        from codemods.astsyntax import arguments, plain_positional, star, unparenthesized
+
+        names = detector.qualified(call.func) & set(self.rule.old)
+        method = next(iter(names)).rpartition(".")[2] if names else None
+        args = arguments(call)
+        index = None if method is None else _ast_optim_input_index(args, method)
+        if index is None:
+            return
+        arg = args[index]
+        later_positional = any(plain_positional(a) for a in args[index + 1 :])
+        certain = (
+            not any(star(a) for a in args)
+            and _ast_passes_optim(args, method)  # type: ignore[arg-type]
+            and not (plain_positional(arg) and later_positional)
+            and detector.target_at_least(OPTIM_SINCE)
+        )
+        node = arg if type(arg) is ast.keyword else unparenthesized(detector, arg)
+        detector.report(node, self.rule, fixable_here=certain)
 
 
 BEHAVIOUR = Fsdp117

@@ -8,6 +8,9 @@ case-insensitively as Lightning does (``ShardingStrategy[name.upper()]``):
 
 from __future__ import annotations
 
+import ast
+from typing import Any
+
 import libcst as cst
 
 from codemods.kinds.base import Engine
@@ -28,6 +31,14 @@ class Fsdp118(Reported):
             if isinstance(value, str) and value.upper() == "NO_SHARD":
                 engine.report(arg, self.rule)
         return updated
+
+    def ast_call(self, detector: Any, call: ast.Call) -> None:
+        from codemods.astsyntax import literal as literal_of
+
+        for arg in call.keywords:
+            value = literal_of(detector, arg.value) if arg.arg == "sharding_strategy" else None
+            if isinstance(value, str) and value.upper() == "NO_SHARD":
+                detector.report(arg, self.rule)
 
 
 BEHAVIOUR = Fsdp118

@@ -12,6 +12,9 @@ leave every use in the file for a human.
 
 from __future__ import annotations
 
+import ast
+from typing import Any
+
 import libcst as cst
 
 from codemods.kinds.base import CallSiteFix, Site, Translation
@@ -78,10 +81,69 @@ def _translator(io: str, new: str):
     return translate
 
 
+def _ast_shadowed(site: Any, new: str) -> bool:
+    """:func:`_shadowed` on ``ast`` (``site`` is an ``AstSite``)."""
+    from codemods.astscope import Undecided, import_names
+    from codemods.astsyntax import arguments, value
+
+    func = value(arguments(site.call)[0]) if site.partial else site.call.func
+    if type(func) is not ast.Name:
+        return False
+    names = site.resolver.names
+    scope = site.resolver.scope(func)
+    if scope is None:
+        return True
+    if new in names.deleted:  # `del new` binds to astscope, not to libcst
+        raise Undecided(f"`{new}` is deleted somewhere")
+    binder = names._lookup(scope, new)
+    if binder is None:
+        return False
+    if binder.others.get(new):
+        return True
+    return not all(
+        type(statement) is ast.ImportFrom and import_names(statement, new) <= {f"{DCP}.{new}"}
+        for statement in binder.imports.get(new, ())
+    )
+
+
+def _ast_certain(io: str, new: str):
+    """The ``ast`` half of :func:`_translator`: whether it translates the call."""
+    parameters = tuple(p.format(io=io) for p in _PARAMETERS)
+
+    def certain(site: Any) -> bool:
+        from codemods.astsyntax import keyword as keyword_of
+        from codemods.astsyntax import literal as literal_of
+        from codemods.astsyntax import star, value
+
+        if _ast_shadowed(site, new):
+            return False
+        for index, arg in enumerate(site.arguments):
+            if star(arg):
+                return False
+            name = keyword_of(arg)
+            if name is None:
+                if index == 0:
+                    continue
+                if index > len(parameters):
+                    return False
+                name = parameters[index - 1]
+            if name == "coordinator_rank":
+                rank = literal_of(site.resolver, value(arg))
+                if type(rank) is not int or rank != 0:
+                    return False
+        return True
+
+    return certain
+
+
 class Fsdp120(Renamed):
     """Rename to ``save`` where every call's arguments translate."""
 
-    rename = CallSiteFix(_translator("storage_writer", "save"), partials=True)
+    rename = CallSiteFix(
+        _translator("storage_writer", "save"),
+        partials=True,
+        certain=_ast_certain("storage_writer", "save"),
+    )
 
 
 BEHAVIOUR = Fsdp120

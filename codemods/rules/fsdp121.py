@@ -4,13 +4,17 @@ from __future__ import annotations
 
 from codemods.kinds.base import CallSiteFix
 from codemods.kinds.reference import Renamed
-from codemods.rules.fsdp120 import _translator
+from codemods.rules.fsdp120 import _ast_certain, _translator
 
 
 class Fsdp121(Renamed):
     """Rename to ``load`` where every call's arguments translate."""
 
-    rename = CallSiteFix(_translator("storage_reader", "load"), partials=True)
+    rename = CallSiteFix(
+        _translator("storage_reader", "load"),
+        partials=True,
+        certain=_ast_certain("storage_reader", "load"),
+    )
 
 
 BEHAVIOUR = Fsdp121

@@ -13,6 +13,9 @@ on to its ``checkpoint_fn``, so ``checkpoint_wrapper(m, checkpoint_fn=checkpoint
 
 from __future__ import annotations
 
+import ast
+from typing import Any
+
 import libcst as cst
 
 from codemods.kinds.base import Engine
@@ -23,6 +26,36 @@ from codemods.syntax import append_arg, is_plain_positional, keyword, new_keywor
 WRAPPER = f"{CHECKPOINT_WRAPPER}.checkpoint_wrapper"
 #: ``checkpoint_sequential(functions, segments, input, use_reentrant)``: its position.
 _SEQUENTIAL_POSITION = 3
+
+
+def _ast_names(detector: Any, node: ast.expr) -> set[str]:
+    """``engine.qualified`` of a ``checkpoint_fn`` value, on ``ast``.
+
+    libcst also names ``f(...)``, ``f[...]`` and ``f().g`` (as ``f``, ``f``, ``f.g``),
+    through every binding of ``f`` in reach, which :mod:`codemods.astscope` does not:
+    where an import binds one of those names, the value is Undecided; elsewhere it
+    names nothing a rule looks at.
+    """
+    from codemods.astsyntax import Undecided, dotted
+
+    if dotted(node) is not None:
+        return detector.qualified(node)
+    parts: list[str] = []
+    base = node
+    while type(base) in (ast.Call, ast.Subscript, ast.Attribute):
+        if type(base) is ast.Attribute:
+            parts.append(base.attr)  # type: ignore[attr-defined]
+        base = base.func if type(base) is ast.Call else base.value  # type: ignore[attr-defined]
+    scope = detector.scope(base)
+    if type(base) is not ast.Name or scope is None:
+        return set()
+    prefix = ".".join([base.id, *reversed(parts)])
+    while prefix:
+        binder = detector.names._lookup(scope, prefix)
+        if binder is not None and prefix in binder.imports:
+            raise Undecided("a checkpoint_fn named through a call or subscript of an import")
+        prefix = prefix.rpartition(".")[0]
+    return set()
 
 
 class Fsdp124(DefaultChange):
@@ -69,6 +102,40 @@ class Fsdp124(DefaultChange):
         recommended = engine.report(original, self.rule, quiet=True, unsafe_here=True)
         value = new_keyword(self.rule.argument, "False" if recommended else "True")
         return updated.with_changes(args=append_arg(updated, list(updated.args), value))
+
+    def _ast_passes(self, detector: Any, func: ast.expr, args: list) -> bool:
+        """:meth:`_passes` on ``ast`` arguments (in source order)."""
+        from codemods.astsyntax import keyword, plain_positional, value
+
+        names = detector.qualified(func)
+        if WRAPPER in names:
+            fn = [a for a in args if keyword(a) == "checkpoint_fn"]
+            positional = [a for a in args if plain_positional(a)]
+            if not fn and len(positional) >= 3:
+                fn = positional[2:3]
+            if not fn or not set(self.rule.old) & _ast_names(detector, value(fn[0])):
+                return True
+        sequential = any(name.endswith("checkpoint_sequential") for name in names)
+        double = [a for a in args if type(a) is ast.keyword and a.arg is None]
+        if double or any(keyword(a) == self.rule.argument for a in args):
+            return True
+        if sequential and any(type(a) is ast.Starred for a in args):
+            return True
+        positional_count = sum(plain_positional(a) for a in args)
+        return sequential and positional_count > _SEQUENTIAL_POSITION
+
+    def ast_call(self, detector: Any, call: ast.Call) -> None:
+        from codemods.astsyntax import arguments
+
+        if not self._ast_passes(detector, call.func, arguments(call)):
+            detector.report(call, self.rule)
+
+    def ast_partial(self, detector: Any, call: ast.Call) -> None:
+        from codemods.astsyntax import arguments, value
+
+        found = arguments(call)
+        if not self._ast_passes(detector, value(found[0]), found[1:]):
+            detector.report(call, self.rule)
 
 
 BEHAVIOUR = Fsdp124

@@ -8,6 +8,9 @@ who adds the ``module`` parameter (the function may be called elsewhere too).
 
 from __future__ import annotations
 
+import ast
+from typing import Any
+
 import libcst as cst
 
 from codemods.kinds.base import Behaviour, Engine
@@ -39,6 +42,48 @@ def function_arity(engine: Engine, value: cst.BaseExpression) -> int | None:
     return _arity(bindings[0].node.params)
 
 
+def _ast_arity(params: ast.arguments) -> int | None:
+    """:func:`_arity` on ``ast``."""
+    if params.vararg is not None or params.kwarg is not None:
+        return None
+    return len(params.posonlyargs) + len(params.args)
+
+
+def _definitions(detector: Any) -> dict[tuple[int, int], ast.AST]:
+    """The module's ``def`` statements by position (as :mod:`codemods.astscope` records them)."""
+    found = detector.scratch.get("FSDP126:defs")
+    if found is None:
+        kinds = (ast.FunctionDef, ast.AsyncFunctionDef)
+        found = {
+            (node.lineno, node.col_offset): node
+            for node in ast.walk(detector.tree)
+            if isinstance(node, kinds)
+        }
+        detector.scratch["FSDP126:defs"] = found
+    return found
+
+
+def ast_function_arity(detector: Any, value: ast.expr) -> int | None:
+    """:func:`function_arity` on ``ast``: a lambda, or a name bound only by one ``def``."""
+    from codemods.astsyntax import Undecided
+
+    if type(value) is ast.Lambda:
+        return _ast_arity(value.args)
+    scope = detector.scope(value)
+    if type(value) is not ast.Name or scope is None:
+        return None
+    name = value.id
+    if name in detector.names.deleted:  # `del name` binds to astscope, not to libcst
+        raise Undecided(f"`{name}` is deleted somewhere")
+    binder = detector.names._lookup(scope, name)
+    if binder is None or binder.count.get(name) != 1 or name in binder.imports:
+        return None
+    definition = _definitions(detector).get(binder.others[name][0])
+    if getattr(definition, "name", None) != name:
+        return None
+    return _ast_arity(definition.args)  # type: ignore[union-attr]
+
+
 class Fsdp126(Behaviour):
     """Report ``input_fn``/``output_fn`` arguments that are visibly two-argument functions."""
 
@@ -54,6 +99,23 @@ class Fsdp126(Behaviour):
             if found and function_arity(engine, found[0].value) == 2:
                 engine.report(found[0], self.rule)
         return updated
+
+    def ast_call(self, detector: Any, call: ast.Call) -> None:
+        from codemods.astsyntax import plain_positional, unparenthesized
+
+        positional = [a for a in call.args if plain_positional(a)]
+        for name, position in _POSITIONS.items():
+            found: list[ast.AST] = [a for a in call.keywords if a.arg == name]
+            if not found and len(positional) > position:
+                found = [positional[position]]
+            if not found:
+                continue
+            arg = found[0]
+            value = arg.value if type(arg) is ast.keyword else arg
+            if ast_function_arity(detector, value) == 2:  # type: ignore[arg-type]
+                detector.report(
+                    arg if type(arg) is ast.keyword else unparenthesized(detector, arg), self.rule
+                )
 
 
 BEHAVIOUR = Fsdp126

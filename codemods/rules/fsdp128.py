@@ -9,6 +9,9 @@ prefixes each key with the submodule's name (the rule's recipe).
 
 from __future__ import annotations
 
+import ast
+from typing import Any
+
 import libcst as cst
 
 from codemods.kinds.base import Behaviour, Engine
@@ -27,6 +30,23 @@ def keyed_by_objects(value: cst.BaseExpression) -> bool:
         and not (isinstance(key, cst.Name) and (key.value.isupper() or key.value == "None"))
         for key in keys
     )
+
+
+def _ast_object_key(key: ast.expr | None) -> bool:
+    """A key :func:`keyed_by_objects` accepts (``True`` and ``False`` are names to libcst)."""
+    kind = type(key)
+    if kind is ast.Name:
+        return not (key.id.isupper() or key.id == "None")  # type: ignore[union-attr]
+    if kind is ast.Constant:
+        return key.value is True or key.value is False  # type: ignore[union-attr]
+    return kind in (ast.Attribute, ast.Subscript, ast.Call)
+
+
+def ast_keyed_by_objects(value: ast.expr) -> bool:
+    """:func:`keyed_by_objects` on ``ast`` (``**other``'s key is None)."""
+    if type(value) is not ast.Dict or not value.keys:
+        return False
+    return all(_ast_object_key(key) for key in value.keys)
 
 
 class Fsdp128(Behaviour):
@@ -48,6 +68,27 @@ class Fsdp128(Behaviour):
         if found and keyed_by_objects(found[0].value):
             engine.report(found[0], self.rule)
         return updated
+
+    def ast_call(self, detector: Any, call: ast.Call) -> None:
+        from codemods.astsyntax import plain_positional, unparenthesized
+
+        found: list[ast.AST] = [a for a in call.keywords if a.arg == "model_state_dict"]
+        positional = [a for a in call.args if plain_positional(a)]
+        names = detector.qualified(call.func)
+        if (
+            not found
+            and len(positional) > 1
+            and any(n.endswith("set_model_state_dict") for n in names)
+        ):
+            found = [positional[1]]
+        if not found:
+            return
+        arg = found[0]
+        if type(arg) is ast.keyword:
+            if ast_keyed_by_objects(arg.value):
+                detector.report(arg, self.rule)
+        elif ast_keyed_by_objects(arg):  # type: ignore[arg-type]
+            detector.report(unparenthesized(detector, arg), self.rule)
 
 
 BEHAVIOUR = Fsdp128
