@@ -1,0 +1,260 @@
+"""FSDP401: an FSDP1 wrapper call rewritten as FSDP2 ``fully_shard`` calls.
+
+``model = FSDP(model, auto_wrap_policy=ModuleWrapPolicy({Block}), **kwargs)`` becomes::
+
+    for submodule in reversed(list(model.modules())):  # descendants before ancestors
+        if isinstance(submodule, Block) and submodule is not model:
+            fully_shard(submodule, **fsdp2_kwargs)
+    model = fully_shard(model, **fsdp2_kwargs)
+
+``Module.modules()`` lists a module before everything under it (pre-order), so the
+reversed list puts every descendant before its ancestors, as FSDP2 requires; the root
+(always FSDP1's outermost unit) is sharded last, and ``fully_shard`` returns the same
+object, so the call may stay an assignment, a return value or an argument. The loop
+goes before the statement holding the call.
+
+A file is converted whole or not at all (:func:`survey`): one wrapper call the rewrite
+cannot translate, or a use of the wrapped model that only FSDP1 has, withholds the fix
+of every call in the file, and each finding says why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+from libcst.metadata import PositionProvider
+
+from codemods.kinds.base import Behaviour, Engine
+from codemods.registry.names import COMPOSABLE_FSDP, TORCH_FSDP, TORCH_FSDP_CLASSES
+from codemods.rules.fsdp2_arguments import Keywords, Untranslatable, translate
+from codemods.rules.fsdp2_policy import unit_classes
+from codemods.syntax import dotted, find_all, is_fallback, keyword
+
+#: Attributes of an FSDP1-wrapped model that an FSDP2 model does not have (or that mean
+#: something else there): a file using one on the wrapped model is left as FSDP1.
+FSDP1_ONLY = (
+    "clip_grad_norm_",
+    "no_sync",
+    "summon_full_params",
+    "module",
+    "_fsdp_wrapped_module",
+    "check_is_root",
+    "sharding_strategy",
+    "mixed_precision",
+    "cpu_offload",
+    "params",
+)
+
+_CONTAINERS = (cst.Assign, cst.AnnAssign, cst.Return, cst.Expr)
+
+
+@dataclass(frozen=True)
+class Conversion:
+    """How one wrapper call becomes FSDP2.
+
+    Attributes:
+        line: The original statement line holding the call (the loop goes before it).
+        root: Source of the module sharded last (a name or attribute).
+        before: Source of a statement binding ``root`` first, if the call built it.
+        classes: Source of each unit class (none: the root is the only unit).
+        keywords: The ``fully_shard`` keywords.
+    """
+
+    line: cst.SimpleStatementLine
+    root: str
+    before: str | None
+    classes: tuple[str, ...]
+    keywords: Keywords
+
+
+@dataclass
+class Survey:
+    """Every FSDP1 wrapper call of a file, and why the file must stay FSDP1 (if it must)."""
+
+    conversions: dict[int, Conversion | str]
+    blocker: str | None
+
+
+def _line(engine: Engine, node: cst.CSTNode) -> int:
+    return engine.get_metadata(PositionProvider, node).start.line
+
+
+def _statement(engine: Engine, call: cst.Call) -> tuple[cst.SimpleStatementLine, cst.CSTNode]:
+    """The statement line holding ``call`` and the small statement it is part of."""
+    node: cst.CSTNode = call
+    while True:
+        parent = engine.parent(node)
+        if isinstance(parent, cst.Arg) and parent.value is node:
+            node = engine.parent(parent)  # the call taking it
+            continue
+        if isinstance(parent, _CONTAINERS) and getattr(parent, "value", None) is node:
+            line = engine.parent(parent)
+            if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1:
+                return line, parent
+        raise Untranslatable(
+            "the call is part of an expression the rewrite does not split: "
+            "assign the wrapped model to a name first"
+        )
+
+
+def _convert(engine: Engine, call: cst.Call) -> Conversion:
+    """How ``call`` becomes FSDP2.
+
+    Raises:
+        Untranslatable: Where it cannot be rewritten with certainty, saying why.
+    """
+    line, small = _statement(engine, call)
+    args = list(call.args)
+    if not args or keyword(args[0]) is not None or args[0].star:
+        raise Untranslatable("the module is not the first positional argument")
+    rest = args[1:]
+    if any(arg.star or keyword(arg) is None for arg in rest):
+        raise Untranslatable("arguments passed by position or with `*`/`**`")
+    policies = [arg for arg in rest if keyword(arg) == "auto_wrap_policy"]
+    classes = unit_classes(engine, policies[0].value) if policies else []
+    keywords = translate(engine, [arg for arg in rest if keyword(arg) != "auto_wrap_policy"])
+    code = engine.module.code_for_node
+    root, before = code(args[0].value), None
+    if dotted(args[0].value) is None:
+        targets = getattr(small, "targets", ())
+        if not (
+            isinstance(small, cst.Assign)
+            and small.value is call
+            and len(targets) == 1
+            and isinstance(targets[0].target, cst.Name)
+        ):
+            raise Untranslatable("the module is an expression: assign it to a name first")
+        root = targets[0].target.value
+        before = f"{root} = {code(args[0].value)}"
+    return Conversion(line, root, before, tuple(code(c) for c in classes), keywords)
+
+
+def _fsdp1_reference(engine: Engine, node: cst.CSTNode) -> bool:
+    return isinstance(node, (cst.Name, cst.Attribute)) and bool(
+        engine.qualified(node) & set(TORCH_FSDP_CLASSES)
+    )
+
+
+def _inside(engine: Engine, node: cst.CSTNode, kinds: tuple[type, ...]) -> bool:
+    while node is not None:
+        if isinstance(node, kinds) or is_fallback(node):
+            return True
+        node = engine.parent(node)
+    return False
+
+
+def survey(engine: Engine, rule_code: str) -> Survey:
+    """Each FSDP1 wrapper call of the module: its conversion, or why it has none."""
+    module = engine.module
+    calls = [
+        n
+        for n in find_all(module, lambda n: isinstance(n, cst.Call))
+        if _fsdp1_reference(engine, n.func)
+    ]
+    conversions: dict[int, Conversion | str] = {}
+    blockers = []
+    wrapped = set()
+    for call in calls:
+        if _inside(engine, call, ()) or engine.silenced(call, rule_code):
+            blockers.append(f"the FSDP1 call at line {_line(engine, call)} is kept on purpose")
+            continue
+        try:
+            conversion = _convert(engine, call)
+        except Untranslatable as why:
+            conversions[id(call)] = str(why)
+            blockers.append(f"the FSDP1 call at line {_line(engine, call)} stays: {why}")
+            continue
+        conversions[id(call)] = conversion
+        wrapped.add(conversion.root)
+        for target in getattr(conversion.line.body[0], "targets", ()):
+            wrapped.add(module.code_for_node(target.target))
+    funcs = {id(call.func) for call in calls}
+    for node in find_all(module, lambda n: isinstance(n, (cst.Name, cst.Attribute))):
+        if id(node) in funcs or _inside(engine, node, (cst.Import, cst.ImportFrom)):
+            continue
+        if _fsdp1_reference(engine, node):
+            shown = module.code_for_node(node)
+            blockers.append(f"`{shown}` at line {_line(engine, node)} is FSDP1 only")
+        elif (
+            isinstance(node, cst.Attribute)
+            and node.attr.value in FSDP1_ONLY
+            and module.code_for_node(node.value) in wrapped
+        ):
+            shown = module.code_for_node(node)
+            blockers.append(f"`{shown}` at line {_line(engine, node)} exists only on FSDP1 models")
+    return Survey(conversions, blockers[0] if blockers else None)
+
+
+def _forget_fsdp1_names(engine: Engine, call: cst.Call) -> None:
+    """Queue the imports the removed FSDP1 call used for removal where now unused."""
+    for node in find_all(call, lambda n: isinstance(n, (cst.Name, cst.Attribute))):
+        names = engine.qualified(node)
+        if any(n.startswith(f"{TORCH_FSDP}.") or n == "functools.partial" for n in names):
+            engine.forget(node)
+
+
+def _fresh(engine: Engine, wanted: str) -> str:
+    used = engine.scratch.get("FSDP401-names")
+    if used is None:
+        nodes = find_all(engine.module, lambda n: isinstance(n, cst.Name))
+        used = engine.scratch["FSDP401-names"] = {n.value for n in nodes}
+    while wanted in used:
+        wanted += "_"
+    return wanted
+
+
+def _statements(engine: Engine, conversion: Conversion, keywords: str) -> list[cst.CSTNode]:
+    config = engine.module.config_for_parsing
+    out = []
+    if conversion.before:
+        out.append(cst.parse_statement(f"{conversion.before}\n", config))
+    if conversion.classes:
+        one = engine.module.default_indent
+        var = _fresh(engine, "submodule")
+        classes = conversion.classes
+        kinds = classes[0] if len(classes) == 1 else f"({', '.join(classes)})"
+        root = conversion.root
+        loop = (
+            f"for {var} in reversed(list({root}.modules())):  # descendants before ancestors\n"
+            f"{one}if isinstance({var}, {kinds}) and {var} is not {root}:\n"
+            f"{one}{one}fully_shard({var}{keywords})\n"
+        )
+        out.append(cst.parse_statement(loop, config))
+    return out
+
+
+class Fsdp401(Behaviour):
+    """Rewrite each FSDP1 wrapper call when every one in the file can be rewritten."""
+
+    def calls(self) -> tuple[str, ...]:
+        return TORCH_FSDP_CLASSES
+
+    def call(self, engine: Engine, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        if not engine.settings.enabled(self.rule):
+            return updated
+        found = engine.scratch.get(self.rule.code)
+        if found is None:
+            found = engine.scratch[self.rule.code] = survey(engine, self.rule.code)
+        conversion = found.conversions.get(id(original))
+        if conversion is None:
+            return updated
+        if isinstance(conversion, str):
+            engine.report(original, self.rule, fixable_here=False, detail=conversion)
+            return updated
+        notes = "; ".join(conversion.keywords.notes) or None
+        withheld = f"fix withheld: {found.blocker}" if found.blocker else None
+        if not engine.report(original, self.rule, detail=notes, withheld=withheld):
+            return updated
+        home = TORCH_FSDP if engine.target_at_least("2.6") else COMPOSABLE_FSDP
+        for name in ("fully_shard", *conversion.keywords.imports):
+            engine.need_import(home, name)
+        _forget_fsdp1_names(engine, original)
+        keywords = "".join(f", {k}" for k in conversion.keywords.code)
+        statements = _statements(engine, conversion, keywords)
+        if statements:
+            engine.insert_before(conversion.line, statements)
+        return cst.parse_expression(f"fully_shard({conversion.root}{keywords})")
+
+
+BEHAVIOUR = Fsdp401
