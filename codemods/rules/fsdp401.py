@@ -46,6 +46,9 @@ FSDP1_ONLY = (
     "params",
 )
 
+#: Where a generated call goes on more lines (ruff's and black's default).
+LINE_LENGTH = 88
+
 _CONTAINERS = (cst.Assign, cst.AnnAssign, cst.Return, cst.Expr)
 
 
@@ -204,7 +207,41 @@ def _fresh(engine: Engine, wanted: str) -> str:
     return wanted
 
 
-def _statements(engine: Engine, conversion: Conversion, keywords: str) -> list[cst.CSTNode]:
+def _indent(engine: Engine, line: cst.CSTNode) -> str:
+    """The indentation of an original statement line."""
+    indent = ""
+    node = engine.parent(line)
+    while node is not None:
+        if isinstance(node, cst.IndentedBlock):
+            own = node.indent
+            indent += engine.module.default_indent if own is None else own
+        node = engine.parent(node)
+    return indent
+
+
+def call_text(target: str, keywords: list[str], one: str, base: str = "", taken: int = 0) -> str:
+    """``fully_shard(target, k=v, ...)``, one argument a line where one line would be long.
+
+    ``base`` is the indentation of the call's line relative to its block (libcst adds
+    the block's own); ``taken`` is how much of the line comes before the call.
+
+    Example:
+        >>> call_text("model", ["reshard_after_forward=False"], "    ")
+        'fully_shard(model, reshard_after_forward=False)'
+        >>> print(call_text("model", ["a=" + "x" * 80], "    "))
+        fully_shard(
+            model,
+            a=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx,
+        )
+    """
+    flat = f"fully_shard({', '.join([target, *keywords])})"
+    if taken + len(flat) <= LINE_LENGTH:
+        return flat
+    inner = "".join(f"{base}{one}{part},\n" for part in [target, *keywords])
+    return f"fully_shard(\n{inner}{base})"
+
+
+def _statements(engine: Engine, conversion: Conversion, indent: str) -> list[cst.CSTNode]:
     config = engine.module.config_for_parsing
     out = []
     if conversion.before:
@@ -215,10 +252,11 @@ def _statements(engine: Engine, conversion: Conversion, keywords: str) -> list[c
         classes = conversion.classes
         kinds = classes[0] if len(classes) == 1 else f"({', '.join(classes)})"
         root = conversion.root
+        shard = call_text(var, conversion.keywords.code, one, one * 2, len(indent + one * 2))
         loop = (
             f"for {var} in reversed(list({root}.modules())):  # descendants before ancestors\n"
             f"{one}if isinstance({var}, {kinds}) and {var} is not {root}:\n"
-            f"{one}{one}fully_shard({var}{keywords})\n"
+            f"{one}{one}{shard}\n"
         )
         out.append(cst.parse_statement(loop, config))
     return out
@@ -250,11 +288,14 @@ class Fsdp401(Behaviour):
         for name in ("fully_shard", *conversion.keywords.imports):
             engine.need_import(home, name)
         _forget_fsdp1_names(engine, original)
-        keywords = "".join(f", {k}" for k in conversion.keywords.code)
-        statements = _statements(engine, conversion, keywords)
+        indent = _indent(engine, conversion.line)
+        statements = _statements(engine, conversion, indent)
         if statements:
             engine.insert_before(conversion.line, statements)
-        return cst.parse_expression(f"fully_shard({conversion.root}{keywords})")
+        one = engine.module.default_indent
+        taken = len(indent + conversion.root + " = ")  # most often `model = fully_shard(...)`
+        text = call_text(conversion.root, conversion.keywords.code, one, "", taken)
+        return cst.parse_expression(text, engine.module.config_for_parsing)
 
 
 BEHAVIOUR = Fsdp401
