@@ -49,6 +49,18 @@ FSDP1_ONLY = (
 #: Where a generated call goes on more lines (ruff's and black's default).
 LINE_LENGTH = 88
 
+#: Methods both have that mean something else on an FSDP2 model, and what to write.
+CHANGED_MEANING = {
+    "state_dict": (
+        "FSDP1 gathers a full state dict, FSDP2 returns DTensor shards: use "
+        "`get_model_state_dict(model, options=StateDictOptions(full_state_dict=True))`"
+    ),
+    "load_state_dict": (
+        "FSDP2 loads DTensor shards: use `set_model_state_dict(model, state, "
+        "options=StateDictOptions(full_state_dict=True))`"
+    ),
+}
+
 _CONTAINERS = (cst.Assign, cst.AnnAssign, cst.Return, cst.Expr)
 
 
@@ -120,17 +132,24 @@ def _convert(engine: Engine, call: cst.Call) -> Conversion:
     code = engine.module.code_for_node
     root, before = code(args[0].value), None
     if dotted(args[0].value) is None:
-        targets = getattr(small, "targets", ())
-        if not (
-            isinstance(small, cst.Assign)
-            and small.value is call
-            and len(targets) == 1
-            and isinstance(targets[0].target, cst.Name)
-        ):
+        if getattr(small, "value", None) is not call:
             raise Untranslatable("the module is an expression: assign it to a name first")
-        root = targets[0].target.value
+        # The call is the statement's value, so its module is what the statement
+        # evaluates first: binding it to a name just before changes no order.
+        targets = getattr(small, "targets", ())
+        target = targets[0].target if len(targets) == 1 else None
+        root = code(target) if target is not None and dotted(target) else _local(engine, call)
         before = f"{root} = {code(args[0].value)}"
     return Conversion(line, root, before, tuple(code(c) for c in classes), keywords)
+
+
+def _local(engine: Engine, node: cst.CSTNode) -> str:
+    """A name for the module that nothing in ``node``'s scope uses (``model`` if free)."""
+    scope = engine.scope(node)
+    name = "model"
+    while scope is not None and (name in scope or any(a.node for a in scope.accesses[name])):
+        name += "_"
+    return name
 
 
 def _fsdp1_reference(engine: Engine, node: cst.CSTNode) -> bool:
@@ -186,6 +205,14 @@ def survey(engine: Engine, rule_code: str) -> Survey:
         ):
             shown = module.code_for_node(node)
             blockers.append(f"`{shown}` at line {_line(engine, node)} exists only on FSDP1 models")
+        elif (
+            isinstance(node, cst.Attribute)
+            and node.attr.value in CHANGED_MEANING
+            and module.code_for_node(node.value) in wrapped
+        ):
+            shown = module.code_for_node(node)
+            why = CHANGED_MEANING[node.attr.value]
+            blockers.append(f"`{shown}` at line {_line(engine, node)}: {why}")
     return Survey(conversions, blockers[0] if blockers else None)
 
 
