@@ -65,6 +65,7 @@ class Engine(ImportMoves, cst.CSTTransformer):
         self._qualified: dict[int, set[str]] = {}  # id of a node -> its qualified names
         self._inside_reported: set[int] = set()  # parts of an `Old.attr` reported as a whole
         self._before: dict[int, list[cst.CSTNode]] = {}  # id of a statement line -> inserted
+        self._replacements: dict[int, cst.CSTNode] = {}  # id of an original node -> its new one
 
     # What behaviours ask and tell ---------------------------------------------------
 
@@ -146,6 +147,10 @@ class Engine(ImportMoves, cst.CSTTransformer):
     def need_import(self, module: str, name: str | None, asname: str | None = None) -> None:
         """Queue an import for libcst's ``AddImportsVisitor``, run after this pass."""
         self.edits.imports_to_add.append((module, name, asname))
+
+    def replace(self, node: cst.CSTNode, new: cst.CSTNode) -> None:
+        """Put ``new`` in place of the original node ``node`` (not left yet) as the visit leaves."""
+        self._replacements[id(node)] = new
 
     def insert_before(self, line: cst.SimpleStatementLine, statements: list[cst.CSTNode]) -> None:
         """Put ``statements`` before the original statement line ``line`` as the visit leaves it."""
@@ -246,6 +251,8 @@ class Engine(ImportMoves, cst.CSTTransformer):
     def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> Any:
         result = super().on_leave(original_node, updated_node)
         self._fallback_depth -= is_fallback(original_node)
+        if self._replacements:
+            result = self._replacements.pop(id(original_node), result)
         return result
 
     # References and imports ------------------------------------------------------------

@@ -161,10 +161,11 @@ def test_one_call_left_withholds_the_others_and_says_why():
         ("FSDP.clip_grad_norm_(model, 1.0)", "`FSDP` at line 6 is FSDP1 only"),
         (
             "with model.no_sync():\n    pass",
-            "`model.no_sync` at line 6 exists only on FSDP1 models",
+            "`model.no_sync` at line 6: exists only on FSDP1 models",
         ),
-        ("model.module.save()", "`model.module` at line 6 exists only on FSDP1 models"),
-        ("torch.save(model.state_dict(), path)", "`model.state_dict` at line 6: FSDP1 gathers"),
+        ("def f():\n    model.clip_grad_norm_(1.0)", "`model.clip_grad_norm_` at line 7: exists"),
+        ("model.module.save()", "`model.module` at line 6: exists only on FSDP1 models"),
+        ("model.load_state_dict(state, strict=False)", "`model.load_state_dict` at line 6: FSDP2"),
     ],
 )
 def test_uses_only_fsdp1_has_keep_the_file_fsdp1(use, why):

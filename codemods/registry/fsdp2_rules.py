@@ -133,11 +133,36 @@ RULES = (
                 "encoder = FSDP(encoder, auto_wrap_policy=ModuleWrapPolicy({Block}))\n"
                 "decoder = FSDP(decoder, sync_module_states=True)\n"
             ),
+            Example(
+                before=(
+                    # On the wrapped model, later in its scope: FSDP1's methods are rewritten.
+                    "import torch\n" + _IMPORT + _WRAP + _MODEL + "\n"
+                    "model = FSDP(model, auto_wrap_policy=ModuleWrapPolicy({Block}))\n"
+                    "model.clip_grad_norm_(1.0)\n"
+                    "torch.save(model.state_dict(), 'model.pt')\n"
+                ),
+                after=(
+                    "import torch\n"
+                    "from torch.distributed.fsdp import fully_shard\n" + _MODEL + ""
+                    "from torch.distributed.checkpoint.state_dict import StateDictOptions, "
+                    "get_model_state_dict\n"
+                    "\n"
+                    "for submodule in reversed(list(model.modules())):  "
+                    "# descendants before ancestors\n"
+                    "    if isinstance(submodule, Block) and submodule is not model:\n"
+                    "        fully_shard(submodule)\n"
+                    "model = fully_shard(model)\n"
+                    "torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+                    "torch.save(get_model_state_dict(model, "
+                    "options=StateDictOptions(full_state_dict=True)), 'model.pt')\n"
+                ),
+            ),
             Example.reported_only(
-                # clip_grad_norm_ is FSDP1's method: the file stays FSDP1 as a whole.
+                # no_sync has no certain FSDP2 spelling: the file stays FSDP1 as a whole.
                 _IMPORT + _WRAP + _MODEL + "\n"
                 "model = FSDP(model, auto_wrap_policy=ModuleWrapPolicy({Block}))\n"
-                "model.clip_grad_norm_(1.0)\n"
+                "with model.no_sync():\n"
+                "    loss.backward()\n"
             ),
         ),
         untouched=(

@@ -176,16 +176,29 @@ def _cpu_offload(engine: Engine, value: cst.BaseExpression, out: Keywords) -> No
         out.imports.append("CPUOffloadPolicy")
 
 
-def _sharding(engine: Engine, value: cst.BaseExpression, out: Keywords) -> None:
+def _reshards(engine: Engine, value: cst.BaseExpression) -> bool:
+    """Whether a ``ShardingStrategy`` member reshards after forward (FULL_SHARD)."""
     member = _member(engine, value, "ShardingStrategy")
     if member in ("FULL_SHARD", "SHARD_GRAD_OP"):
-        out.code.append(f"reshard_after_forward={member == 'FULL_SHARD'}")
-    elif member in ("HYBRID_SHARD", "_HYBRID_SHARD_ZERO2"):
+        return member == "FULL_SHARD"
+    if member in ("HYBRID_SHARD", "_HYBRID_SHARD_ZERO2"):
         raise Untranslatable(f"`{member}`: {RECIPES['HYBRID_SHARD']}")
-    elif member == "NO_SHARD":
+    if member == "NO_SHARD":
         raise Untranslatable(RECIPES["NO_SHARD"])
-    else:
-        raise Untranslatable("`sharding_strategy` is not a `ShardingStrategy` member")
+    raise Untranslatable("`sharding_strategy` is not a `ShardingStrategy` member")
+
+
+def _sharding(engine: Engine, value: cst.BaseExpression, out: Keywords) -> None:
+    if isinstance(value, cst.IfExp):
+        # `FULL_SHARD if flag else SHARD_GRAD_OP`: the flag says whether to reshard.
+        body, orelse = _reshards(engine, value.body), _reshards(engine, value.orelse)
+        test = _simple(engine, value.test)
+        if body == orelse:
+            out.code.append(f"reshard_after_forward={body}")
+        else:
+            out.code.append(f"reshard_after_forward={'' if body else 'not '}bool({test})")
+        return
+    out.code.append(f"reshard_after_forward={_reshards(engine, value)}")
 
 
 def _prefetch(engine: Engine, name: str, value: cst.BaseExpression, out: Keywords) -> None:

@@ -44,6 +44,16 @@ def bound_once(engine: Engine, node: cst.BaseExpression) -> cst.BaseExpression |
 def _classes(engine: Engine, node: cst.BaseExpression) -> list[cst.BaseExpression]:
     """The class expressions of a display, or of a name bound once to one."""
     node = bound_once(engine, node) or node
+    if (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Name)
+        and node.func.value in ("set", "frozenset", "list", "tuple")
+        and engine.qualified(node.func) == {f"builtins.{node.func.value}"}
+        and len(node.args) == 1
+        and not node.args[0].keyword
+        and not node.args[0].star
+    ):
+        node = node.args[0].value  # `set([A, B])`
     if isinstance(node, (cst.Set, cst.List, cst.Tuple)):
         elements = [e.value for e in node.elements if isinstance(e, cst.Element)]
         if len(elements) != len(node.elements) or not elements:

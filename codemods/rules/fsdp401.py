@@ -29,6 +29,7 @@ from codemods.kinds.base import Behaviour, Engine
 from codemods.registry.names import COMPOSABLE_FSDP, TORCH_FSDP, TORCH_FSDP_CLASSES
 from codemods.rules.fsdp2_arguments import Keywords, Untranslatable, translate
 from codemods.rules.fsdp2_policy import unit_classes
+from codemods.rules.fsdp2_uses import Use, rewrite
 from codemods.syntax import dotted, find_all, is_fallback, keyword
 
 #: Attributes of an FSDP1-wrapped model that an FSDP2 model does not have (or that mean
@@ -88,6 +89,7 @@ class Survey:
     """Every FSDP1 wrapper call of a file, and why the file must stay FSDP1 (if it must)."""
 
     conversions: dict[int, Conversion | str]
+    uses: dict[int, list[Use]]
     blocker: str | None
 
 
@@ -166,6 +168,22 @@ def _inside(engine: Engine, node: cst.CSTNode, kinds: tuple[type, ...]) -> bool:
     return False
 
 
+def _use_of(
+    engine: Engine, node: cst.Attribute, bound: dict[tuple[int, str], list[tuple[int, int]]]
+) -> tuple[int, Use] | None:
+    """The wrapper call whose result ``node``'s call is certainly on, and its rewrite."""
+    call = engine.parent(node)
+    if not isinstance(call, cst.Call) or call.func is not node:
+        return None
+    receiver = engine.module.code_for_node(node.value)
+    line = _line(engine, node)
+    before = [b for b in bound.get((id(engine.scope(node)), receiver), []) if b[0] < line]
+    if not before:
+        return None
+    use = rewrite(engine, call, receiver)
+    return None if use is None else (max(before)[1], use)
+
+
 def survey(engine: Engine, rule_code: str) -> Survey:
     """Each FSDP1 wrapper call of the module: its conversion, or why it has none."""
     module = engine.module
@@ -175,8 +193,11 @@ def survey(engine: Engine, rule_code: str) -> Survey:
         if _fsdp1_reference(engine, n.func)
     ]
     conversions: dict[int, Conversion | str] = {}
+    uses: dict[int, list[Use]] = {}
     blockers = []
     wrapped = set()
+    # (scope, name) -> (line, wrapper call) where a wrapper call's result is bound
+    bound: dict[tuple[int, str], list[tuple[int, int]]] = {}
     for call in calls:
         if _inside(engine, call, ()) or engine.silenced(call, rule_code):
             blockers.append(f"the FSDP1 call at line {_line(engine, call)} is kept on purpose")
@@ -189,8 +210,13 @@ def survey(engine: Engine, rule_code: str) -> Survey:
             continue
         conversions[id(call)] = conversion
         wrapped.add(conversion.root)
-        for target in getattr(conversion.line.body[0], "targets", ()):
-            wrapped.add(module.code_for_node(target.target))
+        statement = conversion.line.body[0]
+        for target in getattr(statement, "targets", ()):
+            name = module.code_for_node(target.target)
+            wrapped.add(name)
+            if getattr(statement, "value", None) is call:
+                key = (id(engine.scope(call)), name)
+                bound.setdefault(key, []).append((_line(engine, call), id(call)))
     funcs = {id(call.func) for call in calls}
     for node in find_all(module, lambda n: isinstance(n, (cst.Name, cst.Attribute))):
         if id(node) in funcs or _inside(engine, node, (cst.Import, cst.ImportFrom)):
@@ -198,22 +224,20 @@ def survey(engine: Engine, rule_code: str) -> Survey:
         if _fsdp1_reference(engine, node):
             shown = module.code_for_node(node)
             blockers.append(f"`{shown}` at line {_line(engine, node)} is FSDP1 only")
-        elif (
-            isinstance(node, cst.Attribute)
-            and node.attr.value in FSDP1_ONLY
-            and module.code_for_node(node.value) in wrapped
-        ):
-            shown = module.code_for_node(node)
-            blockers.append(f"`{shown}` at line {_line(engine, node)} exists only on FSDP1 models")
-        elif (
-            isinstance(node, cst.Attribute)
-            and node.attr.value in CHANGED_MEANING
-            and module.code_for_node(node.value) in wrapped
-        ):
-            shown = module.code_for_node(node)
-            why = CHANGED_MEANING[node.attr.value]
-            blockers.append(f"`{shown}` at line {_line(engine, node)}: {why}")
-    return Survey(conversions, blockers[0] if blockers else None)
+            continue
+        if not isinstance(node, cst.Attribute) or module.code_for_node(node.value) not in wrapped:
+            continue
+        method = node.attr.value
+        if method not in FSDP1_ONLY and method not in CHANGED_MEANING:
+            continue
+        found = _use_of(engine, node, bound)
+        if found is not None:
+            uses.setdefault(found[0], []).append(found[1])
+            continue
+        shown = module.code_for_node(node)
+        why = CHANGED_MEANING.get(method, "exists only on FSDP1 models")
+        blockers.append(f"`{shown}` at line {_line(engine, node)}: {why}")
+    return Survey(conversions, uses, blockers[0] if blockers else None)
 
 
 def _forget_fsdp1_names(engine: Engine, call: cst.Call) -> None:
@@ -315,6 +339,11 @@ class Fsdp401(Behaviour):
         for name in ("fully_shard", *conversion.keywords.imports):
             engine.need_import(home, name)
         _forget_fsdp1_names(engine, original)
+        for use in found.uses.get(id(original), ()):
+            # Later in the same scope than this call: visited after it.
+            engine.replace(use.call, cst.parse_expression(use.code))
+            for module, name in use.imports:
+                engine.need_import(module, name)
         indent = _indent(engine, conversion.line)
         statements = _statements(engine, conversion, indent)
         if statements:
