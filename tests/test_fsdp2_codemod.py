@@ -201,3 +201,21 @@ def test_extend_select_on_the_command_line(tmp_path, monkeypatch):
     assert "FSDP(model" in path.read_text()
     migrate(["--unsafe-fixes", "--extend-select", "FSDP4", "train.py"])
     assert "model = fully_shard(model)\n" in path.read_text()
+
+
+def test_the_module_may_be_passed_by_keyword_and_be_an_attribute():
+    new, _ = _migrate("self.model = FSDP(module=self.model, auto_wrap_policy={Block})\n")
+    assert new.endswith(
+        "for submodule in reversed(list(self.model.modules())):  # descendants before ancestors\n"
+        "    if isinstance(submodule, Block) and submodule is not self.model:\n"
+        "        fully_shard(submodule)\n"
+        "self.model = fully_shard(self.model)\n"
+    )
+
+
+def test_a_sharding_strategy_chosen_by_a_flag_becomes_a_bool():
+    new, _ = _migrate(
+        "from torch.distributed.fsdp import ShardingStrategy as S\n"
+        "model = FSDP(model, sharding_strategy=S.SHARD_GRAD_OP if zero2 else S.FULL_SHARD)\n"
+    )
+    assert new.endswith("model = fully_shard(model, reshard_after_forward=not bool(zero2))\n")

@@ -123,7 +123,10 @@ def _convert(engine: Engine, call: cst.Call) -> Conversion:
     """
     line, small = _statement(engine, call)
     args = list(call.args)
-    if not args or keyword(args[0]) is not None or args[0].star:
+    modules = [arg for arg in args if keyword(arg) == "module"]
+    if modules:  # `FSDP(module=model, ...)`
+        args = modules + [arg for arg in args if arg is not modules[0]]
+    if not args or keyword(args[0]) not in (None, "module") or args[0].star:
         raise Untranslatable("the module is not the first positional argument")
     rest = args[1:]
     if any(arg.star or keyword(arg) is None for arg in rest):
