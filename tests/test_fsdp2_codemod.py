@@ -208,7 +208,8 @@ def test_the_module_may_be_passed_by_keyword_and_be_an_attribute():
         "def setup(self):\n    self.model = FSDP(module=self.model, auto_wrap_policy={Block})\n"
     )
     assert new.endswith(
-        "    for submodule in reversed(list(self.model.modules())):  # descendants before ancestors\n"
+        "    for submodule in reversed(list(self.model.modules())):  "
+        "# descendants before ancestors\n"
         "        if isinstance(submodule, Block) and submodule is not self.model:\n"
         "            fully_shard(submodule)\n"
         "    self.model = fully_shard(self.model)\n"
