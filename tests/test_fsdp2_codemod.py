@@ -222,3 +222,10 @@ def test_a_sharding_strategy_chosen_by_a_flag_becomes_a_bool():
         "model = FSDP(model, sharding_strategy=S.SHARD_GRAD_OP if zero2 else S.FULL_SHARD)\n"
     )
     assert new.endswith("model = fully_shard(model, reshard_after_forward=not bool(zero2))\n")
+
+
+def test_the_guide_shows_the_rules_own_mapping():
+    from codemods.rules.fsdp2_arguments import mapping_table
+
+    guide = (Path(__file__).parents[1] / "docs" / "fsdp2.md").read_text(encoding="utf-8")
+    assert mapping_table() in guide

@@ -19,13 +19,18 @@ from codemods.syntax import keyword, literal
 
 #: FSDP1 argument -> what the rewrite makes of it (the guide's table).
 MAPPING = (
-    ("sharding_strategy=ShardingStrategy.FULL_SHARD", "reshard_after_forward=True"),
-    ("sharding_strategy=ShardingStrategy.SHARD_GRAD_OP", "reshard_after_forward=False"),
+    ("sharding_strategy=ShardingStrategy.FULL_SHARD", "`reshard_after_forward=True`"),
+    ("sharding_strategy=ShardingStrategy.SHARD_GRAD_OP", "`reshard_after_forward=False`"),
+    (
+        "sharding_strategy=FULL_SHARD if flag else SHARD_GRAD_OP",
+        "`reshard_after_forward=bool(flag)`",
+    ),
     (
         "mixed_precision=MixedPrecision(param_dtype=..., reduce_dtype=...)",
-        "mp_policy=MixedPrecisionPolicy(param_dtype=..., reduce_dtype=...)",
+        "`mp_policy=MixedPrecisionPolicy(param_dtype=..., reduce_dtype=...)`; "
+        "`buffer_dtype` dropped with a note",
     ),
-    ("cpu_offload=CPUOffload(offload_params=True)", "offload_policy=CPUOffloadPolicy()"),
+    ("cpu_offload=CPUOffload(offload_params=True)", "`offload_policy=CPUOffloadPolicy()`"),
     ("cpu_offload=CPUOffload(), cpu_offload=None", "dropped (no offloading)"),
     ("use_orig_params, limit_all_gathers", "dropped (FSDP2 always does so)"),
     ("device_id", "dropped, with a note (FSDP2 uses the current device)"),
@@ -33,7 +38,7 @@ MAPPING = (
         "backward_prefetch, forward_prefetch",
         "dropped, with a note where not the default (`set_modules_to_*_prefetch`)",
     ),
-    ("sync_module_states=False, process_group=None", "dropped"),
+    ("sync_module_states=False, process_group=None", "dropped (the defaults)"),
 )
 
 #: FSDP1 arguments the rewrite leaves to a human, and the recipe it gives.
@@ -251,3 +256,16 @@ def translate(engine: Engine, args: list[cst.Arg]) -> Keywords:
         else:
             raise Untranslatable(f"`{name}=` has no certain FSDP2 translation")
     return out
+
+
+def mapping_table() -> str:
+    """The guide's table: each FSDP1 argument and what the rewrite makes of it (Markdown).
+
+    Example:
+        >>> mapping_table().splitlines()[0]
+        '| FSDP1 | FSDP2 (what FSDP401 writes) |'
+    """
+    rows = ["| FSDP1 | FSDP2 (what FSDP401 writes) |", "| --- | --- |"]
+    rows += [f"| `{old}` | {new} |" for old, new in MAPPING]
+    rows += [f"| `{name}` | left for a human: {recipe} |" for name, recipe in RECIPES.items()]
+    return "\n".join(rows) + "\n"
