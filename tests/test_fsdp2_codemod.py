@@ -229,3 +229,17 @@ def test_the_guide_shows_the_rules_own_mapping():
 
     guide = (Path(__file__).parents[1] / "docs" / "fsdp2.md").read_text(encoding="utf-8")
     assert mapping_table() in guide
+
+
+def test_a_use_in_a_version_gated_branch_keeps_the_file_fsdp1():
+    new, findings = _migrate(
+        """\
+        model = FSDP(model, auto_wrap_policy={Block})
+        if torch.__version__ >= "2.0":
+            norm = model.clip_grad_norm_(1.0)
+        """
+    )
+    assert new is None
+    assert findings[0].withheld == (
+        "fix withheld: `model.clip_grad_norm_` at line 7: exists only on FSDP1 models"
+    )

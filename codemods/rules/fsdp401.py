@@ -163,9 +163,18 @@ def _fsdp1_reference(engine: Engine, node: cst.CSTNode) -> bool:
     )
 
 
-def _inside(engine: Engine, node: cst.CSTNode, kinds: tuple[type, ...]) -> bool:
+def _gated(engine: Engine, node: cst.CSTNode | None) -> bool:
+    """Whether ``node`` is in an import fallback or a version-gated branch."""
     while node is not None:
-        if isinstance(node, kinds) or is_fallback(node):
+        if is_fallback(node):
+            return True
+        node = engine.parent(node)
+    return False
+
+
+def _in_import(engine: Engine, node: cst.CSTNode | None) -> bool:
+    while node is not None and not isinstance(node, cst.BaseStatement):
+        if isinstance(node, (cst.Import, cst.ImportFrom)):
             return True
         node = engine.parent(node)
     return False
@@ -176,8 +185,8 @@ def _use_of(
 ) -> tuple[int, Use] | None:
     """The wrapper call whose result ``node``'s call is certainly on, and its rewrite."""
     call = engine.parent(node)
-    if not isinstance(call, cst.Call) or call.func is not node:
-        return None
+    if not isinstance(call, cst.Call) or call.func is not node or _gated(engine, call):
+        return None  # a version-gated branch is not visited for rewriting: it stays FSDP1
     receiver = engine.module.code_for_node(node.value)
     line = _line(engine, node)
     before = [b for b in bound.get((id(engine.scope(node)), receiver), []) if b[0] < line]
@@ -202,7 +211,7 @@ def survey(engine: Engine, rule_code: str) -> Survey:
     # (scope, name) -> (line, wrapper call) where a wrapper call's result is bound
     bound: dict[tuple[int, str], list[tuple[int, int]]] = {}
     for call in calls:
-        if _inside(engine, call, ()) or engine.silenced(call, rule_code):
+        if _gated(engine, call) or engine.silenced(call, rule_code):
             blockers.append(f"the FSDP1 call at line {_line(engine, call)} is kept on purpose")
             continue
         try:
@@ -222,7 +231,7 @@ def survey(engine: Engine, rule_code: str) -> Survey:
                 bound.setdefault(key, []).append((_line(engine, call), id(call)))
     funcs = {id(call.func) for call in calls}
     for node in find_all(module, lambda n: isinstance(n, (cst.Name, cst.Attribute))):
-        if id(node) in funcs or _inside(engine, node, (cst.Import, cst.ImportFrom)):
+        if id(node) in funcs or _in_import(engine, node):
             continue
         if _fsdp1_reference(engine, node):
             shown = module.code_for_node(node)
