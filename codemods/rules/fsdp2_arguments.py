@@ -94,6 +94,24 @@ class Keywords:
     notes: list[str] = field(default_factory=list)
 
 
+def bound_once(engine: Engine, node: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The value of a name bound exactly once, by ``name = value``, else None."""
+    if not isinstance(node, cst.Name):
+        return None
+    scope = engine.scope(node)
+    if scope is None:
+        return None
+    assignments = list(scope[node.value])
+    if len(assignments) != 1:
+        return None
+    target = getattr(assignments[0], "node", None)
+    target_of = engine.parent(target) if isinstance(target, cst.Name) else None
+    statement = engine.parent(target_of) if isinstance(target_of, cst.AssignTarget) else None
+    if not isinstance(statement, cst.Assign) or len(statement.targets) != 1:
+        return None
+    return statement.value
+
+
 def _is_none(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Name) and node.value == "None"
 
@@ -110,8 +128,6 @@ def _member(engine: Engine, node: cst.BaseExpression, enum: str) -> str | None:
 
 def _constructor(engine: Engine, node: cst.BaseExpression, cls: str) -> cst.Call | None:
     """``node`` as a call of torch's FSDP1 class ``cls`` (directly or through a name bound once)."""
-    from codemods.rules.fsdp2_policy import bound_once
-
     node = bound_once(engine, node) or node
     if not isinstance(node, cst.Call):
         return None

@@ -14,31 +14,13 @@ import libcst as cst
 
 from codemods.kinds.base import PARTIAL, Engine
 from codemods.registry.names import TORCH_WRAP
-from codemods.rules.fsdp2_arguments import Untranslatable
+from codemods.rules.fsdp2_arguments import Untranslatable, bound_once
 from codemods.syntax import keyword
 
 RUNTIME_ROUTE = (
     "the policy names no module classes: list the unit classes, or apply it at run time "
     "with `compat.fsdp2.fully_shard_by_policy(model, policy, **fsdp1_arguments)`"
 )
-
-
-def bound_once(engine: Engine, node: cst.BaseExpression) -> cst.BaseExpression | None:
-    """The value of a name bound exactly once, by ``name = value``, else None."""
-    if not isinstance(node, cst.Name):
-        return None
-    scope = engine.scope(node)
-    if scope is None:
-        return None
-    assignments = list(scope[node.value])
-    if len(assignments) != 1:
-        return None
-    target = getattr(assignments[0], "node", None)
-    target_of = engine.parent(target) if isinstance(target, cst.Name) else None
-    statement = engine.parent(target_of) if isinstance(target_of, cst.AssignTarget) else None
-    if not isinstance(statement, cst.Assign) or len(statement.targets) != 1:
-        return None
-    return statement.value
 
 
 def _classes(engine: Engine, node: cst.BaseExpression) -> list[cst.BaseExpression]:
