@@ -16,6 +16,7 @@ from __future__ import annotations
 from codemods.registry import (
     compat_fsdp_rules,
     fairscale_rules,
+    fsdp2_rules,
     lightning_legacy_rules,
     lightning_rules,
     lightning_strategy_rules,
@@ -56,6 +57,7 @@ _MODULES = (
     lightning_strategy_rules,
     lightning_legacy_rules,
     fairscale_rules,
+    fsdp2_rules,
 )
 
 REGISTRY = Registry(
