@@ -16,11 +16,11 @@ from __future__ import annotations
 from codemods.registry import (
     compat_fsdp_rules,
     fairscale_rules,
-    fsdp2_rules,
     lightning_legacy_rules,
     lightning_rules,
     lightning_strategy_rules,
     lightning_trainer_rules,
+    to_fsdp2_rules,
     torch_checkpoint_rules,
     torch_dcp_state_dict_rules,
     torch_dtensor_rules,
@@ -57,7 +57,7 @@ _MODULES = (
     lightning_strategy_rules,
     lightning_legacy_rules,
     fairscale_rules,
-    fsdp2_rules,
+    to_fsdp2_rules,
 )
 
 REGISTRY = Registry(

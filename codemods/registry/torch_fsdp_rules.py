@@ -1,6 +1,6 @@
 """torch's FSDP modules and checkpointing (FSDP107, FSDP108, FSDP114).
 
-FSDP111 (FSDP1 to FSDP2) is now FSDP401, in :mod:`codemods.registry.fsdp2_rules`.
+FSDP111 (FSDP1 to FSDP2) is now FSDP401, in :mod:`codemods.registry.to_fsdp2_rules`.
 """
 
 from __future__ import annotations
