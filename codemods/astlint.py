@@ -7,6 +7,8 @@ The detector itself is :mod:`codemods.astdetect` (what hooks ask and tell) and
 from __future__ import annotations
 
 import ast
+import io
+import tokenize
 
 from codemods.astdetect import Detector, Undecided
 from codemods.astwalk import Walk
@@ -33,12 +35,23 @@ def lint(source: bytes, settings: Settings) -> list[Finding]:
         return []
     try:
         tree = namescan.parse(source)
+        # ast accepts some bytes its columns cannot be mapped back from (a latin-1
+        # comment without a coding cookie): libcst reports such a file as undecodable
+        _decoded(source)
     except (SyntaxError, ValueError) as exc:
         raise Undecided("ast cannot parse it: libcst reports why") from exc
     try:
         return detect(source, settings, suppressions, tree)
     except RecursionError as exc:
         raise Undecided("nested too deeply") from exc
+
+
+def _decoded(source: bytes) -> str:
+    """``source`` decoded as Python decodes a module (its coding cookie, else UTF-8)."""
+    if source.isascii():
+        return source.decode()
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
+    return source.decode(encoding)
 
 
 def detect(

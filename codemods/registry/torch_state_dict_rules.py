@@ -5,6 +5,7 @@ torch points the users of these to ``torch.distributed.checkpoint.state_dict``.
 
 from __future__ import annotations
 
+from codemods.registry.lightning_strategy_rules import FSDP_STRATEGY
 from codemods.registry.model import ChangeKind, Example, FixSafety, Framework, Rule
 from codemods.registry.names import COMPAT_FSDP_CLASSES, TORCH_FSDP, TORCH_FSDP_CLASSES
 
@@ -356,6 +357,8 @@ RULES = (
         introduced="1.13",
         deprecated="1.13",
         warns=(r"The `optim_input` argument is deprecated",),
+        # `optim_input` may be passed by position (the third argument of most methods)
+        found_in=tuple(f"{cls}.{method}" for method in OPTIM_INPUT_METHODS for cls in _CLASSES),
         cases=(
             Example(
                 "import torch.distributed.fsdp as fsdp\n"
@@ -436,6 +439,12 @@ RULES = (
         fix=FixSafety.MANUAL,
         deprecated="2.4",  # no warning in 2.2.2, one in 2.4.1 (2.3 not checked)
         warns=(r"The `NO_SHARD` sharding strategy is deprecated",),
+        # Lightning's strategy takes the choice by name too: `sharding_strategy="no_shard"`
+        found_in=(
+            f"{TORCH_FSDP}.ShardingStrategy.NO_SHARD",
+            f"{TORCH_FSDP}.api.ShardingStrategy.NO_SHARD",
+            *FSDP_STRATEGY,
+        ),
         cases=(
             Example.reported_only(
                 "from lightning.pytorch.strategies import FSDPStrategy\n"
