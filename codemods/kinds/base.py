@@ -62,9 +62,19 @@ class Engine(Resolver, Protocol):
     module: cst.Module
 
     def report(
-        self, node: cst.CSTNode, rule: Rule, fixable_here: bool = True, unsafe_here: bool = False
+        self,
+        node: cst.CSTNode,
+        rule: Rule,
+        fixable_here: bool = True,
+        unsafe_here: bool = False,
+        detail: str | None = None,
+        withheld: str | None = None,
     ) -> bool:
-        """Record a finding at ``node``; return whether this run applies its fix there."""
+        """Record a finding at ``node``; return whether this run applies its fix there.
+
+        ``detail`` is added to the message; ``withheld`` says why a fix this run would
+        apply is not written (then the answer is False).
+        """
 
     def target_at_least(self, release: str) -> bool:
         """Whether the torch the code must run on is ``release`` or later."""
@@ -80,6 +90,12 @@ class Engine(Resolver, Protocol):
 
     def forget(self, node: cst.BaseExpression) -> None:
         """Queue the import behind ``node`` for removal where the file no longer uses it."""
+
+    def replace(self, node: cst.CSTNode, new: cst.CSTNode) -> None:
+        """Put ``new`` in place of the original node ``node``, which the visit has not left yet."""
+
+    def insert_before(self, line: cst.SimpleStatementLine, statements: list[cst.CSTNode]) -> None:
+        """Put ``statements`` before the original statement line ``line``."""
 
     def rename_name(self, node: cst.Name, new: str) -> None:
         """Give the original ``Name`` node ``node`` the value ``new`` as the visit leaves it."""

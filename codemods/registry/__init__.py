@@ -20,6 +20,7 @@ from codemods.registry import (
     lightning_rules,
     lightning_strategy_rules,
     lightning_trainer_rules,
+    to_fsdp2_rules,
     torch_checkpoint_rules,
     torch_dcp_state_dict_rules,
     torch_dtensor_rules,
@@ -56,6 +57,7 @@ _MODULES = (
     lightning_strategy_rules,
     lightning_legacy_rules,
     fairscale_rules,
+    to_fsdp2_rules,
 )
 
 REGISTRY = Registry(
