@@ -85,3 +85,45 @@ def test_one_finding_per_use(fix: bool):
     outcome = run(SOURCE.encode(), Settings(fix=fix, unsafe_fixes=fix, select=_CODES))
     found = collections.Counter((f.line, f.code) for f in outcome.findings)
     assert found == _expected()
+
+
+_SAVE_AND_LOAD = """\
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+from torch.distributed.fsdp import StateDictType
+
+
+def save(model):
+    with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT):
+        state = model.state_dict()
+    return state
+
+
+def load(model, state):
+    with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT):
+        model.load_state_dict(state)
+"""
+
+
+@pytest.mark.parametrize(
+    ("target", "rewritten"),
+    [
+        # Not deprecated before 2.4: no finding, no fix (2.2's set_model_state_dict would
+        # refuse a model that has not run a forward yet, when checkpoints are loaded).
+        ("2.2", None),
+        ("2.4", {"get_model_state_dict", "set_model_state_dict"}),
+        (None, {"get_model_state_dict", "set_model_state_dict"}),
+    ],
+)
+def test_fsdp115_fixes_follow_the_target_torch(target, rewritten):
+    outcome = run(
+        _SAVE_AND_LOAD.encode(), Settings(select=("FSDP115",), fix=True, target_torch=target)
+    )
+    new = (outcome.new_source or _SAVE_AND_LOAD.encode()).decode()
+    if rewritten is None:
+        assert (outcome.findings, new) == ([], _SAVE_AND_LOAD)
+        return
+    done = {name for name in ("get_model_state_dict", "set_model_state_dict") if name in new}
+    assert done == rewritten
+    assert new.count("state_dict_type(") == 2 - len(rewritten)
+    assert len(outcome.findings) == 2
+    assert sum(f.fixed for f in outcome.findings) == len(rewritten)

@@ -60,8 +60,11 @@ RULES = (
             "an equally loaded model for each form it rewrites. Saving with `cpu_offload=True` "
             "is what torch's own code does for that "
             "config, but FSDP1 cannot run `rank0_only=True` on CPU, so no run here proves it: "
-            "that rewrite is unsafe. The rest (sharded types, optimizer state in the block, "
-            "`set_state_dict_type`, which changes every later call) is reported."
+            "that rewrite is unsafe. The rule speaks from 2.4, where torch deprecates the "
+            "API, and no earlier `--target-torch` gets its fixes; that matters for the load form: "
+            "torch 2.2's `set_model_state_dict` refuses an FSDP1 model that has not run a forward "
+            "yet, which is when checkpoints are loaded. The rest (sharded types, optimizer state "
+            "in the block, `set_state_dict_type`, which changes every later call) is reported."
         ),
         example=Example(
             before=(
