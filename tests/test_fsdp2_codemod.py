@@ -243,3 +243,115 @@ def test_a_use_in_a_version_gated_branch_keeps_the_file_fsdp1():
     assert findings[0].withheld == (
         "fix withheld: `model.clip_grad_norm_` at line 7: exists only on FSDP1 models"
     )
+
+
+_LOOP = (
+    "for submodule in reversed(list(model.modules())):  # descendants before ancestors\n"
+    "    if isinstance(submodule, Block) and submodule is not model:\n"
+    "        fully_shard(submodule)\n"
+    "model = fully_shard(model)\n"
+)
+_PARTIAL = (
+    "from functools import partial\n"
+    "from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("helper", "wrap"),
+    [
+        (  # returned directly, after a docstring
+            'def get_wrap_policy():\n    """The policy."""\n'
+            "    return partial(transformer_auto_wrap_policy, transformer_layer_cls={Block})\n",
+            "model = FSDP(model, auto_wrap_policy=get_wrap_policy())\n",
+        ),
+        (  # a local assigned once, then returned; an argument the policy does not use
+            "def get_wrap_policy(cfg):\n    layers = [Block]\n"
+            "    policy = ModuleWrapPolicy(layers)\n    return policy\n",
+            "model = FSDP(model, auto_wrap_policy=get_wrap_policy(cfg.name))\n",
+        ),
+        (  # the call bound to a name first
+            "def get_wrap_policy():\n    return {Block}\n",
+            "policy = get_wrap_policy()\nmodel = FSDP(model, auto_wrap_policy=policy)\n",
+        ),
+    ],
+)
+def test_a_policy_built_by_a_straight_line_helper_is_read(helper, wrap):
+    new, findings = _migrate(_PARTIAL + helper + wrap)
+    assert findings[0].fixed
+    assert new.endswith(_LOOP)
+    assert helper in new  # the helper itself is left as it was
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param(
+            "def get_wrap_policy(big):\n    if big:\n        return ModuleWrapPolicy({Block})\n"
+            "    return ModuleWrapPolicy({Head})\n"
+            "model = FSDP(model, auto_wrap_policy=get_wrap_policy(True))\n",
+            id="a branch",
+        ),
+        pytest.param(
+            "def get_wrap_policy(cls):\n    return ModuleWrapPolicy({cls})\n"
+            "model = FSDP(model, auto_wrap_policy=get_wrap_policy(Block))\n",
+            id="a class set from a parameter",
+        ),
+        pytest.param(
+            "def get_wrap_policy(classes):\n    return ModuleWrapPolicy(classes)\n"
+            "model = FSDP(model, auto_wrap_policy=get_wrap_policy({Block}))\n",
+            id="the classes passed in",
+        ),
+        pytest.param(
+            "class Policies:\n    def get_wrap_policy():\n        return {Block}\n"
+            "    model = FSDP(model, auto_wrap_policy=get_wrap_policy())\n",
+            id="defined in a class",
+        ),
+        pytest.param(
+            "def main(model):\n    def get_wrap_policy():\n        return {Block}\n"
+            "    return FSDP(model, auto_wrap_policy=get_wrap_policy())\n",
+            id="nested",
+        ),
+        pytest.param(
+            "def get_wrap_policy():\n    return {Block}\n"
+            "model = FSDP(model, auto_wrap_policy=get_wrap_policy())\n"
+            "def get_wrap_policy():\n    return {Head}\n",
+            id="redefined later",
+        ),
+        pytest.param(
+            "@functools.cache\ndef get_wrap_policy():\n    return {Block}\n"
+            "model = FSDP(model, auto_wrap_policy=get_wrap_policy())\n",
+            id="decorated",
+        ),
+        pytest.param(
+            "def get_wrap_policy():\n    return {Block}\n"
+            "def main(model, Block):\n"
+            "    return FSDP(model, auto_wrap_policy=get_wrap_policy())\n",
+            id="the class shadowed where the model is wrapped",
+        ),
+        pytest.param(
+            "def get_wrap_policy():\n    Block = Head\n    return {Block}\n"
+            "model = FSDP(model, auto_wrap_policy=get_wrap_policy())\n",
+            id="the class shadowed in the helper",
+        ),
+        pytest.param(
+            "def get_wrap_policy(log):\n    return {Block}\n"
+            "model = FSDP(model, auto_wrap_policy=get_wrap_policy(print('wrapping')))\n",
+            id="an argument with a call the rewrite would drop",
+        ),
+    ],
+)
+def test_a_helper_policy_that_is_not_certain_stays_manual(source):
+    new, findings = _migrate("from model import Head\n" + source)
+    assert new is None
+    (finding,) = [f for f in findings if f.code == "FSDP401"]
+    assert not finding.fixable and "fully_shard_by_policy" in finding.message
+
+
+def test_a_class_shadowed_where_the_model_is_wrapped_stays_manual():
+    new, findings = _migrate(
+        "policy = ModuleWrapPolicy({Block})\n"
+        "def main(model, Block):\n    return FSDP(model, auto_wrap_policy=policy)\n"
+    )
+    assert new is None
+    assert "`Block` means something else where the model is wrapped" in findings[0].message

@@ -84,6 +84,10 @@ FORMS = {
     ),
     "nested-classes": ("ModuleWrapPolicy({Stage, Block})", None),
     "bound-once": ("POLICY", "POLICY = ModuleWrapPolicy((Stage, Head))\n"),
+    "helper": (
+        "wrap_policy()",
+        "def wrap_policy():\n    classes = {Stage, Block}\n    return ModuleWrapPolicy(classes)\n",
+    ),
     "no-policy": ("None", None),
 }
 
