@@ -4,6 +4,7 @@
     python .ci/matrix.py torch22 torch215     # just these
     python .ci/matrix.py --add gpu.xml        # a run made elsewhere (the GPU machine)
     python .ci/matrix.py --render             # only rebuild the page from docs/matrix/
+    python .ci/matrix.py --workdir /work/toxwork torch24   # tox's work dir elsewhere
 
 Each run's junit file is kept in ``docs/matrix/`` under the torch release and device it
 records (``tests/conftest.py`` writes them as test-suite properties), and the page is
@@ -153,16 +154,26 @@ def store(junit: Path) -> Path:
     return target
 
 
-def run_tox(env: str) -> Path | None:
-    """Run one tox environment; return its junit file (None if there is none)."""
+def run_tox(env: str, workdir: Path | None = None) -> Path | None:
+    """Run one tox environment; return its junit file (None if there is none).
+
+    Args:
+        env: The tox environment.
+        workdir: tox's work directory (``--workdir``), where the environments and the
+            junit files live; ``.tox`` in the repository when None.
+    """
     variables = dict(os.environ)
     pyenv = Path.home() / ".pyenv" / "versions"
     if pyenv.is_dir() and "PYENV_VERSION" not in variables:
         # Let pyenv's shims find python3.10 (torch 1.13) beside the default Python.
         variables["PYENV_VERSION"] = ":".join(sorted(p.name for p in pyenv.iterdir()))
     print(f"== tox -e {env}", flush=True)
-    subprocess.run([sys.executable, "-m", "tox", "-e", env], cwd=ROOT, env=variables)
-    junit = ROOT / ".tox" / "junit" / f"{env}.xml"
+    command = [sys.executable, "-m", "tox", "-e", env]
+    if workdir is not None:
+        command += ["--workdir", str(workdir)]
+    junit = (workdir or ROOT / ".tox") / "junit" / f"{env}.xml"
+    junit.unlink(missing_ok=True)  # a failed build must not pass off an older run as new
+    subprocess.run(command, cwd=ROOT, env=variables)
     return junit if junit.exists() else None
 
 
@@ -182,18 +193,25 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--remove-envs", action="store_true", help="delete each tox environment after its run"
     )
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        default=None,
+        help="tox's work directory (passed to tox as --workdir; default: .tox)",
+    )
     args = parser.parse_args(argv)
+    workdir = args.workdir.resolve() if args.workdir else None
     for junit in args.add:
         print(f"added {store(junit).relative_to(ROOT)}")
     if not args.render and not args.add:
         for env in args.envs or matrix_envs():
-            junit = run_tox(env)
+            junit = run_tox(env, workdir)
             if junit is None:
                 print(f"!! {env}: no junit output (the environment failed to build)")
             else:
                 print(f"stored {store(junit).relative_to(ROOT)}")
             if args.remove_envs:
-                shutil.rmtree(ROOT / ".tox" / env, ignore_errors=True)
+                shutil.rmtree((workdir or ROOT / ".tox") / env, ignore_errors=True)
     runs = [read(path) for path in sorted(RESULTS.glob("*.xml"))]
     PAGE.write_text(render(runs), encoding="utf-8")
     print(f"wrote {PAGE.relative_to(ROOT)}: {len(runs)} runs")
