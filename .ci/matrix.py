@@ -77,7 +77,9 @@ def read(path: Path) -> Run:
     )
     for case in suite.iter("testcase"):
         markers = {p.get("value") for p in case.iter("property") if p.get("name") == "markers"}
-        distributed = any("distributed" in m.split(",") for m in markers if m)
+        names = {name for m in markers if m for name in m.split(",")}
+        # A GPU test skipped on a CPU run belongs to the GPU leg, not to this row's count.
+        distributed = "distributed" in names and (run.gpu or "gpu" not in names)
         outcome = [child for child in case if child.tag in ("failure", "error", "skipped")]
         name = f"{case.get('classname')}::{case.get('name')}"
         if any(child.tag in ("failure", "error") for child in outcome):
@@ -109,7 +111,7 @@ def render(runs: list[Run]) -> str:
         "tests run where FSDP1 runs on CPU (torch 2.2+), FSDP2 ones where FSDP2 does "
         "(2.7+); GPU tests (marker `gpu`, NCCL, one rank per GPU) where CUDA is present. "
         "*distributed* counts the multi-process tests that ran (real process groups) and "
-        "those skipped.",
+        "those skipped (on a CPU row, not counting the GPU tests).",
         "",
         "| torch | device | release | python | passed | failed | skipped "
         "| distributed run / skipped | date |",

@@ -6,7 +6,10 @@ among them, none failing, and the CI environment running every multi-process tes
 from __future__ import annotations
 
 import importlib.util
+import shutil
+import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -53,3 +56,60 @@ def test_rows_start_with_the_torch_release(matrix, runs):
         if line.startswith("| ") and line[2].isdigit()
     ]
     assert sorted(row.split(" | ")[0][2:] for row in rows) == sorted(r.release for r in runs)
+
+
+_JUNIT = """<?xml version="1.0" encoding="utf-8"?>
+<testsuites><testsuite name="pytest" timestamp="2026-11-24T00:00:00">
+<properties><property name="python" value="3.11.7" /><property name="torch" value="2.4.1+cu121" />
+<property name="device" value="{device}" /></properties>
+<testcase classname="tests.test_a" name="ran"><properties>
+<property name="markers" value="distributed" /></properties></testcase>
+<testcase classname="tests.test_a" name="flag_skipped"><properties>
+<property name="markers" value="distributed" /></properties>
+<skipped type="pytest.skip" message="this torch runs FSDP2 only on CUDA" /></testcase>
+<testcase classname="tests.test_gpu" name="nccl"><properties>
+<property name="markers" value="distributed,gpu" /></properties>
+<skipped type="pytest.skip" message="needs a CUDA GPU" /></testcase>
+<testcase classname="tests.test_b" name="plain" />
+</testsuite></testsuites>
+"""
+
+
+@pytest.mark.parametrize(
+    "device, expected",
+    [("cpu", (1, 1)), ("cuda:1x NVIDIA H100", (1, 2))],
+)
+def test_distributed_skips_are_counted_gpu_tests_only_on_gpu_rows(
+    matrix, tmp_path, device, expected
+):
+    junit = tmp_path / "run.xml"
+    junit.write_text(_JUNIT.format(device=device), encoding="utf-8")
+    run = matrix.read(junit)
+    assert (run.passed, run.skipped) == (2, 2)
+    assert (run.distributed_run, run.distributed_skipped) == expected
+    assert run.skips["this torch runs FSDP2 only on CUDA"] == 1
+
+
+def test_markers_are_recorded_for_tests_a_mark_skips(tmp_path):
+    # The matrix counts distributed tests that a feature flag skips: their markers must
+    # reach the junit file although a skipped test runs no fixtures.
+    shutil.copyfile(ROOT / "tests" / "conftest.py", tmp_path / "conftest.py")
+    (tmp_path / "pytest.ini").write_text(
+        "[pytest]\njunit_family = xunit1\nmarkers =\n    distributed: x\n    gpu: x\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "test_skipped.py").write_text(
+        "import pytest\n\n\n"
+        "@pytest.mark.distributed\n"
+        '@pytest.mark.skipif(True, reason="this torch runs FSDP2 only on CUDA")\n'
+        "def test_needs_fsdp2():\n    pass\n",
+        encoding="utf-8",
+    )
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--junitxml=out.xml"]
+    proc = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (case,) = ET.parse(tmp_path / "out.xml").getroot().iter("testcase")
+    assert case.find("skipped") is not None
+    assert {(p.get("name"), p.get("value")) for p in case.iter("property")} == {
+        ("markers", "distributed")
+    }
