@@ -7,20 +7,29 @@ files, training scripts, policy modules, Lightning modules and tests, FairScale 
 ``OUT`` and prints its files, lines, the files with findings and the findings per rule
 (from ``python -m codemods.lint --output-format json``).
 
-With ``--repeat N`` it also times ``python -m codemods.lint`` on the tree against one
-Python process that only ``ast.parse``s every file (the floor of a Python tool), each a
-fresh process, interleaved, and prints the medians and their ratio.
+With ``--repeat N`` it also times, each a fresh process, interleaved: ``python -m
+codemods.lint`` on the tree, ``python -m codemods.migrate`` in place on a fresh copy of
+it, one Python process that only ``ast.parse``s every file (the floor of a Python tool)
+and ``ruff check --select UP --no-cache`` (where ruff is installed); then what a
+pre-commit hook sees, lint and ruff on 1 file with findings, on 5 files (one with
+findings) and on the tree's largest file with findings. It prints the medians, the
+ratios to the floor, and how many of the files lint parses its ``ast`` detector left to
+libcst (and why).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,23 +74,111 @@ def wall(command: list[str]) -> float:
     return time.perf_counter() - start
 
 
-def timing(tree: Path, repeat: int) -> None:
-    """Lint against the ``ast.parse`` floor, interleaved; print medians and the ratio."""
-    runs = {
-        "fsdp-lint": lint_command(tree, "--quiet"),
-        "ast.parse every file": [sys.executable, "-c", PARSE_EVERY_FILE, str(tree)],
+def ruff() -> str | None:
+    """The ``ruff`` executable: on PATH, or beside this Python (a virtual environment)."""
+    beside = Path(sys.executable).with_name("ruff")
+    return shutil.which("ruff") or (str(beside) if beside.exists() else None)
+
+
+def _with_findings(tree: Path, paths: list[Path]) -> set[Path]:
+    run = subprocess.run(
+        lint_command(tree, "--output-format", "json"), cwd=ROOT, capture_output=True, text=True
+    )
+    return {Path(f["filename"]).resolve() for f in json.loads(run.stdout)}
+
+
+def hook_files(tree: Path, paths: list[Path]) -> dict[str, list[Path]]:
+    """What a pre-commit hook and an editor see: 1 and 5 files, one with findings.
+
+    The smallest module with findings, that one with the 4 smallest modules without,
+    and the largest module with findings (a 2,000+-line model file).
+    """
+    found = _with_findings(tree, paths)
+    modules = sorted((p for p in paths if p.name != "__init__.py"), key=lambda p: p.stat().st_size)
+    hits = [p for p in modules if p.resolve() in found]
+    clean = [p for p in modules if p.resolve() not in found]
+    lines = hits[-1].read_bytes().count(b"\n")
+    return {
+        "1 file, with findings": hits[:1],
+        "5 files, 1 with findings": hits[:1] + clean[:4],
+        f"{lines}-line file, with findings": hits[-1:],
     }
+
+
+def fallbacks(paths: list[Path]) -> tuple[int, int, list[str]]:
+    """Files lint parses, and those of them its ``ast`` detector leaves to libcst (why)."""
+    from codemods.astlint import Undecided, lint
+    from codemods.prefilter import worth_parsing
+    from codemods.settings import Settings
+
+    parsed, left, reasons = 0, 0, []
+    for path in paths:
+        source = path.read_bytes()
+        if not worth_parsing(source, Settings()):
+            continue
+        parsed += 1
+        try:
+            lint(source, Settings())
+        except Undecided as exc:
+            left += 1
+            reasons.append(f"{path.name}: {exc}")
+    return parsed, left, reasons
+
+
+def _migrate(tree: Path) -> Callable[[], float]:
+    """A run of ``fsdp-migrate`` in place on a fresh copy of ``tree`` (the copy untimed)."""
+
+    def once() -> float:
+        with tempfile.TemporaryDirectory() as scratch:
+            copy = Path(scratch) / "tree"
+            shutil.copytree(tree, copy)
+            return wall([sys.executable, "-m", "codemods.migrate", "--quiet", str(copy)])
+
+    return once
+
+
+def timing(tree: Path, repeat: int) -> None:
+    """Lint, migrate and hook runs against the ``ast.parse`` floor and ruff, interleaved."""
+    paths = sorted(tree.rglob("*.py"))
+    checker = ruff()
+    runs: dict[str, Callable[[], float]] = {
+        "fsdp-lint": functools.partial(wall, lint_command(tree, "--quiet")),
+        "fsdp-migrate (in place)": _migrate(tree),
+        "ast.parse every file": functools.partial(
+            wall, [sys.executable, "-c", PARSE_EVERY_FILE, str(tree)]
+        ),
+    }
+    if checker:
+        runs["ruff check --select UP"] = functools.partial(wall, _ruff_command(checker, [tree]))
+    for label, files in hook_files(tree, paths).items():
+        names = [str(p) for p in files]
+        runs[f"fsdp-lint, {label}"] = functools.partial(
+            wall, [sys.executable, "-m", "codemods.lint", "--exit-zero", "--quiet", *names]
+        )
+        if checker:
+            runs[f"ruff, {label}"] = functools.partial(wall, _ruff_command(checker, files))
     times: dict[str, list[float]] = {label: [] for label in runs}
-    for command in runs.values():  # warm the file cache and the bytecode
-        wall(command)
+    for once in runs.values():  # warm the file cache and the bytecode
+        once()
     for _ in range(repeat):
-        for label, command in runs.items():
-            times[label].append(wall(command))
+        for label, once in runs.items():
+            times[label].append(once())
     floor = statistics.median(times["ast.parse every file"])
     print(f"median of {repeat} interleaved runs")
     for label, samples in times.items():
         median = statistics.median(samples)
-        print(f"{label:<24}{median:>9.2f} s{median / floor:>8.1f}x the floor")
+        if label.startswith(("fsdp-lint, ", "ruff, ")):
+            print(f"{label:<44}{median * 1000:>9.0f} ms")
+        else:
+            print(f"{label:<44}{median:>9.2f} s{median / floor:>8.1f}x the floor")
+    parsed, left, reasons = fallbacks(paths)
+    print(f"files past the pre-filter: {parsed}; left to libcst by the ast detector: {left}")
+    for reason in reasons:
+        print(f"  {reason}")
+
+
+def _ruff_command(checker: str, paths: list[Path]) -> list[str]:
+    return [checker, "check", "--select", "UP", "--no-cache", "--exit-zero", *map(str, paths)]
 
 
 def main(argv: list[str] | None = None) -> None:

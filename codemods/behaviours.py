@@ -56,6 +56,7 @@ class Index:
         self.partials: dict[str, list[Behaviour]] = {}  # partial(name, ...) is inspected
         self.definitions: list[Behaviour] = []
         self.classes: list[Behaviour] = []
+        self.blocks: list[Behaviour] = []
         for rule in rules:
             behaviour = behaviour_for(rule)
             for name in behaviour.references():
@@ -68,6 +69,8 @@ class Index:
                 self.definitions.append(behaviour)
             if behaviour.classes:
                 self.classes.append(behaviour)
+            if behaviour.blocks:
+                self.blocks.append(behaviour)
 
     def reference(self, qualified: str, module: bool = False) -> tuple[str, Rule] | None:
         """The old name and rule of a reference to ``qualified`` (or to something inside it).

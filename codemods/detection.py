@@ -93,6 +93,8 @@ _BY_KIND: dict[ChangeKind, Callable[[Rule], Needs]] = {
 @functools.cache
 def needs(rule: Rule) -> Needs:
     """What ``rule`` needs to see in a module (see :class:`Needs`)."""
+    if rule.found_in:  # its behaviour looks further than its kind: any use may count
+        return Needs(names=rule.found_in)
     return _BY_KIND[rule.kind](rule)
 
 

@@ -64,6 +64,8 @@ class Engine(ImportMoves, cst.CSTTransformer):
         self._call_sites: dict[int, tuple[Rule, str]] = {}
         self._qualified: dict[int, set[str]] = {}  # id of a node -> its qualified names
         self._inside_reported: set[int] = set()  # parts of an `Old.attr` reported as a whole
+        self._before: dict[int, list[cst.CSTNode]] = {}  # id of a statement line -> inserted
+        self._replacements: dict[int, cst.CSTNode] = {}  # id of an original node -> its new one
 
     # What behaviours ask and tell ---------------------------------------------------
 
@@ -96,6 +98,8 @@ class Engine(ImportMoves, cst.CSTTransformer):
         fixable_here: bool = True,
         quiet: bool = False,
         unsafe_here: bool = False,
+        detail: str | None = None,
+        withheld: str | None = None,
     ) -> bool:
         """Record a finding; return whether this run applies its fix.
 
@@ -103,7 +107,9 @@ class Engine(ImportMoves, cst.CSTTransformer):
         site (a form the fix does not handle with certainty). ``quiet``: the finding
         was recorded already (at an enclosing node); only say whether the fix applies.
         ``unsafe_here``: the fix may change behaviour at this site though the rule's fix
-        is safe elsewhere, so it applies only with ``--unsafe-fixes``.
+        is safe elsewhere, so it applies only with ``--unsafe-fixes``. ``detail`` is
+        added to the rule's message for this site; ``withheld`` says why a fix this run
+        would apply is not written here (the finding then says so and returns False).
         """
         if (
             self._fallback_depth
@@ -118,19 +124,20 @@ class Engine(ImportMoves, cst.CSTTransformer):
         applies = fixable and self.settings.applies_fix(rule)
         applies = applies and (not unsafe_here or self.settings.unsafe_fixes)
         if quiet:
-            return applies
+            return applies and not withheld
         self.findings.append(
             Finding(
                 position.line,
                 position.column + 1,
                 rule.code,
-                rule.message,
+                f"{rule.message} ({detail})" if detail else rule.message,
                 fixable,
-                applies,
+                applies and not withheld,
                 unsafe=fixable and unsafe_here,
+                withheld=withheld if applies else None,
             )
         )
-        return applies
+        return applies and not withheld
 
     def target_at_least(self, release: str) -> bool:
         """Whether the torch the code must run on (``--target-torch``) is ``release`` or later."""
@@ -140,6 +147,25 @@ class Engine(ImportMoves, cst.CSTTransformer):
     def need_import(self, module: str, name: str | None, asname: str | None = None) -> None:
         """Queue an import for libcst's ``AddImportsVisitor``, run after this pass."""
         self.edits.imports_to_add.append((module, name, asname))
+
+    def replace(self, node: cst.CSTNode, new: cst.CSTNode) -> None:
+        """Put ``new`` in place of the original node ``node`` (not left yet) as the visit leaves."""
+        self._replacements[id(node)] = new
+
+    def insert_before(self, line: cst.SimpleStatementLine, statements: list[cst.CSTNode]) -> None:
+        """Put ``statements`` before the original statement line ``line`` as the visit leaves it."""
+        self._before.setdefault(id(line), []).extend(statements)
+
+    def leave_SimpleStatementLine(
+        self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
+    ) -> Any:
+        before = self._before.pop(id(original_node), None)
+        if not before:
+            return updated_node
+        # The line's own leading comments and blank lines go before what is inserted.
+        first = before[0].with_changes(leading_lines=updated_node.leading_lines)
+        rest = [*before[1:], updated_node.with_changes(leading_lines=())]
+        return cst.FlattenSentinel([first, *rest])
 
     def forget(self, node: cst.BaseExpression) -> None:
         """Queue the import behind ``node`` (alias included) for removal if now unused."""
@@ -225,6 +251,8 @@ class Engine(ImportMoves, cst.CSTTransformer):
     def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> Any:
         result = super().on_leave(original_node, updated_node)
         self._fallback_depth -= is_fallback(original_node)
+        if self._replacements:
+            result = self._replacements.pop(id(original_node), result)
         return result
 
     # References and imports ------------------------------------------------------------
@@ -345,6 +373,20 @@ class Engine(ImportMoves, cst.CSTTransformer):
         for behaviour in INDEX.classes:
             updated_node = behaviour.class_def(self, original_node, updated_node)
         return updated_node
+
+    def _block(self, original: cst.CSTNode, updated: cst.CSTNode) -> cst.CSTNode:
+        body = updated.body
+        for behaviour in INDEX.blocks:
+            body = behaviour.block(self, original.body, body)
+        return updated if body is updated.body else updated.with_changes(body=body)
+
+    def leave_IndentedBlock(
+        self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
+    ) -> cst.IndentedBlock:
+        return self._block(original_node, updated_node)
+
+    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
+        return self._block(original_node, updated_node)
 
     def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.Name:
         new = self._name_renames.get(id(original_node))

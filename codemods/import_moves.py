@@ -81,10 +81,25 @@ class ImportMoves:
         return cst.Name(name)
 
     def leave_Import(self, original_node: cst.Import, updated_node: cst.Import) -> cst.Import:
-        for _, _, old in self._imported_names(original_node):
-            if old in self.renames:  # `import old.module`: libcst's rename moves it and its uses
+        moved = {}  # id of alias -> new dotted module
+        for alias, _, old in self._imported_names(original_node):
+            if old not in self.renames:
+                continue
+            if alias.asname is not None:
+                # `import old.module as m`: only the statement changes, every `m.x` stays;
+                # libcst's rename would drop the alias and spell each use out in full.
+                moved[id(alias)] = self.renames[old] + dotted(alias.name)[len(old) :]
+            else:  # `import old.module`: libcst's rename moves it and its uses
                 self.edits.renames[old] = self.renames[old]
-        return updated_node
+        if not moved:
+            return updated_node
+        names = [
+            alias.with_changes(name=cst.parse_expression(moved[id(original)]))
+            if id(original) in moved
+            else alias
+            for original, alias in zip(original_node.names, updated_node.names)
+        ]
+        return updated_node.with_changes(names=names)
 
     def leave_ImportFrom(
         self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom

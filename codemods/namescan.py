@@ -150,7 +150,7 @@ def may_have_findings(source: bytes, settings: Settings) -> bool:
     them properly.
     """
     try:
-        tree = ast.parse(source)
+        tree = parse(source)
     except (SyntaxError, ValueError):
         return True
     targets = _targets(settings)
@@ -159,6 +159,16 @@ def may_have_findings(source: bytes, settings: Settings) -> bool:
         if _refers_to(name, targets.names) or module.keywords & targets.calls.get(name, set()):
             return True
     return bool(targets.parameters & (module.parameters | module.keywords))
+
+
+@functools.lru_cache(maxsize=2)
+def parse(source: bytes) -> ast.Module:
+    """``ast.parse(source)``, kept for the file's lint (:mod:`codemods.astdetect`).
+
+    Raises:
+        SyntaxError, ValueError: As :func:`ast.parse` does.
+    """
+    return ast.parse(source)
 
 
 def _all_arguments(node: ast.arguments) -> list[ast.arg]:

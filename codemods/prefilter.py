@@ -168,7 +168,7 @@ class RuleFilter:
             return False
         return not self.names or any(
             (not parent and scan.imported(leaf))  # a whole package (lightning_lite)
-            or scan.contains(parent + b"." + leaf)
+            or scan.spelled(parent + b"." + leaf)  # whole: not `_checkpoint.checkpoint_wrapper`
             or (scan.imported(parent) and scan.spelled_as_member(leaf, parent))
             for parent, leaf in candidates
         )

@@ -1,10 +1,12 @@
 """Run the engine over files, fast and without letting one bad file stop the rest.
 
 Each file is pre-filtered (a text test, then an ``ast`` scan: see
-:mod:`codemods.prefilter`) and only files that can hold a finding are parsed with
-libcst, so a file with no legacy spelling is not parsed at all and its syntax errors are
-not reported. Worker processes start only for large runs, and libcst is imported only
-where a file needs it. Per-file errors are reported, never raised.
+:mod:`codemods.prefilter`), so a file with no legacy spelling is not parsed at all and
+its syntax errors are not reported. The files that pass are linted on the same ``ast``
+tree (:mod:`codemods.astdetect`); only those it leaves undecided, and in a fixing run
+those with a fix to apply, are parsed with libcst. Worker processes start only for
+large runs, and libcst is imported only where a file needs it. Per-file errors are
+reported, never raised.
 
 A run stops cleanly (see :mod:`codemods.stopping`): work goes to the workers a few
 batches at a time, so that on SIGINT or SIGTERM no more is handed out; each worker looks
@@ -88,14 +90,19 @@ class FileResult:
 
 
 def process_source(
-    path: str, source: bytes, settings: Settings, prefilter: bool = True
+    path: str, source: bytes, settings: Settings, prefilter: bool = True, on_ast: bool = True
 ) -> FileResult:
-    """Run the engine on one file's bytes; parse failures become ``error``."""
+    """Run the engine on one file's bytes; parse failures become ``error``.
+
+    ``on_ast=False``: the ``ast`` detector has had its say already (see :func:`_screen`).
+    """
     result = FileResult(path, error=_not_python(source))
     if result.error:
         return result
-    if prefilter and not worth_parsing(source, settings):
-        return result
+    if on_ast:
+        screened = _screen_source(path, source, settings, prefilter)
+        if screened is not None:
+            return screened
     if len(source) > MAX_PARSE_BYTES:
         result.error = (
             f"too large to parse ({len(source) / 2**20:.1f} MiB; the limit is "
@@ -126,6 +133,31 @@ def process_source(
     return result
 
 
+def _found_on_ast(source: bytes, settings: Settings) -> list[Finding] | None:
+    """The findings, where the ``ast`` detector decides them and nothing is to be fixed.
+
+    A fixing run needs libcst only where a fix applies: where none does, its findings
+    are lint's (none marked fixed) and the file stays as it is. None: libcst decides.
+    """
+    from codemods.astlint import Undecided, lint
+
+    try:
+        findings = lint(source, settings)
+    except Undecided:
+        return None
+    if settings.fix and any(_applies(f, settings) for f in findings):
+        return None
+    return findings
+
+
+def _applies(finding: Finding, settings: Settings) -> bool:
+    """Whether a fixing run with ``settings`` fixes ``finding``."""
+    from codemods.registry import REGISTRY
+
+    applies = finding.fixable and settings.applies_fix(REGISTRY[finding.code])
+    return applies and (not finding.unsafe or settings.unsafe_fixes)
+
+
 def _not_python(source: bytes) -> str | None:
     """Why ``source`` is certainly not Python, or None."""
     if b"\x00" in source:  # Python refuses such a file too; do not guess at its contents
@@ -140,15 +172,32 @@ def _screen(path: Path, settings: Settings, prefilter: bool) -> FileResult | byt
     except OSError as exc:
         return FileResult(str(path), error=f"cannot read: {exc.strerror or exc}")
     error = _not_python(source)
-    if error or (prefilter and not worth_parsing(source, settings)):
+    if error:
         return FileResult(str(path), error=error)
-    return source
+    screened = _screen_source(str(path), source, settings, prefilter)
+    return source if screened is None else screened
+
+
+def _screen_source(
+    path: str, source: bytes, settings: Settings, prefilter: bool
+) -> FileResult | None:
+    """The result of a file the pre-filter or the ``ast`` detector settles; None: libcst's.
+
+    Both pre-filter stages first (they rule out most files of most trees without loading
+    the rules' behaviours, and so libcst); then the ``ast`` detector on the tree the
+    second stage parsed, cheap enough to run here: only what it leaves goes on to
+    libcst, in workers where there are several.
+    """
+    if prefilter and not worth_parsing(source, settings):
+        return FileResult(path)
+    findings = _found_on_ast(source, settings) if len(source) <= MAX_PARSE_BYTES else None
+    return None if findings is None else FileResult(path, findings=findings)
 
 
 def _parse(args: Work) -> FileResult:
     """Run the engine on a screened file and (with ``write``) atomically rewrite it."""
     path, source, settings, write, before_write = args
-    result = process_source(str(path), source, settings, prefilter=False)
+    result = process_source(str(path), source, settings, prefilter=False, on_ast=False)
     if write and result.new_source is not None:
         if before_write is not None:
             before_write(path)

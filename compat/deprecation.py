@@ -105,8 +105,7 @@ def warn_deprecated(code: str, *, detail: str | None = None) -> None:
     Raises:
         KeyError: If ``code`` is not in the registry.
     """
-    rule = codemods.registry.REGISTRY[code]  # looked up now: a test may add a rule
-    message = deprecation_message(rule, detail)
+    message = _message(code, detail)
     frame = _user_frame()
     if frame is None:  # called from library code only; fall back to the direct caller
         warnings.warn(message, FSDPDeprecationWarning, stacklevel=2)
@@ -123,6 +122,11 @@ def warn_deprecated(code: str, *, detail: str | None = None) -> None:
         module=frame.f_globals.get("__name__", "<unknown>"),
         registry=frame.f_globals.setdefault("__warningregistry__", {}),
     )
+
+
+def _message(code: str, detail: str | None) -> str:
+    rule = codemods.registry.REGISTRY[code]  # looked up now: a test may add a rule
+    return deprecation_message(rule, detail)
 
 
 def reset_warned_sites() -> None:

@@ -187,3 +187,37 @@ def current() -> Features:
             "create_selective_checkpoint_contexts",
         ),
     )
+
+
+# Distributed checkpoint is probed apart from current(): importing it costs time that
+# programs not using it should not pay.
+
+
+def _dcp_module(name: str = "torch.distributed.checkpoint") -> types.ModuleType | None:
+    if not require_torch().distributed.is_available():
+        return None
+    try:
+        return importlib.import_module(name)
+    except Exception:  # noqa: BLE001 - absent (torch < 2.0 / < 2.2), or broken on this Python
+        return None
+
+
+@functools.cache
+def dcp_save_load() -> bool:
+    """Whether ``torch.distributed.checkpoint.save`` / ``load`` exist (torch >= 2.2).
+
+    torch 2.0 and 2.1 have only ``save_state_dict`` / ``load_state_dict``. The probe
+    imports distributed checkpoint.
+    """
+    return hasattr(_dcp_module(), "save")
+
+
+@functools.cache
+def dcp_state_dict() -> bool:
+    """Whether ``torch.distributed.checkpoint.state_dict`` imports (torch >= 2.2).
+
+    It holds ``get_model_state_dict`` and its family, and ``StateDictOptions``. The probe
+    imports distributed checkpoint.
+    """
+    module = _dcp_module("torch.distributed.checkpoint.state_dict")
+    return hasattr(module, "StateDictOptions")

@@ -20,7 +20,7 @@ FSDP1                                             FSDP2
 
 ``backward_prefetch``, ``forward_prefetch``, ``sync_module_states``, ``use_orig_params``,
 ``limit_all_gathers``, ``device_id`` and ``param_init_fn`` have no FSDP2 meaning: each
-warns by name (FSDP111).
+warns by name (FSDP401).
 """
 
 from __future__ import annotations
@@ -144,7 +144,7 @@ def translate_fsdp1_arguments(**fsdp1_kwargs: Any) -> dict[str, Any]:
 
 
 def _no_meaning(argument: str, why: str) -> None:
-    warn_deprecated("FSDP111", detail=f"`{argument}`: no FSDP2 meaning ({why}).")
+    warn_deprecated("FSDP401", detail=f"`{argument}`: no FSDP2 meaning ({why}).")
 
 
 def fully_shard_by_policy(model: nn.Module, policy: Any = None, **fsdp1_kwargs: Any) -> nn.Module:

@@ -24,7 +24,9 @@ def test_the_compat_name_stands_for_torchs_class():
     assert FSDP is FullyShardedDataParallel
     assert issubclass(TorchFSDP, FSDP)
     assert FSDP.summon_full_params is TorchFSDP.summon_full_params
-    assert FSDP.state_dict_type is TorchFSDP.state_dict_type
+    assert FSDP.optim_state_dict is TorchFSDP.optim_state_dict
+    # The legacy state-dict API is compat's own: it warns (tests/test_compat_state_dict.py).
+    assert FSDP.state_dict_type is not TorchFSDP.state_dict_type
     assert not isinstance(torch.nn.Linear(2, 2), FSDP)
 
 

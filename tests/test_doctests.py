@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import doctest
 import importlib
+import importlib.util
 import pkgutil
 
 import pytest
@@ -26,6 +27,9 @@ def _needs(name: str) -> str | None:
             importlib.import_module("lightning")
         except ImportError:
             return "needs Lightning"
+    dcp = "torch.distributed.checkpoint"
+    if name == "compat.checkpoint" and importlib.util.find_spec(dcp) is None:
+        return "needs torch.distributed.checkpoint (torch >= 2.0)"
     if name == "compat.fsdp2" and not current().fsdp2_on_cpu:
         return "its example runs FSDP2 on CPU (torch >= 2.7)"
     return None

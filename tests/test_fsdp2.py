@@ -70,7 +70,7 @@ def test_mixed_precision_becomes_a_policy():
     assert (policy.param_dtype, policy.reduce_dtype) == (torch.bfloat16, torch.float32)
     assert not caught
     _, caught = _translate(mixed_precision=MixedPrecision(buffer_dtype=torch.float16))
-    assert warning_codes(caught) == {"FSDP111"} and "buffer_dtype" in str(caught[0].message)
+    assert warning_codes(caught) == {"FSDP401"} and "buffer_dtype" in str(caught[0].message)
 
 
 @pytest.mark.parametrize(
@@ -87,7 +87,7 @@ def test_mixed_precision_becomes_a_policy():
 )
 def test_arguments_without_fsdp2_meaning_warn_by_name(argument):
     _, caught = _translate(**{argument: None})
-    assert warning_codes(caught) == {"FSDP111"} and f"`{argument}`" in str(caught[0].message)
+    assert warning_codes(caught) == {"FSDP401"} and f"`{argument}`" in str(caught[0].message)
 
 
 def test_unknown_argument_is_a_type_error():

@@ -206,8 +206,8 @@ def test_extend_select_adds_an_opt_in_rule_to_the_defaults(tmp_path, capsys, mon
     )
     _, out, _ = lint(capsys, "--output-format", "json", "m.py")
     assert {d["code"] for d in json.loads(out)} == {"FSDP206"}
-    _, out, _ = lint(capsys, "--output-format", "json", "--extend-select", "FSDP111", "m.py")
-    assert {d["code"] for d in json.loads(out)} == {"FSDP206", "FSDP111"}
+    _, out, _ = lint(capsys, "--output-format", "json", "--extend-select", "FSDP4", "m.py")
+    assert {d["code"] for d in json.loads(out)} == {"FSDP206", "FSDP401"}
 
 
 @pytest.mark.parametrize(("target", "offered"), [("1.13", False), ("2.2", True), (None, True)])

@@ -101,4 +101,4 @@ def test_select_and_ignore(select, ignore, codes):
 def test_opt_in_rule_only_when_selected():
     source = b"from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\nm = FSDP(m)\n"
     assert run(source, Settings()).findings == []
-    assert {f.code for f in run(source, Settings(select=("FSDP111",))).findings} == {"FSDP111"}
+    assert {f.code for f in run(source, Settings(select=("FSDP4",))).findings} == {"FSDP401"}

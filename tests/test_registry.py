@@ -36,7 +36,10 @@ def test_unknown_code_names_the_known_ones():
 @pytest.mark.parametrize("rule", RULES, ids=IDS)
 def test_entry_is_complete(rule: Rule):
     assert re.fullmatch(r"FSDP\d{3}", rule.code)
-    assert rule.code.startswith(CODE_PREFIX[rule.framework])
+    # FSDP4xx is a family across frameworks: the move from FSDP1 to FSDP2 (opt-in).
+    assert rule.code.startswith(CODE_PREFIX[rule.framework]) or (
+        rule.code.startswith("FSDP4") and rule.opt_in
+    )
     assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", rule.name)
     assert isinstance(rule.kind, ChangeKind) and isinstance(rule.fix, FixSafety)
     # A whole package can be renamed (lightning_lite): a bare top-level name then.

@@ -22,13 +22,7 @@ from codemods.settings import Settings
 
 #: Cases that state the right behaviour where the engine or the registry falls short,
 #: by test id: each is a bug to fix (the mark is strict, so a fix shows as XPASS).
-KNOWN_BUGS = {
-    "FSDP107-case-0": (
-        "a module imported under an alias loses it: `import torch.distributed._composable.fsdp "
-        "as fsdp2` becomes `import torch.distributed.fsdp` and every `fsdp2.x` use is spelled "
-        "out in full, where the guide promises aliases are kept (FSDP101 keeps them)"
-    ),
-}
+KNOWN_BUGS: dict[str, str] = {}
 
 
 def _settings(rule: Rule) -> Settings:

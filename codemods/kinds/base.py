@@ -18,6 +18,7 @@ reported for a human and nothing is changed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Protocol
 
@@ -61,9 +62,19 @@ class Engine(Resolver, Protocol):
     module: cst.Module
 
     def report(
-        self, node: cst.CSTNode, rule: Rule, fixable_here: bool = True, unsafe_here: bool = False
+        self,
+        node: cst.CSTNode,
+        rule: Rule,
+        fixable_here: bool = True,
+        unsafe_here: bool = False,
+        detail: str | None = None,
+        withheld: str | None = None,
     ) -> bool:
-        """Record a finding at ``node``; return whether this run applies its fix there."""
+        """Record a finding at ``node``; return whether this run applies its fix there.
+
+        ``detail`` is added to the message; ``withheld`` says why a fix this run would
+        apply is not written (then the answer is False).
+        """
 
     def target_at_least(self, release: str) -> bool:
         """Whether the torch the code must run on is ``release`` or later."""
@@ -79,6 +90,12 @@ class Engine(Resolver, Protocol):
 
     def forget(self, node: cst.BaseExpression) -> None:
         """Queue the import behind ``node`` for removal where the file no longer uses it."""
+
+    def replace(self, node: cst.CSTNode, new: cst.CSTNode) -> None:
+        """Put ``new`` in place of the original node ``node``, which the visit has not left yet."""
+
+    def insert_before(self, line: cst.SimpleStatementLine, statements: list[cst.CSTNode]) -> None:
+        """Put ``statements`` before the original statement line ``line``."""
 
     def rename_name(self, node: cst.Name, new: str) -> None:
         """Give the original ``Name`` node ``node`` the value ``new`` as the visit leaves it."""
@@ -146,6 +163,10 @@ class CallSiteFix:
         blocked_by: Rules whose mere presence in the file rules this fix out.
         supersedes: Rules not reported where this fix applies (it rewrites the same
             arguments to the new callee's spelling).
+        certain: The ``ast`` half of ``translate`` (:mod:`codemods.astdetect`): whether
+            it translates a call (an ``AstSite``) rather than returning None. None: the
+            lint of a file with such a call goes to the libcst engine (a translator that
+            keeps every call, :func:`unchanged`, needs none).
     """
 
     translate: Translator
@@ -155,6 +176,7 @@ class CallSiteFix:
     requires: tuple[str, ...] = ()
     blocked_by: tuple[str, ...] = ()
     supersedes: tuple[str, ...] = ()
+    certain: Callable[[Any], bool] | None = None
 
 
 def unchanged(site: Site) -> Translation:
@@ -175,17 +197,40 @@ class Behaviour:
     ``engine.report`` (which says whether this run applies the fix) and return the
     node to put in the tree.
 
+    Each hook has an ``ast`` half that lint runs instead (:mod:`codemods.astdetect`):
+    ``ast_call(detector, call)``, ``ast_partial``, ``ast_function``, ``ast_class_def``,
+    reporting through ``detector.report`` exactly what the libcst hook reports in a run
+    that fixes nothing. None: a file that needs it goes to the libcst engine. An ``ast``
+    half answers for the libcst hooks :attr:`AST_MIRRORS` names; a subclass that
+    overrides one of those must define its own ``ast`` half (or reuse its parent's
+    explicitly), else the libcst engine runs.
+
     Attributes:
         rename: Where the rule's old names are renamed at every use, the fix that says
             how their calls are translated and what else the file must hold; None
             for rules that rewrite in place or only report.
         definitions: :meth:`function` is called for every function and lambda.
         classes: :meth:`class_def` is called for every class.
+        blocks: :meth:`block` is called for every statement list (a module's, an
+            indented block's), after its statements: a fix that replaces or drops
+            whole statements does it there.
     """
 
     rename: ClassVar[CallSiteFix | None] = None
     definitions: ClassVar[bool] = False
     classes: ClassVar[bool] = False
+    blocks: ClassVar[bool] = False
+    ast_call: ClassVar[Callable[..., None] | None] = None
+    ast_partial: ClassVar[Callable[..., None] | None] = None
+    ast_function: ClassVar[Callable[..., None] | None] = None
+    ast_class_def: ClassVar[Callable[..., None] | None] = None
+    #: The libcst methods each ``ast`` half answers for (see the class docstring).
+    AST_MIRRORS: ClassVar[dict[str, tuple[str, ...]]] = {
+        "ast_call": ("call",),
+        "ast_partial": ("partial",),
+        "ast_function": ("function",),
+        "ast_class_def": ("class_def",),
+    }
 
     def __init__(self, rule: Rule) -> None:
         self.rule = rule
@@ -217,4 +262,13 @@ class Behaviour:
         self, engine: Engine, original: cst.ClassDef, updated: cst.ClassDef
     ) -> cst.ClassDef:
         """A class definition (for :attr:`classes` behaviours); return it, rewritten."""
+        return updated
+
+    def block(
+        self,
+        engine: Engine,
+        original: Sequence[cst.BaseStatement],
+        updated: Sequence[cst.BaseStatement],
+    ) -> Sequence[cst.BaseStatement]:
+        """A statement list (for :attr:`blocks` behaviours); return it, rewritten."""
         return updated

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ast
+from typing import Any
+
 import libcst as cst
 
 from codemods.kinds.base import Behaviour, Engine
@@ -19,3 +22,8 @@ class ArgumentReported(Behaviour):
             if keyword(arg) == self.rule.argument:
                 engine.report(arg, self.rule)
         return updated
+
+    def ast_call(self, detector: Any, call: ast.Call) -> None:
+        for arg in call.keywords:
+            if arg.arg == self.rule.argument:
+                detector.report(arg, self.rule)

@@ -7,7 +7,8 @@ states the old or new value has a module of its own (see ``codemods.rules.fsdp10
 
 from __future__ import annotations
 
-from typing import ClassVar
+import ast
+from typing import Any, ClassVar
 
 import libcst as cst
 
@@ -46,6 +47,34 @@ class DefaultChange(Behaviour):
         if not self.passes(list(original.args[1:])):
             return self.fix(engine, original, updated, start=1)
         return updated
+
+    AST_MIRRORS = {  # noqa: RUF012 - read only
+        **Behaviour.AST_MIRRORS,
+        "ast_call": ("call", "passes", "fix"),
+        "ast_partial": ("partial", "passes", "fix"),
+    }
+
+    def ast_passes(self, arguments: list) -> bool:
+        """:meth:`passes` on ``ast`` arguments (in source order)."""
+        from codemods.astsyntax import keyword as keyword_of
+        from codemods.astsyntax import star
+
+        if any(keyword_of(a) == self.rule.argument or star(a) for a in arguments):
+            return True
+        positional = sum(type(a) is not ast.keyword and not star(a) for a in arguments)
+        return self.position is not None and positional > self.position
+
+    def ast_call(self, detector: Any, call: ast.Call) -> None:
+        from codemods.astsyntax import arguments
+
+        if not self.ast_passes(arguments(call)):
+            detector.report(call, self.rule)
+
+    def ast_partial(self, detector: Any, call: ast.Call) -> None:
+        from codemods.astsyntax import arguments
+
+        if not self.ast_passes(arguments(call)[1:]):
+            detector.report(call, self.rule)
 
     def fix(self, engine: Engine, original: cst.Call, updated: cst.Call, start: int) -> cst.Call:
         """Report the call; a rule with a fix rewrites it here (``start``: first own arg)."""

@@ -7,6 +7,9 @@ with the old parameter name) renames the parameter there too, see
 
 from __future__ import annotations
 
+import ast
+from typing import Any
+
 import libcst as cst
 
 from codemods.kinds import parameter_rename
@@ -46,3 +49,14 @@ class KeywordRename(Behaviour):
 
     def function(self, engine: Engine, node: cst.FunctionDef | cst.Lambda) -> None:
         parameter_rename.rename_parameter(engine, self.rule, node)
+
+    def ast_call(self, detector: Any, call: ast.Call) -> None:
+        # A partial's first argument is positional: its keywords are the same as a call's.
+        for arg in call.keywords:
+            if arg.arg == self.rule.argument:
+                detector.report(arg, self.rule)
+
+    ast_partial = ast_call
+
+    def ast_function(self, detector: Any, node: ast.AST) -> None:
+        parameter_rename.ast_rename_parameter(detector, self.rule, node)

@@ -8,6 +8,9 @@ directly or through classes of the same file (``class Base(LightningModule)`` th
 
 from __future__ import annotations
 
+import ast
+from typing import Any
+
 import libcst as cst
 
 from codemods.kinds.base import Behaviour, Engine
@@ -50,6 +53,48 @@ class MethodRename(Behaviour):
                 )
             )
         return engine.scratch[key]
+
+    def ast_class_def(self, detector: Any, node: ast.ClassDef) -> None:
+        from codemods.astsyntax import value
+
+        local = detector.scratch.setdefault(self.rule.code, set())
+        derives = False
+        for base in node.bases:
+            names = detector.qualified(value(base))
+            leaves = {name.rpartition(".")[2] for name in names}
+            derives = derives or bool(names & self.owners or leaves & set(KNOWN_SUBCLASSES))
+            derives = derives or (type(base) is ast.Name and base.id in local)
+            if derives:
+                break
+        if not derives:
+            return
+        local.add(node.name)
+        functions = (ast.FunctionDef, ast.AsyncFunctionDef)
+        defined = {s.name for s in node.body if isinstance(s, (*functions, ast.ClassDef))}
+        called = self._ast_called(detector)
+        for statement in node.body:
+            if isinstance(statement, functions) and statement.name == self.old_name:
+                fix = self.new_name not in defined and not called
+                detector.report(statement, self.rule, fixable_here=fix)
+
+    def _ast_called(self, detector: Any) -> bool:
+        """:meth:`_called` on ``ast``: ``x.old`` anywhere, import paths included."""
+        key = f"{self.rule.code}:called"
+        if key not in detector.scratch:
+            found = False
+            for node in ast.walk(detector.tree):
+                kind = type(node)
+                if kind is ast.Attribute:
+                    found = node.attr == self.old_name
+                elif kind is ast.ImportFrom:
+                    found = self.old_name in (node.module or "").split(".")[1:]
+                    found = found or any(self.old_name in a.name.split(".")[1:] for a in node.names)
+                elif kind is ast.Import:
+                    found = any(self.old_name in a.name.split(".")[1:] for a in node.names)
+                if found:
+                    break
+            detector.scratch[key] = found
+        return detector.scratch[key]
 
     def class_def(
         self, engine: Engine, original: cst.ClassDef, updated: cst.ClassDef

@@ -11,6 +11,9 @@ old keyword is renamed with it, all or nothing. Lambdas count as definitions.
 
 from __future__ import annotations
 
+import ast
+from typing import Any
+
 import libcst as cst
 
 from codemods.kinds.base import PARTIAL, Engine
@@ -140,6 +143,125 @@ def _keyword_calls(engine: Engine, rule: Rule) -> list[cst.Arg]:
 def _is_method(engine: Engine, node: cst.CSTNode) -> bool:
     block = engine.parent(node)
     return isinstance(block, cst.IndentedBlock) and isinstance(engine.parent(block), cst.ClassDef)
+
+
+def ast_rename_parameter(detector: Any, rule: Rule, node: ast.AST) -> None:
+    """The ``ast`` half of :func:`rename_parameter` (what a run that fixes nothing reports)."""
+    args: ast.arguments = node.args  # type: ignore[attr-defined]
+    params = {a.arg: a for a in (*args.posonlyargs, *args.args)}
+    names = {rule.argument, "recurse"}
+    if not names <= set(params):
+        return
+    param = params[sorted(names - {"recurse"})[0]]
+    parent = detector.parent(node)
+    if type(node) is not ast.Lambda and type(parent) is ast.ClassDef:
+        uses: list[tuple] = [(UNKNOWN, node)]  # a method: its uses are its instances'
+    else:
+        scope, name = _ast_bound_name(detector, node, parent)
+        if name is None:
+            lambda_alone = type(node) is ast.Lambda
+            uses = _ast_destinations(detector, node, rule) if lambda_alone else [(UNKNOWN, node)]
+        else:
+            references = _ast_references(detector, scope, name)
+            if references is None:
+                uses = [(UNKNOWN, node)]
+            else:
+                uses = [d for use in references for d in _ast_destinations(detector, use, rule)]
+    renamed_here = {id(arg) for kind, arg in uses if kind == KEYWORD_CALL}
+    others = [a for a in _ast_keyword_calls(detector, rule) if id(a) not in renamed_here]
+    certain = not others and all(kind in (TORCH, KEYWORD_CALL, "call") for kind, _ in uses)
+    detector.report(param, rule, fixable_here=certain)
+
+
+def _ast_bound_name(detector: Any, node: ast.AST, parent: ast.AST | None) -> tuple[Any, Any]:
+    """The scope and name a definition is bound to (``def f``, ``f = lambda ...``)."""
+    if type(node) is not ast.Lambda:
+        return detector.names.scope_of_definition(node), node.name  # type: ignore[attr-defined]
+    if type(parent) is ast.Assign and len(parent.targets) == 1:
+        target = parent.targets[0]
+        if type(target) is ast.Name:
+            return detector.scope(target), target.id
+    return None, None
+
+
+def _ast_references(detector: Any, scope: Any, name: str) -> list[ast.AST] | None:
+    if scope is None or scope.count.get(name, 0) != 1:
+        return None  # rebound: its uses may mean something else
+    return detector.names.references(scope, name)
+
+
+def _ast_destinations(detector: Any, value: ast.AST, rule: Rule, depth: int = 0) -> list[tuple]:
+    """The ``ast`` half of :func:`destinations`."""
+    from codemods.astsyntax import arguments, keyword
+
+    if depth > 8:
+        return [(UNKNOWN, value)]
+    parent = detector.parent(value)
+    kind = type(parent)
+    if kind is ast.IfExp and value is not parent.test:  # type: ignore[attr-defined]
+        return _ast_destinations(detector, parent, rule, depth + 1)
+    if kind is ast.Call and parent.func is value:  # type: ignore[attr-defined]
+        given = [a for a in parent.keywords if a.arg == rule.argument]  # type: ignore[attr-defined]
+        return [(KEYWORD_CALL, a) for a in given] or [("call", parent)]
+    if kind in (ast.List, ast.Tuple, ast.Set):
+        arg = detector.parent(parent) if kind is not ast.Set else None
+        call = detector.parent(arg) if type(arg) is ast.keyword else None
+        if (
+            type(call) is ast.Call
+            and arg.arg == "policies"  # type: ignore[union-attr]
+            and PARTIAL in detector.qualified(call.func)
+            and detector.qualified(_value(arguments(call)[0])) & TORCH_POLICY_COMBINATORS
+        ):
+            return _ast_destinations(detector, call, rule, depth + 1)
+        return [(UNKNOWN, value)]
+    arg, call = None, None
+    if kind is ast.keyword:
+        arg, call = parent, detector.parent(parent)
+    elif kind is ast.Starred:
+        arg, call = parent, detector.parent(parent)
+    elif kind is ast.Call:  # a positional argument
+        arg, call = value, parent
+    if arg is not None:
+        if type(call) is not ast.Call:
+            return [(UNKNOWN, value)]
+        own = arguments(call)
+        if PARTIAL in detector.qualified(call.func) and own[0] is arg:
+            if any(keyword(a) == rule.argument for a in own[1:]):
+                return [(UNKNOWN, value)]
+            return _ast_destinations(detector, call, rule, depth + 1)
+        if keyword(arg) == "auto_wrap_policy" and (
+            detector.qualified(call.func) & TORCH_POLICY_CONSUMERS
+        ):
+            return [(TORCH, value)]
+        return [(UNKNOWN, value)]
+    if kind is ast.Assign and len(parent.targets) == 1:  # type: ignore[attr-defined]
+        target = parent.targets[0]  # type: ignore[attr-defined]
+        uses = None
+        if type(target) is ast.Name:
+            uses = _ast_references(detector, detector.scope(target), target.id)
+        if uses is None:
+            return [(UNKNOWN, value)]
+        return [d for use in uses for d in _ast_destinations(detector, use, rule, depth + 1)]
+    return [(UNKNOWN, value)]
+
+
+def _value(arg: ast.AST) -> ast.AST:
+    return arg.value if type(arg) in (ast.keyword, ast.Starred) else arg  # type: ignore[attr-defined]
+
+
+def _ast_keyword_calls(detector: Any, rule: Rule) -> list[ast.keyword]:
+    """The ``ast`` half of :func:`_keyword_calls`."""
+    key = f"{rule.code}:keyword calls"
+    if key not in detector.scratch:
+        torch_callables = set(rule.old)
+        detector.scratch[key] = [
+            arg
+            for call in ast.walk(detector.tree)
+            if type(call) is ast.Call and not detector.qualified(call.func) & torch_callables
+            for arg in call.keywords
+            if arg.arg == rule.argument
+        ]
+    return detector.scratch[key]
 
 
 def rename_parameter(engine: Engine, rule: Rule, node: cst.FunctionDef | cst.Lambda) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ast
+from typing import Any
+
 import libcst as cst
 
 from codemods.kinds.base import Behaviour, Engine
@@ -26,3 +29,14 @@ class StringValue(Behaviour):
                 value = string_like(arg.value, mapping[old])
                 args[index] = args[index].with_changes(value=value)
         return updated.with_changes(args=args)
+
+    def ast_call(self, detector: Any, call: ast.Call) -> None:
+        from codemods.astsyntax import literal
+
+        mapping = dict(self.rule.values)
+        for arg in call.keywords:
+            if arg.arg != self.rule.argument:
+                continue
+            old = literal(detector, arg.value)
+            if old in mapping and type(old) in (str, int):
+                detector.report(arg, self.rule)

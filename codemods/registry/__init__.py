@@ -20,9 +20,15 @@ from codemods.registry import (
     lightning_rules,
     lightning_strategy_rules,
     lightning_trainer_rules,
+    to_fsdp2_rules,
+    torch_checkpoint_rules,
+    torch_dcp_state_dict_rules,
+    torch_dtensor_rules,
+    torch_fsdp2_rules,
     torch_fsdp_rules,
     torch_policy_rules,
     torch_rules,
+    torch_state_dict_rules,
 )
 from codemods.registry.capabilities import CAPABILITIES
 from codemods.registry.model import (
@@ -40,12 +46,18 @@ _MODULES = (
     torch_rules,
     torch_policy_rules,
     torch_fsdp_rules,
+    torch_state_dict_rules,
+    torch_checkpoint_rules,
+    torch_dcp_state_dict_rules,
+    torch_dtensor_rules,
+    torch_fsdp2_rules,
     compat_fsdp_rules,
     lightning_rules,
     lightning_trainer_rules,
     lightning_strategy_rules,
     lightning_legacy_rules,
     fairscale_rules,
+    to_fsdp2_rules,
 )
 
 REGISTRY = Registry(

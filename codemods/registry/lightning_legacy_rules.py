@@ -98,6 +98,7 @@ RULES = (
         introduced="2.2",
         deprecated="1.9",
         removed="2.0",
+        warns=(r"^PyTorch Lightning's sharded implementation using FairScale has been deprecated",),
         references=("https://github.com/Lightning-AI/pytorch-lightning/pull/16490",),
         untouched=(
             "from lightning.pytorch.plugins.precision import MixedPrecision\n"

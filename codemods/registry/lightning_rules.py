@@ -134,6 +134,7 @@ RULES = (
         introduced="2.0",
         deprecated="1.9",
         removed="2.0",
+        warns=(r"^PyTorch Lightning's sharded implementation using FairScale has been deprecated",),
         cases=(
             Example(
                 before=(

@@ -49,6 +49,7 @@ RULES = (
         fix=FixSafety.SAFE,
         introduced="2.1",
         deprecated="2.1",
+        warns=(r"^`FSDPStrategy\(activation_checkpointing=\{activation_checkpointing\}\)` is",),
         cases=(
             Example(
                 before=(

@@ -222,6 +222,7 @@ RULES = (
         fix=FixSafety.SAFE,
         introduced="2.1",
         deprecated="2.1",
+        warns=(r"^You have overridden `\{name\}\.configure_sharded_model` which is deprecated",),
         cases=(
             Example(
                 before=(

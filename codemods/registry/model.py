@@ -109,6 +109,10 @@ class Rule:
             that torch or Lightning emits for the old spelling and that this rule
             answers (the deprecation census maps the installed releases' warnings to
             rules through them).
+        found_in: Qualified names any use of which the rule's own behaviour inspects,
+            beyond what its kind looks for (a positional form of ``argument``, a string
+            spelling on another callable). Where set, the pre-filter admits every file
+            that uses one of them, and the kind's narrower test is not applied.
     """
 
     code: str
@@ -134,6 +138,7 @@ class Rule:
     cases: tuple[Example, ...] = ()
     untouched: tuple[str, ...] = ()
     warns: tuple[str, ...] = ()
+    found_in: tuple[str, ...] = ()
 
     def new_for(self, old: str) -> str | None:
         """The new spelling of one of the old names (None for removals).

@@ -25,6 +25,7 @@ TORCH_FSDP_CLASSES = (
 )
 CHECKPOINT_WRAPPER = "torch.distributed.algorithms._checkpoint.checkpoint_wrapper"
 COMPOSABLE_FSDP = "torch.distributed._composable.fsdp"
+DCP = "torch.distributed.checkpoint"
 
 # compat --------------------------------------------------------------------------------
 

@@ -1,4 +1,7 @@
-"""torch's FSDP modules and checkpointing (FSDP107, FSDP108, FSDP111, FSDP114)."""
+"""torch's FSDP modules and checkpointing (FSDP107, FSDP108, FSDP114).
+
+FSDP111 (FSDP1 to FSDP2) is now FSDP401, in :mod:`codemods.registry.to_fsdp2_rules`.
+"""
 
 from __future__ import annotations
 
@@ -156,59 +159,6 @@ RULES = (
             (
                 "from fairscale.nn.checkpoint import checkpoint_wrapper\n"
                 "wrapped = checkpoint_wrapper(block)\n"
-            ),
-        ),
-    ),
-    Rule(
-        code="FSDP111",
-        name="fsdp1-to-fsdp2",
-        framework=Framework.TORCH,
-        kind=ChangeKind.CALL_REWRITE,
-        old=(TORCH_FSDP_CLASSES[0], *COMPAT_FSDP),
-        new="torch.distributed.fsdp.fully_shard",
-        message=(
-            "FSDP2 replaces `FullyShardedDataParallel`: call `fully_shard` on each unit, "
-            "then the root (`compat.fsdp2.fully_shard_by_policy` applies an FSDP1 configuration)"
-        ),
-        why=(
-            "FSDP2 (`fully_shard`, torch 2.4; public in 2.6) shards per parameter with DTensor, "
-            "composes with tensor parallelism and is where FSDP development continues. It has no "
-            "`auto_wrap_policy`, and `backward_prefetch`, `sync_module_states`, `use_orig_params`, "
-            "`limit_all_gathers`, `device_id` and `param_init_fn` have no FSDP2 meaning. Opt-in: "
-            "torch has not deprecated FSDP1."
-        ),
-        example=Example(
-            before=(
-                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
-                "model = FSDP(model, auto_wrap_policy=ModuleWrapPolicy({Block}))\n"
-            ),
-            after=(
-                "from torch.distributed.fsdp import fully_shard\n"
-                "for module in model.modules():\n"
-                "    if isinstance(module, Block):\n"
-                "        fully_shard(module)\n"
-                "fully_shard(model)\n"
-            ),
-        ),
-        fix=FixSafety.MANUAL,
-        introduced="2.4",
-        opt_in=True,
-        cases=(
-            Example.reported_only(
-                "import torch.distributed.fsdp as fsdp\n"
-                "model = fsdp.FullyShardedDataParallel(model, use_orig_params=True)\n"
-            ),
-        ),
-        untouched=(
-            (
-                "from torch.distributed.fsdp import fully_shard\n"
-                "for block in model.blocks:\n"
-                "    fully_shard(block)\n"
-                "fully_shard(model)\n"
-            ),
-            (
-                "from torch.distributed.fsdp import ShardingStrategy\n"
-                "strategy = ShardingStrategy.FULL_SHARD\n"
             ),
         ),
     ),

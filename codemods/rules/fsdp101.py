@@ -7,12 +7,18 @@ writing those calls the way torch takes them (shared with FSDP113).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import libcst as cst
 
+from codemods import astsyntax as on_ast
 from codemods.kinds.base import CallSiteFix, Site, Translation
 from codemods.kinds.reference import Renamed
 from codemods.registry.names import COMPAT_WRAP
 from codemods.syntax import keyword
+
+if TYPE_CHECKING:
+    from codemods.astdetect import AstSite
 
 #: compat's size-based policies: called without a module they return a bound policy.
 _COMPAT_SIZE_POLICIES = (
@@ -58,10 +64,24 @@ def size_policy_arguments(site: Site) -> Translation | None:
     return Translation([function, *args], (("functools", "partial"),), func=cst.Name("partial"))
 
 
+def size_policy_certain(site: AstSite) -> bool:
+    """The ``ast`` half of :func:`size_policy_arguments`: whether it translates the call."""
+    if site.old not in _COMPAT_SIZE_POLICIES:
+        return True
+    arguments = site.arguments
+    if any(on_ast.star(a) for a in arguments):
+        return False
+    if site.partial or any(on_ast.keyword(a) is None for a in arguments):
+        return True
+    return {on_ast.keyword(a) for a in arguments} <= _FACTORY_KEYWORDS
+
+
 class Fsdp101(Renamed):
     """Rename, with compat's factory calls written for torch."""
 
-    rename = CallSiteFix(size_policy_arguments, bare_references=True, partials=True)
+    rename = CallSiteFix(
+        size_policy_arguments, bare_references=True, partials=True, certain=size_policy_certain
+    )
 
 
 BEHAVIOUR = Fsdp101

@@ -11,9 +11,13 @@ cycle).
 
 from __future__ import annotations
 
+import ast
+from typing import Any
+
 import libcst as cst
 from libcst.metadata import GlobalScope
 
+from codemods import astsyntax as on_ast
 from codemods.kinds.base import PARTIAL, Behaviour, Engine
 from codemods.kinds.parameter_rename import TORCH_POLICY_CONSUMERS
 from codemods.registry import REGISTRY
@@ -77,6 +81,57 @@ def _lightning_takes_classes(engine: Engine, call: cst.Call) -> bool:
     return bool(engine.qualified(strategy.func) & set(fsdp209.old)) and engine.applies("FSDP209")
 
 
+def _ast_is_policy_argument(detector: Any, arg: ast.AST) -> bool:
+    call = detector.parent(arg)
+    return (
+        type(arg) is ast.keyword
+        and arg.arg == "auto_wrap_policy"
+        and type(call) is ast.Call
+        and bool(detector.qualified(call.func) & POLICY_CONSUMERS)
+    )
+
+
+def ast_reaches_policy_consumers(detector: Any, value: ast.AST, depth: int = 0) -> bool:
+    """The ``ast`` half of :func:`reaches_policy_consumers`."""
+    parent = detector.parent(value)
+    if type(parent) is ast.IfExp and value is not parent.test and depth < 8:
+        return ast_reaches_policy_consumers(detector, parent, depth + 1)
+    if type(parent) is ast.keyword:
+        return _ast_is_policy_argument(detector, parent)
+    if not (type(parent) is ast.Assign and len(parent.targets) == 1):
+        return False  # a positional argument too: only `auto_wrap_policy=` counts
+    target = parent.targets[0]
+    scope = detector.scope(target)
+    if type(target) is not ast.Name or scope is None:
+        return False
+    accesses = detector.names.references(scope, target.id)
+    return (
+        bool(accesses)
+        and depth < 8
+        and all(ast_reaches_policy_consumers(detector, use, depth + 1) for use in accesses)
+    )
+
+
+def _ast_imported_at_module_level(detector: Any, node: ast.AST) -> bool:
+    name = on_ast.dotted(node)
+    scope = detector.scope(node)
+    if scope is None or name is None:
+        return False
+    binder = detector.names._lookup(scope, name.split(".")[0])
+    return binder is not None and binder.parent is None
+
+
+def _ast_lightning_takes_classes(detector: Any, call: ast.Call) -> bool:
+    arg = detector.parent(call)
+    strategy = detector.parent(arg) if type(arg) is ast.keyword else None
+    if type(strategy) is not ast.Call or arg.arg != "auto_wrap_policy":
+        return False
+    fsdp209 = REGISTRY["FSDP209"]
+    return bool(detector.qualified(strategy.func) & set(fsdp209.old)) and detector.applies(
+        "FSDP209"
+    )
+
+
 class PolicyPartial(Behaviour):
     """``partial(old, argument=X)`` as ``New(X)``."""
 
@@ -116,6 +171,27 @@ class PolicyPartial(Behaviour):
             whitespace_before_args=before_args,
             args=[kept.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT)],
         )
+
+    def ast_partial(self, detector: Any, call: ast.Call) -> None:
+        if _ast_lightning_takes_classes(detector, call):
+            return
+        arguments = on_ast.arguments(call)
+        rest = arguments[1:]
+        exact = len(rest) == 1 and on_ast.keyword(rest[0]) == self.rule.argument
+        exact = exact and _ast_imported_at_module_level(detector, on_ast.value(arguments[0]))
+        certain = exact and ast_reaches_policy_consumers(detector, call)
+        unknown = exact and not certain and self._ast_exported(detector, call)
+        detector.report(call, self.rule, fixable_here=certain or unknown, unsafe_here=unknown)
+
+    def _ast_exported(self, detector: Any, call: ast.Call) -> bool:
+        if self.rule.code != "FSDP103" or not detector.target_at_least(CALLABLE_SINCE):
+            return False
+        parent = detector.parent(call)
+        if not (type(parent) is ast.Assign and len(parent.targets) == 1):
+            return False
+        target = parent.targets[0]
+        scope = detector.scope(target)
+        return type(target) is ast.Name and scope is not None and scope.parent is None
 
     def _exported(self, engine: Engine, call: cst.Call) -> bool:
         """``NAME = partial(...)`` at module level, for a target where the object is callable."""

@@ -7,6 +7,9 @@ changes behaviour there). ``checkpoint_impl`` is the second parameter.
 
 from __future__ import annotations
 
+import ast
+from typing import Any
+
 import libcst as cst
 
 from codemods.kinds.base import Engine
@@ -27,6 +30,13 @@ class Fsdp108(DefaultChange):
         if not _in_scope(engine, original):  # a function-local import may have it already
             engine.need_import(CHECKPOINT_WRAPPER, "CheckpointImpl")
         return updated.with_changes(args=append_arg(updated, list(updated.args), impl))
+
+    def ast_call(self, detector: Any, call: ast.Call) -> None:
+        # The fix above reports the call as DefaultChange.fix does: the same ast half.
+        DefaultChange.ast_call(self, detector, call)
+
+    def ast_partial(self, detector: Any, call: ast.Call) -> None:
+        DefaultChange.ast_partial(self, detector, call)
 
 
 def _in_scope(engine: Engine, node: cst.CSTNode) -> bool:

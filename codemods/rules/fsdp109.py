@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import ast
+from typing import Any
+
 import libcst as cst
 
+from codemods import astsyntax as on_ast
 from codemods.kinds.base import Behaviour, Engine
 from codemods.registry.names import TORCH_FSDP
 from codemods.syntax import is_bool, keyword
@@ -25,6 +29,11 @@ class Fsdp109(Behaviour):
                 args[index] = args[index].with_changes(value=value)
                 engine.need_import(TORCH_FSDP, "CPUOffload")
         return updated.with_changes(args=args)
+
+    def ast_call(self, detector: Any, call: ast.Call) -> None:
+        for arg in call.keywords:
+            if arg.arg == self.rule.argument and on_ast.is_bool(arg.value):
+                detector.report(arg, self.rule)
 
 
 BEHAVIOUR = Fsdp109

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import ast
+from typing import TYPE_CHECKING
+
 import libcst as cst
 
+from codemods import astsyntax as on_ast
 from codemods.kinds.base import CallSiteFix, Site, Translation
 from codemods.kinds.reference import Reported
 from codemods.registry.names import TORCH_WRAP
 from codemods.syntax import is_bool, keyword, keyword_arg
+
+if TYPE_CHECKING:
+    from codemods.astdetect import AstSite
 
 
 def compat_fsdp_arguments(site: Site) -> Translation | None:
@@ -45,10 +52,27 @@ def compat_fsdp_arguments(site: Site) -> Translation | None:
     return Translation(out, tuple(imports))
 
 
+def compat_fsdp_certain(site: AstSite) -> bool:
+    """The ``ast`` half of :func:`compat_fsdp_arguments`."""
+    if site.partial:
+        return False
+    for arg in site.arguments:
+        name = on_ast.keyword(arg)
+        if on_ast.star(arg) or name == "activation_checkpointing":
+            return False
+        value = on_ast.value(arg)
+        if name == "cpu_offload" and on_ast.is_bool(value) and not site.resolver.applies("FSDP109"):
+            return False
+        if name == "auto_wrap_policy" and isinstance(value, (ast.Set, ast.List, ast.Tuple)):
+            if not value.elts:
+                return False
+    return True
+
+
 class Fsdp112(Reported):
     """Rename compat's class to torch's, its calls written the way torch takes them."""
 
-    rename = CallSiteFix(compat_fsdp_arguments, bare_references=True)
+    rename = CallSiteFix(compat_fsdp_arguments, bare_references=True, certain=compat_fsdp_certain)
 
 
 BEHAVIOUR = Fsdp112

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 from codemods.kinds.base import CallSiteFix
 from codemods.kinds.reference import Renamed
-from codemods.rules.fsdp101 import size_policy_arguments
+from codemods.rules.fsdp101 import size_policy_arguments, size_policy_certain
 
 
 class Fsdp113(Renamed):
     """Rename to torch's module; compat's threshold spelling becomes torch's (FSDP106's)."""
 
     rename = CallSiteFix(
-        size_policy_arguments, bare_references=True, partials=True, supersedes=("FSDP106",)
+        size_policy_arguments,
+        bare_references=True,
+        partials=True,
+        supersedes=("FSDP106",),
+        certain=size_policy_certain,
     )
 
 

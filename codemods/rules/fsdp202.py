@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
+import ast
+from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 
+from codemods import astsyntax as on_ast
 from codemods.kinds.base import CallSiteFix, Import, Site, Translation
 from codemods.kinds.reference import Reported
 from codemods.registry.names import FAIRSCALE_ONLY_STRATEGY_ARGUMENTS, TORCH_WRAP
-from codemods.rules.lightning_strategy import DROP, translate
+from codemods.rules.lightning_strategy import DROP, certain, translate
 from codemods.syntax import dotted, keyword_arg, string_like
+
+if TYPE_CHECKING:
+    from codemods.astdetect import AstSite
 
 
 def ddp_fully_sharded_arguments(site: Site) -> Translation | None:
@@ -45,10 +50,27 @@ def ddp_fully_sharded_arguments(site: Site) -> Translation | None:
     return translate(site, specific)
 
 
+def ddp_fully_sharded_certain(site: AstSite) -> bool:
+    """The ``ast`` half of :func:`ddp_fully_sharded_arguments`."""
+
+    def specific(name: str, arg: ast.keyword) -> bool | None:
+        if name == "flatten_parameters":
+            return on_ast.spelled(arg.value) == "True"
+        if name in FAIRSCALE_ONLY_STRATEGY_ARGUMENTS:
+            return False
+        if name == "min_num_params":
+            return True
+        if name == "reshard_after_forward":
+            return on_ast.spelled(arg.value) in ("True", "False")
+        return None
+
+    return certain(site, specific)
+
+
 class Fsdp202(Reported):
     """Rename to ``FSDPStrategy`` where every call's arguments translate."""
 
-    rename = CallSiteFix(ddp_fully_sharded_arguments)
+    rename = CallSiteFix(ddp_fully_sharded_arguments, certain=ddp_fully_sharded_certain)
 
 
 BEHAVIOUR = Fsdp202

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ast
+from typing import Any
+
 import libcst as cst
 
 from codemods.kinds.base import Behaviour, Engine
@@ -26,6 +29,12 @@ class Fsdp208(Behaviour):
                     keyword=cst.Name(rule.new_argument), value=value
                 )
         return updated.with_changes(args=args)
+
+    def ast_call(self, detector: Any, call: ast.Call) -> None:
+        for arg in call.keywords:
+            if arg.arg == self.rule.argument:
+                fixable = detector.class_set(arg.value) is not None
+                detector.report(arg, self.rule, fixable_here=fixable)
 
 
 BEHAVIOUR = Fsdp208

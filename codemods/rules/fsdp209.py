@@ -6,8 +6,12 @@ Since Lightning 2.1 the strategy takes the layer classes as a set and builds the
 
 from __future__ import annotations
 
+import ast
+from typing import Any
+
 import libcst as cst
 
+from codemods import astsyntax as on_ast
 from codemods.kinds.base import PARTIAL, Behaviour, Engine
 from codemods.registry.names import TORCH_WRAP
 from codemods.syntax import keyword
@@ -42,6 +46,23 @@ class Fsdp209(Behaviour):
                 engine.forget(inner.args[0].value)
                 args[index] = _keep_comment(args[index].with_changes(value=value), inner)
         return updated.with_changes(args=args)
+
+    def ast_call(self, detector: Any, call: ast.Call) -> None:
+        for arg in call.keywords:
+            inner = arg.value
+            if arg.arg != self.rule.argument or type(inner) is not ast.Call:
+                continue
+            arguments = on_ast.arguments(inner)
+            if PARTIAL not in detector.qualified(inner.func) or not arguments:
+                continue
+            if not detector.qualified(on_ast.value(arguments[0])) & _TRANSFORMER_POLICY:
+                continue
+            rest = arguments[1:]
+            if len(rest) != 1 or on_ast.keyword(rest[0]) != "transformer_layer_cls":
+                detector.report(arg, self.rule, fixable_here=False)
+                continue
+            value = detector.class_set(on_ast.value(rest[0]))
+            detector.report(arg, self.rule, fixable_here=value is not None)
 
 
 def _comments(call: cst.Call) -> list[cst.Comment]:

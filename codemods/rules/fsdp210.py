@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 
 from codemods.kinds.base import CallSiteFix, Import, Site, Translation
 from codemods.kinds.reference import Reported
-from codemods.rules.lightning_strategy import translate
+from codemods.rules.lightning_strategy import certain, translate
+
+if TYPE_CHECKING:
+    pass
 
 
 def native_strategy_arguments(site: Site) -> Translation | None:
@@ -35,7 +38,10 @@ def native_strategy_arguments(site: Site) -> Translation | None:
 class Fsdp210(Reported):
     """Rename to ``FSDPStrategy``, a list of classes as ``auto_wrap_policy`` made a set."""
 
-    rename = CallSiteFix(native_strategy_arguments)
+    # Its own arguments always translate: what both strategies share decides.
+    rename = CallSiteFix(
+        native_strategy_arguments, certain=lambda site: certain(site, lambda name, arg: None)
+    )
 
 
 BEHAVIOUR = Fsdp210

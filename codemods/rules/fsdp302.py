@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from codemods import astsyntax as on_ast
 from codemods.kinds.base import CallSiteFix, Site, Translation
 from codemods.kinds.reference import Reported
 from codemods.registry import REGISTRY
 from codemods.registry.names import TORCH_FSDP_CLASSES
-from codemods.rules.fsdp301 import fsdp_keywords
+from codemods.rules.fsdp301 import fsdp_keywords, fsdp_keywords_certain
 from codemods.syntax import keep_ending, keyword
+
+if TYPE_CHECKING:
+    from codemods.astdetect import AstSite
 
 _TORCH_FSDP = set(TORCH_FSDP_CLASSES)
 
@@ -38,11 +44,29 @@ def enable_wrap_arguments(site: Site) -> Translation | None:
     return Translation(keep_ending(args, list(site.updated.args)), tuple(imports))
 
 
+def enable_wrap_certain(site: AstSite) -> bool:
+    """The ``ast`` half of :func:`enable_wrap_arguments`."""
+    arguments = site.arguments
+    names = [on_ast.keyword(a) for a in arguments]
+    if site.partial or "wrapper_cls" not in names or "auto_wrap_policy" in names:
+        return False
+    index = names.index("wrapper_cls")
+    wrapper = site.resolver.qualified(on_ast.value(arguments[index]))
+    if wrapper & _TORCH_FSDP:
+        return True
+    if not wrapper & set(REGISTRY["FSDP301"].old):
+        return False
+    return fsdp_keywords_certain(site, arguments[:index] + arguments[index + 1 :])
+
+
 class Fsdp302(Reported):
     """Rename to torch's ``enable_wrap`` with FairScale FSDP's arguments translated."""
 
     rename = CallSiteFix(
-        enable_wrap_arguments, requires=("FSDP301", "FSDP303"), blocked_by=("FSDP304",)
+        enable_wrap_arguments,
+        requires=("FSDP301", "FSDP303"),
+        blocked_by=("FSDP304",),
+        certain=enable_wrap_certain,
     )
 
 

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from codemods import astsyntax as on_ast
 from codemods.kinds.base import CallSiteFix, Site, Translation
 from codemods.kinds.reference import Renamed
 from codemods.syntax import is_plain_positional
+
+if TYPE_CHECKING:
+    from codemods.astdetect import AstSite
 
 
 def wrap_arguments(site: Site) -> Translation | None:
@@ -14,10 +20,16 @@ def wrap_arguments(site: Site) -> Translation | None:
     return Translation(list(site.updated.args))
 
 
+def wrap_certain(site: AstSite) -> bool:
+    """The ``ast`` half of :func:`wrap_arguments`."""
+    arguments = site.arguments
+    return not site.partial and len(arguments) == 1 and on_ast.plain_positional(arguments[0])
+
+
 class Fsdp303(Renamed):
     """Rename, only together with ``enable_wrap`` (FSDP302)."""
 
-    rename = CallSiteFix(wrap_arguments, requires=("FSDP302",))
+    rename = CallSiteFix(wrap_arguments, requires=("FSDP302",), certain=wrap_certain)
 
 
 BEHAVIOUR = Fsdp303

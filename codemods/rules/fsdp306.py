@@ -8,6 +8,9 @@ absent from the file or moves too: FSDP301, and Lightning's FairScale strategy
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from codemods import astsyntax as on_ast
 from codemods.kinds.base import CallSiteFix, Site, Translation
 from codemods.kinds.reference import Reported
 from codemods.registry.names import CHECKPOINT_WRAPPER
@@ -19,6 +22,9 @@ from codemods.syntax import (
     literal,
     new_keyword,
 )
+
+if TYPE_CHECKING:
+    from codemods.astdetect import AstSite
 
 _CHECKPOINT = CHECKPOINT_WRAPPER
 
@@ -41,10 +47,25 @@ def checkpoint_wrapper_arguments(site: Site) -> Translation | None:
     return Translation(args, ((_CHECKPOINT, "CheckpointImpl"),))
 
 
+def checkpoint_wrapper_certain(site: AstSite) -> bool:
+    """The ``ast`` half of :func:`checkpoint_wrapper_arguments`."""
+    arguments = site.arguments
+    if site.partial or not arguments or not on_ast.plain_positional(arguments[0]):
+        return False
+    return all(
+        on_ast.keyword(a) == "offload_to_cpu" and on_ast.literal(site.resolver, a.value) is False
+        for a in arguments[1:]
+    )
+
+
 class Fsdp306(Reported):
     """Rename, each call asking for non-reentrant checkpointing."""
 
-    rename = CallSiteFix(checkpoint_wrapper_arguments, requires=("FSDP301", "FSDP201", "FSDP202"))
+    rename = CallSiteFix(
+        checkpoint_wrapper_arguments,
+        requires=("FSDP301", "FSDP201", "FSDP202"),
+        certain=checkpoint_wrapper_certain,
+    )
 
 
 BEHAVIOUR = Fsdp306

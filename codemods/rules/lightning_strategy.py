@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import ast
+from typing import TYPE_CHECKING, Any, Callable
 
 import libcst as cst
 
+from codemods import astsyntax as on_ast
 from codemods.kinds.base import Import, Site, Translation
 from codemods.registry.names import FABRIC_ROOTS
 from codemods.syntax import keep_ending, keyword, keyword_arg
+
+if TYPE_CHECKING:
+    from codemods.astdetect import AstSite
 
 
 def _fabric(site: Site) -> bool:
@@ -34,6 +39,33 @@ def _common(site: Site, name: str, original: cst.Arg, updated: cst.Arg) -> cst.A
     if _fabric(site) and name == "checkpoint_io":
         return None  # Fabric's FSDPStrategy has no checkpoint_io
     return updated
+
+
+def _ast_common(site: AstSite, name: str, arg: ast.keyword) -> bool:
+    """The ``ast`` half of :func:`_common`: whether it translates the argument."""
+    if name == "activation_checkpointing":
+        return site.resolver.class_set(arg.value) is not None
+    return not (_fabric(site) and name == "checkpoint_io")  # type: ignore[arg-type]
+
+
+def certain(site: AstSite, specific: Callable[[str, ast.keyword], bool | None]) -> bool:
+    """The ``ast`` half of :func:`translate`: whether every keyword argument translates.
+
+    ``specific(name, arg)``: True or False where it decides, None to defer to what both
+    strategies share.
+    """
+    if site.partial:
+        return False
+    for arg in site.arguments:
+        name = on_ast.keyword(arg)
+        if name is None:
+            return False
+        verdict = specific(name, arg)  # type: ignore[arg-type]
+        if verdict is None:
+            verdict = _ast_common(site, name, arg)  # type: ignore[arg-type]
+        if not verdict:
+            return False
+    return True
 
 
 def translate(site: Site, specific: Callable[..., Any]) -> Translation | None:

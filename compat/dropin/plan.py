@@ -41,6 +41,8 @@ PATCHED_ROOTS = ("torch", *LIGHTNING_PACKAGES)
 MIRRORS = (
     (TORCH_WRAP, COMPAT_WRAP),
     (TORCH_FSDP, "compat.fsdp"),
+    # save_state_dict / load_state_dict (FSDP120/121) outlive torch's own there.
+    ("torch.distributed.checkpoint", "compat.checkpoint"),
     (FAIRSCALE, COMPAT_FAIRSCALE),
     (TRAINER_ROOTS[0], "compat.strategies.lightning_pytorch"),
     (TRAINER_ROOTS[1], "compat.strategies.pytorch_lightning"),

@@ -2,8 +2,10 @@
 
 ``compat.fsdp.FullyShardedDataParallel(...)`` (also ``compat.fsdp.FSDP``) builds and
 returns a real ``torch.distributed.fsdp.FullyShardedDataParallel``: ``isinstance`` holds
-both ways, and class attributes (``FSDP.state_dict_type``, ``FSDP.summon_full_params``,
-...) are torch's. On the way in it translates:
+both ways, and class attributes (``FSDP.summon_full_params``, ``FSDP.optim_state_dict``,
+...) are torch's, except the legacy state-dict methods (``FSDP.state_dict_type``,
+``FSDP.full_optim_state_dict`` and their siblings), which warn and keep working where
+torch drops them (:mod:`compat.fsdp.state_dict`). On the way in it translates:
 
 - ``auto_wrap_policy``: any form :func:`compat.policies.normalize_policy` accepts
   (module classes, policy objects, callables in either numel spelling);
@@ -25,6 +27,7 @@ import torch
 import torch.nn as nn
 
 import codemods.registry
+import compat.fsdp.state_dict as _state_dict
 from codemods.registry import ChangeKind, Rule
 from codemods.registry.names import COMPAT_FSDP_CLASSES, TORCH_FSDP_CLASSES
 from compat.checkpointing import checkpoint_modules
@@ -174,6 +177,16 @@ class FullyShardedDataParallel(metaclass=_TorchFSDPFacade):
         >>> issubclass(TorchFSDP, FSDP)
         True
     """
+
+    # The legacy state-dict API: warns, and outlives torch's own (compat.fsdp.state_dict).
+    state_dict_type = staticmethod(_state_dict.state_dict_type)
+    set_state_dict_type = staticmethod(_state_dict.set_state_dict_type)
+    full_optim_state_dict = staticmethod(_state_dict.full_optim_state_dict)
+    sharded_optim_state_dict = staticmethod(_state_dict.sharded_optim_state_dict)
+    shard_full_optim_state_dict = staticmethod(_state_dict.shard_full_optim_state_dict)
+    flatten_sharded_optim_state_dict = staticmethod(_state_dict.flatten_sharded_optim_state_dict)
+    scatter_full_optim_state_dict = staticmethod(_state_dict.scatter_full_optim_state_dict)
+    rekey_optim_state_dict = staticmethod(_state_dict.rekey_optim_state_dict)
 
 
 FSDP = FullyShardedDataParallel

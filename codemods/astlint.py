@@ -1,0 +1,73 @@
+"""Lint on the ``ast`` tree: :func:`lint` for the runner, :func:`detect` for one tree.
+
+The detector itself is :mod:`codemods.astdetect` (what hooks ask and tell) and
+:mod:`codemods.astwalk` (its pass); see there.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import tokenize
+
+from codemods.astdetect import Detector, Undecided
+from codemods.astwalk import Walk
+from codemods.findings import Finding
+from codemods.noqa import Suppressions
+from codemods.settings import Settings
+
+__all__ = ["Undecided", "detect", "lint"]
+
+
+def lint(source: bytes, settings: Settings) -> list[Finding]:
+    """What :func:`codemods.run.run` finds in ``source`` when it fixes nothing, on ``ast``.
+
+    With ``settings.fix``, what a fixing run finds where none of the fixes applies.
+
+    Raises:
+        Undecided: Where only the libcst engine decides (a construct the ``ast`` side
+            does not model, a source ``ast`` cannot parse, one nested too deeply).
+    """
+    from codemods import namescan, noqa
+
+    suppressions = noqa.parse(source)
+    if suppressions.everything:
+        return []
+    try:
+        tree = namescan.parse(source)
+        # ast accepts some bytes its columns cannot be mapped back from (a latin-1
+        # comment without a coding cookie): libcst reports such a file as undecodable
+        _decoded(source)
+    except (SyntaxError, ValueError) as exc:
+        raise Undecided("ast cannot parse it: libcst reports why") from exc
+    try:
+        return detect(source, settings, suppressions, tree)
+    except RecursionError as exc:
+        raise Undecided("nested too deeply") from exc
+
+
+def _decoded(source: bytes) -> str:
+    """``source`` decoded as Python decodes a module (its coding cookie, else UTF-8)."""
+    if source.isascii():
+        return source.decode()
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
+    return source.decode(encoding)
+
+
+def detect(
+    source: bytes, settings: Settings, suppressions: Suppressions, tree: ast.Module | None = None
+) -> list[Finding]:
+    """The findings of a run on ``source``, sorted, as the libcst engine gives them.
+
+    None is marked fixed: with ``settings.fix``, they are right only where no fix
+    applies (see :func:`codemods.runner.process_source`), and the file is unchanged.
+
+    Raises:
+        Undecided: Where the file holds something only the libcst engine decides.
+        SyntaxError: Where ``ast`` cannot parse the source.
+    """
+    if tree is None:
+        tree = ast.parse(source)
+    detector = Detector(source, tree, settings, suppressions)
+    Walk(detector).run()
+    return sorted(detector.findings)

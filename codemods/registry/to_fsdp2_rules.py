@@ -1,0 +1,188 @@
+"""FSDP1 to FSDP2 (FSDP4xx): opt-in, unsafe rewrites of FSDP1 wrapping to ``fully_shard``.
+
+torch has not deprecated FSDP1, so the family is advice: it runs only when selected
+(``--extend-select FSDP4``). Its fixes are unsafe: parameters become DTensors and
+checkpoints change layout, so migrate applies them only with ``--unsafe-fixes``.
+"""
+
+from __future__ import annotations
+
+from codemods.registry.model import ChangeKind, Example, FixSafety, Framework, Rule
+from codemods.registry.names import TORCH_FSDP_CLASSES
+
+_IMPORT = "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+_WRAP = "from torch.distributed.fsdp.wrap import ModuleWrapPolicy\n"
+_MODEL = "from model import Block, Head\n"
+
+RULES = (
+    Rule(
+        code="FSDP401",
+        name="fsdp1-wrapper-to-fully-shard",
+        framework=Framework.TORCH,
+        kind=ChangeKind.CALL_REWRITE,
+        old=TORCH_FSDP_CLASSES,
+        new="torch.distributed.fsdp.fully_shard",
+        message=(
+            "FSDP2 replaces the FSDP1 wrapper: call `fully_shard` on each unit of the "
+            "policy, descendants first, then on the root"
+        ),
+        why=(
+            "FSDP2 (`fully_shard`, torch 2.4 under `torch.distributed._composable.fsdp`, "
+            "public in 2.6) shards each parameter as a DTensor, composes with tensor "
+            "parallelism and is where FSDP development continues; torch's FSDP docs ask "
+            "FSDP1 users to move. It has no `auto_wrap_policy`: the units are the modules "
+            "one calls `fully_shard` on, children before parents. The fix does that for a "
+            "policy that names its classes and translates the arguments "
+            "(`sharding_strategy` to `reshard_after_forward`, `MixedPrecision` to "
+            "`MixedPrecisionPolicy`, `CPUOffload` to `CPUOffloadPolicy`); a call with an "
+            "argument that has no certain translation (`sync_module_states=True`, "
+            "`param_init_fn`, a process group, `HYBRID_SHARD`, `NO_SHARD`) is reported with "
+            "a recipe. A file is converted whole or not at all. Opt-in: torch has not "
+            "deprecated FSDP1. Unsafe: parameters become DTensors and sharded checkpoints "
+            "change layout (full state dicts keep their keys)."
+        ),
+        example=Example(
+            before=(
+                _IMPORT + _WRAP + _MODEL + "\n"
+                "model = FSDP(model, auto_wrap_policy=ModuleWrapPolicy({Block, Head}))\n"
+            ),
+            after=(
+                "from torch.distributed.fsdp import fully_shard\n" + _MODEL + "\n"
+                "for submodule in reversed(list(model.modules())):  "
+                "# descendants before ancestors\n"
+                "    if isinstance(submodule, (Block, Head)) and submodule is not model:\n"
+                "        fully_shard(submodule)\n"
+                "model = fully_shard(model)\n"
+            ),
+        ),
+        fix=FixSafety.UNSAFE,
+        introduced="2.4",
+        opt_in=True,
+        references=(
+            "https://docs.pytorch.org/docs/stable/distributed.fsdp.fully_shard.html",
+            "https://github.com/pytorch/torchtitan/blob/main/docs/fsdp.md",
+        ),
+        cases=(
+            Example(
+                before=(
+                    "import functools\n"
+                    "import torch\n"
+                    "import torch.distributed.fsdp as fsdp\n"
+                    "from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy\n"
+                    + _MODEL
+                    + "\n"
+                    "policy = functools.partial(\n"
+                    "    transformer_auto_wrap_policy, transformer_layer_cls={Block}\n"
+                    ")\n"
+                    "\n"
+                    "\n"
+                    "def shard(model):\n"
+                    "    # one unit per block\n"
+                    "    return fsdp.FullyShardedDataParallel(\n"
+                    "        model,\n"
+                    "        auto_wrap_policy=policy,\n"
+                    "        sharding_strategy=fsdp.ShardingStrategy.SHARD_GRAD_OP,\n"
+                    "        mixed_precision=fsdp.MixedPrecision(\n"
+                    "            param_dtype=torch.bfloat16, reduce_dtype=torch.float32\n"
+                    "        ),\n"
+                    "        use_orig_params=True,\n"
+                    "    )\n"
+                ),
+                after=(
+                    "import functools\n"
+                    "import torch\n"
+                    "from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy\n"
+                    + _MODEL
+                    + "from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard\n"
+                    "\n"
+                    "policy = functools.partial(\n"
+                    "    transformer_auto_wrap_policy, transformer_layer_cls={Block}\n"
+                    ")\n"
+                    "\n"
+                    "\n"
+                    "def shard(model):\n"
+                    "    # one unit per block\n"
+                    "    for submodule in reversed(list(model.modules())):  "
+                    "# descendants before ancestors\n"
+                    "        if isinstance(submodule, Block) and submodule is not model:\n"
+                    "            fully_shard(\n"
+                    "                submodule,\n"
+                    "                reshard_after_forward=False,\n"
+                    "                mp_policy=MixedPrecisionPolicy(param_dtype=torch.bfloat16, "
+                    "reduce_dtype=torch.float32),\n"
+                    "            )\n"
+                    "    return fully_shard(\n"
+                    "        model,\n"
+                    "        reshard_after_forward=False,\n"
+                    "        mp_policy=MixedPrecisionPolicy(param_dtype=torch.bfloat16, "
+                    "reduce_dtype=torch.float32),\n"
+                    "    )\n"
+                ),
+            ),
+            Example.reported_only(
+                _IMPORT + "from torch.distributed.fsdp import ShardingStrategy\n\n"
+                "model = FSDP(model, sharding_strategy=ShardingStrategy.HYBRID_SHARD)\n"
+            ),
+            Example.reported_only(
+                _IMPORT + "from torch.distributed.fsdp.wrap import size_based_auto_wrap_policy\n\n"
+                "model = FSDP(model, auto_wrap_policy=size_based_auto_wrap_policy)\n"
+            ),
+            Example.reported_only(
+                # One call cannot be rewritten: the file stays FSDP1 as a whole.
+                _IMPORT + _WRAP + _MODEL + "\n"
+                "encoder = FSDP(encoder, auto_wrap_policy=ModuleWrapPolicy({Block}))\n"
+                "decoder = FSDP(decoder, sync_module_states=True)\n"
+            ),
+            Example(
+                before=(
+                    # On the wrapped model, later in its scope: FSDP1's methods are rewritten.
+                    "import torch\n" + _IMPORT + _WRAP + _MODEL + "\n"
+                    "model = FSDP(model, auto_wrap_policy=ModuleWrapPolicy({Block}))\n"
+                    "model.clip_grad_norm_(1.0)\n"
+                    "torch.save(model.state_dict(), 'model.pt')\n"
+                ),
+                after=(
+                    "import torch\n"
+                    "from torch.distributed.fsdp import fully_shard\n" + _MODEL + ""
+                    "from torch.distributed.checkpoint.state_dict import StateDictOptions, "
+                    "get_model_state_dict\n"
+                    "\n"
+                    "for submodule in reversed(list(model.modules())):  "
+                    "# descendants before ancestors\n"
+                    "    if isinstance(submodule, Block) and submodule is not model:\n"
+                    "        fully_shard(submodule)\n"
+                    "model = fully_shard(model)\n"
+                    "torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+                    "torch.save(get_model_state_dict(model, "
+                    "options=StateDictOptions(full_state_dict=True)), 'model.pt')\n"
+                ),
+            ),
+            Example.reported_only(
+                # no_sync has no certain FSDP2 spelling: the file stays FSDP1 as a whole.
+                _IMPORT + _WRAP + _MODEL + "\n"
+                "model = FSDP(model, auto_wrap_policy=ModuleWrapPolicy({Block}))\n"
+                "with model.no_sync():\n"
+                "    loss.backward()\n"
+            ),
+        ),
+        untouched=(
+            (
+                "from torch.distributed.fsdp import fully_shard\n"
+                "for block in model.blocks:\n"
+                "    fully_shard(block)\n"
+                "fully_shard(model)\n"
+            ),
+            (
+                "from torch.distributed.fsdp import ShardingStrategy\n"
+                "strategy = ShardingStrategy.FULL_SHARD\n"
+            ),
+            ("from fairscale.nn import FullyShardedDataParallel as FSDP\nmodel = FSDP(model)\n"),
+            (
+                "try:\n"
+                "    from torch.distributed.fsdp import fully_shard\n"
+                "except ImportError:\n"
+                "    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+            ),
+        ),
+    ),
+)

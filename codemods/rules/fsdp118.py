@@ -1,0 +1,33 @@
+"""FSDP118: ``ShardingStrategy.NO_SHARD``, also as Lightning's string.
+
+Reported only (switching to ``DistributedDataParallel`` changes the module tree and the
+state-dict keys). Lightning's ``FSDPStrategy`` also takes the strategy by name, matched
+case-insensitively as Lightning does (``ShardingStrategy[name.upper()]``):
+``FSDPStrategy(sharding_strategy="NO_SHARD")`` is the same deprecated choice.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from codemods.kinds.base import Engine
+from codemods.kinds.reference import Reported
+from codemods.registry.lightning_strategy_rules import FSDP_STRATEGY
+from codemods.syntax import keyword, literal
+
+
+class Fsdp118(Reported):
+    """Every use of the enum member, and ``sharding_strategy="NO_SHARD"`` in Lightning."""
+
+    def calls(self) -> tuple[str, ...]:
+        return FSDP_STRATEGY
+
+    def call(self, engine: Engine, original: cst.Call, updated: cst.Call) -> cst.Call:
+        for arg in original.args:
+            value = literal(arg.value) if keyword(arg) == "sharding_strategy" else None
+            if isinstance(value, str) and value.upper() == "NO_SHARD":
+                engine.report(arg, self.rule)
+        return updated
+
+
+BEHAVIOUR = Fsdp118

@@ -1,0 +1,59 @@
+"""FSDP126: ``distribute_module(input_fn=f)`` where ``f`` takes the old two arguments.
+
+torch 2.3 passes the module first (``f(module, inputs, device_mesh)``) and only warns
+about a two-argument function. A function is judged where it is visible: a lambda in
+the call, or a name bound once in reach to a ``def`` of the file. Reported for a human,
+who adds the ``module`` parameter (the function may be called elsewhere too).
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from codemods.kinds.base import Behaviour, Engine
+from codemods.syntax import is_plain_positional, keyword
+
+#: ``distribute_module(module, device_mesh, partition_fn, input_fn, output_fn)``.
+_POSITIONS = {"input_fn": 3, "output_fn": 4}
+
+
+def _arity(params: cst.Parameters) -> int | None:
+    """The number of positional parameters, or None where it is open (``*args``)."""
+    if isinstance(params.star_arg, cst.Param) or params.star_kwarg is not None:
+        return None
+    return len(params.posonly_params) + len(params.params)
+
+
+def function_arity(engine: Engine, value: cst.BaseExpression) -> int | None:
+    """How many positional parameters ``value`` (a lambda or a local ``def``'s name) takes."""
+    if isinstance(value, cst.Lambda):
+        return _arity(value.params)
+    if not isinstance(value, cst.Name):
+        return None
+    scope = engine.scope(value)
+    if scope is None or value.value not in scope:
+        return None
+    bindings = list(scope[value.value])
+    if len(bindings) != 1 or not isinstance(getattr(bindings[0], "node", None), cst.FunctionDef):
+        return None
+    return _arity(bindings[0].node.params)
+
+
+class Fsdp126(Behaviour):
+    """Report ``input_fn``/``output_fn`` arguments that are visibly two-argument functions."""
+
+    def calls(self) -> tuple[str, ...]:
+        return self.rule.old
+
+    def call(self, engine: Engine, original: cst.Call, updated: cst.Call) -> cst.Call:
+        positional = [a for a in original.args if is_plain_positional(a)]
+        for name, position in _POSITIONS.items():
+            found = [a for a in original.args if keyword(a) == name]
+            if not found and len(positional) > position:
+                found = [positional[position]]
+            if found and function_arity(engine, found[0].value) == 2:
+                engine.report(found[0], self.rule)
+        return updated
+
+
+BEHAVIOUR = Fsdp126

@@ -1,0 +1,287 @@
+"""FSDP1 ``FullyShardedDataParallel`` keywords as ``fully_shard`` keywords, for FSDP401.
+
+Each keyword of an FSDP1 wrapper call is translated with certainty, dropped (where
+FSDP2 does the same thing unasked, or the argument has no FSDP2 meaning; a note says
+where dropping it changes something), or the whole call is left for a human with a
+recipe (:class:`Untranslatable`). The table is the one ``compat.fsdp2`` applies at run
+time; :data:`MAPPING` is what the guide shows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from codemods.kinds.base import Engine
+from codemods.registry.names import TORCH_FSDP
+from codemods.syntax import keyword, literal
+
+#: FSDP1 argument -> what the rewrite makes of it (the guide's table).
+MAPPING = (
+    ("sharding_strategy=ShardingStrategy.FULL_SHARD", "`reshard_after_forward=True`"),
+    ("sharding_strategy=ShardingStrategy.SHARD_GRAD_OP", "`reshard_after_forward=False`"),
+    (
+        "sharding_strategy=FULL_SHARD if flag else SHARD_GRAD_OP",
+        "`reshard_after_forward=bool(flag)`",
+    ),
+    (
+        "mixed_precision=MixedPrecision(param_dtype=..., reduce_dtype=...)",
+        "`mp_policy=MixedPrecisionPolicy(param_dtype=..., reduce_dtype=...)`; "
+        "`buffer_dtype` dropped with a note",
+    ),
+    ("cpu_offload=CPUOffload(offload_params=True)", "`offload_policy=CPUOffloadPolicy()`"),
+    ("cpu_offload=CPUOffload(), cpu_offload=None", "dropped (no offloading)"),
+    ("use_orig_params, limit_all_gathers", "dropped (FSDP2 always does so)"),
+    ("device_id", "dropped, with a note (FSDP2 uses the current device)"),
+    (
+        "backward_prefetch, forward_prefetch",
+        "dropped, with a note where not the default (`set_modules_to_*_prefetch`)",
+    ),
+    ("sync_module_states=False, process_group=None", "dropped (the defaults)"),
+)
+
+#: FSDP1 arguments the rewrite leaves to a human, and the recipe it gives.
+RECIPES = {
+    "sync_module_states": (
+        "FSDP2 does not broadcast rank 0's weights: load them after `fully_shard` with "
+        "`set_model_state_dict(model, state, options=StateDictOptions(full_state_dict=True, "
+        "broadcast_from_rank0=True))`, or initialise every rank from the same seed"
+    ),
+    "param_init_fn": (
+        "build the model under `torch.device('meta')`, call `fully_shard`, then "
+        "`model.to_empty(device=...)` and initialise each module (`reset_parameters()`)"
+    ),
+    "process_group": (
+        "pass `mesh=` to `fully_shard` (`DeviceMesh.from_group(group, device_type)` for a "
+        "process group)"
+    ),
+    "device_mesh": "pass the mesh as `fully_shard(..., mesh=...)`",
+    "HYBRID_SHARD": (
+        "shard on a 2-D mesh: `mesh = init_device_mesh(device_type, (nodes, "
+        "gpus_per_node), mesh_dim_names=('replicate', 'shard'))`, then "
+        "`fully_shard(..., mesh=mesh)`"
+    ),
+    "NO_SHARD": "FSDP2 has no NO_SHARD: use `DistributedDataParallel` (or `replicate`)",
+    "ignored_modules": (
+        "pass `ignored_params={p for m in ignored for p in m.parameters()}` (torch >= 2.7) "
+        "and leave the ignored modules out of the units"
+    ),
+}
+
+#: Keywords with no FSDP2 meaning that are dropped without a note.
+_SILENT = ("use_orig_params", "limit_all_gathers")
+
+_PREFIXES = (f"{TORCH_FSDP}.", "torch.distributed.fsdp.api.")
+
+
+class Untranslatable(Exception):
+    """The call has an argument without a certain FSDP2 translation: the message says why."""
+
+
+@dataclass
+class Keywords:
+    """A wrapper call's FSDP2 keywords, the imports they need and the notes to report.
+
+    Attributes:
+        code: ``name=value`` source texts, in order.
+        imports: FSDP2 names the values use (imported from the FSDP2 module).
+        notes: What was dropped and changes something.
+    """
+
+    code: list[str] = field(default_factory=list)
+    imports: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def bound_once(engine: Engine, node: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The value of a name bound exactly once, by ``name = value``, else None."""
+    if not isinstance(node, cst.Name):
+        return None
+    scope = engine.scope(node)
+    if scope is None:
+        return None
+    assignments = list(scope[node.value])
+    if len(assignments) != 1:
+        return None
+    target = getattr(assignments[0], "node", None)
+    target_of = engine.parent(target) if isinstance(target, cst.Name) else None
+    statement = engine.parent(target_of) if isinstance(target_of, cst.AssignTarget) else None
+    if not isinstance(statement, cst.Assign) or len(statement.targets) != 1:
+        return None
+    return statement.value
+
+
+def _is_none(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "None"
+
+
+def _member(engine: Engine, node: cst.BaseExpression, enum: str) -> str | None:
+    """``X`` for a reference to torch's ``enum.X`` (``ShardingStrategy.FULL_SHARD``)."""
+    for name in engine.qualified(node):
+        head, _, member = name.rpartition(".")
+        owner, _, cls = head.rpartition(".")
+        if cls == enum and any(f"{owner}.".startswith(p) for p in _PREFIXES):
+            return member
+    return None
+
+
+def _constructor(engine: Engine, node: cst.BaseExpression, cls: str) -> cst.Call | None:
+    """``node`` as a call of torch's FSDP1 class ``cls`` (directly or through a name bound once)."""
+    node = bound_once(engine, node) or node
+    if not isinstance(node, cst.Call):
+        return None
+    names = engine.qualified(node.func)
+    wanted = {f"{TORCH_FSDP}.{cls}", f"torch.distributed.fsdp.api.{cls}"}
+    wanted.add(f"{TORCH_FSDP}.fully_sharded_data_parallel.{cls}")
+    return node if names & wanted else None
+
+
+def _fields(call: cst.Call, order: tuple[str, ...]) -> dict[str, cst.BaseExpression]:
+    """A constructor call's arguments by field name (positional ones by ``order``)."""
+    out = {}
+    for index, arg in enumerate(call.args):
+        if arg.star:
+            raise Untranslatable(f"`{order[0]}`... passed with `*`/`**`")
+        name = keyword(arg) or (order[index] if index < len(order) else None)
+        if name is None:
+            raise Untranslatable("too many positional arguments")
+        out[name] = arg.value
+    return out
+
+
+def _simple(engine: Engine, node: cst.BaseExpression) -> str:
+    """Source of a value that is safe to repeat (a name, an attribute, a constant)."""
+    if isinstance(node, (cst.Name, cst.Attribute, cst.SimpleString, cst.Integer, cst.Float)):
+        return engine.module.code_for_node(node)
+    raise Untranslatable(
+        f"`{engine.module.code_for_node(node)}` is evaluated once per unit: bind it to a name"
+    )
+
+
+def _mixed_precision(engine: Engine, value: cst.BaseExpression, out: Keywords) -> None:
+    if _is_none(value):
+        return
+    call = _constructor(engine, value, "MixedPrecision")
+    if call is None:
+        raise Untranslatable("`mixed_precision` is not a `MixedPrecision(...)` call")
+    fields = _fields(call, ("param_dtype", "reduce_dtype", "buffer_dtype"))
+    kept = []
+    for name, node in fields.items():
+        if name in ("param_dtype", "reduce_dtype"):
+            kept.append(f"{name}={_simple(engine, node)}")
+        elif name == "buffer_dtype":
+            out.notes.append("`buffer_dtype` dropped: FSDP2 does not cast buffers")
+        elif name == "cast_forward_inputs" and literal(node) is True:
+            kept.append("cast_forward_inputs=True")
+        elif name == "cast_forward_inputs" and literal(node) is False:
+            continue  # FSDP1's root still casts; FSDP2 casts at every unit by default
+        else:
+            raise Untranslatable(f"`MixedPrecision({name}=...)` has no FSDP2 twin")
+    out.code.append(f"mp_policy=MixedPrecisionPolicy({', '.join(kept)})")
+    out.imports.append("MixedPrecisionPolicy")
+
+
+def _cpu_offload(engine: Engine, value: cst.BaseExpression, out: Keywords) -> None:
+    if _is_none(value):
+        return
+    call = _constructor(engine, value, "CPUOffload")
+    if call is None:
+        raise Untranslatable("`cpu_offload` is not a `CPUOffload(...)` call")
+    fields = _fields(call, ("offload_params",))
+    offload = literal(fields["offload_params"]) if "offload_params" in fields else False
+    if set(fields) - {"offload_params"} or offload not in (True, False):
+        raise Untranslatable("`CPUOffload(...)` with a value the rewrite cannot read")
+    if offload:
+        out.code.append("offload_policy=CPUOffloadPolicy()")
+        out.imports.append("CPUOffloadPolicy")
+
+
+def _reshards(engine: Engine, value: cst.BaseExpression) -> bool:
+    """Whether a ``ShardingStrategy`` member reshards after forward (FULL_SHARD)."""
+    member = _member(engine, value, "ShardingStrategy")
+    if member in ("FULL_SHARD", "SHARD_GRAD_OP"):
+        return member == "FULL_SHARD"
+    if member in ("HYBRID_SHARD", "_HYBRID_SHARD_ZERO2"):
+        raise Untranslatable(f"`{member}`: {RECIPES['HYBRID_SHARD']}")
+    if member == "NO_SHARD":
+        raise Untranslatable(RECIPES["NO_SHARD"])
+    raise Untranslatable("`sharding_strategy` is not a `ShardingStrategy` member")
+
+
+def _sharding(engine: Engine, value: cst.BaseExpression, out: Keywords) -> None:
+    if isinstance(value, cst.IfExp):
+        # `FULL_SHARD if flag else SHARD_GRAD_OP`: the flag says whether to reshard.
+        body, orelse = _reshards(engine, value.body), _reshards(engine, value.orelse)
+        test = _simple(engine, value.test)
+        if body == orelse:
+            out.code.append(f"reshard_after_forward={body}")
+        else:
+            out.code.append(f"reshard_after_forward={'' if body else 'not '}bool({test})")
+        return
+    out.code.append(f"reshard_after_forward={_reshards(engine, value)}")
+
+
+def _prefetch(engine: Engine, name: str, value: cst.BaseExpression, out: Keywords) -> None:
+    if name == "forward_prefetch":
+        if literal(value) is not False:
+            out.notes.append(
+                "`forward_prefetch` dropped: prefetch explicitly with "
+                "`set_modules_to_forward_prefetch`"
+            )
+        return
+    if _member(engine, value, "BackwardPrefetch") != "BACKWARD_PRE":
+        out.notes.append(
+            "`backward_prefetch` dropped: FSDP2 prefetches one unit ahead in backward "
+            "(`set_modules_to_backward_prefetch` sets it explicitly)"
+        )
+
+
+def translate(engine: Engine, args: list[cst.Arg]) -> Keywords:
+    """The ``fully_shard`` keywords for an FSDP1 call's keyword arguments (not the policy).
+
+    Raises:
+        Untranslatable: For an argument without a certain translation, saying why and
+            what to write instead.
+    """
+    out = Keywords()
+    for arg in args:
+        name = keyword(arg)
+        value = arg.value
+        if name == "sharding_strategy":
+            _sharding(engine, value, out)
+        elif name == "mixed_precision":
+            _mixed_precision(engine, value, out)
+        elif name == "cpu_offload":
+            _cpu_offload(engine, value, out)
+        elif name in ("backward_prefetch", "forward_prefetch"):
+            _prefetch(engine, name, value, out)
+        elif name == "device_id":
+            out.notes.append(
+                "`device_id` dropped: FSDP2 moves the model to the current device "
+                "(call `torch.cuda.set_device(local_rank)` first)"
+            )
+        elif name in _SILENT:
+            continue
+        elif name in ("sync_module_states", "process_group") and (
+            literal(value) is False or _is_none(value)
+        ):
+            continue
+        elif name in RECIPES:
+            raise Untranslatable(f"`{name}`: {RECIPES[name]}")
+        else:
+            raise Untranslatable(f"`{name}=` has no certain FSDP2 translation")
+    return out
+
+
+def mapping_table() -> str:
+    """The guide's table: each FSDP1 argument and what the rewrite makes of it (Markdown).
+
+    Example:
+        >>> mapping_table().splitlines()[0]
+        '| FSDP1 | FSDP2 (what FSDP401 writes) |'
+    """
+    rows = ["| FSDP1 | FSDP2 (what FSDP401 writes) |", "| --- | --- |"]
+    rows += [f"| `{old}` | {new} |" for old, new in MAPPING]
+    rows += [f"| `{name}` | left for a human: {recipe} |" for name, recipe in RECIPES.items()]
+    return "\n".join(rows) + "\n"

@@ -1,0 +1,369 @@
+"""FSDP401: an FSDP1 wrapper call rewritten as FSDP2 ``fully_shard`` calls.
+
+``model = FSDP(model, auto_wrap_policy=ModuleWrapPolicy({Block}), **kwargs)`` becomes::
+
+    for submodule in reversed(list(model.modules())):  # descendants before ancestors
+        if isinstance(submodule, Block) and submodule is not model:
+            fully_shard(submodule, **fsdp2_kwargs)
+    model = fully_shard(model, **fsdp2_kwargs)
+
+``Module.modules()`` lists a module before everything under it (pre-order), so the
+reversed list puts every descendant before its ancestors, as FSDP2 requires; the root
+(always FSDP1's outermost unit) is sharded last, and ``fully_shard`` returns the same
+object, so the call may stay an assignment, a return value or an argument. The loop
+goes before the statement holding the call.
+
+A file is converted whole or not at all (:func:`survey`): one wrapper call the rewrite
+cannot translate, or a use of the wrapped model that only FSDP1 has, withholds the fix
+of every call in the file, and each finding says why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+from libcst.metadata import PositionProvider
+
+from codemods.kinds.base import Behaviour, Engine
+from codemods.registry.names import COMPOSABLE_FSDP, TORCH_FSDP, TORCH_FSDP_CLASSES
+from codemods.rules.fsdp2_arguments import Keywords, Untranslatable, translate
+from codemods.rules.fsdp2_policy import unit_classes
+from codemods.rules.fsdp2_uses import Use, rewrite
+from codemods.syntax import dotted, find_all, is_fallback, keyword
+
+#: Attributes of an FSDP1-wrapped model that an FSDP2 model does not have (or that mean
+#: something else there): a file using one on the wrapped model is left as FSDP1.
+FSDP1_ONLY = (
+    "clip_grad_norm_",
+    "no_sync",
+    "summon_full_params",
+    "module",
+    "_fsdp_wrapped_module",
+    "check_is_root",
+    "sharding_strategy",
+    "mixed_precision",
+    "cpu_offload",
+    "params",
+)
+
+#: Where a generated call goes on more lines (ruff's and black's default).
+LINE_LENGTH = 88
+
+#: Methods both have that mean something else on an FSDP2 model, and what to write.
+CHANGED_MEANING = {
+    "state_dict": (
+        "FSDP1 gathers a full state dict, FSDP2 returns DTensor shards: use "
+        "`get_model_state_dict(model, options=StateDictOptions(full_state_dict=True))`"
+    ),
+    "load_state_dict": (
+        "FSDP2 loads DTensor shards: use `set_model_state_dict(model, state, "
+        "options=StateDictOptions(full_state_dict=True))`"
+    ),
+}
+
+_CONTAINERS = (cst.Assign, cst.AnnAssign, cst.Return, cst.Expr)
+
+
+@dataclass(frozen=True)
+class Conversion:
+    """How one wrapper call becomes FSDP2.
+
+    Attributes:
+        line: The original statement line holding the call (the loop goes before it).
+        root: Source of the module sharded last (a name or attribute).
+        before: Source of a statement binding ``root`` first, if the call built it.
+        classes: Source of each unit class (none: the root is the only unit).
+        keywords: The ``fully_shard`` keywords.
+    """
+
+    line: cst.SimpleStatementLine
+    root: str
+    before: str | None
+    classes: tuple[str, ...]
+    keywords: Keywords
+
+
+@dataclass
+class Survey:
+    """Every FSDP1 wrapper call of a file, and why the file must stay FSDP1 (if it must)."""
+
+    conversions: dict[int, Conversion | str]
+    uses: dict[int, list[Use]]
+    blocker: str | None
+
+
+def _line(engine: Engine, node: cst.CSTNode) -> int:
+    return engine.get_metadata(PositionProvider, node).start.line
+
+
+def _statement(engine: Engine, call: cst.Call) -> tuple[cst.SimpleStatementLine, cst.CSTNode]:
+    """The statement line holding ``call`` and the small statement it is part of."""
+    node: cst.CSTNode = call
+    while True:
+        parent = engine.parent(node)
+        if isinstance(parent, cst.Arg) and parent.value is node:
+            node = engine.parent(parent)  # the call taking it
+            continue
+        if isinstance(parent, _CONTAINERS) and getattr(parent, "value", None) is node:
+            line = engine.parent(parent)
+            if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1:
+                return line, parent
+        raise Untranslatable(
+            "the call is part of an expression the rewrite does not split: "
+            "assign the wrapped model to a name first"
+        )
+
+
+def _convert(engine: Engine, call: cst.Call) -> Conversion:
+    """How ``call`` becomes FSDP2.
+
+    Raises:
+        Untranslatable: Where it cannot be rewritten with certainty, saying why.
+    """
+    line, small = _statement(engine, call)
+    args = list(call.args)
+    modules = [arg for arg in args if keyword(arg) == "module"]
+    if modules:  # `FSDP(module=model, ...)`
+        args = modules + [arg for arg in args if arg is not modules[0]]
+    if not args or keyword(args[0]) not in (None, "module") or args[0].star:
+        raise Untranslatable("the module is not the first positional argument")
+    rest = args[1:]
+    if any(arg.star or keyword(arg) is None for arg in rest):
+        raise Untranslatable("arguments passed by position or with `*`/`**`")
+    policies = [arg for arg in rest if keyword(arg) == "auto_wrap_policy"]
+    classes = unit_classes(engine, policies[0].value) if policies else []
+    keywords = translate(engine, [arg for arg in rest if keyword(arg) != "auto_wrap_policy"])
+    code = engine.module.code_for_node
+    root, before = code(args[0].value), None
+    if dotted(args[0].value) is None:
+        if getattr(small, "value", None) is not call:
+            raise Untranslatable("the module is an expression: assign it to a name first")
+        # The call is the statement's value, so its module is what the statement
+        # evaluates first: binding it to a name just before changes no order.
+        targets = getattr(small, "targets", ())
+        target = targets[0].target if len(targets) == 1 else None
+        root = code(target) if target is not None and dotted(target) else _local(engine, call)
+        before = f"{root} = {code(args[0].value)}"
+    return Conversion(line, root, before, tuple(code(c) for c in classes), keywords)
+
+
+def _local(engine: Engine, node: cst.CSTNode) -> str:
+    """A name for the module that nothing in ``node``'s scope uses (``model`` if free)."""
+    scope = engine.scope(node)
+    name = "model"
+    while scope is not None and (name in scope or any(a.node for a in scope.accesses[name])):
+        name += "_"
+    return name
+
+
+def _fsdp1_reference(engine: Engine, node: cst.CSTNode) -> bool:
+    return isinstance(node, (cst.Name, cst.Attribute)) and bool(
+        engine.qualified(node) & set(TORCH_FSDP_CLASSES)
+    )
+
+
+def _gated(engine: Engine, node: cst.CSTNode | None) -> bool:
+    """Whether ``node`` is in an import fallback or a version-gated branch."""
+    while node is not None:
+        if is_fallback(node):
+            return True
+        node = engine.parent(node)
+    return False
+
+
+def _in_import(engine: Engine, node: cst.CSTNode | None) -> bool:
+    while node is not None and not isinstance(node, cst.BaseStatement):
+        if isinstance(node, (cst.Import, cst.ImportFrom)):
+            return True
+        node = engine.parent(node)
+    return False
+
+
+def _use_of(
+    engine: Engine, node: cst.Attribute, bound: dict[tuple[int, str], list[tuple[int, int]]]
+) -> tuple[int, Use] | None:
+    """The wrapper call whose result ``node``'s call is certainly on, and its rewrite."""
+    call = engine.parent(node)
+    if not isinstance(call, cst.Call) or call.func is not node or _gated(engine, call):
+        return None  # a version-gated branch is not visited for rewriting: it stays FSDP1
+    receiver = engine.module.code_for_node(node.value)
+    line = _line(engine, node)
+    before = [b for b in bound.get((id(engine.scope(node)), receiver), []) if b[0] < line]
+    if not before:
+        return None
+    use = rewrite(engine, call, receiver)
+    return None if use is None else (max(before)[1], use)
+
+
+def survey(engine: Engine, rule_code: str) -> Survey:
+    """Each FSDP1 wrapper call of the module: its conversion, or why it has none."""
+    module = engine.module
+    calls = [
+        n
+        for n in find_all(module, lambda n: isinstance(n, cst.Call))
+        if _fsdp1_reference(engine, n.func)
+    ]
+    conversions: dict[int, Conversion | str] = {}
+    uses: dict[int, list[Use]] = {}
+    blockers = []
+    wrapped = set()
+    # (scope, name) -> (line, wrapper call) where a wrapper call's result is bound
+    bound: dict[tuple[int, str], list[tuple[int, int]]] = {}
+    for call in calls:
+        if _gated(engine, call) or engine.silenced(call, rule_code):
+            blockers.append(f"the FSDP1 call at line {_line(engine, call)} is kept on purpose")
+            continue
+        try:
+            conversion = _convert(engine, call)
+        except Untranslatable as why:
+            conversions[id(call)] = str(why)
+            blockers.append(f"the FSDP1 call at line {_line(engine, call)} stays: {why}")
+            continue
+        conversions[id(call)] = conversion
+        wrapped.add(conversion.root)
+        statement = conversion.line.body[0]
+        for target in getattr(statement, "targets", ()):
+            name = module.code_for_node(target.target)
+            wrapped.add(name)
+            if getattr(statement, "value", None) is call:
+                key = (id(engine.scope(call)), name)
+                bound.setdefault(key, []).append((_line(engine, call), id(call)))
+    funcs = {id(call.func) for call in calls}
+    for node in find_all(module, lambda n: isinstance(n, (cst.Name, cst.Attribute))):
+        if id(node) in funcs or _in_import(engine, node):
+            continue
+        if _fsdp1_reference(engine, node):
+            shown = module.code_for_node(node)
+            blockers.append(f"`{shown}` at line {_line(engine, node)} is FSDP1 only")
+            continue
+        if not isinstance(node, cst.Attribute) or module.code_for_node(node.value) not in wrapped:
+            continue
+        method = node.attr.value
+        if method not in FSDP1_ONLY and method not in CHANGED_MEANING:
+            continue
+        found = _use_of(engine, node, bound)
+        if found is not None:
+            uses.setdefault(found[0], []).append(found[1])
+            continue
+        shown = module.code_for_node(node)
+        why = CHANGED_MEANING.get(method, "exists only on FSDP1 models")
+        blockers.append(f"`{shown}` at line {_line(engine, node)}: {why}")
+    return Survey(conversions, uses, blockers[0] if blockers else None)
+
+
+def _forget_fsdp1_names(engine: Engine, call: cst.Call) -> None:
+    """Queue the imports the removed FSDP1 call used for removal where now unused."""
+    for node in find_all(call, lambda n: isinstance(n, (cst.Name, cst.Attribute))):
+        names = engine.qualified(node)
+        if any(n.startswith(f"{TORCH_FSDP}.") or n == "functools.partial" for n in names):
+            engine.forget(node)
+
+
+def _fresh(engine: Engine, wanted: str) -> str:
+    used = engine.scratch.get("FSDP401-names")
+    if used is None:
+        nodes = find_all(engine.module, lambda n: isinstance(n, cst.Name))
+        used = engine.scratch["FSDP401-names"] = {n.value for n in nodes}
+    while wanted in used:
+        wanted += "_"
+    return wanted
+
+
+def _indent(engine: Engine, line: cst.CSTNode) -> str:
+    """The indentation of an original statement line."""
+    indent = ""
+    node = engine.parent(line)
+    while node is not None:
+        if isinstance(node, cst.IndentedBlock):
+            own = node.indent
+            indent += engine.module.default_indent if own is None else own
+        node = engine.parent(node)
+    return indent
+
+
+def call_text(target: str, keywords: list[str], one: str, base: str = "", taken: int = 0) -> str:
+    """``fully_shard(target, k=v, ...)``, one argument a line where one line would be long.
+
+    ``base`` is the indentation of the call's line relative to its block (libcst adds
+    the block's own); ``taken`` is how much of the line comes before the call.
+
+    Example:
+        >>> call_text("model", ["reshard_after_forward=False"], "    ")
+        'fully_shard(model, reshard_after_forward=False)'
+        >>> print(call_text("model", ["a=" + "x" * 80], "    "))
+        fully_shard(
+            model,
+            a=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx,
+        )
+    """
+    flat = f"fully_shard({', '.join([target, *keywords])})"
+    if taken + len(flat) <= LINE_LENGTH:
+        return flat
+    inner = "".join(f"{base}{one}{part},\n" for part in [target, *keywords])
+    return f"fully_shard(\n{inner}{base})"
+
+
+def _statements(engine: Engine, conversion: Conversion, indent: str) -> list[cst.CSTNode]:
+    config = engine.module.config_for_parsing
+    out = []
+    if conversion.before:
+        out.append(cst.parse_statement(f"{conversion.before}\n", config))
+    if conversion.classes:
+        one = engine.module.default_indent
+        var = _fresh(engine, "submodule")
+        classes = conversion.classes
+        kinds = classes[0] if len(classes) == 1 else f"({', '.join(classes)})"
+        root = conversion.root
+        shard = call_text(var, conversion.keywords.code, one, one * 2, len(indent + one * 2))
+        loop = (
+            f"for {var} in reversed(list({root}.modules())):  # descendants before ancestors\n"
+            f"{one}if isinstance({var}, {kinds}) and {var} is not {root}:\n"
+            f"{one}{one}{shard}\n"
+        )
+        out.append(cst.parse_statement(loop, config))
+    return out
+
+
+class Fsdp401(Behaviour):
+    """Rewrite each FSDP1 wrapper call when every one in the file can be rewritten."""
+
+    def calls(self) -> tuple[str, ...]:
+        return TORCH_FSDP_CLASSES
+
+    def call(self, engine: Engine, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        if not engine.settings.enabled(self.rule):
+            return updated
+        found = engine.scratch.get(self.rule.code)
+        if found is None:
+            found = engine.scratch[self.rule.code] = survey(engine, self.rule.code)
+        conversion = found.conversions.get(id(original))
+        if conversion is None:
+            return updated
+        if isinstance(conversion, str):
+            engine.report(original, self.rule, fixable_here=False, detail=conversion)
+            return updated
+        notes = "; ".join(conversion.keywords.notes) or None
+        withheld = f"fix withheld: {found.blocker}" if found.blocker else None
+        if not engine.report(original, self.rule, detail=notes, withheld=withheld):
+            return updated
+        home = TORCH_FSDP if engine.target_at_least("2.6") else COMPOSABLE_FSDP
+        for name in ("fully_shard", *conversion.keywords.imports):
+            engine.need_import(home, name)
+        _forget_fsdp1_names(engine, original)
+        for use in found.uses.get(id(original), ()):
+            # Later in the same scope than this call: visited after it.
+            engine.replace(use.call, cst.parse_expression(use.code))
+            for module, name in use.imports:
+                engine.need_import(module, name)
+        indent = _indent(engine, conversion.line)
+        statements = _statements(engine, conversion, indent)
+        if statements:
+            engine.insert_before(conversion.line, statements)
+        one = engine.module.default_indent
+        taken = len(indent + conversion.root + " = ")  # most often `model = fully_shard(...)`
+        text = call_text(conversion.root, conversion.keywords.code, one, "", taken)
+        return cst.parse_expression(text, engine.module.config_for_parsing)
+
+
+BEHAVIOUR = Fsdp401

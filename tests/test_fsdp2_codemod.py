@@ -1,0 +1,245 @@
+"""FSDP401 in the codemod: the forms it rewrites, the ones it leaves, and selecting it.
+
+The registry's cases (tests/test_rule_cases.py) hold the main forms; these are the ones
+that need settings (a target torch, a config file) or look at a finding's message.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from codemods.run import run
+from codemods.settings import Settings
+
+HEAD = (
+    "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+    "from torch.distributed.fsdp.wrap import ModuleWrapPolicy\n"
+    "from model import Block\n\n"
+)
+
+
+def _migrate(body: str, **settings) -> tuple[str | None, list]:
+    options = {"fix": True, "unsafe_fixes": True, "select": ("FSDP4",), **settings}
+    outcome = run((HEAD + textwrap.dedent(body)).encode(), Settings(**options))
+    new = outcome.new_source.decode() if outcome.new_source is not None else None
+    return new, outcome.findings
+
+
+@pytest.mark.parametrize(
+    ("target", "home"),
+    [
+        ("2.4", "torch.distributed._composable.fsdp"),
+        ("2.5", "torch.distributed._composable.fsdp"),
+        ("2.6", "torch.distributed.fsdp"),
+        (None, "torch.distributed.fsdp"),
+    ],
+)
+def test_fully_shard_comes_from_where_the_target_torch_has_it(target, home):
+    new, _ = _migrate(
+        "model = FSDP(model, auto_wrap_policy=ModuleWrapPolicy({Block}))\n", target_torch=target
+    )
+    assert f"from {home} import fully_shard\n" in new
+    assert "FullyShardedDataParallel" not in new and "ModuleWrapPolicy" not in new
+
+
+def test_no_finding_before_torch_2_4():
+    new, findings = _migrate("model = FSDP(model)\n", target_torch="2.3")
+    assert new is None and findings == []
+
+
+def test_opt_in_and_unsafe():
+    source = (HEAD + "model = FSDP(model)\n").encode()
+    assert run(source, Settings(fix=True, unsafe_fixes=True)).findings == []
+    safe_only = run(source, Settings(fix=True, select=("FSDP4",)))
+    assert safe_only.new_source is None and not safe_only.findings[0].fixed
+
+
+def test_no_policy_shards_the_root_only():
+    new, _ = _migrate("model = FSDP(model, use_orig_params=True, limit_all_gathers=True)\n")
+    assert new.startswith("from torch.distributed.fsdp import fully_shard\n")
+    assert new.endswith("\n\nmodel = fully_shard(model)\n")
+
+
+def test_a_call_that_builds_the_module_binds_it_first():
+    new, _ = _migrate("model = FSDP(Net().to(device), auto_wrap_policy={Block})\n")
+    assert new.endswith(
+        "model = Net().to(device)\n"
+        "for submodule in reversed(list(model.modules())):  # descendants before ancestors\n"
+        "    if isinstance(submodule, Block) and submodule is not model:\n"
+        "        fully_shard(submodule)\n"
+        "model = fully_shard(model)\n"
+    )
+
+
+def test_a_wrapped_argument_is_sharded_before_its_statement():
+    new, _ = _migrate(
+        "model = Net()\noptimizer = make(FSDP(model, auto_wrap_policy=ModuleWrapPolicy([Block])))\n"
+    )
+    assert new.endswith(
+        "for submodule in reversed(list(model.modules())):  # descendants before ancestors\n"
+        "    if isinstance(submodule, Block) and submodule is not model:\n"
+        "        fully_shard(submodule)\n"
+        "optimizer = make(fully_shard(model))\n"
+    )
+
+
+def test_the_loop_variable_does_not_take_a_name_the_file_uses():
+    new, _ = _migrate("submodule = 1\nmodel = FSDP(model, auto_wrap_policy={Block})\n")
+    assert "for submodule_ in reversed(list(model.modules()))" in new
+
+
+def test_tabs_are_kept():
+    new, _ = _migrate("def f(model):\n\treturn FSDP(model, auto_wrap_policy={Block})\n")
+    assert "\n\tfor submodule in" in new and "\n\t\tif isinstance" in new
+    assert "\n\t\t\tfully_shard(submodule)\n\treturn fully_shard(model)\n" in new
+
+
+def test_dropped_arguments_that_change_something_are_noted():
+    new, findings = _migrate(
+        """\
+        from torch.distributed.fsdp import BackwardPrefetch, MixedPrecision
+        model = FSDP(
+            model,
+            mixed_precision=MixedPrecision(param_dtype=torch.bfloat16, buffer_dtype=torch.float32),
+            backward_prefetch=BackwardPrefetch.BACKWARD_POST,
+            forward_prefetch=True,
+            device_id=local_rank,
+        )
+        """
+    )
+    (finding,) = findings
+    assert finding.fixed
+    for note in ("buffer_dtype", "set_modules_to_backward_prefetch", "set_modules_to_forward"):
+        assert note in finding.message
+    assert "torch.cuda.set_device" in finding.message
+    assert "mp_policy=MixedPrecisionPolicy(param_dtype=torch.bfloat16)" in new
+    assert "BackwardPrefetch" not in new and "MixedPrecision," not in new
+
+
+@pytest.mark.parametrize(
+    ("call", "why"),
+    [
+        ("FSDP(model, auto_wrap_policy=size_based_policy)", "fully_shard_by_policy"),
+        ("FSDP(model, auto_wrap_policy=lambda m: isinstance(m, Block))", "fully_shard_by_policy"),
+        ("FSDP(model, auto_wrap_policy=ModuleWrapPolicy(classes()))", "a set, list or tuple"),
+        ("FSDP(model, auto_wrap_policy={get_class()})", "not certainly a class"),
+        ("FSDP(model, sync_module_states=True)", "broadcast_from_rank0"),
+        ("FSDP(model, param_init_fn=init)", "to_empty"),
+        ("FSDP(model, process_group=group)", "mesh="),
+        ("FSDP(model, ignored_modules=[head])", "ignored_params"),
+        ("FSDP(model, sharding_strategy=strategy)", "not a `ShardingStrategy` member"),
+        ("FSDP(model, mixed_precision=precision)", "not a `MixedPrecision(...)` call"),
+        ("FSDP(model, **options)", "with `*`/`**`"),
+        ("FSDP(model, None, None, None)", "by position"),
+        ("[FSDP(m) for m in models]", "does not split"),
+    ],
+)
+def test_calls_left_for_a_human_say_why(call, why):
+    new, findings = _migrate(f"model = {call}\n")
+    assert new is None
+    (finding,) = findings
+    assert not finding.fixable and why in finding.message
+
+
+def test_one_call_left_withholds_the_others_and_says_why():
+    new, findings = _migrate(
+        "a = FSDP(a, auto_wrap_policy={Block})  # noqa: FSDP401\nb = FSDP(b)\n"
+    )
+    assert new is None
+    (finding,) = findings
+    assert finding.withheld == "fix withheld: the FSDP1 call at line 5 is kept on purpose"
+
+
+@pytest.mark.parametrize(
+    ("use", "why"),
+    [
+        ("isinstance(model, FSDP)", "`FSDP` at line 6 is FSDP1 only"),
+        ("FSDP.clip_grad_norm_(model, 1.0)", "`FSDP` at line 6 is FSDP1 only"),
+        (
+            "with model.no_sync():\n    pass",
+            "`model.no_sync` at line 6: exists only on FSDP1 models",
+        ),
+        ("def f():\n    model.clip_grad_norm_(1.0)", "`model.clip_grad_norm_` at line 7: exists"),
+        ("model.module.save()", "`model.module` at line 6: exists only on FSDP1 models"),
+        ("model.load_state_dict(state, strict=False)", "`model.load_state_dict` at line 6: FSDP2"),
+    ],
+)
+def test_uses_only_fsdp1_has_keep_the_file_fsdp1(use, why):
+    new, findings = _migrate(f"model = FSDP(model, auto_wrap_policy={{Block}})\n{use}\n")
+    assert new is None
+    assert findings[0].withheld.startswith(f"fix withheld: {why}")
+
+
+def _project(tmp_path: Path, monkeypatch, config: str) -> Path:
+    monkeypatch.chdir(tmp_path)
+    Path("pyproject.toml").write_text(f"[tool.fsdp-compat]\n{config}\n")
+    path = Path("train.py")
+    path.write_text(HEAD + "model = FSDP(model, auto_wrap_policy={Block})\n")
+    return path
+
+
+def test_extend_select_in_the_config_turns_the_family_on(tmp_path, monkeypatch, capsys):
+    from codemods.lint import main as lint
+    from codemods.migrate import main as migrate
+
+    path = _project(tmp_path, monkeypatch, 'extend-select = ["FSDP4"]')
+    lint(["--output-format", "json", "train.py"])
+    assert {d["code"] for d in json.loads(capsys.readouterr().out)} == {"FSDP401"}
+    migrate(["--unsafe-fixes", "train.py"])
+    assert "model = fully_shard(model)\n" in path.read_text()
+
+
+def test_extend_select_on_the_command_line(tmp_path, monkeypatch):
+    from codemods.migrate import main as migrate
+
+    path = _project(tmp_path, monkeypatch, "")
+    migrate(["--unsafe-fixes", "train.py"])
+    assert "FSDP(model" in path.read_text()
+    migrate(["--unsafe-fixes", "--extend-select", "FSDP4", "train.py"])
+    assert "model = fully_shard(model)\n" in path.read_text()
+
+
+def test_the_module_may_be_passed_by_keyword_and_be_an_attribute():
+    new, _ = _migrate(
+        "def setup(self):\n    self.model = FSDP(module=self.model, auto_wrap_policy={Block})\n"
+    )
+    assert new.endswith(
+        "    for submodule in reversed(list(self.model.modules())):  "
+        "# descendants before ancestors\n"
+        "        if isinstance(submodule, Block) and submodule is not self.model:\n"
+        "            fully_shard(submodule)\n"
+        "    self.model = fully_shard(self.model)\n"
+    )
+
+
+def test_a_sharding_strategy_chosen_by_a_flag_becomes_a_bool():
+    new, _ = _migrate(
+        "from torch.distributed.fsdp import ShardingStrategy as S\n"
+        "model = FSDP(model, sharding_strategy=S.SHARD_GRAD_OP if zero2 else S.FULL_SHARD)\n"
+    )
+    assert new.endswith("model = fully_shard(model, reshard_after_forward=not bool(zero2))\n")
+
+
+def test_the_guide_shows_the_rules_own_mapping():
+    from codemods.rules.fsdp2_arguments import mapping_table
+
+    guide = (Path(__file__).parents[1] / "docs" / "fsdp2.md").read_text(encoding="utf-8")
+    assert mapping_table() in guide
+
+
+def test_a_use_in_a_version_gated_branch_keeps_the_file_fsdp1():
+    new, findings = _migrate(
+        """\
+        model = FSDP(model, auto_wrap_policy={Block})
+        if torch.__version__ >= "2.0":
+            norm = model.clip_grad_norm_(1.0)
+        """
+    )
+    assert new is None
+    assert findings[0].withheld == (
+        "fix withheld: `model.clip_grad_norm_` at line 7: exists only on FSDP1 models"
+    )

@@ -1,0 +1,261 @@
+"""FSDP401 proven by runs: FSDP1 code and its FSDP2 rewrite, side by side on real ranks.
+
+Two parts, each one spawn of 2 gloo ranks (NCCL where GPUs are):
+
+- unit by unit: for each policy form the rewrite reads, the modules the rewritten code
+  shards are exactly FSDP1's units and those of ``compat.fsdp2.fully_shard_by_policy``;
+- training files of our own writing (``tests/fixtures/fsdp2/``) and their migrated
+  rewrites: no FSDP1 unit left, the same number of units, the same loss at every step
+  on every rank, the same full state dict, and the FSDP1 file's trained weights load
+  into the FSDP2 model.
+"""
+
+from __future__ import annotations
+
+import types
+from pathlib import Path
+
+import pytest
+import torch
+
+from codemods.run import run
+from codemods.settings import Settings
+from compat.features import current
+from tests import distributed
+
+if not current().fsdp2_on_cpu and not torch.cuda.is_available():
+    pytest.skip("this torch runs FSDP2 only on CUDA", allow_module_level=True)
+
+import torch.nn as nn  # noqa: E402
+
+from tests.models import Block, Head  # noqa: E402
+
+FIXTURES = Path(__file__).parent / "fixtures" / "fsdp2"
+SCRIPTS = (
+    "transformer_partial_shard_grad_op",
+    "module_wrap_policy_mixed_precision",
+    "nested_policy_classes",
+    "clip_and_full_state_dict",
+)
+STEPS = 4
+SETTINGS = Settings(fix=True, unsafe_fixes=True, select=("FSDP4",))
+
+
+class Stage(nn.Module):
+    """Blocks behind a norm: a policy class with policy classes inside."""
+
+    def __init__(self, width: int = 16) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(width)
+        self.blocks = nn.Sequential(Block(width), Block(width))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.blocks(self.norm(x))
+
+
+class Staged(nn.Module):
+    def __init__(self, width: int = 16) -> None:
+        super().__init__()
+        self.embed = nn.Linear(8, width)
+        self.stages = nn.ModuleList([Stage(width), Stage(width)])
+        self.head = Head(width)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.embed(x)
+        for stage in self.stages:
+            x = stage(x)
+        return self.head(x)
+
+
+#: Policy forms the rewrite reads: (source of the policy, the same policy as an object).
+_HEAD = (
+    "import functools\n"
+    "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+    "from torch.distributed.fsdp.wrap import ModuleWrapPolicy, transformer_auto_wrap_policy\n"
+    "from tests.test_fsdp2_runs import Stage\n"
+    "from tests.models import Block, Head\n"
+)
+FORMS = {
+    "module-wrap-policy": ("ModuleWrapPolicy({Block, Head})", None),
+    "module-wrap-policy-list": ("ModuleWrapPolicy([Block])", None),
+    "transformer-partial": (
+        "functools.partial(transformer_auto_wrap_policy, transformer_layer_cls={Block})",
+        None,
+    ),
+    "nested-classes": ("ModuleWrapPolicy({Stage, Block})", None),
+    "bound-once": ("POLICY", "POLICY = ModuleWrapPolicy((Stage, Head))\n"),
+    "no-policy": ("None", None),
+}
+
+
+def _wrapping(policy: str, binding: str | None) -> str:
+    return (
+        _HEAD
+        + (binding or "")
+        + "\n\ndef shard(model, device):\n"
+        + f"    return FSDP(model, auto_wrap_policy={policy}, device_id=device)\n"
+    )
+
+
+def _module(source: str, name: str) -> types.ModuleType:
+    module = types.ModuleType(name)
+    exec(compile(source, f"<{name}>", "exec"), module.__dict__)  # noqa: S102 - our own code
+    return module
+
+
+def migrated(source: str) -> str:
+    """``source`` after ``fsdp-migrate --extend-select FSDP4 --unsafe-fixes``."""
+    outcome = run(source.encode(), SETTINGS)
+    assert outcome.new_source is not None, [f.message for f in outcome.findings]
+    assert all(f.fixed for f in outcome.findings), outcome.findings
+    return outcome.new_source.decode()
+
+
+def _fsdp1_units(model: nn.Module) -> list[str]:
+    from torch.distributed.fsdp import FullyShardedDataParallel
+
+    from compat.checkpointing import clean_name
+
+    return sorted(
+        clean_name(name)
+        for name, module in model.named_modules()
+        if isinstance(module, FullyShardedDataParallel)
+    )
+
+
+def _fsdp2_units(model: nn.Module) -> list[str]:
+    from compat.fsdp2 import fsdp2_unit_names
+
+    return sorted(fsdp2_unit_names(model))
+
+
+def _units_by_form(rank: int, world_size: int, sources: dict) -> dict:
+    from compat.fsdp2 import fully_shard_by_policy
+
+    device = distributed.device_for(rank)
+    results = {}
+    for form, (old, new) in sources.items():
+        fsdp1 = _module(old, f"fsdp1_{form.replace('-', '_')}")
+        fsdp2 = _module(new, f"fsdp2_{form.replace('-', '_')}")
+        runtime_policy = getattr(fsdp1, "POLICY", None)
+        if runtime_policy is None and FORMS[form][0] != "None":
+            runtime_policy = eval(FORMS[form][0], vars(fsdp1))  # noqa: S307 - our own source
+        results[form] = {
+            "fsdp1": _fsdp1_units(fsdp1.shard(Staged(), device)),
+            "rewrite": _fsdp2_units(fsdp2.shard(Staged(), device)),
+            "compat": _fsdp2_units(fully_shard_by_policy(Staged(), runtime_policy)),
+        }
+    return results
+
+
+@pytest.fixture(scope="module")
+def units() -> list[dict]:
+    sources = {form: _wrapping(*spec) for form, spec in FORMS.items()}
+    pairs = {form: (source, migrated(source)) for form, source in sources.items()}
+    return distributed.run(
+        _units_by_form, pairs, backend=distributed.backend_for_tests(), timeout=300
+    )
+
+
+@pytest.mark.distributed
+@pytest.mark.parametrize("form", list(FORMS))
+def test_the_rewrite_shards_exactly_fsdp1s_units(units, form):
+    for rank_result in units:
+        result = rank_result[form]
+        assert result["rewrite"] == result["fsdp1"] == result["compat"]
+        assert result["fsdp1"][0] == ""  # the root
+        assert len(result["fsdp1"]) > 1 or form == "no-policy"
+
+
+def _plain(state: dict) -> dict:
+    return {k: v.detach().float().cpu().clone() for k, v in state.items()}
+
+
+def _full_state(model: nn.Module) -> dict:
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+    # CPU ranks: FSDP1 cannot offload a full state dict there (offload_to_cpu crashes).
+    options = StateDictOptions(full_state_dict=True, cpu_offload=torch.cuda.is_available())
+    return {
+        k: v.detach().float().cpu().clone()
+        for k, v in get_model_state_dict(model, options=options).items()
+    }
+
+
+def _load_full(model: nn.Module, state: dict) -> None:
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
+
+    device = distributed.device_for(torch.distributed.get_rank())
+    state = {k: v.to(device) for k, v in state.items()}
+    set_model_state_dict(model, state, options=StateDictOptions(full_state_dict=True))
+
+
+def _side_by_side(rank: int, world_size: int, scripts: dict) -> dict:
+    from torch.distributed.fsdp import FullyShardedDataParallel
+
+    results = {}
+    for name, (old, new) in scripts.items():
+        fsdp1 = _module(old, f"fsdp1_{name}")
+        fsdp2 = _module(new, f"fsdp2_{name}")
+        if hasattr(fsdp1, "main"):  # wraps, trains and saves in one function
+            model1, losses1, saved1 = fsdp1.main(rank, STEPS)
+            model2, losses2, saved2 = fsdp2.main(rank, STEPS)
+            _same_state(_plain(saved1), _plain(saved2))
+            fresh = fsdp2.main(rank, 0)[0]
+        else:
+            model1, model2 = fsdp1.build(), fsdp2.build()
+            losses1, losses2 = fsdp1.train(model1, rank, STEPS), fsdp2.train(model2, rank, STEPS)
+            fresh = fsdp2.build()
+        result = {
+            "fsdp1_units": _fsdp1_units(model1),
+            "fsdp2_units": _fsdp2_units(model2),
+            "fsdp1_left": any(isinstance(m, FullyShardedDataParallel) for m in model2.modules()),
+            "fsdp1_losses": losses1,
+            "fsdp2_losses": losses2,
+        }
+        state1, state2 = _full_state(model1), _full_state(model2)
+        _load_full(fresh, state1)  # an FSDP2 model loading the FSDP1 run's checkpoint
+        result["loaded"] = _full_state(fresh)
+        result["fsdp1_state"], result["fsdp2_state"] = state1, state2
+        results[name] = result
+    return results
+
+
+@pytest.fixture(scope="module")
+def runs() -> list[dict]:
+    scripts = {}
+    for name in SCRIPTS:
+        old = (FIXTURES / f"{name}.py").read_text()
+        scripts[name] = (old, migrated(old))
+    return distributed.run(
+        _side_by_side, scripts, backend=distributed.backend_for_tests(), timeout=400
+    )
+
+
+def _same_state(one: dict, other: dict) -> None:
+    assert one.keys() == other.keys() and one
+    for key in one:
+        torch.testing.assert_close(other[key], one[key], atol=1e-5, rtol=0, msg=key)
+
+
+@pytest.mark.distributed
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_the_rewritten_script_trains_like_the_fsdp1_script(runs, script):
+    for rank_result in runs:
+        result = rank_result[script]
+        assert not result["fsdp1_left"]
+        assert result["fsdp2_units"] == result["fsdp1_units"] and len(result["fsdp1_units"]) > 1
+        assert result["fsdp2_losses"] == pytest.approx(result["fsdp1_losses"], abs=1e-5)
+        _same_state(result["fsdp1_state"], result["fsdp2_state"])
+        # FSDP1's trained weights load into the FSDP2 model as they are.
+        _same_state(result["fsdp1_state"], result["loaded"])
+
+
+def test_fsdp1s_clip_grad_norm_in_another_function_keeps_the_file_fsdp1():
+    source = (FIXTURES / "clip_grad_norm_method.py").read_bytes()
+    outcome = run(source, SETTINGS)
+    assert outcome.new_source is None
+    (finding,) = outcome.findings
+    assert finding.withheld == (
+        "fix withheld: `model.clip_grad_norm_` at line 23: exists only on FSDP1 models"
+    )

@@ -1,0 +1,167 @@
+"""The state-dict fixes keep behaviour: the rewritten code gives what the original gave.
+
+Each shape is a small function written the legacy way; the codemod rewrites it (FSDP115,
+FSDP117, unsafe fixes allowed) and the test requires that it did. Then, on two real
+gloo ranks (one rank per GPU under NCCL), both versions run on identically built and
+trained FSDP1 models, and each rank's results must have the same keys and
+tensor-equal values (an empty dict on a rank where the original gave one).
+
+This is the evidence behind each fix's safety: a shape that a run cannot prove (saving
+with ``offload_to_cpu=True, rank0_only=True``, which FSDP1 cannot gather on CPU in either
+form) is the unsafe one, and runs here only where CUDA is present.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import textwrap
+import warnings
+
+import pytest
+import torch
+from torch import nn
+
+from codemods.run import run as migrate
+from codemods.settings import Settings
+from compat.features import current
+from tests import distributed
+
+if not current().fsdp1_on_cpu and not torch.cuda.is_available():
+    pytest.skip("this torch runs FSDP1 only on CUDA", allow_module_level=True)
+if importlib.util.find_spec("torch.distributed.checkpoint.state_dict") is None:
+    pytest.skip(
+        "this torch lacks torch.distributed.checkpoint.state_dict (added in 2.2)",
+        allow_module_level=True,
+    )
+
+_HEADER = """\
+from torch.distributed.fsdp import FullStateDictConfig, StateDictType
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+"""
+
+#: Legacy code, by shape: ``act(model, optimizer, state)`` returns what is compared.
+#: A load shape returns nothing; the model it loaded into is compared instead.
+SHAPES = {
+    "save-default-config": """
+        def act(model, optimizer, state):
+            with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT):
+                saved = model.state_dict()
+            return saved
+    """,
+    "save-no-offload-all-ranks": """
+        def act(model, optimizer, state):
+            cfg = FullStateDictConfig(offload_to_cpu=False, rank0_only=False)
+            with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT, cfg):
+                saved = model.state_dict()
+            return saved
+    """,
+    "save-offload-rank0-only": """
+        def act(model, optimizer, state):
+            cfg = FullStateDictConfig(offload_to_cpu=True, rank0_only=True)
+            with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT, cfg):
+                saved = model.state_dict()
+            return saved
+    """,
+    "load-offload-rank0-only-config": """
+        def act(model, optimizer, state):
+            cfg = FullStateDictConfig(offload_to_cpu=True, rank0_only=True)
+            with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT, cfg):
+                model.load_state_dict(state)
+    """,
+    "load-default-config": """
+        def act(model, optimizer, state):
+            with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT):
+                model.load_state_dict(state)
+    """,
+    "optim-input-removed": """
+        def act(model, optimizer, state):
+            params = list(model.parameters())
+            return FSDP.full_optim_state_dict(model, optimizer, optim_input=params)
+    """,
+}
+#: Shapes FSDP1 cannot run on CPU, in either form (``rank0_only=True`` gathering).
+CUDA_ONLY = {"save-offload-rank0-only"}
+
+
+def _migrated(source: str) -> str:
+    settings = Settings(fix=True, unsafe_fixes=True, select=("FSDP115", "FSDP117"))
+    outcome = migrate(source.encode(), settings)
+    assert outcome.new_source is not None, "the codemod left the shape unchanged"
+    assert not [f for f in outcome.findings if not f.fixed], "a finding was left unfixed"
+    return outcome.new_source.decode()
+
+
+def _policy(module, recurse, nonwrapped_numel):
+    return recurse or isinstance(module, nn.Linear)
+
+
+def _trained(rank: int):
+    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+    torch.manual_seed(0)
+    inner = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 4))
+    device = distributed.device_for(rank)
+    model = FSDP(inner.to(device), device_id=device, auto_wrap_policy=_policy)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.1)
+    torch.manual_seed(1 + rank)
+    model(torch.randn(3, 6, device=device)).sum().backward()
+    optimizer.step()
+    return model, optimizer
+
+
+def _full(model) -> dict:
+    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+    from torch.distributed.fsdp import StateDictType
+
+    with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT):
+        return model.state_dict()
+
+
+def _difference(a, b, path: str = "") -> str:
+    """Where ``a`` and ``b`` differ (keys and their order, types, tensor values), or ``""``.
+
+    ``state_dict()`` gives an ``OrderedDict`` and the distributed-checkpoint functions a
+    ``dict`` (without the ``_metadata`` version record): both count as dicts here.
+    """
+    if isinstance(a, dict) and isinstance(b, dict):
+        if list(a) != list(b):
+            return f"{path}: keys {list(map(str, a))} vs {list(map(str, b))}"
+        return next((d for k in a if (d := _difference(a[k], b[k], f"{path}.{k}"))), "")
+    if type(a) is not type(b):
+        return f"{path}: {type(a).__name__} vs {type(b).__name__}"
+    if isinstance(a, (list, tuple)):
+        if len(a) != len(b):
+            return f"{path}: {len(a)} vs {len(b)} items"
+        return next((d for i, (x, y) in enumerate(zip(a, b)) if (d := _difference(x, y))), "")
+    if isinstance(a, torch.Tensor):
+        same = a.device == b.device and a.dtype == b.dtype and torch.equal(a, b)
+        return "" if same else f"{path}: tensors differ"
+    return "" if a == b else f"{path}: {a!r} vs {b!r}"
+
+
+def _compare(rank: int, world_size: int, old: str, new: str) -> dict:
+    results = []
+    for source in (old, new):
+        model, optimizer = _trained(rank)
+        torch.manual_seed(7)  # the same full dict to load on every rank
+        state = {k: torch.randn_like(v) for k, v in _full(model).items()}
+        namespace: dict = {}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            exec(compile(source, "<shape>", "exec"), namespace)
+            returned = namespace["act"](model, optimizer, dict(state))
+            results.append(_full(model) if returned is None else returned)
+    return {"difference": _difference(*results), "keys": len(results[0])}
+
+
+@pytest.mark.parametrize("name", sorted(SHAPES))
+def test_rewritten_code_gives_the_same_dicts(name: str):
+    backend = distributed.backend_for_tests()
+    if name in CUDA_ONLY and backend != "nccl":
+        pytest.skip("FSDP1 cannot gather with rank0_only=True on CPU, in either form")
+    old = _HEADER + textwrap.dedent(SHAPES[name])
+    new = _migrated(old)
+    outcomes = distributed.run(_compare, old, new, backend=backend)
+    for rank, outcome in enumerate(outcomes):
+        assert outcome["difference"] == "", f"rank {rank}: {outcome['difference']}"
+    assert any(outcome["keys"] for outcome in outcomes), "nothing was compared"

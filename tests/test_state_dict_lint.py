@@ -1,0 +1,87 @@
+"""FSDP1's state-dict API (FSDP115-FSDP118): one finding per use, at the use.
+
+The source below uses every deprecated spelling the rules answer, in the ways real
+checkpointing code does; each line says with ``# expect:`` which codes it must get.
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+
+import pytest
+
+from codemods.run import run
+from codemods.settings import Settings
+
+SOURCE = """\
+import torch.distributed.fsdp as fsdp
+from torch.distributed.fsdp import (
+    FullStateDictConfig,
+    OptimStateKeyType,
+    ShardingStrategy,
+    StateDictType,
+)
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+from compat.fsdp import FullyShardedDataParallel as CompatFSDP
+from lightning.fabric.strategies import FSDPStrategy
+
+
+def build(module, replicate):
+    strategy = ShardingStrategy.NO_SHARD  # expect: FSDP118
+    if not replicate:
+        strategy = fsdp.ShardingStrategy.FULL_SHARD
+    return FSDP(module, sharding_strategy=fsdp.ShardingStrategy.NO_SHARD)  # expect: FSDP118
+
+
+def fabric_strategy(replicate):
+    if replicate:
+        return FSDPStrategy(sharding_strategy="NO_SHARD")  # expect: FSDP118
+    return FSDPStrategy(sharding_strategy="FULL_SHARD")
+
+
+def save(model, optimizer, p):
+    cfg = FullStateDictConfig(offload_to_cpu=True, rank0_only=True)
+    with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT, cfg):  # expect: FSDP115
+        state = model.state_dict()
+    FSDP.set_state_dict_type(model, StateDictType.SHARDED_STATE_DICT)  # expect: FSDP115
+    with CompatFSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT):  # expect: FSDP115
+        state = model.state_dict()
+    full = FSDP.full_optim_state_dict(model, optimizer)  # expect: FSDP116
+    full = FSDP.full_optim_state_dict(model, optimizer, optim_input=p)  # expect: FSDP116 FSDP117
+    full = FSDP.full_optim_state_dict(model, optimizer, p)  # expect: FSDP116 FSDP117
+    local = FSDP.sharded_optim_state_dict(model, optimizer)  # expect: FSDP116
+    return state, full, local
+
+
+def load(model, optimizer, full, local, params):
+    a = FSDP.shard_full_optim_state_dict(full, model, optim=optimizer)  # expect: FSDP116
+    b = FSDP.flatten_sharded_optim_state_dict(local, model, optimizer)  # expect: FSDP116
+    c = fsdp.FullyShardedDataParallel.scatter_full_optim_state_dict(  # expect: FSDP116
+        full, model, optim_input=params  # expect: FSDP117
+    )
+    d = FSDP.rekey_optim_state_dict(  # not deprecated itself
+        full, OptimStateKeyType.PARAM_ID, model, optim_input=params  # expect: FSDP117
+    )
+    e = FSDP.rekey_optim_state_dict(full, OptimStateKeyType.PARAM_NAME, model, optim=optimizer)
+    f = FSDP.optim_state_dict_to_load(model, optimizer, FSDP.optim_state_dict(model, optimizer))
+    return a, b, c, d, e, f
+"""
+
+_CODES = ("FSDP115", "FSDP116", "FSDP117", "FSDP118")
+
+
+def _expected() -> collections.Counter:
+    found: collections.Counter = collections.Counter()
+    for number, line in enumerate(SOURCE.splitlines(), 1):
+        match = re.search(r"# expect: (.*)$", line)
+        for code in match.group(1).split() if match else ():
+            found[(number, code)] += 1
+    return found
+
+
+@pytest.mark.parametrize("fix", [False, True], ids=["lint", "migrate"])
+def test_one_finding_per_use(fix: bool):
+    outcome = run(SOURCE.encode(), Settings(fix=fix, unsafe_fixes=fix, select=_CODES))
+    found = collections.Counter((f.line, f.code) for f in outcome.findings)
+    assert found == _expected()
