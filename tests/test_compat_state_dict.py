@@ -8,7 +8,10 @@ comparison helper those runs rely on (it must fail on every kind of difference).
 
 from __future__ import annotations
 
+import ast
 import importlib.util
+import inspect
+import textwrap
 import warnings
 
 import pytest
@@ -99,6 +102,30 @@ def test_warn_deprecated_needs_a_registry_rule():
         warn_deprecated("FSDP999")
 
 
+def _load_gathers_keys_whatever_no_dist() -> bool:
+    """Whether torch's ``load`` gathers the keys from every rank even with ``no_dist=True``.
+
+    torch 2.2's does (its first ``load``), so it fails without a process group; later
+    ones gather only under a test of ``no_dist``. Read from its source: the call to
+    ``_all_gather_keys`` outside any ``if`` that tests ``no_dist``.
+    """
+    from torch.distributed.checkpoint import state_dict_loader
+
+    tree = ast.parse(textwrap.dedent(inspect.getsource(state_dict_loader.load)))
+    guarded = {
+        id(node)
+        for branch in ast.walk(tree)
+        if isinstance(branch, ast.If) and "no_dist" in ast.dump(branch.test)
+        for node in ast.walk(branch)
+    }
+    return any(
+        isinstance(node, ast.Call)
+        and getattr(node.func, "id", None) == "_all_gather_keys"
+        and id(node) not in guarded
+        for node in ast.walk(tree)
+    )
+
+
 @needs_dcp
 @pytest.mark.parametrize("way", ["torch", "on-save-load"])
 def test_old_checkpoint_functions_round_trip_without_ranks(tmp_path, way):
@@ -106,6 +133,9 @@ def test_old_checkpoint_functions_round_trip_without_ranks(tmp_path, way):
 
     if way == "on-save-load" and not dcp_save_load():
         pytest.skip("torch.distributed.checkpoint.save needs torch >= 2.2")
+    if way == "on-save-load" and _load_gathers_keys_whatever_no_dist():
+        # compat uses the stand-in only where torch has no load_state_dict: not here.
+        pytest.skip("this torch's load() gathers keys from every rank even with no_dist=True")
 
     save, load = (
         (cc.save_state_dict, cc.load_state_dict)
