@@ -95,6 +95,7 @@ def test_fallback_refuses_local_state_dict_at_once():
     with pytest.raises(NotImplementedError, match="LOCAL_STATE_DICT"):
         fallbacks.set_state_dict_type(module, StateDictType.LOCAL_STATE_DICT)
     assert "state_dict" not in vars(module)  # nothing left half-set
+    assert module not in fallbacks._settings
 
 
 def test_warn_deprecated_needs_a_registry_rule():
