@@ -195,7 +195,7 @@ def _focused(runs: list[Run]) -> list[str]:
             counts = run.by_file.get(name, collections.Counter())
             cells.append(f"{counts['passed']} / {counts['failed']} / {counts['skipped']}")
         lines.append(f"| {run.release} | {run.device} | " + " | ".join(cells) + " |")
-    lines += ["", "### Skips and failures by focused run", ""]
+    lines += ["", "Skips and failures by focused run:", ""]
     return lines + _notes(runs, " (focused)")
 
 
