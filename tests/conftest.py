@@ -21,7 +21,16 @@ def _cuda_devices() -> int:
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
+_RECORDED_MARKERS = {"distributed", "gpu", "slow"}
+
+
 def pytest_collection_modifyitems(config, items):
+    # Recorded here, not in a fixture: a test skipped by a mark never runs its fixtures,
+    # and the matrix counts the distributed tests each release skips.
+    for item in items:
+        markers = sorted({m.name for m in item.iter_markers()} & _RECORDED_MARKERS)
+        if markers:
+            item.user_properties.append(("markers", ",".join(markers)))
     if _cuda_devices():
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU")
@@ -41,13 +50,6 @@ def _record_environment(record_testsuite_property):
     gpus = _cuda_devices()
     device = f"cuda:{gpus}x {torch.cuda.get_device_name(0)}" if gpus else "cpu"
     record_testsuite_property("device", device)
-
-
-@pytest.fixture(autouse=True)
-def _record_markers(request, record_property):
-    markers = sorted({m.name for m in request.node.iter_markers()} & {"distributed", "gpu", "slow"})
-    if markers:
-        record_property("markers", ",".join(markers))
 
 
 @pytest.fixture(autouse=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -32,8 +33,13 @@ def installed():
     compat.uninstall()
 
 
+_GLOO_CONNECTED = re.compile(r"\[Gloo\] Rank \d+ is connected to \d+ peer ranks\. ")
+
+
 def fresh_python(code: str, path: Path | None = None) -> str:
     """Run ``code`` in a new interpreter that imports this checkout; return its stdout.
+
+    The connection lines torch 2.9's gloo writes to stdout are left out.
 
     Args:
         code: The program.
@@ -50,7 +56,11 @@ def fresh_python(code: str, path: Path | None = None) -> str:
         timeout=300,
     )
     assert run.returncode == 0, run.stdout + run.stderr
-    return run.stdout
+    # torch 2.9's gloo prints each new process group's connections to stdout from C++;
+    # that line is torch's, not the program's output.
+    return "".join(
+        line for line in run.stdout.splitlines(keepends=True) if not _GLOO_CONNECTED.match(line)
+    )
 
 
 def _codes(caught) -> set[str]:

@@ -33,7 +33,12 @@ import torch
 
 from compat.features import current, dcp_state_dict
 from tests import distributed
-from tests.state_dicts import assert_same
+from tests.state_dicts import (
+    NATIVE_SHARDED_REASON,
+    assert_same,
+    native_loads_unrun_fsdp1,
+    native_sharded_fsdp1,
+)
 
 pytestmark = pytest.mark.distributed
 
@@ -47,6 +52,7 @@ if not dcp_state_dict():
 from tests.state_dict_ranks import fallback_run, legacy_and_migrated, round_trips  # noqa: E402
 
 WORLD = 2  # gloo on every host: NCCL on one GPU would run a single rank
+needs_native_sharded = pytest.mark.skipif(not native_sharded_fsdp1(), reason=NATIVE_SHARDED_REASON)
 
 
 @pytest.fixture(scope="module")
@@ -62,6 +68,13 @@ def trips(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def fallbacks():
+    if not native_loads_unrun_fsdp1():
+        # The stand-ins load fresh models: compat uses them only where torch has no
+        # legacy methods of its own, which is not this torch.
+        pytest.skip(
+            "this torch's set_model_state_dict cannot load into an FSDP1 model before its "
+            "first forward (no FSDP root yet), and compat's stand-ins build on it"
+        )
     return distributed.run(fallback_run, world_size=WORLD, backend="gloo")
 
 
@@ -90,6 +103,7 @@ def test_full_optimizer_state_dict_legacy_equals_migrated(equivalence):
     assert rank1["legacy_full_optim"] == rank1["native_full_optim"] == {}
 
 
+@needs_native_sharded
 @pytest.mark.parametrize("kind", ["sharded", "sharded_optim"])
 def test_sharded_state_dicts_legacy_equal_migrated_on_each_rank(equivalence, kind):
     compared = [assert_same(r[f"legacy_{kind}"], r[f"native_{kind}"]) for r in equivalence]
@@ -120,7 +134,9 @@ def test_legacy_idioms_warn_with_their_rules_and_migrated_code_does_not(equivale
         assert rank["native_codes"] == []
 
 
-@pytest.mark.parametrize("variant", ["old", "old-on-new", "new"])
+@pytest.mark.parametrize(
+    "variant", ["old", "old-on-new", pytest.param("new", marks=needs_native_sharded)]
+)
 def test_checkpoint_round_trip_restores_parameters_and_optimizer(trips, variant):
     for rank in trips:
         result = rank["variants"][variant]
@@ -136,14 +152,15 @@ def test_checkpoint_round_trips_warn_with_their_rules(trips):
         codes = rank["variants"]
         assert {"FSDP115", "FSDP120", "FSDP121"} <= set(codes["old"]["codes"])
         assert {"FSDP115", "FSDP120", "FSDP121"} <= set(codes["old-on-new"]["codes"])
-        assert codes["new"]["codes"] == []
+        if "new" in codes:  # run where torch takes the sharded dicts it saves
+            assert codes["new"]["codes"] == []
 
 
 @pytest.mark.parametrize(
     "name",
     [
         "full",
-        "sharded",
+        pytest.param("sharded", marks=needs_native_sharded),
         "full_loaded",
         "full_optim",
         "sharded_optim",

@@ -95,18 +95,20 @@ def _rank() -> int:
 
 def _model_options(settings: Settings) -> tuple[Any, bool, bool]:
     """The ``StateDictOptions`` for ``settings``, and whether to offload / keep rank 0 only."""
+    full = settings.state_dict_type == StateDictType.FULL_STATE_DICT
+    if not full and settings.state_dict_type != StateDictType.SHARDED_STATE_DICT:
+        # Said first: no torch has an equivalent, so this torch's lacks are beside it.
+        raise NotImplementedError(
+            f"{settings.state_dict_type} has no equivalent in "
+            "torch.distributed.checkpoint.state_dict: use SHARDED_STATE_DICT or FULL_STATE_DICT"
+        )
     options_cls = _dcp().StateDictOptions
     config = settings.state_dict_config
     offload = bool(getattr(config, "offload_to_cpu", False))
-    if settings.state_dict_type == StateDictType.FULL_STATE_DICT:
+    if full:
         rank0_only = bool(getattr(config, "rank0_only", False))
         return options_cls(full_state_dict=True), offload, rank0_only
-    if settings.state_dict_type == StateDictType.SHARDED_STATE_DICT:
-        return options_cls(), offload, False
-    raise NotImplementedError(
-        f"{settings.state_dict_type} has no equivalent in "
-        "torch.distributed.checkpoint.state_dict: use SHARDED_STATE_DICT or FULL_STATE_DICT"
-    )
+    return options_cls(), offload, False
 
 
 @contextlib.contextmanager
@@ -158,9 +160,10 @@ def set_state_dict_type(
     Returns:
         The settings in effect before, or None if the module had none from here.
     """
+    settings = Settings(state_dict_type, state_dict_config, optim_state_dict_config)
+    _model_options(settings)  # an unsupported type or torch fails here, before any change
     previous = _settings.get(module)
-    _settings[module] = Settings(state_dict_type, state_dict_config, optim_state_dict_config)
-    _model_options(_settings[module])  # an unsupported type fails here, not later
+    _settings[module] = settings
     module.__dict__["state_dict"] = types.MethodType(_state_dict, module)
     module.__dict__["load_state_dict"] = types.MethodType(_load_state_dict, module)
     return previous
