@@ -222,9 +222,9 @@ def _statement_plan(
     return _Plan(with_node, function, f"StateDictOptions({options})", module, loaded)
 
 
-def _unproven(plan: _Plan) -> bool:
+def _unproven(function: str, options: str) -> bool:
     """Saving with ``cpu_offload``: equal by torch's code, not by a run (see the module)."""
-    return plan.function == "get_model_state_dict" and "cpu_offload" in plan.options
+    return function == "get_model_state_dict" and "cpu_offload" in options
 
 
 # The ast half --------------------------------------------------------------------------
@@ -445,7 +445,7 @@ class Fsdp115(Behaviour):
 
     def call(self, engine: Engine, original: cst.Call, updated: cst.Call) -> cst.Call:
         plan = plan_for(engine, original)
-        unsafe = plan is not None and _unproven(plan)
+        unsafe = plan is not None and _unproven(plan.function, plan.options)
         applies = engine.report(
             original, self.rule, fixable_here=plan is not None, unsafe_here=unsafe
         )
@@ -469,7 +469,7 @@ class Fsdp115(Behaviour):
 
     def ast_call(self, detector: Any, call: ast.Call) -> None:
         plan = _ast_plan(detector, call)
-        unsafe = plan is not None and plan[0] == "get_model_state_dict" and "cpu_offload" in plan[1]
+        unsafe = plan is not None and _unproven(*plan)
         detector.report(call, self.rule, fixable_here=plan is not None, unsafe_here=unsafe)
 
     def ast_block(self, detector: Any, statements: list[ast.stmt]) -> None:

@@ -13,6 +13,7 @@ calls are reported for a human (pass ``optim=`` first).
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from typing import Any
 
 import libcst as cst
@@ -47,46 +48,39 @@ def _method(engine: Engine, call: cst.Call, old: tuple[str, ...]) -> str | None:
     return next(iter(names)).rpartition(".")[2] if names else None
 
 
-def _optim_input_index(args: list[cst.Arg], method: str) -> int | None:
+#: How one tree's arguments are read: (the keyword an argument passes, or None;
+#: whether it is a plain positional argument). libcst's and ast's differ.
+_Reader = tuple[Callable[[Any], "str | None"], Callable[[Any], bool]]
+
+
+def _optim_input_index(args: list, method: str, read: _Reader) -> int | None:
     """The index in ``args`` of the ``optim_input`` argument, if the call passes one."""
-    for index, arg in enumerate(args):
-        if keyword(arg) == "optim_input":
-            return index
-    position = _OPTIM_INPUT_POSITION.get(method)
-    positional = [i for i, a in enumerate(args) if is_plain_positional(a)]
-    if position is not None and len(positional) > position:
-        return positional[position]
-    return None
-
-
-def _passes_optim(args: list[cst.Arg], method: str) -> bool:
-    if any(keyword(a) == "optim" for a in args):
-        return True
-    return sum(is_plain_positional(a) for a in args) > _OPTIM_POSITION[method]
-
-
-def _ast_optim_input_index(args: list, method: str) -> int | None:
-    """:func:`_optim_input_index` on ``ast`` arguments (in source order)."""
-    from codemods.astsyntax import keyword as keyword_of
-    from codemods.astsyntax import plain_positional
-
+    keyword_of, positional_arg = read
     for index, arg in enumerate(args):
         if keyword_of(arg) == "optim_input":
             return index
     position = _OPTIM_INPUT_POSITION.get(method)
-    positional = [i for i, a in enumerate(args) if plain_positional(a)]
+    positional = [i for i, a in enumerate(args) if positional_arg(a)]
     if position is not None and len(positional) > position:
         return positional[position]
     return None
 
 
-def _ast_passes_optim(args: list, method: str) -> bool:
+def _passes_optim(args: list, method: str, read: _Reader) -> bool:
+    keyword_of, positional_arg = read
+    if any(keyword_of(a) == "optim" for a in args):
+        return True
+    return sum(positional_arg(a) for a in args) > _OPTIM_POSITION[method]
+
+
+def _ast_reader() -> _Reader:
     from codemods.astsyntax import keyword as keyword_of
     from codemods.astsyntax import plain_positional
 
-    if any(keyword_of(a) == "optim" for a in args):
-        return True
-    return sum(plain_positional(a) for a in args) > _OPTIM_POSITION[method]
+    return keyword_of, plain_positional
+
+
+_CST_READER: _Reader = (keyword, is_plain_positional)
 
 
 class Fsdp117(Behaviour):
@@ -98,13 +92,13 @@ class Fsdp117(Behaviour):
     def call(self, engine: Engine, original: cst.Call, updated: cst.Call) -> cst.Call:
         method = _method(engine, original, self.rule.old)
         args = list(original.args)
-        index = None if method is None else _optim_input_index(args, method)
+        index = None if method is None else _optim_input_index(args, method, _CST_READER)
         if index is None:
             return updated
         later_positional = any(is_plain_positional(a) for a in args[index + 1 :])
         certain = (
             not any(a.star for a in args)
-            and _passes_optim(args, method)
+            and _passes_optim(args, method, _CST_READER)
             and not (is_plain_positional(args[index]) and later_positional)
             and engine.target_at_least(OPTIM_SINCE)
         )
@@ -119,14 +113,14 @@ class Fsdp117(Behaviour):
         names = detector.qualified(call.func) & set(self.rule.old)
         method = next(iter(names)).rpartition(".")[2] if names else None
         args = arguments(call)
-        index = None if method is None else _ast_optim_input_index(args, method)
+        index = None if method is None else _optim_input_index(args, method, _ast_reader())
         if index is None:
             return
         arg = args[index]
         later_positional = any(plain_positional(a) for a in args[index + 1 :])
         certain = (
             not any(star(a) for a in args)
-            and _ast_passes_optim(args, method)  # type: ignore[arg-type]
+            and _passes_optim(args, method, _ast_reader())
             and not (plain_positional(arg) and later_positional)
             and detector.target_at_least(OPTIM_SINCE)
         )
