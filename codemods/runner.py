@@ -31,8 +31,12 @@ from codemods.settings import Settings
 from codemods.sources import ChangedMeanwhile, write_atomic
 
 #: Below this many files one process does the work: a pool costs more to start than
-#: reading and filtering them (about half a millisecond each) takes.
+#: reading and filtering them (about half a millisecond each) takes...
 POOL_THRESHOLD = 256
+#: ... unless they hold this many bytes: files full of FSDP pass the pre-filter, and
+#: parsing them and running the ``ast`` detector costs about 2 ms per 1,000 bytes,
+#: against a pool's start of a few tens of milliseconds.
+POOL_BYTES = 128 * 2**10
 #: Files that need parsing and are larger than this are reported and skipped: libcst's
 #: name resolution takes minutes on them (generated code, as a rule).
 MAX_PARSE_BYTES = 4 * 2**20
@@ -255,6 +259,23 @@ def _chunksize(files: int, jobs: int) -> int:
     return max(1, min(16, files // (jobs * 4)))
 
 
+def _worth_a_pool(paths: Sequence[Path]) -> bool:
+    """Whether screening ``paths`` in worker processes beats doing it here."""
+    if len(paths) >= POOL_THRESHOLD:
+        return True
+    if len(paths) < 2:
+        return False
+    total = 0
+    for path in paths:
+        try:
+            total += path.stat().st_size
+        except OSError:
+            continue  # reading it will report why
+        if total >= POOL_BYTES:
+            return True
+    return False
+
+
 def process_files(
     paths: Sequence[Path],
     settings: Settings,
@@ -268,10 +289,11 @@ def process_files(
     """Process ``paths`` (in parallel when there are many), results in input order.
 
     Two stages: every file is read and pre-filtered, then the files that may hold a
-    finding are parsed. A large run goes to worker processes whole, each screening its
-    share of the files and parsing those that pass (so no process waits for the others
-    to finish screening, and this one never loads libcst), the files named most like
-    the old APIs' modules first (:func:`likeliest_first`). A small run is screened
+    finding are parsed. A large run (many files, or many bytes: :func:`_worth_a_pool`)
+    goes to worker processes whole, each screening its share of the files and parsing
+    those that pass (so no process waits for the others to finish screening, and this
+    one never loads libcst), the files named most like the old APIs' modules first
+    (:func:`likeliest_first`). A small run is screened
     here, and its files to parse go to workers only when there are several.
 
     ``progress(done, total)`` is called as results come in. ``prefilter=False`` parses
@@ -298,7 +320,7 @@ def process_files(
     def lost(index: int, reason: str) -> None:
         finished(index, FileResult(str(paths[index]), error=reason))
 
-    if jobs > 1 and len(paths) >= POOL_THRESHOLD:
+    if jobs > 1 and _worth_a_pool(paths):
         # A work item: path, settings, pre-filter or not, write or not, the hook.
         work = [
             (i, (paths[i], chosen[i], prefilter, write, before_write))

@@ -256,8 +256,8 @@ def _ast_keyword_calls(detector: Any, rule: Rule) -> list[ast.keyword]:
         torch_callables = set(rule.old)
         detector.scratch[key] = [
             arg
-            for call in ast.walk(detector.tree)
-            if type(call) is ast.Call and not detector.qualified(call.func) & torch_callables
+            for call in detector.nodes(ast.Call)
+            if not detector.qualified(call.func) & torch_callables
             for arg in call.keywords
             if arg.arg == rule.argument
         ]

@@ -286,8 +286,8 @@ def _ast_assignments(detector: Any) -> dict[tuple[int, int], ast.Assign]:
     if found is None:
         found = {
             (node.targets[0].lineno, node.targets[0].col_offset): node
-            for node in ast.walk(detector.tree)
-            if type(node) is ast.Assign and type(node.targets[0]) is ast.Name
+            for node in detector.nodes(ast.Assign)
+            if type(node.targets[0]) is ast.Name
         }
         detector.scratch["FSDP115:assigns"] = found
     return found

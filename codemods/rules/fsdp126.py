@@ -54,11 +54,7 @@ def _definitions(detector: Any) -> dict[tuple[int, int], ast.AST]:
     found = detector.scratch.get("FSDP126:defs")
     if found is None:
         kinds = (ast.FunctionDef, ast.AsyncFunctionDef)
-        found = {
-            (node.lineno, node.col_offset): node
-            for node in ast.walk(detector.tree)
-            if isinstance(node, kinds)
-        }
+        found = {(node.lineno, node.col_offset): node for node in detector.nodes(*kinds)}
         detector.scratch["FSDP126:defs"] = found
     return found
 
