@@ -19,9 +19,8 @@ from codemods.astdetect import AstSite, Detector, Undecided, is_fallback
 from codemods.astscope import dotted
 from codemods.astsyntax import tree_index
 from codemods.behaviours import INDEX, fix_for
-from codemods.engine import Engine
 from codemods.kinds.base import PARTIAL, Behaviour, unchanged
-from codemods.plan import Planner
+from codemods.plan import Planner, new_name
 from codemods.prefilter import rule_filter
 from codemods.registry import REGISTRY, Rule
 
@@ -279,5 +278,5 @@ def _first(call: ast.Call) -> ast.AST | None:
 class _Clashes:
     """``Planner._clashes`` without an engine: it only needs ``new_name``."""
 
-    new_name = staticmethod(Engine.new_name)
+    new_name = staticmethod(new_name)
     clashes = classmethod(lambda cls, codes, olds: Planner._clashes(cls, codes, olds))

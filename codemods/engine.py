@@ -17,17 +17,17 @@ from __future__ import annotations
 
 from typing import Any
 
-import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider, Scope, ScopeProvider
 from packaging.version import Version
 
 from codemods.behaviours import INDEX, fix_for
 from codemods.findings import Finding
-from codemods.import_moves import ImportMoves, restyle
+from codemods.import_moves import ImportMoves
 from codemods.import_pass import Edits
 from codemods.kinds.base import PARTIAL, Site
+from codemods.lazy_libcst import cst
 from codemods.noqa import Suppressions
-from codemods.plan import Found, Plan, Planner
+from codemods.plan import Found, Plan, Planner, new_name
 from codemods.registry import REGISTRY, Rule
 from codemods.settings import Settings
 from codemods.syntax import dotted, is_fallback
@@ -229,13 +229,7 @@ class Engine(ImportMoves, cst.CSTTransformer):
         """The old names (with their rules) an import brings in."""
         return [(old, rule) for _, rule, old in self._imported_names(node)]
 
-    @staticmethod
-    def new_name(rule: Rule, old: str) -> str | None:
-        """What ``old`` is renamed to, or None where the fix renames nothing."""
-        if fix_for(rule) is None:
-            return None
-        new = rule.new_for(old)
-        return restyle(new, old) if new else None
+    new_name = staticmethod(new_name)
 
     # Traversal -------------------------------------------------------------------------
 

@@ -137,31 +137,6 @@ def process_source(
     return result
 
 
-def _found_on_ast(source: bytes, settings: Settings) -> list[Finding] | None:
-    """The findings, where the ``ast`` detector decides them and nothing is to be fixed.
-
-    A fixing run needs libcst only where a fix applies: where none does, its findings
-    are lint's (none marked fixed) and the file stays as it is. None: libcst decides.
-    """
-    from codemods.astlint import Undecided, lint
-
-    try:
-        findings = lint(source, settings)
-    except Undecided:
-        return None
-    if settings.fix and any(_applies(f, settings) for f in findings):
-        return None
-    return findings
-
-
-def _applies(finding: Finding, settings: Settings) -> bool:
-    """Whether a fixing run with ``settings`` fixes ``finding``."""
-    from codemods.registry import REGISTRY
-
-    applies = finding.fixable and settings.applies_fix(REGISTRY[finding.code])
-    return applies and (not finding.unsafe or settings.unsafe_fixes)
-
-
 def _not_python(source: bytes) -> str | None:
     """Why ``source`` is certainly not Python, or None."""
     if b"\x00" in source:  # Python refuses such a file too; do not guess at its contents
@@ -194,7 +169,9 @@ def _screen_source(
     """
     if prefilter and not worth_parsing(source, settings):
         return FileResult(path)
-    findings = _found_on_ast(source, settings) if len(source) <= MAX_PARSE_BYTES else None
+    from codemods.astlint import found_on_ast  # not before a file passes the pre-filter
+
+    findings = found_on_ast(source, settings) if len(source) <= MAX_PARSE_BYTES else None
     return None if findings is None else FileResult(path, findings=findings)
 
 

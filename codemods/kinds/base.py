@@ -22,9 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Protocol
 
-import libcst as cst
-from libcst.metadata import Scope
-
+from codemods.lazy_libcst import cst
 from codemods.registry import Rule
 
 #: The qualified name of ``functools.partial``.
@@ -82,7 +80,7 @@ class Engine(Resolver, Protocol):
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
         """The parent of an original node."""
 
-    def scope(self, node: cst.CSTNode) -> Scope | None:
+    def scope(self, node: cst.CSTNode) -> cst.metadata.Scope | None:
         """The scope an original node is in."""
 
     def need_import(self, module: str, name: str | None, asname: str | None = None) -> None:

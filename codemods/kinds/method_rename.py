@@ -11,9 +11,8 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-import libcst as cst
-
 from codemods.kinds.base import Behaviour, Engine
+from codemods.lazy_libcst import cst
 from codemods.syntax import find_all
 
 #: Lightning's test helpers that are LightningModules (their names in every release).

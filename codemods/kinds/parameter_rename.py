@@ -14,9 +14,8 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-import libcst as cst
-
 from codemods.kinds.base import PARTIAL, Engine
+from codemods.lazy_libcst import cst
 from codemods.registry import Rule
 from codemods.registry.names import (
     CHECKPOINT_WRAPPER,

@@ -31,11 +31,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import libcst as cst
-from libcst.metadata import GlobalScope
-
 from codemods.kinds.base import Behaviour, Engine
-from codemods.syntax import dotted, is_plain_positional, keyword, literal
+from codemods.lazy_libcst import cst
+from codemods.syntax import dotted, is_plain_positional, keyword, literal, no_space_equal
 
 #: Where ``torch.distributed.checkpoint.state_dict`` first exists.
 DCP_STATE_DICT_SINCE = "2.2"
@@ -119,7 +117,7 @@ def _named_config(engine: Engine, name: cst.Name, with_node: cst.With):
     statement = engine.parent(assign)
     drop = (
         assignments[0].scope is scope
-        and not isinstance(scope, GlobalScope)
+        and not isinstance(scope, cst.metadata.GlobalScope)
         and isinstance(statement, cst.SimpleStatementLine)
         and len(statement.body) == 1
     )
@@ -518,20 +516,16 @@ def _rewrite(plan: _Plan, updated: cst.With) -> cst.SimpleStatementLine:
     small = line.body[0]
     call = small.value
     module = call.func.value
-    args = [cst.Arg(module, comma=_COMMA)]
+    comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    args = [cst.Arg(module, comma=comma)]
     if plan.loaded is not None:
-        args.append(call.args[0].with_changes(comma=_COMMA))
+        args.append(call.args[0].with_changes(comma=comma))
     options = cst.parse_expression(plan.options)
-    args.append(cst.Arg(options, keyword=cst.Name("options"), equal=_EQUAL))
+    args.append(cst.Arg(options, keyword=cst.Name("options"), equal=no_space_equal()))
     new_call = cst.Call(cst.Name(plan.function), args=args)
     return line.with_changes(
         body=[small.with_changes(value=new_call)], leading_lines=updated.leading_lines
     )
 
-
-_COMMA = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-_EQUAL = cst.AssignEqual(
-    whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
-)
 
 BEHAVIOUR = Fsdp115

@@ -11,9 +11,8 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-import libcst as cst
-
 from codemods.kinds.base import Behaviour, Engine
+from codemods.lazy_libcst import cst
 from codemods.syntax import is_plain_positional, keyword
 
 #: ``distribute_module(module, device_mesh, partition_fn, input_fn, output_fn)``.

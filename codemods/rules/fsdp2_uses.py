@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import libcst as cst
-
 from codemods.kinds.base import Engine
+from codemods.lazy_libcst import cst
 from codemods.syntax import keyword
 
 STATE_DICT = "torch.distributed.checkpoint.state_dict"

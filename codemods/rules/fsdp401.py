@@ -22,10 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import libcst as cst
-from libcst.metadata import PositionProvider
-
 from codemods.kinds.base import Behaviour, Engine
+from codemods.lazy_libcst import cst
 from codemods.registry.names import COMPOSABLE_FSDP, TORCH_FSDP, TORCH_FSDP_CLASSES
 from codemods.rules.fsdp2_arguments import Keywords, Untranslatable, translate
 from codemods.rules.fsdp2_policy import unit_classes
@@ -62,8 +60,6 @@ CHANGED_MEANING = {
     ),
 }
 
-_CONTAINERS = (cst.Assign, cst.AnnAssign, cst.Return, cst.Expr)
-
 
 @dataclass(frozen=True)
 class Conversion:
@@ -94,7 +90,7 @@ class Survey:
 
 
 def _line(engine: Engine, node: cst.CSTNode) -> int:
-    return engine.get_metadata(PositionProvider, node).start.line
+    return engine.get_metadata(cst.metadata.PositionProvider, node).start.line
 
 
 def _statement(engine: Engine, call: cst.Call) -> tuple[cst.SimpleStatementLine, cst.CSTNode]:
@@ -105,7 +101,10 @@ def _statement(engine: Engine, call: cst.Call) -> tuple[cst.SimpleStatementLine,
         if isinstance(parent, cst.Arg) and parent.value is node:
             node = engine.parent(parent)  # the call taking it
             continue
-        if isinstance(parent, _CONTAINERS) and getattr(parent, "value", None) is node:
+        if (
+            isinstance(parent, (cst.Assign, cst.AnnAssign, cst.Return, cst.Expr))
+            and getattr(parent, "value", None) is node
+        ):
             line = engine.parent(parent)
             if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1:
                 return line, parent
