@@ -330,7 +330,9 @@ def _ast_body_statement(detector: Any, with_node: ast.With) -> ast.stmt | None:
     header = [lines[last.end_lineno - 1][last.end_col_offset :]]  # type: ignore[index]
     header += lines[last.end_lineno : statement.lineno - 1]  # type: ignore[misc]
     if any(b"#" in line for line in header):
-        raise Undecided("a comment by a state_dict_type block")
+        # After the last item only `)`, `:` and comments can stand: a comment on the
+        # header or above the statement, where libcst's block keeps no plan either.
+        return None
     # Comment lines after the block indented as deep as its statement are its footer
     # (libcst); shallower ones belong to what follows. A mix is Undecided.
     deeper = set()
