@@ -21,6 +21,7 @@ of every call in the file, and each finding says why.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from codemods.kinds.base import Behaviour, Engine
 from codemods.lazy_libcst import cst
@@ -29,6 +30,9 @@ from codemods.rules.fsdp2_arguments import Keywords, Untranslatable, translate
 from codemods.rules.fsdp2_policy import unit_classes
 from codemods.rules.fsdp2_uses import Use, rewrite
 from codemods.syntax import dotted, find_all, is_fallback, keyword
+
+#: The builtin whose class argument FSDP2 spells ``FSDPModule``.
+ISINSTANCE = "builtins.isinstance"
 
 #: Attributes of an FSDP1-wrapped model that an FSDP2 model does not have (or that mean
 #: something else there): a file using one on the wrapped model is left as FSDP1.
@@ -82,11 +86,27 @@ class Conversion:
 
 @dataclass
 class Survey:
-    """Every FSDP1 wrapper call of a file, and why the file must stay FSDP1 (if it must)."""
+    """Every FSDP1 wrapper call of a file, and why the file must stay FSDP1 (if it must).
+
+    Attributes:
+        conversions: Each wrapper call's conversion, or why it has none (by ``id``).
+        uses: The calls on each wrapped model that are rewritten with it.
+        blocker: Why no FSDP4 fix is written in the file, or None.
+        class_checks: The FSDP1 classes ``isinstance`` tests or a function's annotations
+            name (``id`` of the reference): ``FSDPModule`` on FSDP2, the class every
+            ``fully_shard``-ed module takes on.
+    """
 
     conversions: dict[int, Conversion | str]
     uses: dict[int, list[Use]]
     blocker: str | None
+    class_checks: frozenset[int] = frozenset()
+
+    def converts(self) -> bool:
+        """Whether the file is converted (in a run that applies the family's fixes)."""
+        return self.blocker is None and any(
+            isinstance(c, Conversion) for c in self.conversions.values()
+        )
 
 
 def _line(engine: Engine, node: cst.CSTNode) -> int:
@@ -229,10 +249,16 @@ def survey(engine: Engine, rule_code: str) -> Survey:
                 key = (id(engine.scope(call)), name)
                 bound.setdefault(key, []).append((_line(engine, call), id(call)))
     funcs = {id(call.func) for call in calls}
+    checks = set()
     for node in find_all(module, lambda n: isinstance(n, (cst.Name, cst.Attribute))):
         if id(node) in funcs or _in_import(engine, node):
             continue
         if _fsdp1_reference(engine, node):
+            if (_tested_class(engine, node) or _annotates(engine, node)) and not _gated(
+                engine, node
+            ):
+                checks.add(id(node))
+                continue
             shown = module.code_for_node(node)
             blockers.append(f"`{shown}` at line {_line(engine, node)} is FSDP1 only")
             continue
@@ -248,7 +274,42 @@ def survey(engine: Engine, rule_code: str) -> Survey:
         shown = module.code_for_node(node)
         why = CHANGED_MEANING.get(method, "exists only on FSDP1 models")
         blockers.append(f"`{shown}` at line {_line(engine, node)}: {why}")
-    return Survey(conversions, uses, blockers[0] if blockers else None)
+    if checks and _fresh(engine, "FSDPModule") != "FSDPModule":
+        blockers.append("`FSDPModule`, which `isinstance(x, FSDP)` becomes, is a name here")
+    return Survey(conversions, uses, blockers[0] if blockers else None, frozenset(checks))
+
+
+def _annotates(engine: Engine, node: cst.CSTNode) -> bool:
+    """Whether ``node`` is in the annotation of a function's parameter or return."""
+    parent = engine.parent(node)
+    while parent is not None and not isinstance(parent, (cst.Annotation, cst.BaseStatement)):
+        parent = engine.parent(parent)
+    if not isinstance(parent, cst.Annotation):
+        return False
+    owner = engine.parent(parent)
+    return isinstance(owner, cst.Param) or (
+        isinstance(owner, cst.FunctionDef) and owner.returns is parent
+    )
+
+
+def _tested_class(engine: Engine, node: cst.CSTNode) -> bool:
+    """Whether ``node`` is the class of ``isinstance(x, node)``, alone or in a tuple."""
+    parent = engine.parent(node)
+    if isinstance(parent, cst.Element):
+        display = engine.parent(parent)
+        if not isinstance(display, cst.Tuple):
+            return False
+        node, parent = display, engine.parent(display)
+    if not (isinstance(parent, cst.Arg) and parent.value is node and not parent.star):
+        return False
+    call = engine.parent(parent)
+    return (
+        isinstance(call, cst.Call)
+        and len(call.args) == 2
+        and call.args[1] is parent
+        and keyword(parent) is None
+        and ISINSTANCE in engine.qualified(call.func)
+    )
 
 
 def _forget_fsdp1_names(engine: Engine, call: cst.Call) -> None:
@@ -327,8 +388,10 @@ def _statements(engine: Engine, conversion: Conversion, indent: str) -> list[cst
 class Fsdp401(Behaviour):
     """Rewrite each FSDP1 wrapper call when every one in the file can be rewritten."""
 
+    definitions = True  # a function's annotations naming the FSDP1 class
+
     def calls(self) -> tuple[str, ...]:
-        return TORCH_FSDP_CLASSES
+        return (*TORCH_FSDP_CLASSES, ISINSTANCE)
 
     def call(self, engine: Engine, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         if not engine.settings.enabled(self.rule):
@@ -336,6 +399,8 @@ class Fsdp401(Behaviour):
         found = engine.scratch.get(self.rule.code)
         if found is None:
             found = engine.scratch[self.rule.code] = survey(engine, self.rule.code)
+        if ISINSTANCE in engine.qualified(original.func):
+            return _class_check(engine, self.rule, found, original, updated)
         conversion = found.conversions.get(id(original))
         if conversion is None:
             return updated
@@ -363,6 +428,74 @@ class Fsdp401(Behaviour):
         taken = len(indent + conversion.root + " = ")  # most often `model = fully_shard(...)`
         text = call_text(conversion.root, conversion.keywords.code, one, "", taken)
         return cst.parse_expression(text, engine.module.config_for_parsing)
+
+    def function(self, engine: Engine, node: cst.FunctionDef | cst.Lambda) -> None:
+        if not isinstance(node, cst.FunctionDef) or not engine.settings.enabled(self.rule):
+            return
+        annotations = [p.annotation for p in _parameters(node) if p.annotation is not None]
+        annotations += [node.returns] if node.returns is not None else []
+        if not annotations:
+            return
+        found = engine.scratch.get(self.rule.code)
+        if found is None:
+            found = engine.scratch[self.rule.code] = survey(engine, self.rule.code)
+        hits = [
+            ref
+            for annotation in annotations
+            for ref in find_all(annotation, lambda n: id(n) in found.class_checks)
+        ]
+        if not hits or not found.converts() or not engine.report(hits[0], self.rule, quiet=True):
+            return
+        _use_fsdp_module(engine, hits)
+        for hit in hits:
+            engine.replace(hit, cst.Name("FSDPModule"))
+
+    def ast_function(self, detector: Any, node: Any) -> None:
+        """Nothing to report: annotations change only with the file's wrapper calls."""
+
+
+def _parameters(node: cst.FunctionDef) -> list[cst.Param]:
+    params = node.params
+    star = [params.star_arg] if isinstance(params.star_arg, cst.Param) else []
+    double = [params.star_kwarg] if params.star_kwarg is not None else []
+    return [*params.posonly_params, *params.params, *star, *params.kwonly_params, *double]
+
+
+def _use_fsdp_module(engine: Engine, replaced: list[cst.CSTNode]) -> None:
+    """Import ``FSDPModule`` from FSDP2's home; the FSDP1 names replaced may go."""
+    home = TORCH_FSDP if engine.target_at_least("2.6") else COMPOSABLE_FSDP
+    engine.need_import(home, "FSDPModule")
+    for node in replaced:
+        engine.forget(node)
+
+
+def _class_check(
+    engine: Engine, rule: Any, found: Survey, original: cst.Call, updated: cst.Call
+) -> cst.Call:
+    """``isinstance(x, FSDP)`` as ``isinstance(x, FSDPModule)`` in a file that converts.
+
+    Wherever the check stands (before the wrapper call too): the survey has seen the
+    whole file. Its finding is the wrapper call's; this only says whether the fix applies.
+    """
+    if len(original.args) != 2 or not found.converts():
+        return updated
+    tested = original.args[1].value
+    parts = [e.value for e in tested.elements] if isinstance(tested, cst.Tuple) else [tested]
+    hits = [part for part in parts if id(part) in found.class_checks]
+    if not hits or not engine.report(hits[0], rule, quiet=True):
+        return updated
+    _use_fsdp_module(engine, hits)
+    new = cst.Name("FSDPModule")
+    value = updated.args[1].value
+    if isinstance(value, cst.Tuple):
+        elements = [
+            element.with_changes(value=new) if id(part) in found.class_checks else element
+            for element, part in zip(value.elements, parts)
+        ]
+        value = value.with_changes(elements=elements)
+    else:
+        value = new
+    return updated.with_changes(args=[updated.args[0], updated.args[1].with_changes(value=value)])
 
 
 BEHAVIOUR = Fsdp401
