@@ -157,7 +157,8 @@ def test_one_call_left_withholds_the_others_and_says_why():
 @pytest.mark.parametrize(
     ("use", "why"),
     [
-        ("FSDP.fsdp_modules(model)", "`FSDP` at line 6 is FSDP1 only"),
+        ("FSDP.fsdp_modules(model, root_only=True)", "`FSDP` at line 6 is FSDP1 only"),
+        ("FSDP.fsdp_modules(*models)", "`FSDP` at line 6 is FSDP1 only"),
         ("isinstance(model, FSDP) or FSDP", "`FSDP` at line 6 is FSDP1 only"),
         ("isinstance(model, klass=FSDP)", "`FSDP` at line 6 is FSDP1 only"),
         (
@@ -221,6 +222,20 @@ def test_an_annotated_variable_keeps_the_file_fsdp1():
     new, findings = _migrate("model: FSDP = FSDP(model, auto_wrap_policy={Block})\n")
     assert new is None
     assert findings[0].withheld == "fix withheld: `FSDP` at line 5 is FSDP1 only"
+
+
+@pytest.mark.parametrize("where", ["after", "before"])
+@pytest.mark.parametrize("argument", ["model", "module=model"])
+def test_fsdp1s_module_list_becomes_the_fsdp_module_instances(where, argument):
+    listing = f"def units(model):\n    return FSDP.fsdp_modules({argument})\n"
+    call = "model = FSDP(model, auto_wrap_policy={Block})\n"
+    new, findings = _migrate(listing + call if where == "before" else call + listing)
+    assert new is not None and findings[0].fixed
+    comprehension = (
+        "[submodule for submodule in model.modules() if isinstance(submodule, FSDPModule)]"
+    )
+    assert f"    return {comprehension}\n" in new
+    assert "fsdp_modules" not in new and "FullyShardedDataParallel" not in new
 
 
 def test_a_unit_check_follows_the_target_torch():

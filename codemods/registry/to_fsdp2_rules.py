@@ -38,7 +38,9 @@ RULES = (
             "argument that has no certain translation (`sync_module_states=True`, "
             "`param_init_fn`, a process group, `HYBRID_SHARD`, `NO_SHARD`) is reported with "
             "a recipe. `isinstance(x, FSDP)` and a function's annotations naming the FSDP1 "
-            "class become `FSDPModule`, the class every `fully_shard`-ed module takes on. "
+            "class become `FSDPModule`, the class every `fully_shard`-ed module takes on, "
+            "and `FSDP.fsdp_modules(model)` the `FSDPModule` instances in "
+            "`model.modules()`. "
             "A file is converted whole or not at all. Opt-in: torch has not "
             "deprecated FSDP1. Unsafe: parameters become DTensors and sharded checkpoints "
             "change layout (full state dicts keep their keys)."
@@ -180,6 +182,24 @@ RULES = (
                     "        fully_shard(submodule)\n"
                     "model = fully_shard(model)\n"
                     "assert isinstance(model, (FSDPModule, Head))\n"
+                ),
+            ),
+            Example(
+                before=(
+                    # FSDP1's list of its modules: the FSDPModule instances on FSDP2.
+                    _IMPORT + _WRAP + _MODEL + "\n"
+                    "model = FSDP(model, auto_wrap_policy=ModuleWrapPolicy({Block}))\n"
+                    "units = FSDP.fsdp_modules(model)\n"
+                ),
+                after=(
+                    "from torch.distributed.fsdp import FSDPModule, fully_shard\n" + _MODEL + "\n"
+                    "for submodule in reversed(list(model.modules())):  "
+                    "# descendants before ancestors\n"
+                    "    if isinstance(submodule, Block) and submodule is not model:\n"
+                    "        fully_shard(submodule)\n"
+                    "model = fully_shard(model)\n"
+                    "units = [submodule for submodule in model.modules() "
+                    "if isinstance(submodule, FSDPModule)]\n"
                 ),
             ),
             Example.reported_only(

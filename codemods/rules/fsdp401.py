@@ -33,6 +33,8 @@ from codemods.syntax import dotted, find_all, is_fallback, keyword
 
 #: The builtin whose class argument FSDP2 spells ``FSDPModule``.
 ISINSTANCE = "builtins.isinstance"
+#: FSDP1's list of the FSDP modules under a module, by each spelling of the class.
+FSDP_MODULES = tuple(f"{name}.fsdp_modules" for name in TORCH_FSDP_CLASSES)
 
 #: Attributes of an FSDP1-wrapped model that an FSDP2 model does not have (or that mean
 #: something else there): a file using one on the wrapped model is left as FSDP1.
@@ -92,6 +94,8 @@ class Survey:
         conversions: Each wrapper call's conversion, or why it has none (by ``id``).
         uses: The calls on each wrapped model that are rewritten with it.
         blocker: Why no FSDP4 fix is written in the file, or None.
+        module_lists: The ``FSDP.fsdp_modules(module)`` calls (``id``): a comprehension
+            of the ``FSDPModule`` instances in ``module.modules()`` on FSDP2.
         class_checks: The FSDP1 classes ``isinstance`` tests or a function's annotations
             name (``id`` of the reference): ``FSDPModule`` on FSDP2, the class every
             ``fully_shard``-ed module takes on.
@@ -101,6 +105,7 @@ class Survey:
     uses: dict[int, list[Use]]
     blocker: str | None
     class_checks: frozenset[int] = frozenset()
+    module_lists: frozenset[int] = frozenset()
 
     def converts(self) -> bool:
         """Whether the file is converted (in a run that applies the family's fixes)."""
@@ -250,6 +255,7 @@ def survey(engine: Engine, rule_code: str) -> Survey:
                 bound.setdefault(key, []).append((_line(engine, call), id(call)))
     funcs = {id(call.func) for call in calls}
     checks = set()
+    lists = set()
     for node in find_all(module, lambda n: isinstance(n, (cst.Name, cst.Attribute))):
         if id(node) in funcs or _in_import(engine, node):
             continue
@@ -258,6 +264,10 @@ def survey(engine: Engine, rule_code: str) -> Survey:
                 engine, node
             ):
                 checks.add(id(node))
+                continue
+            listing = _module_list(engine, node)
+            if listing is not None and not _gated(engine, node):
+                lists.add(id(listing))
                 continue
             shown = module.code_for_node(node)
             blockers.append(f"`{shown}` at line {_line(engine, node)} is FSDP1 only")
@@ -274,9 +284,29 @@ def survey(engine: Engine, rule_code: str) -> Survey:
         shown = module.code_for_node(node)
         why = CHANGED_MEANING.get(method, "exists only on FSDP1 models")
         blockers.append(f"`{shown}` at line {_line(engine, node)}: {why}")
-    if checks and _fresh(engine, "FSDPModule") != "FSDPModule":
-        blockers.append("`FSDPModule`, which `isinstance(x, FSDP)` becomes, is a name here")
-    return Survey(conversions, uses, blockers[0] if blockers else None, frozenset(checks))
+    if (checks or lists) and _fresh(engine, "FSDPModule") != "FSDPModule":
+        blockers.append("`FSDPModule`, which FSDP2 code needs, is a name here")
+    return Survey(
+        conversions, uses, blockers[0] if blockers else None, frozenset(checks), frozenset(lists)
+    )
+
+
+def _module_list(engine: Engine, node: cst.CSTNode) -> cst.Call | None:
+    """The call ``node.fsdp_modules(module)`` where ``node`` is the FSDP1 class.
+
+    Only the plain form: one positional module, no ``root_only`` (the roots have no
+    FSDP2 counterpart one can list).
+    """
+    attribute = engine.parent(node)
+    if not (isinstance(attribute, cst.Attribute) and attribute.value is node):
+        return None
+    call = engine.parent(attribute)
+    if not (isinstance(call, cst.Call) and call.func is attribute):
+        return None
+    if attribute.attr.value != "fsdp_modules" or len(call.args) != 1:
+        return None
+    (arg,) = call.args
+    return call if keyword(arg) in (None, "module") and not arg.star else None
 
 
 def _annotates(engine: Engine, node: cst.CSTNode) -> bool:
@@ -391,7 +421,7 @@ class Fsdp401(Behaviour):
     definitions = True  # a function's annotations naming the FSDP1 class
 
     def calls(self) -> tuple[str, ...]:
-        return (*TORCH_FSDP_CLASSES, ISINSTANCE)
+        return (*TORCH_FSDP_CLASSES, ISINSTANCE, *FSDP_MODULES)
 
     def call(self, engine: Engine, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         if not engine.settings.enabled(self.rule):
@@ -399,8 +429,11 @@ class Fsdp401(Behaviour):
         found = engine.scratch.get(self.rule.code)
         if found is None:
             found = engine.scratch[self.rule.code] = survey(engine, self.rule.code)
-        if ISINSTANCE in engine.qualified(original.func):
+        called = engine.qualified(original.func)
+        if ISINSTANCE in called:
             return _class_check(engine, self.rule, found, original, updated)
+        if called & set(FSDP_MODULES):
+            return _module_listing(engine, self.rule, found, original, updated)
         conversion = found.conversions.get(id(original))
         if conversion is None:
             return updated
@@ -467,6 +500,26 @@ def _use_fsdp_module(engine: Engine, replaced: list[cst.CSTNode]) -> None:
     engine.need_import(home, "FSDPModule")
     for node in replaced:
         engine.forget(node)
+
+
+def _module_listing(
+    engine: Engine, rule: Any, found: Survey, original: cst.Call, updated: cst.Call
+) -> cst.BaseExpression:
+    """``FSDP.fsdp_modules(model)`` as the ``FSDPModule`` instances in ``model.modules()``.
+
+    FSDP1 lists the FSDP instances among the module and its descendants in that order;
+    on FSDP2 those are the modules ``fully_shard`` was called on, which are
+    ``FSDPModule`` instances.
+    """
+    if id(original) not in found.module_lists or not found.converts():
+        return updated
+    if not engine.report(original, rule, quiet=True):
+        return updated
+    _use_fsdp_module(engine, [original.func])
+    var = _fresh(engine, "submodule")
+    target = engine.module.code_for_node(updated.args[0].value)
+    text = f"[{var} for {var} in {target}.modules() if isinstance({var}, FSDPModule)]"
+    return cst.parse_expression(text, engine.module.config_for_parsing)
 
 
 def _class_check(
