@@ -15,7 +15,7 @@ reported or touched: such code deliberately bridges API generations.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from libcst.metadata import ParentNodeProvider, PositionProvider, Scope, ScopeProvider
 from packaging.version import Version
@@ -65,7 +65,8 @@ class Engine(ImportMoves, cst.CSTTransformer):
         self._qualified: dict[int, set[str]] = {}  # id of a node -> its qualified names
         self._inside_reported: set[int] = set()  # parts of an `Old.attr` reported as a whole
         self._before: dict[int, list[cst.CSTNode]] = {}  # id of a statement line -> inserted
-        self._replacements: dict[int, cst.CSTNode] = {}  # id of an original node -> its new one
+        # id of an original node -> its new one, or what makes it of the updated node
+        self._replacements: dict[int, Any] = {}
 
     # What behaviours ask and tell ---------------------------------------------------
 
@@ -148,8 +149,12 @@ class Engine(ImportMoves, cst.CSTTransformer):
         """Queue an import for libcst's ``AddImportsVisitor``, run after this pass."""
         self.edits.imports_to_add.append((module, name, asname))
 
-    def replace(self, node: cst.CSTNode, new: cst.CSTNode) -> None:
-        """Put ``new`` in place of the original node ``node`` (not left yet) as the visit leaves."""
+    def replace(self, node: cst.CSTNode, new: cst.CSTNode | Callable[[Any], Any]) -> None:
+        """Put ``new`` in place of the original node ``node`` (not left yet) as the visit leaves.
+
+        ``new`` may be a function of the updated node (which holds the rewrites made
+        inside it), returning what takes its place.
+        """
         self._replacements[id(node)] = new
 
     def insert_before(self, line: cst.SimpleStatementLine, statements: list[cst.CSTNode]) -> None:
@@ -246,7 +251,8 @@ class Engine(ImportMoves, cst.CSTTransformer):
         result = super().on_leave(original_node, updated_node)
         self._fallback_depth -= is_fallback(original_node)
         if self._replacements:
-            result = self._replacements.pop(id(original_node), result)
+            new = self._replacements.pop(id(original_node), result)
+            result = new(result) if callable(new) else new
         return result
 
     # References and imports ------------------------------------------------------------

@@ -167,9 +167,15 @@ def test_one_call_left_withholds_the_others_and_says_why():
         ),
         ("FSDP.clip_grad_norm_(model, 1.0)", "`FSDP` at line 6 is FSDP1 only"),
         (
-            "with model.no_sync():\n    pass",
+            "with model.no_sync(), open(path):\n    pass",
             "`model.no_sync` at line 6: exists only on FSDP1 models",
         ),
+        (
+            "with model.no_sync() as ctx:\n    pass",
+            "`model.no_sync` at line 6: exists only on FSDP1 models",
+        ),
+        ("with model.no_sync(): pass", "`model.no_sync` at line 6: exists only on FSDP1 models"),
+        ("context = model.no_sync()", "`model.no_sync` at line 6: exists only on FSDP1 models"),
         ("def f():\n    model.clip_grad_norm_(1.0)", "`model.clip_grad_norm_` at line 7: exists"),
         ("model.module.save()", "`model.module` at line 6: exists only on FSDP1 models"),
         ("model.load_state_dict(state, strict=False)", "`model.load_state_dict` at line 6: FSDP2"),
@@ -236,6 +242,27 @@ def test_fsdp1s_module_list_becomes_the_fsdp_module_instances(where, argument):
     )
     assert f"    return {comprehension}\n" in new
     assert "fsdp_modules" not in new and "FullyShardedDataParallel" not in new
+
+
+def test_no_sync_becomes_the_fsdp2_switch_turned_back_on_in_finally():
+    new, findings = _migrate(
+        "model = FSDP(model, auto_wrap_policy={Block})\n"
+        "for x in data:\n"
+        "    # accumulate\n"
+        "    with model.no_sync():  # no reduction\n"
+        "        model(x).sum().backward()\n"
+        "        model.clip_grad_norm_(1.0)\n"
+    )
+    assert findings[0].fixed
+    assert new.endswith(
+        "    # accumulate\n"
+        "    model.set_requires_gradient_sync(False)\n"
+        "    try:  # no reduction\n"
+        "        model(x).sum().backward()\n"
+        "        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+        "    finally:\n"
+        "        model.set_requires_gradient_sync(True)\n"
+    )
 
 
 def test_a_unit_check_follows_the_target_torch():

@@ -89,8 +89,8 @@ class Engine(Resolver, Protocol):
     def forget(self, node: cst.BaseExpression) -> None:
         """Queue the import behind ``node`` for removal where the file no longer uses it."""
 
-    def replace(self, node: cst.CSTNode, new: cst.CSTNode) -> None:
-        """Put ``new`` in place of the original node ``node``, which the visit has not left yet."""
+    def replace(self, node: cst.CSTNode, new: cst.CSTNode | Callable[[Any], Any]) -> None:
+        """Put ``new`` (or ``new(updated node)``) in place of the original ``node``."""
 
     def insert_before(self, line: cst.SimpleStatementLine, statements: list[cst.CSTNode]) -> None:
         """Put ``statements`` before the original statement line ``line``."""

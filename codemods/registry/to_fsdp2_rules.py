@@ -40,7 +40,9 @@ RULES = (
             "a recipe. `isinstance(x, FSDP)` and a function's annotations naming the FSDP1 "
             "class become `FSDPModule`, the class every `fully_shard`-ed module takes on, "
             "and `FSDP.fsdp_modules(model)` the `FSDPModule` instances in "
-            "`model.modules()`. "
+            "`model.modules()`; on the wrapped model, `with model.no_sync():` becomes "
+            "`set_requires_gradient_sync(False)` before a `try` whose `finally` turns it "
+            "back on. "
             "A file is converted whole or not at all. Opt-in: torch has not "
             "deprecated FSDP1. Unsafe: parameters become DTensors and sharded checkpoints "
             "change layout (full state dicts keep their keys)."
@@ -208,12 +210,33 @@ RULES = (
                 "model = FSDP(model, auto_wrap_policy=ModuleWrapPolicy({Block}))\n"
                 "assert isinstance(model, FSDP)\n"
             ),
+            Example(
+                before=(
+                    # no_sync on the wrapped model: FSDP2's switch, turned back on after.
+                    _IMPORT + _WRAP + _MODEL + "\n"
+                    "model = FSDP(model, auto_wrap_policy=ModuleWrapPolicy({Block}))\n"
+                    "with model.no_sync():\n"
+                    "    loss.backward()\n"
+                ),
+                after=(
+                    "from torch.distributed.fsdp import fully_shard\n" + _MODEL + "\n"
+                    "for submodule in reversed(list(model.modules())):  "
+                    "# descendants before ancestors\n"
+                    "    if isinstance(submodule, Block) and submodule is not model:\n"
+                    "        fully_shard(submodule)\n"
+                    "model = fully_shard(model)\n"
+                    "model.set_requires_gradient_sync(False)\n"
+                    "try:\n"
+                    "    loss.backward()\n"
+                    "finally:\n"
+                    "    model.set_requires_gradient_sync(True)\n"
+                ),
+            ),
             Example.reported_only(
-                # no_sync has no certain FSDP2 spelling: the file stays FSDP1 as a whole.
+                # a no_sync context kept for later has no certain FSDP2 spelling
                 _IMPORT + _WRAP + _MODEL + "\n"
                 "model = FSDP(model, auto_wrap_policy=ModuleWrapPolicy({Block}))\n"
-                "with model.no_sync():\n"
-                "    loss.backward()\n"
+                "context = model.no_sync()\n"
             ),
         ),
         untouched=(

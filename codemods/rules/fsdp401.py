@@ -450,7 +450,7 @@ class Fsdp401(Behaviour):
         _forget_fsdp1_names(engine, original)
         for use in found.uses.get(id(original), ()):
             # Later in the same scope than this call: visited after it.
-            engine.replace(use.call, cst.parse_expression(use.code))
+            engine.replace(use.call, use.replacement())
             for module, name in use.imports:
                 engine.need_import(module, name)
         indent = _indent(engine, conversion.line)
