@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from codemods.astscope import Names, Undecided, dotted
-from codemods.astsyntax import arguments
+from codemods.astsyntax import arguments, tree_index
 from codemods.behaviours import INDEX
 from codemods.findings import Finding
 from codemods.noqa import Suppressions
@@ -106,6 +106,11 @@ class Detector:
     def qualified(self, node: ast.AST) -> set[str]:
         """The fully qualified names ``node`` may refer to."""
         return self.names.qualified(node)
+
+    def nodes(self, *kinds: type) -> list[ast.AST]:
+        """The module's nodes of the exact types ``kinds``, in source order per type."""
+        index = tree_index(self.tree).by_type
+        return [node for kind in kinds for node in index.get(kind, ())]
 
     def parent(self, node: ast.AST) -> ast.AST | None:
         """The parent of a node (arguments' parent is the ``keyword`` or the call)."""

@@ -16,7 +16,7 @@ from codemods.findings import Finding
 from codemods.noqa import Suppressions
 from codemods.settings import Settings
 
-__all__ = ["Undecided", "detect", "lint"]
+__all__ = ["Undecided", "detect", "found_on_ast", "lint"]
 
 
 def lint(source: bytes, settings: Settings) -> list[Finding]:
@@ -44,6 +44,29 @@ def lint(source: bytes, settings: Settings) -> list[Finding]:
         return detect(source, settings, suppressions, tree)
     except RecursionError as exc:
         raise Undecided("nested too deeply") from exc
+
+
+def found_on_ast(source: bytes, settings: Settings) -> list[Finding] | None:
+    """The findings, where the ``ast`` detector decides them and nothing is to be fixed.
+
+    A fixing run needs libcst only where a fix applies: where none does, its findings
+    are lint's (none marked fixed) and the file stays as it is. None: libcst decides.
+    """
+    try:
+        findings = lint(source, settings)
+    except Undecided:
+        return None
+    if settings.fix and any(_applies(f, settings) for f in findings):
+        return None
+    return findings
+
+
+def _applies(finding: Finding, settings: Settings) -> bool:
+    """Whether a fixing run with ``settings`` fixes ``finding``."""
+    from codemods.registry import REGISTRY
+
+    applies = finding.fixable and settings.applies_fix(REGISTRY[finding.code])
+    return applies and (not finding.unsafe or settings.unsafe_fixes)
 
 
 def _decoded(source: bytes) -> str:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import ast
 import builtins
 
-from codemods.astsyntax import Undecided, children, dotted
+from codemods.astsyntax import Undecided, dotted, tree_index
 
 __all__ = ["Names", "Scope", "Undecided", "dotted", "import_names"]
 
@@ -148,13 +148,14 @@ class Names:
         self.loads: dict[str, list[ast.Name]] = {}  # each name's uses (Load context)
         self.imported_roots: set[str] = set()  # the first part of every name imports bind
         self.deleted: set[str] = set()  # names in `del`: a binding here, an access to libcst
+        self._below = tree_index(tree).below
         self._walk(tree, self.module)
 
     # The walk ---------------------------------------------------------------------
 
     def _walk(self, node: ast.AST, scope: Scope) -> None:
         parents = self.parents
-        for child in children(node):
+        for child in self._below[id(node)]:
             parents[id(child)] = node
             self._visit(child, scope)
 

@@ -7,6 +7,7 @@ and of the registry, so rule modules can import them.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from typing import Any
 
@@ -55,6 +56,53 @@ def children(node: ast.AST) -> list[ast.AST]:
         elif isinstance(value, ast.AST):
             found.append(value)
     return found
+
+
+class TreeIndex:
+    """One walk's record of a module's tree: its nodes by type, each node's children.
+
+    Every pass after the first (the pre-filter's scan, the scopes, the detector's walk,
+    the rules' "all the calls" questions) reads this instead of walking the tree again:
+    looking a node's children up costs a small part of finding them.
+
+    Attributes:
+        by_type: Every node (the root too) by exact type, in source order per type.
+        below: ``id(node)`` -> the node's children (:func:`children`), in source order.
+
+    Example:
+        >>> index = TreeIndex(ast.parse("f(a.b); g(c)"))
+        >>> [ast.unparse(call) for call in index.by_type[ast.Call]]
+        ['f(a.b)', 'g(c)']
+    """
+
+    __slots__ = ("below", "by_type")
+
+    def __init__(self, tree: ast.AST) -> None:
+        by_type: dict[type, list[ast.AST]] = {}
+        below: dict[int, list[ast.AST]] = {}
+        stack = [tree]
+        pop, push = stack.pop, stack.extend
+        while stack:
+            node = pop()
+            same = by_type.get(type(node))
+            if same is None:
+                by_type[type(node)] = [node]
+            else:
+                same.append(node)
+            found = below[id(node)] = children(node)
+            push(reversed(found))
+        self.by_type = by_type
+        self.below = below
+
+    def children(self, node: ast.AST) -> list[ast.AST]:
+        """:func:`children` of a node of this tree, looked up."""
+        return self.below[id(node)]
+
+
+@functools.lru_cache(maxsize=2)
+def tree_index(tree: ast.AST) -> TreeIndex:
+    """The :class:`TreeIndex` of ``tree``, kept for the last two trees (the file in hand)."""
+    return TreeIndex(tree)
 
 
 def arguments(call: ast.Call) -> list[ast.expr | ast.keyword]:

@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import ast
 import functools
+from collections.abc import Iterable
 from typing import Any, Callable
 
 from codemods.astdetect import AstSite, Detector, Undecided, is_fallback
-from codemods.astscope import children, dotted
+from codemods.astscope import dotted
+from codemods.astsyntax import tree_index
 from codemods.behaviours import INDEX, fix_for
-from codemods.engine import Engine
 from codemods.kinds.base import PARTIAL, Behaviour, unchanged
-from codemods.plan import Planner
+from codemods.plan import Planner, new_name
 from codemods.prefilter import rule_filter
 from codemods.registry import REGISTRY, Rule
 
@@ -53,8 +54,9 @@ class Walk:
 
     def __init__(self, detector: Detector) -> None:
         self.d = detector
+        self.below = tree_index(detector.tree).below
         self.events: list[tuple] = []
-        self.definitions = bool(INDEX.definitions)
+        self.definitions = bool(self._enabled(INDEX.definitions))
         # Names that may refer to something a rule looks at: imported in the file, or
         # spelled like a package the rules name (a module-level `torch = ...` is
         # `torch` to libcst). Any other chain refers to local names or builtins only.
@@ -78,10 +80,10 @@ class Walk:
             elif kind == "call":
                 self._call(node)
             elif kind == "function":
-                for behaviour in INDEX.definitions:
+                for behaviour in self._enabled(INDEX.definitions):
                     hook(behaviour, "ast_function")(d, node)
             else:
-                for behaviour in INDEX.classes:
+                for behaviour in self._enabled(INDEX.classes):
                     hook(behaviour, "ast_class_def")(d, node)
 
     def _no_other_hooks(self) -> None:
@@ -126,7 +128,7 @@ class Walk:
             self.events.append(("function", node, fallback))
         if kind is ast.Try or kind is ast.If:
             fallback = fallback or is_fallback(node, self.d)
-        for child in children(node):
+        for child in self.below[id(node)]:
             self._visit(child, fallback)
         if kind is ast.Call:
             self.events.append(("call", node, fallback))
@@ -152,12 +154,23 @@ class Walk:
             if first is not None and not (type(first) is ast.keyword and first.arg):
                 value = first.value if type(first) in (ast.Starred, ast.keyword) else first
                 target = d.qualified(value)  # type: ignore[arg-type]
-                for behaviour in {b for n in target for b in INDEX.partials.get(n, ())}:
+                found = {b for n in target for b in INDEX.partials.get(n, ())}
+                for behaviour in self._enabled(found):
                     hook(behaviour, "ast_partial")(d, call)
         else:
             for name in names:
-                for behaviour in INDEX.calls.get(name, ()):
+                for behaviour in self._enabled(INDEX.calls.get(name, ())):
                     hook(behaviour, "ast_call")(d, call)
+
+    def _enabled(self, behaviours: Iterable[Behaviour]) -> list[Behaviour]:
+        """The behaviours whose rule this run reports.
+
+        A behaviour reports only its own rule and lint fixes nothing, so a disabled
+        rule's hook would find nothing here; not calling it keeps an opt-in rule with
+        no ``ast`` half (FSDP401) from sending every file it could match to libcst.
+        """
+        enabled = self.d.settings.enabled
+        return [b for b in behaviours if enabled(b.rule)]
 
     # The plan --------------------------------------------------------------------------
 
@@ -265,5 +278,5 @@ def _first(call: ast.Call) -> ast.AST | None:
 class _Clashes:
     """``Planner._clashes`` without an engine: it only needs ``new_name``."""
 
-    new_name = staticmethod(Engine.new_name)
+    new_name = staticmethod(new_name)
     clashes = classmethod(lambda cls, codes, olds: Planner._clashes(cls, codes, olds))

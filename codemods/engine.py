@@ -15,19 +15,19 @@ reported or touched: such code deliberately bridges API generations.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
-import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider, Scope, ScopeProvider
 from packaging.version import Version
 
 from codemods.behaviours import INDEX, fix_for
 from codemods.findings import Finding
-from codemods.import_moves import ImportMoves, restyle
+from codemods.import_moves import ImportMoves
 from codemods.import_pass import Edits
 from codemods.kinds.base import PARTIAL, Site
+from codemods.lazy_libcst import cst
 from codemods.noqa import Suppressions
-from codemods.plan import Found, Plan, Planner
+from codemods.plan import Found, Plan, Planner, new_name
 from codemods.registry import REGISTRY, Rule
 from codemods.settings import Settings
 from codemods.syntax import dotted, is_fallback
@@ -65,7 +65,8 @@ class Engine(ImportMoves, cst.CSTTransformer):
         self._qualified: dict[int, set[str]] = {}  # id of a node -> its qualified names
         self._inside_reported: set[int] = set()  # parts of an `Old.attr` reported as a whole
         self._before: dict[int, list[cst.CSTNode]] = {}  # id of a statement line -> inserted
-        self._replacements: dict[int, cst.CSTNode] = {}  # id of an original node -> its new one
+        # id of an original node -> its new one, or what makes it of the updated node
+        self._replacements: dict[int, Any] = {}
 
     # What behaviours ask and tell ---------------------------------------------------
 
@@ -148,8 +149,12 @@ class Engine(ImportMoves, cst.CSTTransformer):
         """Queue an import for libcst's ``AddImportsVisitor``, run after this pass."""
         self.edits.imports_to_add.append((module, name, asname))
 
-    def replace(self, node: cst.CSTNode, new: cst.CSTNode) -> None:
-        """Put ``new`` in place of the original node ``node`` (not left yet) as the visit leaves."""
+    def replace(self, node: cst.CSTNode, new: cst.CSTNode | Callable[[Any], Any]) -> None:
+        """Put ``new`` in place of the original node ``node`` (not left yet) as the visit leaves.
+
+        ``new`` may be a function of the updated node (which holds the rewrites made
+        inside it), returning what takes its place.
+        """
         self._replacements[id(node)] = new
 
     def insert_before(self, line: cst.SimpleStatementLine, statements: list[cst.CSTNode]) -> None:
@@ -229,13 +234,7 @@ class Engine(ImportMoves, cst.CSTTransformer):
         """The old names (with their rules) an import brings in."""
         return [(old, rule) for _, rule, old in self._imported_names(node)]
 
-    @staticmethod
-    def new_name(rule: Rule, old: str) -> str | None:
-        """What ``old`` is renamed to, or None where the fix renames nothing."""
-        if fix_for(rule) is None:
-            return None
-        new = rule.new_for(old)
-        return restyle(new, old) if new else None
+    new_name = staticmethod(new_name)
 
     # Traversal -------------------------------------------------------------------------
 
@@ -252,7 +251,8 @@ class Engine(ImportMoves, cst.CSTTransformer):
         result = super().on_leave(original_node, updated_node)
         self._fallback_depth -= is_fallback(original_node)
         if self._replacements:
-            result = self._replacements.pop(id(original_node), result)
+            new = self._replacements.pop(id(original_node), result)
+            result = new(result) if callable(new) else new
         return result
 
     # References and imports ------------------------------------------------------------

@@ -13,9 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import libcst as cst
-from libcst.metadata import PositionProvider, ScopeProvider
-
+from codemods.lazy_libcst import cst
 from codemods.registry.names import COMPAT_STRATEGY_FLAVOURS
 from codemods.syntax import dotted
 
@@ -182,7 +180,7 @@ class ImportMoves:
         assignments = list(scope.assignments[local])
         if len(assignments) != 1 or assignments[0].node is not node:
             return None
-        start = self.get_metadata(PositionProvider, node).start
+        start = self.get_metadata(cst.metadata.PositionProvider, node).start
         uses, quoted = [], []
         for access in assignments[0].references:
             use = access.node
@@ -191,10 +189,10 @@ class ImportMoves:
                 continue
             if not isinstance(use, cst.Name):
                 return None
-            where = self.get_metadata(PositionProvider, use).start
+            where = self.get_metadata(cst.metadata.PositionProvider, use).start
             if (where.line, where.column) <= (start.line, start.column):
                 return None
-            if new in self.get_metadata(ScopeProvider, use, scope):
+            if new in self.get_metadata(cst.metadata.ScopeProvider, use, scope):
                 return None
             uses.append(use)
         self._string_renames.update((id(use), (local, new)) for use in quoted)

@@ -21,6 +21,7 @@ import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from codemods.astsyntax import tree_index
 from codemods.detection import needs
 from codemods.registry import REGISTRY
 from codemods.settings import Settings
@@ -87,20 +88,18 @@ class _Module:
 def _collect(tree: ast.AST) -> _Module:
     """One walk over ``tree`` (node types compared exactly: ``ast`` has no subclasses)."""
     module = _Module()
-    for node in ast.walk(tree):
-        kind = type(node)
-        if kind is ast.Name or kind is ast.Attribute:
-            module.uses.append(node)  # type: ignore[arg-type]
-        elif kind is ast.keyword:
-            module.keywords.add(node.arg)  # type: ignore[attr-defined]
-        elif kind is ast.arguments:
-            module.parameters.update(a.arg for a in _all_arguments(node))  # type: ignore[arg-type]
-        elif kind is ast.Import:
-            for alias in node.names:  # type: ignore[attr-defined]
-                local = alias.asname or alias.name.partition(".")[0]
-                module.bound.setdefault(local, set()).add(alias.name if alias.asname else local)
-                module.imported.append(alias.name)
-        elif kind is ast.ImportFrom and node.level == 0 and node.module:  # type: ignore[attr-defined]
+    get = tree_index(tree).by_type.get
+    module.uses = [*get(ast.Name, ()), *get(ast.Attribute, ())]  # type: ignore[list-item]
+    module.keywords = {node.arg for node in get(ast.keyword, ())}  # type: ignore[attr-defined]
+    for node in get(ast.arguments, ()):
+        module.parameters.update(a.arg for a in _all_arguments(node))  # type: ignore[arg-type]
+    for node in get(ast.Import, ()):
+        for alias in node.names:  # type: ignore[attr-defined]
+            local = alias.asname or alias.name.partition(".")[0]
+            module.bound.setdefault(local, set()).add(alias.name if alias.asname else local)
+            module.imported.append(alias.name)
+    for node in get(ast.ImportFrom, ()):
+        if node.level == 0 and node.module:  # type: ignore[attr-defined]
             for alias in node.names:  # type: ignore[attr-defined]
                 if alias.name != "*":
                     qualified = f"{node.module}.{alias.name}"  # type: ignore[attr-defined]

@@ -13,16 +13,15 @@ Fixes that depend on each other (``requires``) or that another old name rules ou
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import libcst as cst
-
 from codemods.behaviours import fix_for
+from codemods.import_moves import restyle
 from codemods.kinds.base import PARTIAL, Resolver, Site, Translation
+from codemods.lazy_libcst import cst
 from codemods.registry import REGISTRY, Rule
-from codemods.syntax import is_fallback, is_plain_positional
+from codemods.syntax import is_plain_positional
 
 #: What a node refers to: (old name, its rule, the node's qualified name).
 Found = tuple[str, Rule, str]
@@ -63,58 +62,12 @@ class Plan:
     superseded: set[str] = field(default_factory=set)
 
 
-class _Collector(cst.CSTVisitor):
-    """Every use and import of an old name; which rules appear in import fallbacks."""
-
-    def __init__(
-        self,
-        find: Callable[[cst.BaseExpression], Found | None],
-        imported: Callable[[cst.Import | cst.ImportFrom], Iterable[tuple[str, Rule]]],
-        silenced: Callable[[cst.CSTNode, str], bool],
-        rebound: Callable[[cst.Import | cst.ImportFrom], set[str]],
-    ):
-        self.find = find
-        self.imported = imported
-        self.silenced = silenced
-        self.rebound = rebound
-        self.references: list[Reference] = []
-        self.olds: dict[str, set[str]] = {}  # rule code -> old names seen
-        self.held: set[str] = set()  # rule codes the file keeps: fallback, noqa, rebound
-        self._fallback = 0
-
-    def _seen(self, rule: Rule, old: str, node: cst.CSTNode) -> None:
-        self.olds.setdefault(rule.code, set()).add(old)
-        if self._fallback or self.silenced(node, rule.code):
-            self.held.add(rule.code)
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        self._fallback += is_fallback(node)
-        return super().on_visit(node)
-
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        self._fallback -= is_fallback(original_node)
-        super().on_leave(original_node)
-
-    def _visit_import(self, node: cst.Import | cst.ImportFrom) -> bool:
-        for old, rule in self.imported(node):
-            self._seen(rule, old, node)
-        self.held |= self.rebound(node)
-        return False  # names in an import are not uses
-
-    visit_Import = _visit_import
-    visit_ImportFrom = _visit_import
-
-    def _visit(self, node: cst.BaseExpression) -> bool:
-        found = self.find(node)
-        if found is None:
-            return True
-        old, rule, qualified = found
-        self._seen(rule, old, node)
-        self.references.append(Reference(node, rule, old, qualified))
-        return False
-
-    visit_Name = _visit
-    visit_Attribute = _visit
+def new_name(rule: Rule, old: str) -> str | None:
+    """What ``old`` is renamed to, or None where the fix renames nothing."""
+    if fix_for(rule) is None:
+        return None
+    new = rule.new_for(old)
+    return restyle(new, old) if new else None
 
 
 class Planner:
@@ -138,11 +91,13 @@ class Planner:
 
     def plan(self, module: cst.Module) -> Plan:
         """The plan for ``module``."""
-        collector = _Collector(self.find, self.imported, self.silenced, self.rebound)
+        from codemods.plan_visitor import Collector  # libcst's visitor: loaded on use
+
+        collector = Collector(self.find, self.imported, self.silenced, self.rebound)
         module.visit(collector)
         plan = Plan(present=set(collector.olds))
         by_rule: dict[str, list[Reference]] = {}
-        for reference in collector.references:
+        for reference in (Reference(*found) for found in collector.references):
             by_rule.setdefault(reference.rule.code, []).append(reference)
         certain = {
             code

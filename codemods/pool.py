@@ -9,14 +9,14 @@ comes back is ``(index, result)`` pairs: a file missing from the answers was not
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 from collections.abc import Callable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from codemods import stopping
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 #: One file's work item, as the function working on it takes it.
 Work = Any
@@ -88,6 +88,10 @@ def in_workers(
     dead worker) nothing more is handed out, the batches not yet started are taken back,
     and the workers' stop byte tells those under way to stop after the file in hand.
     """
+    # Imported here: about 50 ms that a run on a few files (a commit hook) never needs.
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     context = multiprocessing.get_context()
     shared = context.RawValue("b", 0)
     # A worker forked by a server (forkserver) has that server for a parent: it learns
@@ -121,6 +125,9 @@ def _hand_out(
     lost: Callable[[int, str], None],
 ) -> None:
     """Keep each worker busy with a batch or two until done, or until the run stops."""
+    from concurrent.futures import FIRST_COMPLETED, wait
+    from concurrent.futures.process import BrokenProcessPool
+
     state = stopping.STATE
     running: dict[Future, list[tuple[int, Work]]] = {}
     while True:

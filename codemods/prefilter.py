@@ -74,6 +74,7 @@ class _Scan:
         self.source = source
         self._contains: dict[bytes, bool] = {}
         self._imported: dict[bytes, bool] = {}
+        self._spelled: dict[bytes, bool] = {}
 
     def contains(self, text: bytes) -> bool:
         found = self._contains.get(text)
@@ -83,7 +84,12 @@ class _Scan:
 
     def spelled(self, word: bytes) -> bool:
         """``word`` appears as a whole identifier (not inside another)."""
-        return self.contains(word) and _word(word).search(self.source) is not None
+        found = self._spelled.get(word)
+        if found is None:
+            found = self._spelled[word] = (
+                self.contains(word) and _word(word).search(self.source) is not None
+            )
+        return found
 
     def spelled_as_member(self, leaf: bytes, parent: bytes) -> bool:
         """``leaf`` appears where it can name a member of the module ``parent``.
@@ -132,14 +138,17 @@ class RuleFilter:
     Attributes:
         roots: Package roots, one of which an import line must name; empty where the
             rule needs no import.
-        names: ``(P, X)`` for each old name ``...P.X`` (or each callable, for call rules).
+        names: ``(P, X, middle)`` for each old name ``root.middle.P.X`` (or each callable,
+            for call rules): the parts of its module path between the root and ``P``,
+            each of which any reference to the name spells as a whole word (in its
+            import or its attribute chain), so the text must spell them all.
         word: A word that must also be spelled: a call rule's argument, a hook's name,
             a definition rule's parameter.
         pattern: For value rules: a pattern one of the old values matches.
     """
 
     roots: frozenset[bytes]
-    names: tuple[tuple[bytes, bytes], ...] = ()
+    names: tuple[tuple[bytes, bytes, tuple[bytes, ...]], ...] = ()
     word: bytes | None = None
     pattern: re.Pattern[bytes] | None = None
 
@@ -155,8 +164,10 @@ class RuleFilter:
         # and a longer needle is found or ruled out faster).
         candidates = [
             (p, x)
-            for p, x in self.names
-            if scan.contains(max(p, x, key=len)) and scan.contains(min(p, x, key=len))
+            for p, x, middle in self.names
+            if scan.contains(max(p, x, key=len))
+            and scan.contains(min(p, x, key=len))
+            and all(scan.spelled(part) for part in middle)
         ]
         if self.names and not candidates:
             return False
@@ -174,9 +185,16 @@ class RuleFilter:
         )
 
 
-def _parent_and_leaf(name: str) -> tuple[bytes, bytes]:
+def _parent_and_leaf(name: str) -> tuple[bytes, bytes, tuple[bytes, ...]]:
+    """``(P, X, middle)`` of ``root.middle.P.X`` (see :class:`RuleFilter`).
+
+    Example:
+        >>> _parent_and_leaf("torch.distributed._tensor.device_mesh.DeviceMesh")
+        (b'device_mesh', b'DeviceMesh', (b'distributed', b'_tensor'))
+    """
     parent, _, leaf = name.rpartition(".")
-    return parent.rpartition(".")[2].encode(), leaf.encode()
+    middle = tuple(part.encode() for part in parent.split(".")[1:-1])
+    return parent.rpartition(".")[2].encode(), leaf.encode(), middle
 
 
 def rule_filter(rule: Rule) -> RuleFilter:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-import libcst as cst
 from libcst.metadata import MetadataWrapper
 
 from codemods import noqa
 from codemods.engine import Engine
 from codemods.findings import Finding
 from codemods.import_pass import finish
+from codemods.lazy_libcst import cst
 from codemods.settings import Settings
 from codemods.verify import breakages
 
@@ -38,7 +38,8 @@ def run(source: bytes, settings: Settings, filename: str = "<string>") -> Outcom
     """Lint (and with ``settings.fix``, migrate) one module's source.
 
     A fixing run repeats its pass on the rewritten source until a pass changes nothing
-    (at most :data:`MAX_PASSES`), so a second run is a no-op. The findings are those of
+    (at most :data:`MAX_PASSES`; a pass is skipped where :func:`_settled` tells it would
+    change nothing), so a second run is a no-op. The findings are those of
     the first pass, each marked fixed if a pass fixed it. The rewrite is then checked
     (:func:`codemods.verify.breakages`): if it would leave a name undefined, an import
     unused, or an old name in use, no fix is written and each finding a fix would have
@@ -52,6 +53,8 @@ def run(source: bytes, settings: Settings, filename: str = "<string>") -> Outcom
         return Outcome(findings, new)
     current = new
     for _ in range(MAX_PASSES - 1):
+        if _settled(current, settings):
+            break
         later, rewritten, more = _one_pass(current, settings, filename)
         if rewritten is None:
             break
@@ -65,6 +68,19 @@ def run(source: bytes, settings: Settings, filename: str = "<string>") -> Outcom
         reason = f"fix withheld: {broken[0]}"
         return Outcome([_withhold(f, reason) for f in findings], None)
     return Outcome(findings, current)
+
+
+def _settled(source: bytes, settings: Settings) -> bool:
+    """Whether another pass over ``source`` would certainly change nothing.
+
+    That is where the ``ast`` detector decides the file and finds no fix to apply: the
+    test a fixing run already makes before it parses a file with libcst at all
+    (:func:`codemods.astlint.found_on_ast`), here saving the confirming pass, as costly
+    as the one that rewrote the file.
+    """
+    from codemods.astlint import found_on_ast
+
+    return found_on_ast(source, settings) is not None
 
 
 def _withhold(finding: Finding, reason: str) -> Finding:

@@ -31,8 +31,12 @@ from codemods.settings import Settings
 from codemods.sources import ChangedMeanwhile, write_atomic
 
 #: Below this many files one process does the work: a pool costs more to start than
-#: reading and filtering them (about half a millisecond each) takes.
+#: reading and filtering them (about half a millisecond each) takes...
 POOL_THRESHOLD = 256
+#: ... unless they hold this many bytes: files full of FSDP pass the pre-filter, and
+#: parsing them and running the ``ast`` detector costs about 2 ms per 1,000 bytes,
+#: against a pool's start of a few tens of milliseconds.
+POOL_BYTES = 128 * 2**10
 #: Files that need parsing and are larger than this are reported and skipped: libcst's
 #: name resolution takes minutes on them (generated code, as a rule).
 MAX_PARSE_BYTES = 4 * 2**20
@@ -133,31 +137,6 @@ def process_source(
     return result
 
 
-def _found_on_ast(source: bytes, settings: Settings) -> list[Finding] | None:
-    """The findings, where the ``ast`` detector decides them and nothing is to be fixed.
-
-    A fixing run needs libcst only where a fix applies: where none does, its findings
-    are lint's (none marked fixed) and the file stays as it is. None: libcst decides.
-    """
-    from codemods.astlint import Undecided, lint
-
-    try:
-        findings = lint(source, settings)
-    except Undecided:
-        return None
-    if settings.fix and any(_applies(f, settings) for f in findings):
-        return None
-    return findings
-
-
-def _applies(finding: Finding, settings: Settings) -> bool:
-    """Whether a fixing run with ``settings`` fixes ``finding``."""
-    from codemods.registry import REGISTRY
-
-    applies = finding.fixable and settings.applies_fix(REGISTRY[finding.code])
-    return applies and (not finding.unsafe or settings.unsafe_fixes)
-
-
 def _not_python(source: bytes) -> str | None:
     """Why ``source`` is certainly not Python, or None."""
     if b"\x00" in source:  # Python refuses such a file too; do not guess at its contents
@@ -190,7 +169,9 @@ def _screen_source(
     """
     if prefilter and not worth_parsing(source, settings):
         return FileResult(path)
-    findings = _found_on_ast(source, settings) if len(source) <= MAX_PARSE_BYTES else None
+    from codemods.astlint import found_on_ast  # not before a file passes the pre-filter
+
+    findings = found_on_ast(source, settings) if len(source) <= MAX_PARSE_BYTES else None
     return None if findings is None else FileResult(path, findings=findings)
 
 
@@ -255,6 +236,23 @@ def _chunksize(files: int, jobs: int) -> int:
     return max(1, min(16, files // (jobs * 4)))
 
 
+def _worth_a_pool(paths: Sequence[Path]) -> bool:
+    """Whether screening ``paths`` in worker processes beats doing it here."""
+    if len(paths) >= POOL_THRESHOLD:
+        return True
+    if len(paths) < 2:
+        return False
+    total = 0
+    for path in paths:
+        try:
+            total += path.stat().st_size
+        except OSError:
+            continue  # reading it will report why
+        if total >= POOL_BYTES:
+            return True
+    return False
+
+
 def process_files(
     paths: Sequence[Path],
     settings: Settings,
@@ -268,10 +266,11 @@ def process_files(
     """Process ``paths`` (in parallel when there are many), results in input order.
 
     Two stages: every file is read and pre-filtered, then the files that may hold a
-    finding are parsed. A large run goes to worker processes whole, each screening its
-    share of the files and parsing those that pass (so no process waits for the others
-    to finish screening, and this one never loads libcst), the files named most like
-    the old APIs' modules first (:func:`likeliest_first`). A small run is screened
+    finding are parsed. A large run (many files, or many bytes: :func:`_worth_a_pool`)
+    goes to worker processes whole, each screening its share of the files and parsing
+    those that pass (so no process waits for the others to finish screening, and this
+    one never loads libcst), the files named most like the old APIs' modules first
+    (:func:`likeliest_first`). A small run is screened
     here, and its files to parse go to workers only when there are several.
 
     ``progress(done, total)`` is called as results come in. ``prefilter=False`` parses
@@ -298,7 +297,7 @@ def process_files(
     def lost(index: int, reason: str) -> None:
         finished(index, FileResult(str(paths[index]), error=reason))
 
-    if jobs > 1 and len(paths) >= POOL_THRESHOLD:
+    if jobs > 1 and _worth_a_pool(paths):
         # A work item: path, settings, pre-filter or not, write or not, the hook.
         work = [
             (i, (paths[i], chosen[i], prefilter, write, before_write))

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
-import libcst as cst
+from codemods.lazy_libcst import cst
 
 _IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError"}
 #: What a test that gates code on a torch, Lightning or FairScale release or capability
@@ -157,15 +158,21 @@ def is_fallback(node: cst.CSTNode) -> bool:
     return isinstance(node, cst.If) and is_version_gate(node)
 
 
-class _Collect(cst.CSTVisitor):
-    def __init__(self, keep: Any) -> None:
-        self.keep = keep
-        self.found: list[cst.CSTNode] = []
+@functools.cache
+def _collector() -> type:
+    """The visitor of :func:`find_all`, defined on first use (subclassing reads libcst)."""
 
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if self.keep(node):
-            self.found.append(node)
-        return True
+    class Collect(cst.CSTVisitor):
+        def __init__(self, keep: Any) -> None:
+            self.keep = keep
+            self.found: list[cst.CSTNode] = []
+
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if self.keep(node):
+                self.found.append(node)
+            return True
+
+    return Collect
 
 
 def find_all(tree: cst.CSTNode, keep: Any) -> list[cst.CSTNode]:
@@ -176,7 +183,7 @@ def find_all(tree: cst.CSTNode, keep: Any) -> list[cst.CSTNode]:
         >>> len(find_all(tree, lambda n: isinstance(n, cst.Call)))
         2
     """
-    collector = _Collect(keep)
+    collector = _collector()(keep)
     tree.visit(collector)
     return collector.found
 
@@ -191,7 +198,7 @@ def append_arg(call: cst.Call, args: list[cst.Arg], new: cst.Arg) -> list[cst.Ar
 
     Example:
         >>> call = cst.parse_expression("f(block)")
-        >>> extra = cst.Arg(cst.Name("y"), keyword=cst.Name("x"), equal=NO_SPACE_EQUAL)
+        >>> extra = cst.Arg(cst.Name("y"), keyword=cst.Name("x"), equal=no_space_equal())
         >>> new_args = append_arg(call, list(call.args), extra)
         >>> cst.Module([]).code_for_node(call.with_changes(args=new_args))
         'f(block, x=y)'
@@ -232,14 +239,16 @@ def append_arg(call: cst.Call, args: list[cst.Arg], new: cst.Arg) -> list[cst.Ar
     ]
 
 
-#: ``=`` as keyword arguments are written (PEP 8: no spaces).
-NO_SPACE_EQUAL = cst.AssignEqual(
-    whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
-)
+@functools.cache
+def no_space_equal() -> cst.AssignEqual:
+    """``=`` as keyword arguments are written (PEP 8: no spaces)."""
+    return cst.AssignEqual(
+        whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
+    )
 
 
 def new_keyword(name: str, value: cst.BaseExpression | str) -> cst.Arg:
     """A fresh ``name=value`` argument; ``value`` may be source text."""
     if isinstance(value, str):
         value = cst.parse_expression(value)
-    return cst.Arg(value=value, keyword=cst.Name(name), equal=NO_SPACE_EQUAL)
+    return cst.Arg(value=value, keyword=cst.Name(name), equal=no_space_equal())

@@ -182,3 +182,34 @@ def test_lint_runs_the_ast_side_and_falls_back():
         result = process_source("m.py", source, Settings())
         assert result.findings == run(source, Settings()).findings
         assert result.findings and result.error is None
+
+
+_WRAPPED = (
+    "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+    "from torch.distributed.fsdp.wrap import ModuleWrapPolicy\n"
+    "model = FSDP(model, auto_wrap_policy=ModuleWrapPolicy({Block}))\n"
+)
+
+
+def test_an_opt_in_rule_without_an_ast_half_routes_only_runs_that_select_it():
+    """FSDP401 (opt-in, libcst only) sends a file to libcst only where it is selected.
+
+    A default run reports nothing of FSDP401, so its missing ``ast`` half must not cost
+    every file with an FSDP1 wrapper call libcst's parse (it did: 16 of 48 files of the
+    realistic tree).
+    """
+    source = _WRAPPED.encode()
+    assert lint(source, Settings()) == run(source, Settings()).findings
+    selected = Settings(select=("FSDP4",))
+    with pytest.raises(Undecided, match="FSDP401"):
+        lint(source, selected)
+    assert any(f.code == "FSDP401" for f in run(source, selected).findings)
+
+
+def test_the_realistic_tree_is_decided_on_ast():
+    """Every file of the tree the benchmarks time is decided without libcst."""
+    for path, source in build_tree(60).items():
+        try:
+            lint(source, Settings())
+        except Undecided as exc:
+            pytest.fail(f"{path}: {exc}")

@@ -393,14 +393,21 @@ SHAPES = [
         _SDT
         + "with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT):  # c\n"
         + "    model.load_state_dict(sd)\n",
-        False,
+        True,
     ),
     (
         "115-leading-comment",
         _SDT
         + "with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT):\n"
         + "    # c\n    model.load_state_dict(sd)\n",
-        False,
+        True,
+    ),
+    (
+        "115-comment-after-a-split-header",
+        _SDT
+        + "def f():\n    with FSDP.state_dict_type(\n        model, StateDictType.FULL_STATE_DICT\n"
+        + "    ):  # c\n        sd = model.state_dict()\n    return sd\n",
+        True,
     ),
     (
         "115-comments-both-ways",

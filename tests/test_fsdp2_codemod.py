@@ -157,12 +157,25 @@ def test_one_call_left_withholds_the_others_and_says_why():
 @pytest.mark.parametrize(
     ("use", "why"),
     [
-        ("isinstance(model, FSDP)", "`FSDP` at line 6 is FSDP1 only"),
+        ("FSDP.fsdp_modules(model, root_only=True)", "`FSDP` at line 6 is FSDP1 only"),
+        ("FSDP.fsdp_modules(*models)", "`FSDP` at line 6 is FSDP1 only"),
+        ("isinstance(model, FSDP) or FSDP", "`FSDP` at line 6 is FSDP1 only"),
+        ("isinstance(model, klass=FSDP)", "`FSDP` at line 6 is FSDP1 only"),
+        (
+            "if torch_version >= (2, 0):\n    assert isinstance(model, FSDP)",
+            "`FSDP` at line 7 is FSDP1 only",
+        ),
         ("FSDP.clip_grad_norm_(model, 1.0)", "`FSDP` at line 6 is FSDP1 only"),
         (
-            "with model.no_sync():\n    pass",
+            "with model.no_sync(), open(path):\n    pass",
             "`model.no_sync` at line 6: exists only on FSDP1 models",
         ),
+        (
+            "with model.no_sync() as ctx:\n    pass",
+            "`model.no_sync` at line 6: exists only on FSDP1 models",
+        ),
+        ("with model.no_sync(): pass", "`model.no_sync` at line 6: exists only on FSDP1 models"),
+        ("context = model.no_sync()", "`model.no_sync` at line 6: exists only on FSDP1 models"),
         ("def f():\n    model.clip_grad_norm_(1.0)", "`model.clip_grad_norm_` at line 7: exists"),
         ("model.module.save()", "`model.module` at line 6: exists only on FSDP1 models"),
         ("model.load_state_dict(state, strict=False)", "`model.load_state_dict` at line 6: FSDP2"),
@@ -172,6 +185,92 @@ def test_uses_only_fsdp1_has_keep_the_file_fsdp1(use, why):
     new, findings = _migrate(f"model = FSDP(model, auto_wrap_policy={{Block}})\n{use}\n")
     assert new is None
     assert findings[0].withheld.startswith(f"fix withheld: {why}")
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        ("isinstance(model, FSDP)", "isinstance(model, FSDPModule)"),
+        ("isinstance(m, (Block, FSDP))", "isinstance(m, (Block, FSDPModule))"),
+        ("[m for m in model.modules() if isinstance(m, FSDP)]", "isinstance(m, FSDPModule)]"),
+    ],
+)
+@pytest.mark.parametrize("where", ["after", "before"])
+def test_a_unit_check_becomes_fsdp_module_wherever_it_stands(before, after, where):
+    check = f"def units(model, m=None):\n    return {before}\n"
+    call = "model = FSDP(model, auto_wrap_policy={Block})\n"
+    new, findings = _migrate(check + call if where == "before" else call + check)
+    assert new is not None and after in new
+    assert "from torch.distributed.fsdp import FSDPModule, fully_shard\n" in new
+    assert "FSDP(" not in new and "FullyShardedDataParallel" not in new
+    assert [f.code for f in findings] == ["FSDP401"] and findings[0].fixed
+
+
+@pytest.mark.parametrize(
+    ("define", "after"),
+    [
+        ("def step(model: FSDP) -> None:\n    pass\n", "def step(model: FSDPModule) -> None:"),
+        (
+            "def build(cfg, *, model: Optional[FSDP] = None) -> Tuple[FSDP, int]:\n    pass\n",
+            "def build(cfg, *, model: Optional[FSDPModule] = None) -> Tuple[FSDPModule, int]:",
+        ),
+        ("def each(*models: FSDP):\n    pass\n", "def each(*models: FSDPModule):"),
+    ],
+)
+def test_a_function_annotated_with_the_fsdp1_class_gets_fsdp_module(define, after):
+    new, findings = _migrate("model = FSDP(model, auto_wrap_policy={Block})\n" + define)
+    assert new is not None and after in new and findings[0].fixed
+    assert "FullyShardedDataParallel" not in new
+
+
+def test_an_annotated_variable_keeps_the_file_fsdp1():
+    """Only a function's annotations are rewritten (a hook sees them before they are left)."""
+    new, findings = _migrate("model: FSDP = FSDP(model, auto_wrap_policy={Block})\n")
+    assert new is None
+    assert findings[0].withheld == "fix withheld: `FSDP` at line 5 is FSDP1 only"
+
+
+@pytest.mark.parametrize("where", ["after", "before"])
+@pytest.mark.parametrize("argument", ["model", "module=model"])
+def test_fsdp1s_module_list_becomes_the_fsdp_module_instances(where, argument):
+    listing = f"def units(model):\n    return FSDP.fsdp_modules({argument})\n"
+    call = "model = FSDP(model, auto_wrap_policy={Block})\n"
+    new, findings = _migrate(listing + call if where == "before" else call + listing)
+    assert new is not None and findings[0].fixed
+    comprehension = (
+        "[submodule for submodule in model.modules() if isinstance(submodule, FSDPModule)]"
+    )
+    assert f"    return {comprehension}\n" in new
+    assert "fsdp_modules" not in new and "FullyShardedDataParallel" not in new
+
+
+def test_no_sync_becomes_the_fsdp2_switch_turned_back_on_in_finally():
+    new, findings = _migrate(
+        "model = FSDP(model, auto_wrap_policy={Block})\n"
+        "for x in data:\n"
+        "    # accumulate\n"
+        "    with model.no_sync():  # no reduction\n"
+        "        model(x).sum().backward()\n"
+        "        model.clip_grad_norm_(1.0)\n"
+    )
+    assert findings[0].fixed
+    assert new.endswith(
+        "    # accumulate\n"
+        "    model.set_requires_gradient_sync(False)\n"
+        "    try:  # no reduction\n"
+        "        model(x).sum().backward()\n"
+        "        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+        "    finally:\n"
+        "        model.set_requires_gradient_sync(True)\n"
+    )
+
+
+def test_a_unit_check_follows_the_target_torch():
+    new, _ = _migrate(
+        "model = FSDP(model, auto_wrap_policy={Block})\nisinstance(model, FSDP)\n",
+        target_torch="2.4",
+    )
+    assert "from torch.distributed._composable.fsdp import FSDPModule, fully_shard" in new
 
 
 def _project(tmp_path: Path, monkeypatch, config: str) -> Path:

@@ -36,6 +36,8 @@ SCRIPTS = (
     "module_wrap_policy_mixed_precision",
     "nested_policy_classes",
     "clip_and_full_state_dict",
+    "unit_checks_isinstance",
+    "gradient_accumulation_no_sync",
 )
 STEPS = 4
 SETTINGS = Settings(fix=True, unsafe_fixes=True, select=("FSDP4",))

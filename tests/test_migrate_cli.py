@@ -248,6 +248,44 @@ def test_a_large_run_keeps_the_input_order_whatever_order_it_works_in(tmp_path):
     assert [bool(r.findings) for r in results] == [i % 7 == 0 for i in range(len(paths))]
 
 
+@pytest.mark.parametrize(
+    ("sizes", "pooled"),
+    [
+        ([10] * 300, True),  # many small files (a package tree)
+        ([100_000, 100_000], True),  # a few large files full of FSDP
+        ([400_000], False),  # one file: nothing to share out
+        ([2_000] * 20, False),  # a commit's few small files: start-up would dominate
+    ],
+    ids=["many-files", "many-bytes", "one-file", "few-small-files"],
+)
+def test_a_run_goes_to_workers_by_files_or_bytes(tmp_path, sizes, pooled):
+    from codemods.runner import _worth_a_pool
+
+    paths = []
+    for index, size in enumerate(sizes):
+        path = tmp_path / f"m{index}.py"
+        path.write_bytes(b"#" * (size - 1) + b"\n")
+        paths.append(path)
+    assert _worth_a_pool(paths) is pooled
+
+
+def test_a_few_large_files_in_workers_give_what_one_process_gives(tmp_path):
+    from codemods.runner import _worth_a_pool, process_files
+    from codemods.settings import Settings
+
+    paths = []
+    for index in range(3):
+        path = tmp_path / f"train{index}.py"
+        filler = "".join(f"value_{n} = {n}  # padding\n" for n in range(2_000))
+        path.write_text(LEGACY + filler if index != 1 else filler)
+        paths.append(path)
+    assert _worth_a_pool(paths)
+    pooled = process_files(paths, Settings(), write=False, jobs=2)
+    alone = process_files(paths, Settings(), write=False, jobs=1)
+    assert [r.findings for r in pooled] == [r.findings for r in alone]
+    assert [bool(r.findings) for r in pooled] == [True, False, True]
+
+
 def test_withheld_fixes_are_listed_counted_and_reported(tmp_path, capsys):
     from tests.migrate_fixtures import FIXTURES
 

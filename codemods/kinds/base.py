@@ -22,9 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Protocol
 
-import libcst as cst
-from libcst.metadata import Scope
-
+from codemods.lazy_libcst import cst
 from codemods.registry import Rule
 
 #: The qualified name of ``functools.partial``.
@@ -82,7 +80,7 @@ class Engine(Resolver, Protocol):
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
         """The parent of an original node."""
 
-    def scope(self, node: cst.CSTNode) -> Scope | None:
+    def scope(self, node: cst.CSTNode) -> cst.metadata.Scope | None:
         """The scope an original node is in."""
 
     def need_import(self, module: str, name: str | None, asname: str | None = None) -> None:
@@ -91,8 +89,8 @@ class Engine(Resolver, Protocol):
     def forget(self, node: cst.BaseExpression) -> None:
         """Queue the import behind ``node`` for removal where the file no longer uses it."""
 
-    def replace(self, node: cst.CSTNode, new: cst.CSTNode) -> None:
-        """Put ``new`` in place of the original node ``node``, which the visit has not left yet."""
+    def replace(self, node: cst.CSTNode, new: cst.CSTNode | Callable[[Any], Any]) -> None:
+        """Put ``new`` (or ``new(updated node)``) in place of the original ``node``."""
 
     def insert_before(self, line: cst.SimpleStatementLine, statements: list[cst.CSTNode]) -> None:
         """Put ``statements`` before the original statement line ``line``."""

@@ -10,9 +10,8 @@ from __future__ import annotations
 import ast
 from typing import Any, ClassVar
 
-import libcst as cst
-
 from codemods.kinds.base import Behaviour, Engine
+from codemods.lazy_libcst import cst
 from codemods.syntax import is_plain_positional, keyword
 
 

@@ -11,9 +11,8 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-import libcst as cst
-
 from codemods.kinds.base import Behaviour, Engine
+from codemods.lazy_libcst import cst
 from codemods.syntax import find_all
 
 #: Lightning's test helpers that are LightningModules (their names in every release).
@@ -81,18 +80,14 @@ class MethodRename(Behaviour):
         """:meth:`_called` on ``ast``: ``x.old`` anywhere, import paths included."""
         key = f"{self.rule.code}:called"
         if key not in detector.scratch:
-            found = False
-            for node in ast.walk(detector.tree):
-                kind = type(node)
-                if kind is ast.Attribute:
-                    found = node.attr == self.old_name
-                elif kind is ast.ImportFrom:
-                    found = self.old_name in (node.module or "").split(".")[1:]
-                    found = found or any(self.old_name in a.name.split(".")[1:] for a in node.names)
-                elif kind is ast.Import:
-                    found = any(self.old_name in a.name.split(".")[1:] for a in node.names)
+            old = self.old_name
+            found = any(node.attr == old for node in detector.nodes(ast.Attribute))
+            for node in detector.nodes(ast.ImportFrom, ast.Import):
                 if found:
                     break
+                module = getattr(node, "module", None) or ""
+                found = old in module.split(".")[1:]
+                found = found or any(old in a.name.split(".")[1:] for a in node.names)
             detector.scratch[key] = found
         return detector.scratch[key]
 

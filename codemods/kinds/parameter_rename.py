@@ -14,9 +14,8 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-import libcst as cst
-
 from codemods.kinds.base import PARTIAL, Engine
+from codemods.lazy_libcst import cst
 from codemods.registry import Rule
 from codemods.registry.names import (
     CHECKPOINT_WRAPPER,
@@ -256,8 +255,8 @@ def _ast_keyword_calls(detector: Any, rule: Rule) -> list[ast.keyword]:
         torch_callables = set(rule.old)
         detector.scratch[key] = [
             arg
-            for call in ast.walk(detector.tree)
-            if type(call) is ast.Call and not detector.qualified(call.func) & torch_callables
+            for call in detector.nodes(ast.Call)
+            if not detector.qualified(call.func) & torch_callables
             for arg in call.keywords
             if arg.arg == rule.argument
         ]

@@ -37,7 +37,13 @@ RULES = (
             "`MixedPrecisionPolicy`, `CPUOffload` to `CPUOffloadPolicy`); a call with an "
             "argument that has no certain translation (`sync_module_states=True`, "
             "`param_init_fn`, a process group, `HYBRID_SHARD`, `NO_SHARD`) is reported with "
-            "a recipe. A file is converted whole or not at all. Opt-in: torch has not "
+            "a recipe. `isinstance(x, FSDP)` and a function's annotations naming the FSDP1 "
+            "class become `FSDPModule`, the class every `fully_shard`-ed module takes on, "
+            "and `FSDP.fsdp_modules(model)` the `FSDPModule` instances in "
+            "`model.modules()`; on the wrapped model, `with model.no_sync():` becomes "
+            "`set_requires_gradient_sync(False)` before a `try` whose `finally` turns it "
+            "back on. "
+            "A file is converted whole or not at all. Opt-in: torch has not "
             "deprecated FSDP1. Unsafe: parameters become DTensors and sharded checkpoints "
             "change layout (full state dicts keep their keys)."
         ),
@@ -157,12 +163,80 @@ RULES = (
                     "options=StateDictOptions(full_state_dict=True)), 'model.pt')\n"
                 ),
             ),
+            Example(
+                before=(
+                    # A unit check anywhere in a file that converts, before the call too.
+                    _IMPORT + _WRAP + _MODEL + "\n\n"
+                    "def units(model):\n"
+                    "    return [m for m in model.modules() if isinstance(m, FSDP)]\n"
+                    "\n\n"
+                    "model = FSDP(model, auto_wrap_policy=ModuleWrapPolicy({Block}))\n"
+                    "assert isinstance(model, (FSDP, Head))\n"
+                ),
+                after=(
+                    "from torch.distributed.fsdp import FSDPModule, fully_shard\n" + _MODEL + "\n\n"
+                    "def units(model):\n"
+                    "    return [m for m in model.modules() if isinstance(m, FSDPModule)]\n"
+                    "\n\n"
+                    "for submodule in reversed(list(model.modules())):  "
+                    "# descendants before ancestors\n"
+                    "    if isinstance(submodule, Block) and submodule is not model:\n"
+                    "        fully_shard(submodule)\n"
+                    "model = fully_shard(model)\n"
+                    "assert isinstance(model, (FSDPModule, Head))\n"
+                ),
+            ),
+            Example(
+                before=(
+                    # FSDP1's list of its modules: the FSDPModule instances on FSDP2.
+                    _IMPORT + _WRAP + _MODEL + "\n"
+                    "model = FSDP(model, auto_wrap_policy=ModuleWrapPolicy({Block}))\n"
+                    "units = FSDP.fsdp_modules(model)\n"
+                ),
+                after=(
+                    "from torch.distributed.fsdp import FSDPModule, fully_shard\n" + _MODEL + "\n"
+                    "for submodule in reversed(list(model.modules())):  "
+                    "# descendants before ancestors\n"
+                    "    if isinstance(submodule, Block) and submodule is not model:\n"
+                    "        fully_shard(submodule)\n"
+                    "model = fully_shard(model)\n"
+                    "units = [submodule for submodule in model.modules() "
+                    "if isinstance(submodule, FSDPModule)]\n"
+                ),
+            ),
             Example.reported_only(
-                # no_sync has no certain FSDP2 spelling: the file stays FSDP1 as a whole.
+                # `FSDPModule` means something else here: the file stays FSDP1 as a whole.
+                _IMPORT + _WRAP + _MODEL + "from mylib import FSDPModule\n\n"
+                "model = FSDP(model, auto_wrap_policy=ModuleWrapPolicy({Block}))\n"
+                "assert isinstance(model, FSDP)\n"
+            ),
+            Example(
+                before=(
+                    # no_sync on the wrapped model: FSDP2's switch, turned back on after.
+                    _IMPORT + _WRAP + _MODEL + "\n"
+                    "model = FSDP(model, auto_wrap_policy=ModuleWrapPolicy({Block}))\n"
+                    "with model.no_sync():\n"
+                    "    loss.backward()\n"
+                ),
+                after=(
+                    "from torch.distributed.fsdp import fully_shard\n" + _MODEL + "\n"
+                    "for submodule in reversed(list(model.modules())):  "
+                    "# descendants before ancestors\n"
+                    "    if isinstance(submodule, Block) and submodule is not model:\n"
+                    "        fully_shard(submodule)\n"
+                    "model = fully_shard(model)\n"
+                    "model.set_requires_gradient_sync(False)\n"
+                    "try:\n"
+                    "    loss.backward()\n"
+                    "finally:\n"
+                    "    model.set_requires_gradient_sync(True)\n"
+                ),
+            ),
+            Example.reported_only(
+                # a no_sync context kept for later has no certain FSDP2 spelling
                 _IMPORT + _WRAP + _MODEL + "\n"
                 "model = FSDP(model, auto_wrap_policy=ModuleWrapPolicy({Block}))\n"
-                "with model.no_sync():\n"
-                "    loss.backward()\n"
+                "context = model.no_sync()\n"
             ),
         ),
         untouched=(
@@ -177,6 +251,12 @@ RULES = (
                 "strategy = ShardingStrategy.FULL_SHARD\n"
             ),
             ("from fairscale.nn import FullyShardedDataParallel as FSDP\nmodel = FSDP(model)\n"),
+            (
+                # a unit check with no wrapper call in the file: nothing to convert
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "def units(model):\n"
+                "    return [m for m in model.modules() if isinstance(m, FSDP)]\n"
+            ),
             (
                 "try:\n"
                 "    from torch.distributed.fsdp import fully_shard\n"

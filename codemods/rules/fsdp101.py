@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import libcst as cst
-
 from codemods import astsyntax as on_ast
 from codemods.kinds.base import CallSiteFix, Site, Translation
 from codemods.kinds.reference import Renamed
+from codemods.lazy_libcst import cst
 from codemods.registry.names import COMPAT_WRAP
 from codemods.syntax import keyword
 

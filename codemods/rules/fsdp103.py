@@ -14,12 +14,10 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-import libcst as cst
-from libcst.metadata import GlobalScope
-
 from codemods import astsyntax as on_ast
 from codemods.kinds.base import PARTIAL, Behaviour, Engine
 from codemods.kinds.parameter_rename import TORCH_POLICY_CONSUMERS
+from codemods.lazy_libcst import cst
 from codemods.registry import REGISTRY
 from codemods.registry.names import COMPAT_FAIRSCALE
 from codemods.syntax import dotted, keyword
@@ -68,7 +66,9 @@ def imported_at_module_level(engine: Engine, node: cst.BaseExpression) -> bool:
     if scope is None or name is None:
         return False
     assignments = scope[name.split(".")[0]]
-    return bool(assignments) and all(isinstance(a.scope, GlobalScope) for a in assignments)
+    return bool(assignments) and all(
+        isinstance(a.scope, cst.metadata.GlobalScope) for a in assignments
+    )
 
 
 def _lightning_takes_classes(engine: Engine, call: cst.Call) -> bool:
@@ -201,7 +201,9 @@ class PolicyPartial(Behaviour):
         if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1):
             return False
         target = parent.targets[0].target
-        return isinstance(target, cst.Name) and isinstance(engine.scope(target), GlobalScope)
+        return isinstance(target, cst.Name) and isinstance(
+            engine.scope(target), cst.metadata.GlobalScope
+        )
 
 
 BEHAVIOUR = PolicyPartial

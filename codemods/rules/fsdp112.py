@@ -5,11 +5,10 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-import libcst as cst
-
 from codemods import astsyntax as on_ast
 from codemods.kinds.base import CallSiteFix, Site, Translation
 from codemods.kinds.reference import Reported
+from codemods.lazy_libcst import cst
 from codemods.registry.names import TORCH_WRAP
 from codemods.syntax import is_bool, keyword, keyword_arg
 

@@ -31,11 +31,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import libcst as cst
-from libcst.metadata import GlobalScope
-
 from codemods.kinds.base import Behaviour, Engine
-from codemods.syntax import dotted, is_plain_positional, keyword, literal
+from codemods.lazy_libcst import cst
+from codemods.syntax import dotted, is_plain_positional, keyword, literal, no_space_equal
 
 #: Where ``torch.distributed.checkpoint.state_dict`` first exists.
 DCP_STATE_DICT_SINCE = "2.2"
@@ -119,7 +117,7 @@ def _named_config(engine: Engine, name: cst.Name, with_node: cst.With):
     statement = engine.parent(assign)
     drop = (
         assignments[0].scope is scope
-        and not isinstance(scope, GlobalScope)
+        and not isinstance(scope, cst.metadata.GlobalScope)
         and isinstance(statement, cst.SimpleStatementLine)
         and len(statement.body) == 1
     )
@@ -286,8 +284,8 @@ def _ast_assignments(detector: Any) -> dict[tuple[int, int], ast.Assign]:
     if found is None:
         found = {
             (node.targets[0].lineno, node.targets[0].col_offset): node
-            for node in ast.walk(detector.tree)
-            if type(node) is ast.Assign and type(node.targets[0]) is ast.Name
+            for node in detector.nodes(ast.Assign)
+            if type(node.targets[0]) is ast.Name
         }
         detector.scratch["FSDP115:assigns"] = found
     return found
@@ -332,7 +330,9 @@ def _ast_body_statement(detector: Any, with_node: ast.With) -> ast.stmt | None:
     header = [lines[last.end_lineno - 1][last.end_col_offset :]]  # type: ignore[index]
     header += lines[last.end_lineno : statement.lineno - 1]  # type: ignore[misc]
     if any(b"#" in line for line in header):
-        raise Undecided("a comment by a state_dict_type block")
+        # After the last item only `)`, `:` and comments can stand: a comment on the
+        # header or above the statement, where libcst's block keeps no plan either.
+        return None
     # Comment lines after the block indented as deep as its statement are its footer
     # (libcst); shallower ones belong to what follows. A mix is Undecided.
     deeper = set()
@@ -518,20 +518,16 @@ def _rewrite(plan: _Plan, updated: cst.With) -> cst.SimpleStatementLine:
     small = line.body[0]
     call = small.value
     module = call.func.value
-    args = [cst.Arg(module, comma=_COMMA)]
+    comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    args = [cst.Arg(module, comma=comma)]
     if plan.loaded is not None:
-        args.append(call.args[0].with_changes(comma=_COMMA))
+        args.append(call.args[0].with_changes(comma=comma))
     options = cst.parse_expression(plan.options)
-    args.append(cst.Arg(options, keyword=cst.Name("options"), equal=_EQUAL))
+    args.append(cst.Arg(options, keyword=cst.Name("options"), equal=no_space_equal()))
     new_call = cst.Call(cst.Name(plan.function), args=args)
     return line.with_changes(
         body=[small.with_changes(value=new_call)], leading_lines=updated.leading_lines
     )
 
-
-_COMMA = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-_EQUAL = cst.AssignEqual(
-    whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
-)
 
 BEHAVIOUR = Fsdp115

@@ -16,9 +16,8 @@ import ast
 from collections.abc import Callable
 from typing import Any
 
-import libcst as cst
-
 from codemods.kinds.base import Behaviour, Engine
+from codemods.lazy_libcst import cst
 from codemods.syntax import is_plain_positional, keep_ending, keyword
 
 #: The release whose methods take ``optim`` and ignore nothing when it is given.

@@ -11,10 +11,9 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-import libcst as cst
-
 from codemods.kinds.base import Engine
 from codemods.kinds.reference import Reported
+from codemods.lazy_libcst import cst
 from codemods.registry.lightning_strategy_rules import FSDP_STRATEGY
 from codemods.syntax import keyword, literal
 

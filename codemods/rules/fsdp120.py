@@ -15,10 +15,9 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-import libcst as cst
-
 from codemods.kinds.base import CallSiteFix, Site, Translation
 from codemods.kinds.reference import Renamed
+from codemods.lazy_libcst import cst
 from codemods.registry.names import DCP
 from codemods.syntax import keep_ending, keyword, keyword_arg, literal
 

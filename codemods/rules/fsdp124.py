@@ -16,10 +16,9 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-import libcst as cst
-
 from codemods.kinds.base import Engine
 from codemods.kinds.default_change import DefaultChange
+from codemods.lazy_libcst import cst
 from codemods.registry.names import CHECKPOINT_WRAPPER
 from codemods.syntax import append_arg, is_plain_positional, keyword, new_keyword
 

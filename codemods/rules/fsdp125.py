@@ -13,9 +13,8 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-import libcst as cst
-
 from codemods.kinds.base import Behaviour, Engine
+from codemods.lazy_libcst import cst
 from codemods.syntax import is_plain_positional, keyword
 
 OLD_METHOD = "set_reduce_scatter_divide_factor"

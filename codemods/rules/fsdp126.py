@@ -11,9 +11,8 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-import libcst as cst
-
 from codemods.kinds.base import Behaviour, Engine
+from codemods.lazy_libcst import cst
 from codemods.syntax import is_plain_positional, keyword
 
 #: ``distribute_module(module, device_mesh, partition_fn, input_fn, output_fn)``.
@@ -54,11 +53,7 @@ def _definitions(detector: Any) -> dict[tuple[int, int], ast.AST]:
     found = detector.scratch.get("FSDP126:defs")
     if found is None:
         kinds = (ast.FunctionDef, ast.AsyncFunctionDef)
-        found = {
-            (node.lineno, node.col_offset): node
-            for node in ast.walk(detector.tree)
-            if isinstance(node, kinds)
-        }
+        found = {(node.lineno, node.col_offset): node for node in detector.nodes(*kinds)}
         detector.scratch["FSDP126:defs"] = found
     return found
 

@@ -12,12 +12,9 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-import libcst as cst
-
 from codemods.kinds.base import Behaviour, Engine
+from codemods.lazy_libcst import cst
 from codemods.syntax import is_plain_positional, keyword
-
-_OBJECT_KEYS = (cst.Name, cst.Attribute, cst.Subscript, cst.Call)
 
 
 def keyed_by_objects(value: cst.BaseExpression) -> bool:
@@ -26,7 +23,7 @@ def keyed_by_objects(value: cst.BaseExpression) -> bool:
         return False
     keys = [getattr(element, "key", None) for element in value.elements]
     return all(
-        isinstance(key, _OBJECT_KEYS)
+        isinstance(key, (cst.Name, cst.Attribute, cst.Subscript, cst.Call))
         and not (isinstance(key, cst.Name) and (key.value.isupper() or key.value == "None"))
         for key in keys
     )

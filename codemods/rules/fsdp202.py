@@ -5,11 +5,10 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any
 
-import libcst as cst
-
 from codemods import astsyntax as on_ast
 from codemods.kinds.base import CallSiteFix, Import, Site, Translation
 from codemods.kinds.reference import Reported
+from codemods.lazy_libcst import cst
 from codemods.registry.names import FAIRSCALE_ONLY_STRATEGY_ARGUMENTS, TORCH_WRAP
 from codemods.rules.lightning_strategy import DROP, certain, translate
 from codemods.syntax import dotted, keyword_arg, string_like

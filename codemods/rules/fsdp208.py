@@ -5,9 +5,8 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-import libcst as cst
-
 from codemods.kinds.base import Behaviour, Engine
+from codemods.lazy_libcst import cst
 from codemods.syntax import keyword
 
 

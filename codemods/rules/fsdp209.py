@@ -9,10 +9,9 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-import libcst as cst
-
 from codemods import astsyntax as on_ast
 from codemods.kinds.base import PARTIAL, Behaviour, Engine
+from codemods.lazy_libcst import cst
 from codemods.registry.names import TORCH_WRAP
 from codemods.syntax import keyword
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import libcst as cst
-
 from codemods.kinds.base import CallSiteFix, Import, Site, Translation
 from codemods.kinds.reference import Reported
+from codemods.lazy_libcst import cst
 from codemods.rules.lightning_strategy import certain, translate
 
 if TYPE_CHECKING:

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import libcst as cst
-
 from codemods.kinds.base import Engine
+from codemods.lazy_libcst import cst
 from codemods.registry.names import TORCH_FSDP
 from codemods.syntax import keyword, literal
 

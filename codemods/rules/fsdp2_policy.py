@@ -15,9 +15,8 @@ what it means where the policy names it (no parameter or local shadowing it).
 
 from __future__ import annotations
 
-import libcst as cst
-
 from codemods.kinds.base import PARTIAL, Engine
+from codemods.lazy_libcst import cst
 from codemods.registry.names import TORCH_WRAP
 from codemods.rules.fsdp2_arguments import Untranslatable, bound_once
 from codemods.syntax import dotted, find_all, keyword

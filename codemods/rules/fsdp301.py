@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import libcst as cst
-
 from codemods import astsyntax as on_ast
 from codemods.kinds.base import CallSiteFix, Import, Site, Translation
 from codemods.kinds.reference import Reported
+from codemods.lazy_libcst import cst
 from codemods.registry.names import FAIRSCALE_OFFLOAD, FAIRSCALE_PRECISION_DETAILS, TORCH_FSDP
 from codemods.syntax import dotted, is_plain_positional, keep_ending, keyword, keyword_arg, literal
 

@@ -21,16 +21,20 @@ of every call in the file, and each finding says why.
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import libcst as cst
-from libcst.metadata import PositionProvider
+from typing import Any
 
 from codemods.kinds.base import Behaviour, Engine
+from codemods.lazy_libcst import cst
 from codemods.registry.names import COMPOSABLE_FSDP, TORCH_FSDP, TORCH_FSDP_CLASSES
 from codemods.rules.fsdp2_arguments import Keywords, Untranslatable, translate
 from codemods.rules.fsdp2_policy import unit_classes
 from codemods.rules.fsdp2_uses import Use, rewrite
 from codemods.syntax import dotted, find_all, is_fallback, keyword
+
+#: The builtin whose class argument FSDP2 spells ``FSDPModule``.
+ISINSTANCE = "builtins.isinstance"
+#: FSDP1's list of the FSDP modules under a module, by each spelling of the class.
+FSDP_MODULES = tuple(f"{name}.fsdp_modules" for name in TORCH_FSDP_CLASSES)
 
 #: Attributes of an FSDP1-wrapped model that an FSDP2 model does not have (or that mean
 #: something else there): a file using one on the wrapped model is left as FSDP1.
@@ -62,8 +66,6 @@ CHANGED_MEANING = {
     ),
 }
 
-_CONTAINERS = (cst.Assign, cst.AnnAssign, cst.Return, cst.Expr)
-
 
 @dataclass(frozen=True)
 class Conversion:
@@ -86,15 +88,34 @@ class Conversion:
 
 @dataclass
 class Survey:
-    """Every FSDP1 wrapper call of a file, and why the file must stay FSDP1 (if it must)."""
+    """Every FSDP1 wrapper call of a file, and why the file must stay FSDP1 (if it must).
+
+    Attributes:
+        conversions: Each wrapper call's conversion, or why it has none (by ``id``).
+        uses: The calls on each wrapped model that are rewritten with it.
+        blocker: Why no FSDP4 fix is written in the file, or None.
+        module_lists: The ``FSDP.fsdp_modules(module)`` calls (``id``): a comprehension
+            of the ``FSDPModule`` instances in ``module.modules()`` on FSDP2.
+        class_checks: The FSDP1 classes ``isinstance`` tests or a function's annotations
+            name (``id`` of the reference): ``FSDPModule`` on FSDP2, the class every
+            ``fully_shard``-ed module takes on.
+    """
 
     conversions: dict[int, Conversion | str]
     uses: dict[int, list[Use]]
     blocker: str | None
+    class_checks: frozenset[int] = frozenset()
+    module_lists: frozenset[int] = frozenset()
+
+    def converts(self) -> bool:
+        """Whether the file is converted (in a run that applies the family's fixes)."""
+        return self.blocker is None and any(
+            isinstance(c, Conversion) for c in self.conversions.values()
+        )
 
 
 def _line(engine: Engine, node: cst.CSTNode) -> int:
-    return engine.get_metadata(PositionProvider, node).start.line
+    return engine.get_metadata(cst.metadata.PositionProvider, node).start.line
 
 
 def _statement(engine: Engine, call: cst.Call) -> tuple[cst.SimpleStatementLine, cst.CSTNode]:
@@ -105,7 +126,10 @@ def _statement(engine: Engine, call: cst.Call) -> tuple[cst.SimpleStatementLine,
         if isinstance(parent, cst.Arg) and parent.value is node:
             node = engine.parent(parent)  # the call taking it
             continue
-        if isinstance(parent, _CONTAINERS) and getattr(parent, "value", None) is node:
+        if (
+            isinstance(parent, (cst.Assign, cst.AnnAssign, cst.Return, cst.Expr))
+            and getattr(parent, "value", None) is node
+        ):
             line = engine.parent(parent)
             if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1:
                 return line, parent
@@ -230,10 +254,21 @@ def survey(engine: Engine, rule_code: str) -> Survey:
                 key = (id(engine.scope(call)), name)
                 bound.setdefault(key, []).append((_line(engine, call), id(call)))
     funcs = {id(call.func) for call in calls}
+    checks = set()
+    lists = set()
     for node in find_all(module, lambda n: isinstance(n, (cst.Name, cst.Attribute))):
         if id(node) in funcs or _in_import(engine, node):
             continue
         if _fsdp1_reference(engine, node):
+            if (_tested_class(engine, node) or _annotates(engine, node)) and not _gated(
+                engine, node
+            ):
+                checks.add(id(node))
+                continue
+            listing = _module_list(engine, node)
+            if listing is not None and not _gated(engine, node):
+                lists.add(id(listing))
+                continue
             shown = module.code_for_node(node)
             blockers.append(f"`{shown}` at line {_line(engine, node)} is FSDP1 only")
             continue
@@ -249,7 +284,62 @@ def survey(engine: Engine, rule_code: str) -> Survey:
         shown = module.code_for_node(node)
         why = CHANGED_MEANING.get(method, "exists only on FSDP1 models")
         blockers.append(f"`{shown}` at line {_line(engine, node)}: {why}")
-    return Survey(conversions, uses, blockers[0] if blockers else None)
+    if (checks or lists) and _fresh(engine, "FSDPModule") != "FSDPModule":
+        blockers.append("`FSDPModule`, which FSDP2 code needs, is a name here")
+    return Survey(
+        conversions, uses, blockers[0] if blockers else None, frozenset(checks), frozenset(lists)
+    )
+
+
+def _module_list(engine: Engine, node: cst.CSTNode) -> cst.Call | None:
+    """The call ``node.fsdp_modules(module)`` where ``node`` is the FSDP1 class.
+
+    Only the plain form: one positional module, no ``root_only`` (the roots have no
+    FSDP2 counterpart one can list).
+    """
+    attribute = engine.parent(node)
+    if not (isinstance(attribute, cst.Attribute) and attribute.value is node):
+        return None
+    call = engine.parent(attribute)
+    if not (isinstance(call, cst.Call) and call.func is attribute):
+        return None
+    if attribute.attr.value != "fsdp_modules" or len(call.args) != 1:
+        return None
+    (arg,) = call.args
+    return call if keyword(arg) in (None, "module") and not arg.star else None
+
+
+def _annotates(engine: Engine, node: cst.CSTNode) -> bool:
+    """Whether ``node`` is in the annotation of a function's parameter or return."""
+    parent = engine.parent(node)
+    while parent is not None and not isinstance(parent, (cst.Annotation, cst.BaseStatement)):
+        parent = engine.parent(parent)
+    if not isinstance(parent, cst.Annotation):
+        return False
+    owner = engine.parent(parent)
+    return isinstance(owner, cst.Param) or (
+        isinstance(owner, cst.FunctionDef) and owner.returns is parent
+    )
+
+
+def _tested_class(engine: Engine, node: cst.CSTNode) -> bool:
+    """Whether ``node`` is the class of ``isinstance(x, node)``, alone or in a tuple."""
+    parent = engine.parent(node)
+    if isinstance(parent, cst.Element):
+        display = engine.parent(parent)
+        if not isinstance(display, cst.Tuple):
+            return False
+        node, parent = display, engine.parent(display)
+    if not (isinstance(parent, cst.Arg) and parent.value is node and not parent.star):
+        return False
+    call = engine.parent(parent)
+    return (
+        isinstance(call, cst.Call)
+        and len(call.args) == 2
+        and call.args[1] is parent
+        and keyword(parent) is None
+        and ISINSTANCE in engine.qualified(call.func)
+    )
 
 
 def _forget_fsdp1_names(engine: Engine, call: cst.Call) -> None:
@@ -328,8 +418,10 @@ def _statements(engine: Engine, conversion: Conversion, indent: str) -> list[cst
 class Fsdp401(Behaviour):
     """Rewrite each FSDP1 wrapper call when every one in the file can be rewritten."""
 
+    definitions = True  # a function's annotations naming the FSDP1 class
+
     def calls(self) -> tuple[str, ...]:
-        return TORCH_FSDP_CLASSES
+        return (*TORCH_FSDP_CLASSES, ISINSTANCE, *FSDP_MODULES)
 
     def call(self, engine: Engine, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         if not engine.settings.enabled(self.rule):
@@ -337,6 +429,11 @@ class Fsdp401(Behaviour):
         found = engine.scratch.get(self.rule.code)
         if found is None:
             found = engine.scratch[self.rule.code] = survey(engine, self.rule.code)
+        called = engine.qualified(original.func)
+        if ISINSTANCE in called:
+            return _class_check(engine, self.rule, found, original, updated)
+        if called & set(FSDP_MODULES):
+            return _module_listing(engine, self.rule, found, original, updated)
         conversion = found.conversions.get(id(original))
         if conversion is None:
             return updated
@@ -353,7 +450,7 @@ class Fsdp401(Behaviour):
         _forget_fsdp1_names(engine, original)
         for use in found.uses.get(id(original), ()):
             # Later in the same scope than this call: visited after it.
-            engine.replace(use.call, cst.parse_expression(use.code))
+            engine.replace(use.call, use.replacement())
             for module, name in use.imports:
                 engine.need_import(module, name)
         indent = _indent(engine, conversion.line)
@@ -364,6 +461,94 @@ class Fsdp401(Behaviour):
         taken = len(indent + conversion.root + " = ")  # most often `model = fully_shard(...)`
         text = call_text(conversion.root, conversion.keywords.code, one, "", taken)
         return cst.parse_expression(text, engine.module.config_for_parsing)
+
+    def function(self, engine: Engine, node: cst.FunctionDef | cst.Lambda) -> None:
+        if not isinstance(node, cst.FunctionDef) or not engine.settings.enabled(self.rule):
+            return
+        annotations = [p.annotation for p in _parameters(node) if p.annotation is not None]
+        annotations += [node.returns] if node.returns is not None else []
+        if not annotations:
+            return
+        found = engine.scratch.get(self.rule.code)
+        if found is None:
+            found = engine.scratch[self.rule.code] = survey(engine, self.rule.code)
+        hits = [
+            ref
+            for annotation in annotations
+            for ref in find_all(annotation, lambda n: id(n) in found.class_checks)
+        ]
+        if not hits or not found.converts() or not engine.report(hits[0], self.rule, quiet=True):
+            return
+        _use_fsdp_module(engine, hits)
+        for hit in hits:
+            engine.replace(hit, cst.Name("FSDPModule"))
+
+    def ast_function(self, detector: Any, node: Any) -> None:
+        """Nothing to report: annotations change only with the file's wrapper calls."""
+
+
+def _parameters(node: cst.FunctionDef) -> list[cst.Param]:
+    params = node.params
+    star = [params.star_arg] if isinstance(params.star_arg, cst.Param) else []
+    double = [params.star_kwarg] if params.star_kwarg is not None else []
+    return [*params.posonly_params, *params.params, *star, *params.kwonly_params, *double]
+
+
+def _use_fsdp_module(engine: Engine, replaced: list[cst.CSTNode]) -> None:
+    """Import ``FSDPModule`` from FSDP2's home; the FSDP1 names replaced may go."""
+    home = TORCH_FSDP if engine.target_at_least("2.6") else COMPOSABLE_FSDP
+    engine.need_import(home, "FSDPModule")
+    for node in replaced:
+        engine.forget(node)
+
+
+def _module_listing(
+    engine: Engine, rule: Any, found: Survey, original: cst.Call, updated: cst.Call
+) -> cst.BaseExpression:
+    """``FSDP.fsdp_modules(model)`` as the ``FSDPModule`` instances in ``model.modules()``.
+
+    FSDP1 lists the FSDP instances among the module and its descendants in that order;
+    on FSDP2 those are the modules ``fully_shard`` was called on, which are
+    ``FSDPModule`` instances.
+    """
+    if id(original) not in found.module_lists or not found.converts():
+        return updated
+    if not engine.report(original, rule, quiet=True):
+        return updated
+    _use_fsdp_module(engine, [original.func])
+    var = _fresh(engine, "submodule")
+    target = engine.module.code_for_node(updated.args[0].value)
+    text = f"[{var} for {var} in {target}.modules() if isinstance({var}, FSDPModule)]"
+    return cst.parse_expression(text, engine.module.config_for_parsing)
+
+
+def _class_check(
+    engine: Engine, rule: Any, found: Survey, original: cst.Call, updated: cst.Call
+) -> cst.Call:
+    """``isinstance(x, FSDP)`` as ``isinstance(x, FSDPModule)`` in a file that converts.
+
+    Wherever the check stands (before the wrapper call too): the survey has seen the
+    whole file. Its finding is the wrapper call's; this only says whether the fix applies.
+    """
+    if len(original.args) != 2 or not found.converts():
+        return updated
+    tested = original.args[1].value
+    parts = [e.value for e in tested.elements] if isinstance(tested, cst.Tuple) else [tested]
+    hits = [part for part in parts if id(part) in found.class_checks]
+    if not hits or not engine.report(hits[0], rule, quiet=True):
+        return updated
+    _use_fsdp_module(engine, hits)
+    new = cst.Name("FSDPModule")
+    value = updated.args[1].value
+    if isinstance(value, cst.Tuple):
+        elements = [
+            element.with_changes(value=new) if id(part) in found.class_checks else element
+            for element, part in zip(value.elements, parts)
+        ]
+        value = value.with_changes(elements=elements)
+    else:
+        value = new
+    return updated.with_changes(args=[updated.args[0], updated.args[1].with_changes(value=value)])
 
 
 BEHAVIOUR = Fsdp401

@@ -5,10 +5,9 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any, Callable
 
-import libcst as cst
-
 from codemods import astsyntax as on_ast
 from codemods.kinds.base import Import, Site, Translation
+from codemods.lazy_libcst import cst
 from codemods.registry.names import FABRIC_ROOTS
 from codemods.syntax import keep_ending, keyword, keyword_arg
 

@@ -72,13 +72,21 @@ def new_file(rng: random.Random) -> SourceFile:
     return SourceFile(rng, import_table(), PRELUDES, PACKAGE, COMMENTS)
 
 
-def grow(f: SourceFile, rng: random.Random, kind: str, fillers: list[str], reserve: int = 0):
+def grow(
+    f: SourceFile,
+    rng: random.Random,
+    kind: str,
+    fillers: list[str],
+    reserve: int = 0,
+    least: int = 0,
+):
     """Add ``fillers`` until the file reaches a seeded size in its kind's range.
 
-    ``reserve`` lines are still to come (added after the fillers).
+    ``reserve`` lines are still to come (added after the fillers); ``least``: the file
+    grows to at least this many lines where its fillers allow.
     """
     low, high = LINES[kind]
-    target = rng.randint(low + 40, high - 80) - reserve
+    target = max(rng.randint(low + 40, high - 80), least) - reserve
     for chunk in fillers:
         if f.line_count >= target:
             break
@@ -103,7 +111,10 @@ def model_file(spec: Spec, plan: Plan, rng: random.Random) -> str:
     fillers = modeling_more.extras(rng, towers[-1], 8) + utilities.helpers(rng, 13)
     # a small draft tower (for speculative decoding) when the file is still short of its size
     fillers.append("\n\n\n".join(modeling.transformer(rng, f"{P}Draft")))
-    grow(f, rng, "model", fillers, reserve)
+    least = spec.options.get("least", 0)
+    if least:  # draft towers for the others too, enough to reach that size
+        fillers += ["\n\n\n".join(modeling.transformer(rng, f"{t}Draft")) for t in towers[1:]]
+    grow(f, rng, "model", fillers, reserve, least)
     f.add(*fsdp)
     doc = f"The {' / '.join(towers)} model{'s' if len(towers) > 1 else ''} and their parts."
     return f.render(doc, future=rng.random() < 0.7)
