@@ -38,6 +38,7 @@ SCRIPTS = (
     "clip_and_full_state_dict",
     "unit_checks_isinstance",
     "gradient_accumulation_no_sync",
+    "optimizer_state_resume",
 )
 STEPS = 4
 SETTINGS = Settings(fix=True, unsafe_fixes=True, select=("FSDP4",))
