@@ -40,6 +40,10 @@ if not current().fsdp1_on_cpu and not torch.cuda.is_available():
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "tests" / "fixtures" / "dropin"
 WARNING = re.compile(r"legacy\.py:(\d+): .*\[(FSDP\d+)\]$", re.MULTILINE)
+#: torch's background threads sometimes abort at interpreter teardown, after a rank's work
+#: is done (tests/distributed.py steps around it with ``os._exit``; these scripts are
+#: a user's, unmodified): seen once in a full CI run, torch 2.13, gloo.
+TEARDOWN_ABORT = "terminate called without an active exception"
 
 
 def _torchrun() -> str:
@@ -75,6 +79,9 @@ def launch(how: str, script: Path, out: Path, *args: str) -> subprocess.Complete
         text=True,
         timeout=420,
     )
+    finished = all((out / f"rank{rank}.pt").exists() for rank in range(2))
+    if run.returncode != 0 and finished and TEARDOWN_ABORT in run.stderr:
+        return run  # every rank saved its results, which the tests compare in full
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-6000:]
     return run
 
