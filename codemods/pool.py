@@ -32,19 +32,26 @@ WORKER_DIED = (
 
 
 def one(work: Callable[[Work], R], args: Work) -> R | None:
-    """``work(args)``, or None when a signal abandoned the file (nothing of it written)."""
+    """``work(args)``, or None when a signal abandoned the file (nothing of it written).
+
+    Where the signal handler raised in the work, whatever the work then returns or
+    raises is dropped: library code on the way may have swallowed :class:`Abandoned` or
+    turned it into another error (libcst's ``KeyError`` of a node, a half-imported
+    module's ``AttributeError``), which is no news about the file.
+    """
     state = stopping.STATE
+    state.phase = stopping.WORKING
     try:
-        state.phase = stopping.WORKING
         result = work(args)
-        state.phase = stopping.IDLE
-        return result
     except stopping.Abandoned:
-        state.phase = stopping.IDLE
         return None
     except BaseException:
-        state.phase = stopping.IDLE
+        if state.interrupted:
+            return None
         raise
+    finally:
+        state.phase = stopping.IDLE
+    return None if state.interrupted else result
 
 
 def in_process(work: Callable[[Work], R], items: list[tuple[int, Work]]) -> Iterator[tuple[int, R]]:

@@ -6,6 +6,13 @@ abandoned, never cut short; while a file is being read or parsed (nothing of it 
 yet) it abandons that file at once by raising :class:`Abandoned`. Between files, the
 loops that hand out work ask :attr:`Stop.requested` and stop there.
 
+An exception raised from a signal handler surfaces wherever the interpreter happens to
+be: in an import, in a library's ``with`` block or generator, which may swallow it or
+turn it into another error. So once the handler has raised, nothing the interrupted
+work then returns or raises is believed (:attr:`Stop.interrupted`): the file counts as
+abandoned, and its process takes no further file (the interrupted code may have left a
+module half imported).
+
 A worker also stops when the process that started it is gone: on Linux the kernel sends
 it SIGTERM (a parent-death signal, ``prctl(PR_SET_PDEATHSIG)``); elsewhere a watchdog
 thread and the check between files notice that its parent pid changed. An orphaned
@@ -52,6 +59,7 @@ class Stop:
         signum: The first stopping signal this process received, or 0.
         phase: :data:`IDLE`, :data:`WORKING` (a file is read or parsed: abandon it at
             once) or :data:`WRITING` (let the write finish or abandon it itself).
+        interrupted: The handler raised :class:`Abandoned` in the work in hand.
         shared: In a run with workers, a byte in shared memory the command sets to 1
             when it stops, for its workers to see between files.
         parent: In a worker, the pid of the process that started it.
@@ -60,6 +68,7 @@ class Stop:
     def __init__(self) -> None:
         self.signum = 0
         self.phase = IDLE
+        self.interrupted = False
         self.shared: Any = None
         self.parent: int | None = None
 
@@ -113,6 +122,7 @@ def _on_signal(signum: int, frame: object) -> None:
         threading.Thread(target=_exit_after_grace, name="stop-grace", daemon=True).start()
     if STATE.phase == WORKING:
         STATE.phase = IDLE  # one file, one Abandoned: a second signal must not raise again
+        STATE.interrupted = True
         raise Abandoned
 
 
@@ -126,7 +136,7 @@ def on_signals() -> Iterator[Stop]:
     Outside the main thread (where Python cannot install signal handlers) the block
     changes nothing.
     """
-    STATE.signum, STATE.phase = 0, IDLE
+    STATE.signum, STATE.phase, STATE.interrupted = 0, IDLE, False
     if threading.current_thread() is not threading.main_thread():
         yield STATE
         return
@@ -136,7 +146,7 @@ def on_signals() -> Iterator[Stop]:
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
-        STATE.signum, STATE.phase = 0, IDLE
+        STATE.signum, STATE.phase, STATE.interrupted = 0, IDLE, False
 
 
 def start_worker(shared: Any, parent: int, death_signal: bool = True) -> None:
