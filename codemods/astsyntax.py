@@ -94,10 +94,6 @@ class TreeIndex:
         self.by_type = by_type
         self.below = below
 
-    def children(self, node: ast.AST) -> list[ast.AST]:
-        """:func:`children` of a node of this tree, looked up."""
-        return self.below[id(node)]
-
 
 @functools.lru_cache(maxsize=2)
 def tree_index(tree: ast.AST) -> TreeIndex:

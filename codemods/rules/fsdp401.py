@@ -426,9 +426,7 @@ class Fsdp401(Behaviour):
     def call(self, engine: Engine, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         if not engine.settings.enabled(self.rule):
             return updated
-        found = engine.scratch.get(self.rule.code)
-        if found is None:
-            found = engine.scratch[self.rule.code] = survey(engine, self.rule.code)
+        found = self._survey(engine)
         called = engine.qualified(original.func)
         if ISINSTANCE in called:
             return _class_check(engine, self.rule, found, original, updated)
@@ -462,6 +460,13 @@ class Fsdp401(Behaviour):
         text = call_text(conversion.root, conversion.keywords.code, one, "", taken)
         return cst.parse_expression(text, engine.module.config_for_parsing)
 
+    def _survey(self, engine: Engine) -> Survey:
+        """The file's survey, made at the first hook that needs it (it sees the whole file)."""
+        found = engine.scratch.get(self.rule.code)
+        if found is None:
+            found = engine.scratch[self.rule.code] = survey(engine, self.rule.code)
+        return found
+
     def function(self, engine: Engine, node: cst.FunctionDef | cst.Lambda) -> None:
         if not isinstance(node, cst.FunctionDef) or not engine.settings.enabled(self.rule):
             return
@@ -469,9 +474,7 @@ class Fsdp401(Behaviour):
         annotations += [node.returns] if node.returns is not None else []
         if not annotations:
             return
-        found = engine.scratch.get(self.rule.code)
-        if found is None:
-            found = engine.scratch[self.rule.code] = survey(engine, self.rule.code)
+        found = self._survey(engine)
         hits = [
             ref
             for annotation in annotations
