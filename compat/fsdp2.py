@@ -183,8 +183,12 @@ def fully_shard_by_policy(model: nn.Module, policy: Any = None, **fsdp1_kwargs: 
         raise ValueError(
             f"fully_shard_by_policy: already FSDP2 units: {listed}; shard a model once"
         )
+    ignored = list(fsdp1_kwargs.get("ignored_modules") or ())  # read twice: not a generator
+    if ignored:
+        fsdp1_kwargs["ignored_modules"] = ignored
     arguments = translate_fsdp1_arguments(**fsdp1_kwargs)
-    names = select_modules(model, normalize_policy(policy))  # children before parents
+    # Children before parents; FSDP1 wraps nothing inside an ignored module.
+    names = select_modules(model, normalize_policy(policy), ignored=ignored)
     for name in names:
         fully_shard(model.get_submodule(name), **arguments)
     fully_shard(model, **arguments)

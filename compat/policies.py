@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+from collections.abc import Iterable
 from typing import Any, Callable
 
 import torch.nn as nn
@@ -123,7 +124,12 @@ def _callable_name(fn: Callable) -> str:
     return getattr(target, "__qualname__", repr(target))
 
 
-def select_modules(root: nn.Module, policy: Any, include_root: bool = False) -> list[str]:
+def select_modules(
+    root: nn.Module,
+    policy: Any,
+    include_root: bool = False,
+    ignored: Iterable[nn.Module] = (),
+) -> list[str]:
     """Qualified names of the submodules ``policy`` selects, in FSDP1's wrapping order.
 
     No process group is needed. Policy objects use their own selection
@@ -137,6 +143,8 @@ def select_modules(root: nn.Module, policy: Any, include_root: bool = False) -> 
         policy: Any form :func:`normalize_policy` accepts.
         include_root: Report ``""`` for the root when the policy selects it (FSDP
             always wraps the root itself, so it is left out by default).
+        ignored: FSDP1's ``ignored_modules``: neither they nor anything inside them is
+            selected, and their parameters count for no module's size.
 
     Returns:
         Names as in ``root.named_modules()``, children before parents.
@@ -144,9 +152,11 @@ def select_modules(root: nn.Module, policy: Any, include_root: bool = False) -> 
     policy = normalize_policy(policy)
     if policy is None:
         return []
+    left_out = {module for top in ignored for module in top.modules()}
+    left_out_params = {p for module in left_out for p in module.parameters(recurse=False)}
     run_policy = getattr(policy, "_run_policy", None)
     if run_policy is not None:
-        chosen = run_policy(root, set(), {})
+        chosen = run_policy(root, left_out, {})
         names = _post_order(root)
         return [name for name in names if (name or include_root) and names[name] in chosen]
     callable_policy = getattr(policy, "policy", policy)  # torch 2.0's _FSDPPolicy
@@ -154,7 +164,9 @@ def select_modules(root: nn.Module, policy: Any, include_root: bool = False) -> 
     selected: list[str] = []
 
     def visit(module: nn.Module, name: str, is_root: bool) -> int:
-        numel = sum(p.numel() for p in module.parameters())
+        if module in left_out:
+            return 0
+        numel = sum(p.numel() for p in module.parameters() if p not in left_out_params)
         if not callable_policy(module=module, recurse=True, **{numel_kwarg: numel}):
             return 0
         wrapped = sum(

@@ -130,7 +130,7 @@ def test_dropped_arguments_that_change_something_are_noted():
         ("FSDP(model, sync_module_states=True)", "broadcast_from_rank0"),
         ("FSDP(model, param_init_fn=init)", "to_empty"),
         ("FSDP(model, process_group=group)", "mesh="),
-        ("FSDP(model, ignored_modules=[head])", "ignored_params"),
+        ("FSDP(Wrapper(model), ignored_modules=[model.head])", "module's target"),
         ("FSDP(model, sharding_strategy=strategy)", "not a `ShardingStrategy` member"),
         ("FSDP(model, mixed_precision=precision)", "not a `MixedPrecision(...)` call"),
         ("FSDP(model, **options)", "with `*`/`**`"),
@@ -143,6 +143,54 @@ def test_calls_left_for_a_human_say_why(call, why):
     assert new is None
     (finding,) = findings
     assert not finding.fixable and why in finding.message
+
+
+def test_ignored_modules_become_ignored_params_and_hold_no_unit():
+    new, findings = _migrate(
+        "def shard(model):\n"
+        "    return FSDP(model, auto_wrap_policy={Block}, ignored_modules=model.heads)\n"
+    )
+    assert findings[0].fixed
+    assert new.endswith(
+        "def shard(model):\n"
+        "    ignored_submodules = {m for top in model.heads for m in top.modules()}\n"
+        "    ignored_params = {p for m in ignored_submodules "
+        "for p in m.parameters(recurse=False)}\n"
+        "    for submodule in reversed(list(model.modules())):  # descendants before ancestors\n"
+        "        if (\n"
+        "            isinstance(submodule, Block)\n"
+        "            and submodule is not model\n"
+        "            and submodule not in ignored_submodules\n"
+        "        ):\n"
+        "            fully_shard(submodule, ignored_params=ignored_params)\n"
+        "    return fully_shard(model, ignored_params=ignored_params)\n"
+    )
+
+
+def test_ignored_modules_without_a_policy_and_names_the_file_uses():
+    new, _ = _migrate(
+        "ignored_params = [model.head]\n"
+        "model = FSDP(model, ignored_modules=ignored_params, use_orig_params=True)\n"
+    )
+    assert new.endswith(
+        "ignored_params = [model.head]\n"
+        "ignored_submodules = {m for top in ignored_params for m in top.modules()}\n"
+        "ignored_params_ = {p for m in ignored_submodules "
+        "for p in m.parameters(recurse=False)}\n"
+        "model = fully_shard(model, ignored_params=ignored_params_)\n"
+    )
+
+
+@pytest.mark.parametrize(("target", "fixed"), [("2.6", False), ("2.7", True)])
+def test_ignored_modules_follow_the_target_torch(target, fixed):
+    new, (finding,) = _migrate("model = FSDP(model, ignored_modules=[head])\n", target_torch=target)
+    assert finding.fixed is fixed and (new is not None) is fixed
+    assert fixed or "needs torch >= 2.7" in finding.message
+
+
+def test_no_ignored_modules_is_dropped():
+    new, _ = _migrate("model = FSDP(model, ignored_modules=None)\n")
+    assert new.endswith("\nmodel = fully_shard(model)\n")
 
 
 def test_one_call_left_withholds_the_others_and_says_why():

@@ -39,6 +39,7 @@ SCRIPTS = (
     "unit_checks_isinstance",
     "gradient_accumulation_no_sync",
     "optimizer_state_resume",
+    "ignored_modules",
 )
 STEPS = 4
 SETTINGS = Settings(fix=True, unsafe_fixes=True, select=("FSDP4",))
@@ -92,15 +93,24 @@ FORMS = {
         "def wrap_policy():\n    classes = {Stage, Block}\n    return ModuleWrapPolicy(classes)\n",
     ),
     "no-policy": ("None", None),
+    "ignored-modules": ("ModuleWrapPolicy({Stage, Block})", None),
+}
+#: Other FSDP1 arguments of a form: (their source, the same for a given model).
+ARGUMENTS = {
+    # The second stage holds policy classes: FSDP1 makes no unit inside it.
+    "ignored-modules": (
+        ", ignored_modules=[model.stages[1]]",
+        lambda model: {"ignored_modules": [model.stages[1]]},
+    ),
 }
 
 
-def _wrapping(policy: str, binding: str | None) -> str:
+def _wrapping(policy: str, binding: str | None, arguments: str = "") -> str:
     return (
         _HEAD
         + (binding or "")
         + "\n\ndef shard(model, device):\n"
-        + f"    return FSDP(model, auto_wrap_policy={policy}, device_id=device)\n"
+        + f"    return FSDP(model, auto_wrap_policy={policy}, device_id=device{arguments})\n"
     )
 
 
@@ -147,17 +157,21 @@ def _units_by_form(rank: int, world_size: int, sources: dict) -> dict:
         runtime_policy = getattr(fsdp1, "POLICY", None)
         if runtime_policy is None and FORMS[form][0] != "None":
             runtime_policy = eval(FORMS[form][0], vars(fsdp1))  # noqa: S307 - our own source
+        model = Staged()
+        arguments = ARGUMENTS[form][1](model) if form in ARGUMENTS else {}
         results[form] = {
             "fsdp1": _fsdp1_units(fsdp1.shard(Staged(), device)),
             "rewrite": _fsdp2_units(fsdp2.shard(Staged(), device)),
-            "compat": _fsdp2_units(fully_shard_by_policy(Staged(), runtime_policy)),
+            "compat": _fsdp2_units(fully_shard_by_policy(model, runtime_policy, **arguments)),
         }
     return results
 
 
 @pytest.fixture(scope="module")
 def units() -> list[dict]:
-    sources = {form: _wrapping(*spec) for form, spec in FORMS.items()}
+    sources = {
+        form: _wrapping(*spec, ARGUMENTS.get(form, ("",))[0]) for form, spec in FORMS.items()
+    }
     pairs = {form: (source, migrated(source)) for form, source in sources.items()}
     return distributed.run(
         _units_by_form, pairs, backend=distributed.backend_for_tests(), timeout=300
@@ -172,6 +186,9 @@ def test_the_rewrite_shards_exactly_fsdp1s_units(units, form):
         assert result["rewrite"] == result["fsdp1"] == result["compat"]
         assert result["fsdp1"][0] == ""  # the root
         assert len(result["fsdp1"]) > 1 or form == "no-policy"
+        if form == "ignored-modules":  # the policy's classes inside are left out
+            assert "stages.0.blocks.0" in result["fsdp1"]
+            assert not any(name.startswith("stages.1") for name in result["fsdp1"])
 
 
 def _plain(state: dict) -> dict:

@@ -104,6 +104,25 @@ def test_backport_custom_policy_refuses_per_module_kwargs():
     assert sorted(select_modules(make_model(), backport(is_block))) == BLOCKS
 
 
+@pytest.mark.parametrize("form", ["class-set", "module-wrap-policy", "lambda-partial", "always"])
+def test_nothing_inside_an_ignored_module_is_selected(form):
+    model = make_model()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FSDPDeprecationWarning)
+        selected = select_modules(model, FORMS[form][0](), ignored=[model.blocks[2]])
+    everything = select_modules(make_model(), FORMS[form][0]())
+    assert "blocks.1" in selected
+    assert selected == [name for name in everything if not name.startswith("blocks.2")]
+
+
+def test_an_ignored_modules_parameters_count_for_no_size():
+    """As FSDP1 counts: a block with half its parameters ignored is too small to wrap."""
+    model = make_model()
+    policy = cw.size_based_auto_wrap_policy(min_nonwrapped_numel=500)
+    selected = select_modules(model, policy, ignored=[model.blocks[0].fc1])
+    assert selected == ["blocks.1", "blocks.2"]
+
+
 def test_include_root():
     assert "" in select_modules(make_model(), cw.always_wrap_policy, include_root=True)
     assert "" not in select_modules(make_model(), cw.always_wrap_policy)

@@ -20,6 +20,7 @@ of every call in the file, and each finding says why.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -169,6 +170,9 @@ def _convert(engine: Engine, call: cst.Call) -> Conversion:
         target = targets[0].target if len(targets) == 1 else None
         root = code(target) if target is not None and dotted(target) else _local(engine, call)
         before = f"{root} = {code(args[0].value)}"
+        if keywords.ignored is not None and re.search(rf"\b{re.escape(root)}\b", keywords.ignored):
+            # Bound first, the name would mean the new module in `ignored_modules`.
+            raise Untranslatable("`ignored_modules` names the module's target: wrap a name")
     return Conversion(line, root, before, tuple(code(c) for c in classes), keywords)
 
 
@@ -394,25 +398,87 @@ def call_text(target: str, keywords: list[str], one: str, base: str = "", taken:
     return f"fully_shard(\n{inner}{base})"
 
 
-def _statements(engine: Engine, conversion: Conversion, indent: str) -> list[cst.CSTNode]:
+@dataclass(frozen=True)
+class _Ignored:
+    """The names the rewrite binds for FSDP1's ``ignored_modules``.
+
+    Attributes:
+        modules: The ignored modules and everything inside them (no unit there).
+        params: Their parameters, ``ignored_params=`` of every ``fully_shard`` call.
+    """
+
+    modules: str
+    params: str
+
+
+def _ignored(engine: Engine, conversion: Conversion) -> _Ignored | None:
+    if conversion.keywords.ignored is None:
+        return None
+    return _Ignored(_fresh(engine, "ignored_submodules"), _fresh(engine, "ignored_params"))
+
+
+def _keywords(conversion: Conversion, ignored: _Ignored | None) -> list[str]:
+    """The ``fully_shard`` keywords of every call the conversion writes."""
+    extra = [f"ignored_params={ignored.params}"] if ignored else []
+    return [*conversion.keywords.code, *extra]
+
+
+def _statements(
+    engine: Engine, conversion: Conversion, indent: str, ignored: _Ignored | None
+) -> list[cst.CSTNode]:
     config = engine.module.config_for_parsing
     out = []
     if conversion.before:
         out.append(cst.parse_statement(f"{conversion.before}\n", config))
+    if ignored:
+        # FSDP1 reads `ignored_modules` once and wraps nothing inside them.
+        value = conversion.keywords.ignored
+        lines = (
+            f"{ignored.modules} = {{m for top in {value} for m in top.modules()}}\n"
+            f"{ignored.params} = {{p for m in {ignored.modules} "
+            f"for p in m.parameters(recurse=False)}}\n"
+        )
+        out.extend(cst.parse_module(lines, config).body)
     if conversion.classes:
         one = engine.module.default_indent
         var = _fresh(engine, "submodule")
         classes = conversion.classes
         kinds = classes[0] if len(classes) == 1 else f"({', '.join(classes)})"
         root = conversion.root
-        shard = call_text(var, conversion.keywords.code, one, one * 2, len(indent + one * 2))
+        keywords = _keywords(conversion, ignored)
+        shard = call_text(var, keywords, one, one * 2, len(indent + one * 2))
+        tests = [f"isinstance({var}, {kinds})", f"{var} is not {root}"]
+        if ignored:
+            tests.append(f"{var} not in {ignored.modules}")
         loop = (
             f"for {var} in reversed(list({root}.modules())):  # descendants before ancestors\n"
-            f"{one}if isinstance({var}, {kinds}) and {var} is not {root}:\n"
+            f"{one}{_condition(tests, one, one, len(indent + one))}\n"
             f"{one}{one}{shard}\n"
         )
         out.append(cst.parse_statement(loop, config))
     return out
+
+
+def _condition(tests: list[str], base: str, one: str, taken: int = 0) -> str:
+    """``if a and b:``, one test a line (as formatters do) where one line would be long.
+
+    ``base`` is the indentation of the ``if`` relative to the statement being built
+    (libcst adds the block's own); ``taken`` is the length of its real indentation.
+
+    Example:
+        >>> _condition(["a", "b"], "    ", "    ")
+        'if a and b:'
+        >>> print(_condition(["x" * 50, "y" * 50], "    ", "    "))
+        if (
+                xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx
+                and yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy
+            ):
+    """
+    flat = f"if {' and '.join(tests)}:"
+    if taken + len(flat) <= LINE_LENGTH:
+        return flat
+    inner = f"\n{base}{one}and ".join(tests)
+    return f"if (\n{base}{one}{inner}\n{base}):"
 
 
 class Fsdp401(Behaviour):
@@ -452,12 +518,13 @@ class Fsdp401(Behaviour):
             for module, name in use.imports:
                 engine.need_import(module, name)
         indent = _indent(engine, conversion.line)
-        statements = _statements(engine, conversion, indent)
+        ignored = _ignored(engine, conversion)
+        statements = _statements(engine, conversion, indent, ignored)
         if statements:
             engine.insert_before(conversion.line, statements)
         one = engine.module.default_indent
         taken = len(indent + conversion.root + " = ")  # most often `model = fully_shard(...)`
-        text = call_text(conversion.root, conversion.keywords.code, one, "", taken)
+        text = call_text(conversion.root, _keywords(conversion, ignored), one, "", taken)
         return cst.parse_expression(text, engine.module.config_for_parsing)
 
     def _survey(self, engine: Engine) -> Survey:
