@@ -49,6 +49,7 @@ def finish(edits: Edits, wrapper: MetadataWrapper, tree: cst.Module, filename: s
     from libcst.codemod.commands.rename import RenameCommand
     from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 
+    before = tree
     for old, new in sorted(edits.renames.items()):
         # A context of its own: it applies its own import changes, and ours are applied
         # once, below, instead of again after each rename.
@@ -63,7 +64,79 @@ def finish(edits: Edits, wrapper: MetadataWrapper, tree: cst.Module, filename: s
         tree = _add_imports(context, tree)
     if RemoveImportsVisitor.CONTEXT_KEY in context.scratch:
         tree = _remove_unused_imports(context, tree)
-    return tree
+    return keep_one_name_a_line(before, tree)
+
+
+#: A ``from`` import that lists one name a line, each with its comma, ``)`` alone on the
+#: last line (black's and isort's layout of a long import), without comments.
+_ONE_NAME_A_LINE = re.compile(
+    r"(?P<head>from [^\n#(]+ import )\((?P<newline>\r?\n)(?P<indent>[ \t]+)[\w. ]+,\r?\n"
+    r"(?:(?P=indent)[\w. ]+,\r?\n)*\)"
+)
+
+
+def keep_one_name_a_line(before: cst.Module, after: cst.Module) -> cst.Module:
+    r"""Top-level ``from`` imports the pass changed keep the one-name-a-line layout.
+
+    libcst's import visitors rebuild a changed import's names with plain commas: an
+    import laid out one name a line (black's layout of a long one) came out as
+    ``(\n    ModuleWrapPolicy, size_based_auto_wrap_policy)``. Where the module's import
+    from the same module (the same ``from ... import``, once) had that layout, the
+    changed one is laid out the same way again, with its indentation.
+
+    Example:
+        >>> old = cst.parse_module("from m import (\n    a,\n    b,\n)\n")
+        >>> new = cst.parse_module("from m import (\n    a)\n")
+        >>> print(keep_one_name_a_line(old, new).code, end="")
+        from m import (
+            a,
+        )
+    """
+    layouts: dict[str, str | None] = {}
+    unchanged = set()
+    for statement in before.body:
+        if _is_import_line(statement):
+            code = _own_code(before, statement)
+            unchanged.add(code)
+            match = _ONE_NAME_A_LINE.match(code)
+            if match:
+                head = match["head"]
+                layouts[head] = None if head in layouts else match["indent"]  # once only
+    if not any(layouts.values()):
+        return after
+    body = list(after.body)
+    for index, statement in enumerate(body):
+        if not _is_import_line(statement) or len(statement.body) != 1:
+            continue
+        node = statement.body[0]
+        code = _own_code(after, statement)
+        if code in unchanged or not isinstance(node, cst.ImportFrom):
+            continue
+        head = code.split("(", 1)[0] if node.lpar else None
+        if isinstance(node.names, cst.ImportStar) or not layouts.get(head or ""):
+            continue
+        body[index] = _one_name_a_line(after, statement, node, head, layouts[head])
+    return after.with_changes(body=body)
+
+
+def _own_code(module: cst.Module, line: cst.SimpleStatementLine) -> str:
+    """A statement line's code without the blank lines and comments above it."""
+    return module.code_for_node(line.with_changes(leading_lines=()))
+
+
+def _one_name_a_line(
+    module: cst.Module, line: cst.SimpleStatementLine, node: cst.ImportFrom, head: str, indent: str
+) -> cst.SimpleStatementLine:
+    newline = module.default_newline
+    names = [
+        module.code_for_node(alias.with_changes(comma=cst.MaybeSentinel.DEFAULT))
+        for alias in node.names
+    ]
+    text = f"{head}({newline}" + "".join(f"{indent}{name},{newline}" for name in names) + ")"
+    rebuilt = cst.parse_statement(text + newline, module.config_for_parsing)
+    return rebuilt.with_changes(
+        leading_lines=line.leading_lines, trailing_whitespace=line.trailing_whitespace
+    )
 
 
 def _is_import_line(statement: cst.CSTNode) -> bool:

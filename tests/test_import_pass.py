@@ -151,3 +151,74 @@ def test_the_short_cuts_are_taken():
 )
 def test_a_read_name_bound_by_imports_only_is_certainly_used(code, read):
     assert ("a" in _read_names(code)) is read
+
+
+_PARTIAL = (
+    "policy = functools.partial(transformer_auto_wrap_policy, transformer_layer_cls={Block})\n"
+)
+#: (before, the import lines after): black's one-name-a-line imports the fix changes.
+ONE_NAME_A_LINE = {
+    "the only name swapped": (
+        "import functools\n\nfrom torch.distributed.fsdp.wrap import (\n"
+        "    transformer_auto_wrap_policy,\n)\n\n" + _PARTIAL,
+        "from torch.distributed.fsdp.wrap import (\n    ModuleWrapPolicy,\n)\n",
+    ),
+    "a name merged in": (
+        "import functools\n\nfrom torch.distributed.fsdp.wrap import (\n"
+        "    size_based_auto_wrap_policy,\n    transformer_auto_wrap_policy,\n)\n\n"
+        + _PARTIAL
+        + "other = size_based_auto_wrap_policy\n",
+        "from torch.distributed.fsdp.wrap import (\n"
+        "    ModuleWrapPolicy,\n    size_based_auto_wrap_policy,\n)\n",
+    ),
+    "the last name removed, a comment above, tabs, an alias": (
+        "import functools\n\n# policies\nfrom torch.distributed.fsdp.wrap import (\n"
+        "\tModuleWrapPolicy as MWP,\n\ttransformer_auto_wrap_policy,\n)  # wrap\n\n"
+        + _PARTIAL
+        + "third = MWP\n",
+        "# policies\nfrom torch.distributed.fsdp.wrap import (\n"
+        "\tModuleWrapPolicy,\n\tModuleWrapPolicy as MWP,\n)  # wrap\n",
+    ),
+    "CRLF": (
+        "import functools\r\n\r\nfrom torch.distributed.fsdp.wrap import (\r\n"
+        "    transformer_auto_wrap_policy,\r\n)\r\n\r\n" + _PARTIAL.replace("\n", "\r\n"),
+        "from torch.distributed.fsdp.wrap import (\r\n    ModuleWrapPolicy,\r\n)\r\n",
+    ),
+}
+
+
+@pytest.mark.parametrize(("source", "imports"), ONE_NAME_A_LINE.values(), ids=ONE_NAME_A_LINE)
+def test_a_changed_import_keeps_one_name_a_line(source, imports):
+    from codemods.run import run
+    from codemods.settings import Settings
+
+    new = run(source.encode(), Settings(fix=True, unsafe_fixes=True)).new_source.decode()
+    assert imports in new
+    assert run(new.encode(), Settings(fix=True, unsafe_fixes=True)).new_source is None
+
+
+@pytest.mark.parametrize(
+    "layout",
+    [
+        "(\n    transformer_auto_wrap_policy,  # the policy\n)",  # a comment inside
+        "(transformer_auto_wrap_policy,\n)",  # not one name a line
+        "(\n    transformer_auto_wrap_policy, size_based_auto_wrap_policy,\n)",
+    ],
+)
+def test_other_layouts_are_left_to_libcsts_visitors(layout):
+    """Only the layout the pattern is certain of is rebuilt: the rest as libcst gives it."""
+    from codemods.import_pass import keep_one_name_a_line
+
+    before = cst.parse_module(f"from torch.distributed.fsdp.wrap import {layout}\n")
+    after = cst.parse_module("from torch.distributed.fsdp.wrap import (\n    ModuleWrapPolicy)\n")
+    assert keep_one_name_a_line(before, after).code == after.code
+
+
+def test_an_unchanged_import_and_a_nested_one_are_left_alone():
+    from codemods.import_pass import keep_one_name_a_line
+
+    code = "from m import (\n    a,\n)\n"
+    nested = "def f():\n    from m import (\n        b)\n"
+    before = cst.parse_module(code + nested.replace("b)", "b,\n    )"))
+    after = cst.parse_module(code + nested)
+    assert keep_one_name_a_line(before, after).code == after.code
