@@ -64,7 +64,38 @@ def finish(edits: Edits, wrapper: MetadataWrapper, tree: cst.Module, filename: s
         tree = _add_imports(context, tree)
     if RemoveImportsVisitor.CONTEXT_KEY in context.scratch:
         tree = _remove_unused_imports(context, tree)
+    if edits.imports_to_add:
+        tree = _drop_unused_additions(context, wrapper.module.code, tree, edits.imports_to_add)
     return keep_one_name_a_line(before, tree)
+
+
+def _drop_unused_additions(
+    context: Any, original: str, tree: cst.Module, added: list[tuple[str, str | None, str | None]]
+) -> cst.Module:
+    """The imports this pass added that the new code does not use, taken out again.
+
+    One fix can drop code another fix of the same pass rewrote: FSDP401 replaces a whole
+    wrapper call, so ``ModuleWrapPolicy``, which FSDP103 brought in for the policy inside
+    it, is used nowhere (and the check of the rewrite would then withhold every fix of
+    the file). Only a name the original module never spelled and the new one spells in
+    its import lines alone is taken out: certainly added, certainly unused.
+    """
+    from libcst.codemod.visitors import RemoveImportsVisitor
+
+    lines = [tree.code_for_node(s) for s in tree.body if _is_import_line(s)]
+    code = tree.code
+    unused = []
+    for module, name, asname in added:
+        bound = _bound_name(module, name, asname)
+        word = _words([bound])
+        if word.search(original):
+            continue  # the module had it, or it means something else there
+        if len(word.findall(code)) == sum(len(word.findall(line)) for line in lines):
+            unused.append((module, name, asname))
+    if not unused:
+        return tree
+    alone = dataclasses.replace(context, scratch={RemoveImportsVisitor.CONTEXT_KEY: unused})
+    return _remove_unused_imports(alone, tree)
 
 
 #: A ``from`` import that lists one name a line, each with its comma, ``)`` alone on the

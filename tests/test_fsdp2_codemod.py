@@ -145,6 +145,75 @@ def test_calls_left_for_a_human_say_why(call, why):
     assert not finding.fixable and why in finding.message
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        "def shard(model):\n"
+        "    layer_cls = type(model.layers[0])\n"
+        "    return FSDP(model, auto_wrap_policy={layer_cls})\n",
+        "def shard(model, layer_cls):\n    return FSDP(model, auto_wrap_policy={layer_cls})\n",
+        "layer_cls = pick(config)\n\n\ndef shard(model):\n"
+        "    return FSDP(model, auto_wrap_policy=ModuleWrapPolicy([layer_cls]))\n",
+    ],
+    ids=["computed", "parameter", "module-level"],
+)
+def test_a_unit_class_bound_once_is_tested_as_it_is(body):
+    """FSDP1 tests ``isinstance(module, (layer_cls,))``: the loop tests the same object."""
+    new, (finding,) = _migrate(body)
+    assert finding.fixed
+    assert "        if isinstance(submodule, layer_cls) and submodule is not model:\n" in new
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "layer_cls = A\nif big:\n    layer_cls = B\n"
+        "model = FSDP(model, auto_wrap_policy={layer_cls})\n",
+        "for layer_cls in classes:\n    model = FSDP(model, auto_wrap_policy={layer_cls})\n",
+        "with pick() as layer_cls:\n    model = FSDP(model, auto_wrap_policy={layer_cls})\n",
+    ],
+    ids=["rebound", "loop-target", "with-target"],
+)
+def test_a_unit_class_bound_otherwise_stays_manual(body):
+    new, (finding,) = _migrate(body)
+    assert new is None and "`layer_cls` in the policy is not certainly a class" in finding.message
+
+
+def test_a_helpers_parameter_is_not_the_wrap_sites_name():
+    new, (finding,) = _migrate(
+        "def policy(layer_cls):\n    return ModuleWrapPolicy({layer_cls})\n\n\n"
+        "def shard(model, layer_cls):\n    return FSDP(model, auto_wrap_policy=policy(Block))\n"
+    )
+    assert new is None and "fully_shard_by_policy" in finding.message
+
+
+@pytest.mark.parametrize("policy", ["{Block}", "{layer_cls}"])
+def test_an_inline_policy_the_default_rules_rewrite_too_converts(policy):
+    """Both families in one run: FSDP103 rewrites the policy that FSDP401 then drops."""
+    source = (
+        "from functools import partial\n"
+        "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+        "from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy\n"
+        "from model import Block\n\n"
+        "layer_cls = type(model.layers[0])\n"
+        "model = FSDP(\n"
+        "    model,\n"
+        "    auto_wrap_policy=partial(\n"
+        f"        transformer_auto_wrap_policy, transformer_layer_cls={policy}\n"
+        "    ),\n"
+        ")\n"
+    )
+    every_family = ("FSDP1", "FSDP2", "FSDP3", "FSDP4")
+    settings = Settings(fix=True, unsafe_fixes=True, select=every_family)
+    outcome = run(source.encode(), settings)
+    assert all(f.fixed for f in outcome.findings), outcome.findings
+    new = outcome.new_source.decode()
+    assert new.startswith(
+        "from torch.distributed.fsdp import fully_shard\nfrom model import Block\n"
+    )
+    assert "ModuleWrapPolicy" not in new and "partial" not in new
+
+
 def test_ignored_modules_become_ignored_params_and_hold_no_unit():
     new, findings = _migrate(
         "def shard(model):\n"

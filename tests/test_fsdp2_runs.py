@@ -93,6 +93,7 @@ FORMS = {
         "def wrap_policy():\n    classes = {Stage, Block}\n    return ModuleWrapPolicy(classes)\n",
     ),
     "no-policy": ("None", None),
+    "computed-class": ("ModuleWrapPolicy({LAYER})", "LAYER = type(Stage())\n"),
     "ignored-modules": ("ModuleWrapPolicy({Stage, Block})", None),
 }
 #: Other FSDP1 arguments of a form: (their source, the same for a given model).

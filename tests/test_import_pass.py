@@ -12,6 +12,7 @@ import libcst as cst
 import pytest
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
+from libcst.metadata import MetadataWrapper
 
 from codemods.import_pass import _add_imports, _read_names, _remove_unused_imports
 
@@ -222,3 +223,23 @@ def test_an_unchanged_import_and_a_nested_one_are_left_alone():
     before = cst.parse_module(code + nested.replace("b)", "b,\n    )"))
     after = cst.parse_module(code + nested)
     assert keep_one_name_a_line(before, after).code == after.code
+
+
+def test_an_added_import_the_new_code_does_not_use_is_taken_out_again():
+    from codemods.import_pass import Edits, finish
+
+    original = cst.parse_module("import os\n\nx = os.sep\n")
+    rewritten = original  # a later fix dropped the code that needed the addition
+    edits = Edits(imports_to_add=[("torch.distributed.fsdp.wrap", "ModuleWrapPolicy", None)])
+    done = finish(edits, MetadataWrapper(original), rewritten, "x.py")
+    assert done.code == original.code
+
+
+def test_an_added_import_the_original_spelled_is_kept():
+    """``ModuleWrapPolicy`` in a comment: not certainly unused, the check decides."""
+    from codemods.import_pass import Edits, finish
+
+    original = cst.parse_module("import os  # not ModuleWrapPolicy\n\nx = os.sep\n")
+    edits = Edits(imports_to_add=[("torch.distributed.fsdp.wrap", "ModuleWrapPolicy", None)])
+    done = finish(edits, MetadataWrapper(original), original, "x.py")
+    assert "from torch.distributed.fsdp.wrap import ModuleWrapPolicy\n" in done.code

@@ -3,7 +3,8 @@
 FSDP1 makes every instance of the policy's classes (except the root, which is always
 its own unit) an FSDP unit. The forms read here name their classes outright:
 ``ModuleWrapPolicy({A, B})``, ``partial(transformer_auto_wrap_policy,
-transformer_layer_cls={A, B})``, a set, list or tuple of classes, or a name bound once
+transformer_layer_cls={A, B})``, a set, list or tuple of classes (or of names bound
+once: a parameter, ``layer_cls = type(model.layers[0])``), or a name bound once
 to one of these, or a call of a helper function of the same file that certainly returns
 one of these (:func:`_helper_policy`). Anything else (a size threshold, a lambda, a
 custom callable) picks units only at run time: :func:`unit_classes` says so, with the
@@ -47,10 +48,31 @@ def _classes(engine: Engine, node: cst.BaseExpression) -> list[cst.BaseExpressio
     else:
         raise Untranslatable("the policy's classes are not a set, list or tuple display")
     for element in elements:
-        if engine.class_set(element) is None:
+        if engine.class_set(element) is None and not _one_value(engine, element):
             shown = engine.module.code_for_node(element)
             raise Untranslatable(f"`{shown}` in the policy is not certainly a class")
     return elements
+
+
+def _one_value(engine: Engine, node: cst.BaseExpression) -> bool:
+    """Whether ``node`` is a name bound once, as a parameter or by ``name = value``.
+
+    Real code often computes the unit class (``layer_cls = type(model.layers[0])``) or
+    takes it as an argument. FSDP1's class policies test ``isinstance(module,
+    tuple(classes))``, and the rewrite's loop tests ``isinstance(submodule, name)``
+    with the same object (the name has one binding, and :func:`unit_classes` checks
+    that it is that binding where the model is wrapped), so a value that is no class
+    fails alike in both.
+    """
+    if not isinstance(node, cst.Name):
+        return False
+    scope = engine.scope(node)
+    assignments = list(scope[node.value]) if scope is not None else []
+    if len(assignments) != 1:
+        return False
+    if isinstance(getattr(assignments[0], "node", None), cst.Param):
+        return True
+    return bound_once(engine, node) is not None
 
 
 def _is(engine: Engine, node: cst.BaseExpression, name: str) -> bool:
