@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,14 +84,12 @@ def _drop_unused_additions(
     from libcst.codemod.visitors import RemoveImportsVisitor
 
     lines = [tree.code_for_node(s) for s in tree.body if _is_import_line(s)]
-    code = tree.code
     unused = []
     for module, name, asname in added:
-        bound = _bound_name(module, name, asname)
-        word = _words([bound])
+        word = _words([_bound_name(module, name, asname)])
         if word.search(original):
             continue  # the module had it, or it means something else there
-        if len(word.findall(code)) == sum(len(word.findall(line)) for line in lines):
+        if _only_in(word, tree.code, lines):
             unused.append((module, name, asname))
     if not unused:
         return tree
@@ -101,7 +100,7 @@ def _drop_unused_additions(
 #: A ``from`` import that lists one name a line, each with its comma, ``)`` alone on the
 #: last line (black's and isort's layout of a long import), without comments.
 _ONE_NAME_A_LINE = re.compile(
-    r"(?P<head>from [^\n#(]+ import )\((?P<newline>\r?\n)(?P<indent>[ \t]+)[\w. ]+,\r?\n"
+    r"(?P<head>from [^\n#(]+ import )\(\r?\n(?P<indent>[ \t]+)[\w. ]+,\r?\n"
     r"(?:(?P=indent)[\w. ]+,\r?\n)*\)"
 )
 
@@ -220,7 +219,7 @@ def _remove_unused_imports(context: Any, tree: cst.Module) -> cst.Module:
         return tree
     words = _words([_bound_name(*imported) for imported in unused])
     texts = {i: tree.code_for_node(tree.body[i]) for i in lines}
-    if len(words.findall(code)) != sum(len(words.findall(text)) for text in texts.values()):
+    if not _only_in(words, code, texts.values()):
         return RemoveImportsVisitor(context).transform_module(tree)
     alone_context = dataclasses.replace(context, scratch={})
     body = list(tree.body)
@@ -284,6 +283,16 @@ def _bound_name(module: str, name: str | None, asname: str | None) -> str:
         ('wrap', 'a')
     """
     return asname or name or module.partition(".")[0]
+
+
+def _only_in(pattern: re.Pattern[str], code: str, parts: Iterable[str]) -> bool:
+    r"""Whether every match of ``pattern`` in ``code`` lies in ``parts`` (lines of it).
+
+    Example:
+        >>> _only_in(_words(["os"]), "import os\nx = 1\n", ["import os\n"])
+        True
+    """
+    return len(pattern.findall(code)) == sum(len(pattern.findall(part)) for part in parts)
 
 
 def _words(names: list[str]) -> re.Pattern[str]:
