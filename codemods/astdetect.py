@@ -22,6 +22,7 @@ import ast
 import io
 import re
 import tokenize
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -98,6 +99,10 @@ class Detector:
         self.parents = self.names.parents
         self.fallback = False
         self.fixable: set[str] = set()
+        # Every node a hook reported on, kept or not (silenced, disabled, quiet): where a
+        # fixing run's libcst pass may act (see codemods.pruning).
+        self.touched: list[ast.AST] = []
+        self.reported: list[tuple[ast.AST, str]] = []  # each report's node and rule
         self._text: str | None = None
         self._lines: list[bytes] | None = None
 
@@ -185,6 +190,8 @@ class Detector:
         unsafe_here: bool = False,
     ) -> bool:
         """Record a finding (see ``Engine.report``); False: nothing is rewritten here."""
+        self.touched.append(node)
+        self.reported.append((node, rule.code))
         if self.fallback or not self.settings.enabled(rule):
             return False
         line, column = self.position(node)
@@ -204,6 +211,14 @@ class Detector:
                 )
             )
         return False
+
+    def depends_on(self, nodes: Iterable[ast.AST]) -> None:
+        """Record nodes elsewhere in the module that a hook's answer rests on.
+
+        A fixing run's libcst pass must see them: :mod:`codemods.pruning` keeps the
+        functions they are in.
+        """
+        self.touched.extend(nodes)
 
     def position(self, node: ast.AST) -> tuple[int, int]:
         """1-based line and 0-based column in characters (``ast`` counts UTF-8 bytes)."""

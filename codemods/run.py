@@ -34,8 +34,13 @@ class Outcome:
     new_source: bytes | None = None
 
 
-def run(source: bytes, settings: Settings, filename: str = "<string>") -> Outcome:
+def run(
+    source: bytes, settings: Settings, filename: str = "<string>", prune: bool = True
+) -> Outcome:
     """Lint (and with ``settings.fix``, migrate) one module's source.
+
+    A fixing run gives libcst only the functions its fixes can reach (``prune``, see
+    :mod:`codemods.pruning`); the outcome is the same as the whole file's.
 
     A fixing run repeats its pass on the rewritten source until a pass changes nothing
     (at most :data:`MAX_PASSES`; a pass is skipped where :func:`_settled` tells it would
@@ -48,6 +53,22 @@ def run(source: bytes, settings: Settings, filename: str = "<string>") -> Outcom
     Raises:
         libcst.ParserSyntaxError: If the source does not parse.
     """
+    if settings.fix and prune:
+        from codemods.pruning import prune as pruned_source
+
+        pruned = pruned_source(source, settings)
+        if pruned is not None:
+            outcome = _run(pruned.source, settings, filename)
+            if outcome.new_source is None:
+                return outcome
+            restored = pruned.restore(outcome.new_source)
+            if restored is not None:
+                return Outcome(outcome.findings, restored)
+    return _run(source, settings, filename)
+
+
+def _run(source: bytes, settings: Settings, filename: str) -> Outcome:
+    """:func:`run` on the source as it is."""
     findings, new, renamed = _one_pass(source, settings, filename)
     if not settings.fix or new is None:
         return Outcome(findings, new)

@@ -95,3 +95,16 @@ def fixture_id(fixture: Fixture) -> str:
 NAMES = sorted(p.name for p in ROOT.iterdir() if (p / "input.py").exists())
 FIXTURES = {name: load(name) for name in NAMES}
 RUNNABLE = {name: f for name, f in FIXTURES.items() if f.compat_warns is not None}
+
+
+def sources(fix: bool) -> list:
+    """Every fixture's source and settings (``fix`` set as asked), as pytest params."""
+    import pytest
+
+    params = []
+    for path in sorted(ROOT.iterdir()):
+        if (path / "input.py").exists():
+            fixture = load(path.name)
+            settings = dataclasses.replace(fixture.settings, fix=fix)
+            params.append(pytest.param(fixture.source.encode(), settings, id=path.name))
+    return params

@@ -10,7 +10,6 @@ parametrization: its example, cases and untouched snippets are among the sources
 
 from __future__ import annotations
 
-import dataclasses
 from collections import Counter
 
 import pytest
@@ -31,13 +30,7 @@ TREE_FILES = 24
 
 
 def _fixture_sources(fix: bool = False) -> list:
-    params = []
-    for path in sorted(migrate_fixtures.ROOT.iterdir()):
-        if (path / "input.py").exists():
-            fixture = migrate_fixtures.load(path.name)
-            settings = dataclasses.replace(fixture.settings, fix=fix)
-            params.append(pytest.param(fixture.source.encode(), settings, id=path.name))
-    return params
+    return migrate_fixtures.sources(fix)
 
 
 def _rule_sources() -> list:

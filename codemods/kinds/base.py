@@ -201,7 +201,11 @@ class Behaviour:
     that fixes nothing. None: a file that needs it goes to the libcst engine. An ``ast``
     half answers for the libcst hooks :attr:`AST_MIRRORS` names; a subclass that
     overrides one of those must define its own ``ast`` half (or reuse its parent's
-    explicitly), else the libcst engine runs.
+    explicitly), else the libcst engine runs. A fixing run also uses the ``ast`` half
+    to choose what libcst sees (:mod:`codemods.pruning`): the functions holding what
+    it reported on, and the nodes it passed to ``detector.depends_on``; a hook whose
+    answer rests on other code of the module (every call passing a keyword, every
+    ``x.name`` attribute) must pass those nodes there.
 
     Attributes:
         rename: Where the rule's old names are renamed at every use, the fix that says

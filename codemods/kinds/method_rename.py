@@ -81,14 +81,15 @@ class MethodRename(Behaviour):
         key = f"{self.rule.code}:called"
         if key not in detector.scratch:
             old = self.old_name
-            found = any(node.attr == old for node in detector.nodes(ast.Attribute))
+            uses = [node for node in detector.nodes(ast.Attribute) if node.attr == old]
             for node in detector.nodes(ast.ImportFrom, ast.Import):
-                if found:
-                    break
                 module = getattr(node, "module", None) or ""
-                found = old in module.split(".")[1:]
-                found = found or any(old in a.name.split(".")[1:] for a in node.names)
-            detector.scratch[key] = found
+                if old in module.split(".")[1:] or any(
+                    old in a.name.split(".")[1:] for a in node.names
+                ):
+                    uses.append(node)
+            detector.depends_on(uses)
+            detector.scratch[key] = bool(uses)
         return detector.scratch[key]
 
     def class_def(

@@ -260,6 +260,7 @@ def _ast_keyword_calls(detector: Any, rule: Rule) -> list[ast.keyword]:
             for arg in call.keywords
             if arg.arg == rule.argument
         ]
+        detector.depends_on(detector.scratch[key])
     return detector.scratch[key]
 
 

@@ -1,0 +1,224 @@
+"""A fixing run on a pruned module gives what the whole module gives.
+
+:mod:`codemods.pruning` hands libcst only the functions a fix can reach. Every
+fixture, rule example and realistic module is migrated both ways (safe, and with the
+unsafe fixes and every opt-in family) and must give the same findings and the same
+bytes; the small sources are pruned with no minimum saving, so their functions are
+replaced too. The shapes below are the ways a replaced body could change an answer.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from codemods import pruning
+from codemods.astlint import found_on_ast
+from codemods.pruning import Pruned, prune
+from codemods.run import run
+from codemods.settings import Settings
+from tests import migrate_fixtures
+from tests.realistic_tree import build_tree
+
+SAFE = Settings(fix=True)
+EVERYTHING = Settings(select=("FSDP",), fix=True, unsafe_fixes=True)
+#: The realistic tree's size here (its shapes repeat beyond this).
+TREE_FILES = 16
+
+
+@pytest.fixture
+def prune_small(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Prune a file however little it saves (the rule examples are a few lines)."""
+    monkeypatch.setattr(pruning, "MIN_SAVED_LINES", 0)
+
+
+def _same(source: bytes, settings: Settings) -> bool:
+    """Assert both runs agree; whether the pruned one really replaced something.
+
+    Where :func:`prune` replaces nothing, :func:`run` runs the file whole: nothing to
+    compare.
+    """
+    if prune(source, settings) is None:
+        return False
+    whole = run(source, settings, prune=False)
+    pruned = run(source, settings)
+    assert (pruned.findings, pruned.new_source) == (whole.findings, whole.new_source)
+    return True
+
+
+def _rule_sources() -> list:
+    from codemods.registry import REGISTRY
+
+    params = []
+    for rule in REGISTRY:
+        for index, example in enumerate([rule.example, *rule.cases]):
+            name = f"{rule.code}-{index}"
+            source = example.before.encode()
+            own = Settings(select=(rule.code,), fix=True, unsafe_fixes=True)
+            params.append(pytest.param(source, own, id=name))
+    return params
+
+
+_UNRELATED = """
+
+def _unrelated_helper(values):
+    total = 0
+    for value in values:
+        total += value
+    return total
+"""
+
+
+def _with_unrelated(source: bytes) -> bytes:
+    """``source`` and a function nothing is seen in, so that there is a body to replace."""
+    newline = b"\r\n" if b"\r\n" in source else b"\n"
+    end = b"" if source.endswith(newline) or not source else newline
+    return source + end + _UNRELATED.encode().replace(b"\n", newline)
+
+
+@pytest.mark.parametrize(("source", "settings"), migrate_fixtures.sources(fix=True))
+def test_fixtures(source: bytes, settings: Settings, prune_small: None):
+    _same(source, settings)
+    _same(_with_unrelated(source), settings)
+
+
+@pytest.mark.parametrize(("source", "settings"), _rule_sources())
+def test_rule_examples(source: bytes, settings: Settings, prune_small: None):
+    _same(_with_unrelated(source), settings)
+
+
+def test_most_sources_above_are_really_pruned(prune_small: None):
+    """The comparisons above are not vacuous: most of those sources lose a body."""
+    params = [*migrate_fixtures.sources(fix=True), *_rule_sources()]
+    pruned = [prune(_with_unrelated(p.values[0]), p.values[1]) is not None for p in params]
+    assert sum(pruned) >= len(params) * 3 // 4
+
+
+def test_realistic_tree():
+    """Every module of the tree the same; most of those with a fix really pruned."""
+    pruned = fixed = 0
+    for source in build_tree(TREE_FILES).values():
+        if found_on_ast(source, SAFE) is None:  # a fix applies: libcst runs
+            fixed += 1
+            pruned += _same(source, SAFE)
+    assert fixed >= 8
+    assert pruned >= fixed * 3 // 4
+
+
+def test_realistic_tree_everything_selected():
+    """With FSDP401 (no ``ast`` half) selected, its files run whole: the same anyway."""
+    for source in build_tree(TREE_FILES).values():
+        _same(source, EVERYTHING)
+
+
+_POLICY = """\
+import functools
+from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+policy = functools.partial(transformer_auto_wrap_policy, transformer_layer_cls={{Block}})
+
+
+class Block:
+    pass
+
+
+def wrap(model):
+    return FSDP(model, auto_wrap_policy=policy)
+
+
+def elsewhere(model):
+    steps = 3
+    for _ in range(steps):
+        model = model
+    return policy{use}
+"""
+
+_CUSTOM = """\
+def custom_policy(module, recurse, unwrapped_params: int, min_num_params: int = 10) -> bool:
+    return unwrapped_params >= min_num_params
+
+
+def test_called_by_keyword():
+    layer = object()
+    assert custom_policy(module=layer, recurse=False, unwrapped_params=20)
+    assert not custom_policy(module=layer, recurse=False, unwrapped_params=1)
+"""
+
+_IMPORT_ONLY_A_BODY_USES = """\
+from torch.distributed.fsdp.wrap import default_auto_wrap_policy, enable_wrap
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+
+def build(model):
+    return FSDP(model, auto_wrap_policy=default_auto_wrap_policy)
+
+
+def inner(layer):
+    first = layer
+    second = first
+    with enable_wrap(wrapper_cls=FSDP):
+        return second
+"""
+
+_SHAPES = {
+    "policy-read-elsewhere": _POLICY.format(use=""),
+    "policy-passed-elsewhere": _POLICY.format(use="(model, True, 1)"),
+    "custom-policy-called-by-keyword": _CUSTOM,
+    "import-a-pruned-body-uses": _IMPORT_ONLY_A_BODY_USES,
+    "crlf": _POLICY.format(use="").replace("\n", "\r\n"),
+    "global-declared": _IMPORT_ONLY_A_BODY_USES.replace(
+        "    first = layer\n", "    global FSDP\n    first = layer\n"
+    ),
+    "string-annotation": _IMPORT_ONLY_A_BODY_USES.replace(
+        "    first = layer\n", '    first: "FSDP" = layer\n'
+    ),
+    "decorated-and-async": _POLICY.format(use="").replace(
+        "def elsewhere(model):\n", "@staticmethod\nasync def elsewhere(model):\n"
+    ),
+    "class-body": _POLICY.format(use="").replace(
+        "class Block:\n    pass\n",
+        "class Block:\n    size = 3\n\n    def forward(self, x):\n"
+        "        y = x\n        return y\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("settings", [SAFE, EVERYTHING], ids=["safe", "everything"])
+@pytest.mark.parametrize("source", list(_SHAPES.values()), ids=list(_SHAPES))
+def test_shapes(source: str, settings: Settings, prune_small: None):
+    _same(source.encode(), settings)
+
+
+def test_a_body_that_reads_a_followed_name_is_kept(prune_small: None):
+    """FSDP103 follows a module-level policy to its uses: none of them may be hidden."""
+    source = _POLICY.format(use="").encode()
+    pruned = prune(source, SAFE)
+    assert pruned is None or b"return policy" in pruned.source
+    kept = _IMPORT_ONLY_A_BODY_USES.encode()
+    pruned = prune(kept, SAFE)
+    assert pruned is not None and b"(enable_wrap, FSDP,);" in pruned.source  # the use stays a use
+    assert pruned.source.count(b"\n") == kept.count(b"\n")  # every line where it was
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        b"# -*- coding: latin-1 -*-\n" + _IMPORT_ONLY_A_BODY_USES.encode() + b"# \xe9\n",
+        b"\xef\xbb\xbf" + _IMPORT_ONLY_A_BODY_USES.encode(),
+        _IMPORT_ONLY_A_BODY_USES.encode() + b"# fsdp-compat: pruned body 0\n",
+        _IMPORT_ONLY_A_BODY_USES.encode().replace(b"first = layer\n", b"first = layer\r"),
+    ],
+    ids=["latin-1", "bom", "mark-in-source", "lone-cr"],
+)
+def test_what_is_run_whole(source: bytes, prune_small: None):
+    assert prune(source, SAFE) is None
+    fit = source.replace(b"\r", b"\n").replace(b"\xef\xbb\xbf", b"").replace(b"\xe9", b"e")
+    assert prune(fit.replace(b"# fsdp-compat: pruned body 0", b""), SAFE) is not None
+
+
+def test_a_changed_placeholder_runs_the_file_whole(prune_small: None, monkeypatch):
+    """The pass never touches a placeholder; if one did, the whole file is run."""
+    source = _IMPORT_ONLY_A_BODY_USES.encode()
+    expected = run(source, SAFE, prune=False)
+    monkeypatch.setattr(Pruned, "restore", lambda self, new: None)
+    assert run(source, SAFE) == expected
