@@ -73,18 +73,41 @@ def make_model(seed: int = 0) -> Net:
     return Net()
 
 
-def batch(rank: int, step: int) -> tuple[torch.Tensor, torch.Tensor]:
+def batch(
+    rank: int, step: int, device: torch.device | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rank ``rank``'s inputs and targets at ``step``: the same on every device."""
     generator = torch.Generator().manual_seed(1000 * step + rank)
     x = torch.randn(4, 8, generator=generator)
+    if device is not None:
+        x = x.to(device)
     return x, x.sum(dim=1, keepdim=True)
 
 
-def train(model: nn.Module, ranks: list[int], steps: int = STEPS) -> list[float]:
-    """SGD for ``steps`` steps on the given ranks' batches (all of them for a reference run)."""
+def local_device() -> torch.device:
+    """The device this rank computes on: its GPU under NCCL, else the CPU.
+
+    The training scripts of ``tests/fixtures/fsdp2`` pass it as FSDP1's ``device_id``
+    and move their batches there, so that they run on gloo and on NCCL alike.
+    """
+    import torch.distributed as dist
+
+    from tests.distributed import device_for
+
+    return device_for(dist.get_rank() if dist.is_initialized() else 0)
+
+
+def train(
+    model: nn.Module, ranks: list[int], steps: int = STEPS, device: torch.device | None = None
+) -> list[float]:
+    """SGD for ``steps`` steps on the given ranks' batches (all of them for a reference run).
+
+    The batches are moved to ``device`` where one is given (a GPU rank's).
+    """
     optimizer = torch.optim.SGD(model.parameters(), lr=LR)
     losses = []
     for step in range(steps):
-        xs, ys = zip(*(batch(rank, step) for rank in ranks))
+        xs, ys = zip(*(batch(rank, step, device) for rank in ranks))
         loss = nn.functional.mse_loss(model(torch.cat(xs)), torch.cat(ys))
         loss.backward()
         optimizer.step()

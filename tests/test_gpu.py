@@ -40,8 +40,8 @@ def _legacy_and_native(rank: int, world_size: int) -> dict:
         "backend": dist.get_backend(),
         "world_size": world_size,
         "device": str(device),
-        "legacy": summary(legacy, train(legacy, [rank])),
-        "native": summary(native, train(native, [rank])),
+        "legacy": summary(legacy, train(legacy, [rank], device=device)),
+        "native": summary(native, train(native, [rank], device=device)),
     }
 
 
