@@ -21,6 +21,10 @@ FSDP1                                             FSDP2
 ``backward_prefetch``, ``forward_prefetch``, ``sync_module_states``, ``use_orig_params``,
 ``limit_all_gathers``, ``device_id`` and ``param_init_fn`` have no FSDP2 meaning: each
 warns by name (FSDP401).
+
+The parameters of ``ignored_modules`` stay plain tensors beside the sharded DTensors: an
+optimizer over all of them fails in a foreach step (the default on CUDA), so give them an
+optimizer or parameter group of their own, or pass ``foreach=False``.
 """
 
 from __future__ import annotations

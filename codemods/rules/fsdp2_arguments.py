@@ -38,11 +38,6 @@ MAPPING = (
         "dropped, with a note where not the default (`set_modules_to_*_prefetch`)",
     ),
     ("sync_module_states=False, process_group=None", "dropped (the defaults)"),
-    (
-        "ignored_modules=ignored",
-        "`ignored_params=` their parameters, and no unit inside them (torch >= 2.7; "
-        "below, left for a human)",
-    ),
 )
 
 #: FSDP1 arguments the rewrite leaves to a human, and the recipe it gives.
@@ -67,13 +62,17 @@ RECIPES = {
         "`fully_shard(..., mesh=mesh)`"
     ),
     "NO_SHARD": "FSDP2 has no NO_SHARD: use `DistributedDataParallel` (or `replicate`)",
+    # Not rewritten: FSDP2 leaves ignored parameters plain tensors beside the DTensors,
+    # and an optimizer over both fails in its foreach step (the default on CUDA), where
+    # FSDP1's flat parameters and ignored ones are all plain tensors.
+    "ignored_modules": (
+        "FSDP2 (torch >= 2.7) takes `ignored_params={p for m in ignored for p in "
+        "m.parameters()}` and shards no module inside them; those stay plain tensors beside "
+        "the DTensors, so give them an optimizer (or parameter group) of their own, or "
+        "build the optimizer with `foreach=False`: a foreach step (the default on CUDA) "
+        "fails on the mix"
+    ),
 }
-#: Where the target torch's ``fully_shard`` has no ``ignored_params`` (before 2.7).
-IGNORED_BEFORE_2_7 = (
-    "`ignored_modules`: `fully_shard(ignored_params=)` needs torch >= 2.7; there, pass "
-    "`ignored_params={p for m in ignored for p in m.parameters()}` and leave the ignored "
-    "modules out of the units"
-)
 
 #: Keywords with no FSDP2 meaning that are dropped without a note.
 _SILENT = ("use_orig_params", "limit_all_gathers")
@@ -93,14 +92,11 @@ class Keywords:
         code: ``name=value`` source texts, in order.
         imports: FSDP2 names the values use (imported from the FSDP2 module).
         notes: What was dropped and changes something.
-        ignored: Source of the ``ignored_modules`` value, or None: the rewrite collects
-            their parameters once, before the calls, for ``ignored_params=``.
     """
 
     code: list[str] = field(default_factory=list)
     imports: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    ignored: str | None = None
 
 
 def bound_once(engine: Engine, node: cst.BaseExpression) -> cst.BaseExpression | None:
@@ -272,10 +268,6 @@ def translate(engine: Engine, args: list[cst.Arg]) -> Keywords:
             )
         elif name in _SILENT or (name == "ignored_modules" and _is_none(value)):
             continue
-        elif name == "ignored_modules":
-            if not engine.target_at_least("2.7"):
-                raise Untranslatable(IGNORED_BEFORE_2_7)
-            out.ignored = engine.module.code_for_node(value)
         elif name in ("sync_module_states", "process_group") and (
             literal(value) is False or _is_none(value)
         ):

@@ -20,7 +20,6 @@ of every call in the file, and each finding says why.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -170,9 +169,6 @@ def _convert(engine: Engine, call: cst.Call) -> Conversion:
         target = targets[0].target if len(targets) == 1 else None
         root = code(target) if target is not None and dotted(target) else _local(engine, call)
         before = f"{root} = {code(args[0].value)}"
-        if keywords.ignored is not None and re.search(rf"\b{re.escape(root)}\b", keywords.ignored):
-            # Bound first, the name would mean the new module in `ignored_modules`.
-            raise Untranslatable("`ignored_modules` names the module's target: wrap a name")
     return Conversion(line, root, before, tuple(code(c) for c in classes), keywords)
 
 
@@ -398,58 +394,20 @@ def call_text(target: str, keywords: list[str], one: str, base: str = "", taken:
     return f"fully_shard(\n{inner}{base})"
 
 
-@dataclass(frozen=True)
-class _Ignored:
-    """The names the rewrite binds for FSDP1's ``ignored_modules``.
-
-    Attributes:
-        modules: The ignored modules and everything inside them (no unit there).
-        params: Their parameters, ``ignored_params=`` of every ``fully_shard`` call.
-    """
-
-    modules: str
-    params: str
-
-
-def _ignored(engine: Engine, conversion: Conversion) -> _Ignored | None:
-    if conversion.keywords.ignored is None:
-        return None
-    return _Ignored(_fresh(engine, "ignored_submodules"), _fresh(engine, "ignored_params"))
-
-
-def _keywords(conversion: Conversion, ignored: _Ignored | None) -> list[str]:
-    """The ``fully_shard`` keywords of every call the conversion writes."""
-    extra = [f"ignored_params={ignored.params}"] if ignored else []
-    return [*conversion.keywords.code, *extra]
-
-
-def _statements(
-    engine: Engine, conversion: Conversion, indent: str, ignored: _Ignored | None
-) -> list[cst.CSTNode]:
+def _statements(engine: Engine, conversion: Conversion, indent: str) -> list[cst.CSTNode]:
     config = engine.module.config_for_parsing
     out = []
     if conversion.before:
         out.append(cst.parse_statement(f"{conversion.before}\n", config))
-    if ignored:
-        # FSDP1 reads `ignored_modules` once and wraps nothing inside them.
-        value = conversion.keywords.ignored
-        lines = (
-            f"{ignored.modules} = {{m for top in {value} for m in top.modules()}}\n"
-            f"{ignored.params} = {{p for m in {ignored.modules} "
-            f"for p in m.parameters(recurse=False)}}\n"
-        )
-        out.extend(cst.parse_module(lines, config).body)
     if conversion.classes:
         one = engine.module.default_indent
         var = _fresh(engine, "submodule")
         classes = conversion.classes
         kinds = classes[0] if len(classes) == 1 else f"({', '.join(classes)})"
         root = conversion.root
-        keywords = _keywords(conversion, ignored)
+        keywords = conversion.keywords.code
         shard = call_text(var, keywords, one, one * 2, len(indent + one * 2))
         tests = [f"isinstance({var}, {kinds})", f"{var} is not {root}"]
-        if ignored:
-            tests.append(f"{var} not in {ignored.modules}")
         loop = (
             f"for {var} in reversed(list({root}.modules())):  # descendants before ancestors\n"
             f"{one}{_condition(tests, one, one, len(indent + one))}\n"
@@ -518,13 +476,12 @@ class Fsdp401(Behaviour):
             for module, name in use.imports:
                 engine.need_import(module, name)
         indent = _indent(engine, conversion.line)
-        ignored = _ignored(engine, conversion)
-        statements = _statements(engine, conversion, indent, ignored)
+        statements = _statements(engine, conversion, indent)
         if statements:
             engine.insert_before(conversion.line, statements)
         one = engine.module.default_indent
         taken = len(indent + conversion.root + " = ")  # most often `model = fully_shard(...)`
-        text = call_text(conversion.root, _keywords(conversion, ignored), one, "", taken)
+        text = call_text(conversion.root, conversion.keywords.code, one, "", taken)
         return cst.parse_expression(text, engine.module.config_for_parsing)
 
     def _survey(self, engine: Engine) -> Survey:
