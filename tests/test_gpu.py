@@ -1,9 +1,12 @@
 """The GPU leg: NCCL process groups, one rank per GPU, FSDP on CUDA.
 
-Every equivalence suite already runs on NCCL where CUDA is present
-(``distributed.backend_for_tests``); these tests make sure that is what happens there,
-and run the legacy spellings that need a GPU (FSDP1's CPU offload pins memory).
-Skipped, by the ``gpu`` marker, where there is no CUDA.
+The suites that spawn ranks through ``distributed.backend_for_tests`` pick NCCL where
+CUDA is present; this test makes sure that is what happens there, and runs a legacy
+spelling that needs a GPU (FSDP1's CPU offload pins memory). Skipped, by the ``gpu``
+marker, where there is no CUDA. ``.ci/gpu.sh`` runs the GPU leg on a lent machine: the
+focused suites and the FSDP2 training scripts run there with one NCCL rank per GPU; the
+older equivalence suites still build their models and batches on the CPU and expect two
+ranks, so on a one-GPU machine they fail (seen on an H100, torch 2.11).
 """
 
 from __future__ import annotations
