@@ -226,6 +226,41 @@ def test_ignored_modules_stay_for_a_human_with_the_optimizer_caveat(target):
     assert "ignored_params=" in finding.message and "foreach=False" in finding.message
 
 
+@pytest.mark.parametrize(
+    ("value", "keyword"),
+    [
+        ("True", "offload_policy=CPUOffloadPolicy()"),
+        ("False", None),
+        ("args.offload", "offload_policy=CPUOffloadPolicy() if args.offload else OffloadPolicy()"),
+        ("offload", "offload_policy=CPUOffloadPolicy() if offload else OffloadPolicy()"),
+    ],
+)
+def test_cpu_offload_by_literal_or_flag(value, keyword):
+    new, (finding,) = _migrate(
+        "from torch.distributed.fsdp import CPUOffload\n"
+        f"model = FSDP(model, cpu_offload=CPUOffload(offload_params={value}))\n"
+    )
+    assert finding.fixed and "CPUOffload(" not in new
+    call = " ".join(new[new.index("model = fully_shard(") :].split())
+    if keyword is None:
+        assert call == "model = fully_shard(model)"
+    else:
+        assert call in (
+            f"model = fully_shard( model, {keyword}, )",
+            f"model = fully_shard(model, {keyword})",
+        )
+    names = new.splitlines()[0].removeprefix("from torch.distributed.fsdp import ").split(", ")
+    assert ("OffloadPolicy" in names) is ("else OffloadPolicy()" in (keyword or ""))
+
+
+def test_cpu_offload_by_a_call_stays_for_a_human():
+    new, (finding,) = _migrate(
+        "from torch.distributed.fsdp import CPUOffload\n"
+        "model = FSDP(model, cpu_offload=CPUOffload(offload_params=wants_offload()))\n"
+    )
+    assert new is None and "evaluated once per unit" in finding.message
+
+
 def test_no_ignored_modules_is_dropped():
     new, _ = _migrate("model = FSDP(model, ignored_modules=None)\n")
     assert new.endswith("\nmodel = fully_shard(model)\n")

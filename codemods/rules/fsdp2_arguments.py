@@ -30,6 +30,10 @@ MAPPING = (
         "`buffer_dtype` dropped with a note",
     ),
     ("cpu_offload=CPUOffload(offload_params=True)", "`offload_policy=CPUOffloadPolicy()`"),
+    (
+        "cpu_offload=CPUOffload(offload_params=flag)",
+        "`offload_policy=CPUOffloadPolicy() if flag else OffloadPolicy()` (a name or attribute)",
+    ),
     ("cpu_offload=CPUOffload(), cpu_offload=None", "dropped (no offloading)"),
     ("use_orig_params, limit_all_gathers", "dropped (FSDP2 always does so)"),
     ("device_id", "dropped, with a note (FSDP2 uses the current device)"),
@@ -194,12 +198,19 @@ def _cpu_offload(engine: Engine, value: cst.BaseExpression, out: Keywords) -> No
     if call is None:
         raise Untranslatable("`cpu_offload` is not a `CPUOffload(...)` call")
     fields = _fields(call, ("offload_params",))
-    offload = literal(fields["offload_params"]) if "offload_params" in fields else False
-    if set(fields) - {"offload_params"} or offload not in (True, False):
+    if set(fields) - {"offload_params"}:
         raise Untranslatable("`CPUOffload(...)` with a value the rewrite cannot read")
-    if offload:
+    node = fields.get("offload_params")
+    offload = False if node is None else literal(node)
+    if offload is True:
         out.code.append("offload_policy=CPUOffloadPolicy()")
         out.imports.append("CPUOffloadPolicy")
+    elif offload is not False:
+        # A flag read at run time (FSDP1 offloads where it is true); `OffloadPolicy()` is
+        # FSDP2's own default, no offloading. Repeated per unit, so a name or attribute.
+        flag = _simple(engine, node)
+        out.code.append(f"offload_policy=CPUOffloadPolicy() if {flag} else OffloadPolicy()")
+        out.imports += ["CPUOffloadPolicy", "OffloadPolicy"]
 
 
 def _reshards(engine: Engine, value: cst.BaseExpression) -> bool:
