@@ -312,6 +312,13 @@ def test_why_ignored_modules_stay_fsdp1_a_foreach_step_fails_on_the_mix():
     ``ignored_modules`` with a recipe instead of rewriting it (if a torch release makes
     the mix work, this fails and the rule can be revisited).
     """
+    import inspect
+
+    import torch.distributed.fsdp as fsdp
+
+    shard = getattr(fsdp, "fully_shard", None)
+    if shard is None or "ignored_params" not in inspect.signature(shard).parameters:
+        pytest.skip("this torch's fully_shard takes no ignored_params (torch < 2.7)")
     runs = distributed.run(_foreach_steps, backend=distributed.backend_for_tests())
     for outcomes in runs:
         assert outcomes["fsdp1"] == "stepped"
