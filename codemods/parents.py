@@ -1,0 +1,51 @@
+"""The parent of every node of a libcst tree, from one walk over the nodes' fields.
+
+libcst's ``ParentNodeProvider`` gives the same map through its visitor machinery (an
+``on_visit``/``on_leave`` dispatch and a child-replacing pass per node): about a tenth
+of a fixing run's time on a real file. Reading each node's dataclass fields directly
+gives the same map about ten times faster (``tests/test_parents.py`` compares the two
+on every fixture and rule example).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from codemods.lazy_libcst import cst
+
+__all__ = ["parent_map"]
+
+#: Node class -> the names of its fields (libcst nodes are dataclasses).
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def parent_map(tree: cst.CSTNode) -> dict[cst.CSTNode, cst.CSTNode]:
+    r"""Each node under ``tree`` mapped to its parent (``tree`` itself is not a key).
+
+    Example:
+        >>> module = cst.parse_module("f(x)\n")
+        >>> call = module.body[0].body[0].value
+        >>> parents = parent_map(module)
+        >>> type(parents[call]).__name__, parents[call.func] is call
+        ('Expr', True)
+    """
+    node_class = cst.CSTNode
+    out: dict[Any, Any] = {}
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        names = _FIELDS.get(type(node))
+        if names is None:
+            names = _FIELDS[type(node)] = tuple(f.name for f in dataclasses.fields(node))
+        for name in names:
+            value = getattr(node, name)
+            if isinstance(value, node_class):
+                out[value] = node
+                stack.append(value)
+            elif type(value) in (list, tuple):
+                for child in value:
+                    if isinstance(child, node_class):
+                        out[child] = node
+                        stack.append(child)
+    return out
