@@ -275,6 +275,23 @@ def test_one_call_left_withholds_the_others_and_says_why():
     assert finding.withheld == "fix withheld: the FSDP1 call at line 5 is kept on purpose"
 
 
+def test_a_call_left_for_a_human_lists_everything_in_the_way():
+    # Real calls are config-driven: the finding is the whole porting checklist at once.
+    call = (
+        "FSDP(model, auto_wrap_policy=policy, sharding_strategy=strategy, "
+        "sync_module_states=True, param_init_fn=init, device_id=rank)"
+    )
+    new, (finding,) = _migrate(f"model = {call}\n")
+    assert new is None and not finding.fixable
+    reasons = ["fully_shard_by_policy", "`ShardingStrategy` member", "broadcast_from_rank0"]
+    reasons.append("to_empty")
+    at = [finding.message.index(f"({n}) ") for n in range(1, 5)]
+    assert at == sorted(at) and "(5) " not in finding.message
+    for number, why in enumerate(reasons, 1):
+        part = finding.message[at[number - 1] : at[number] if number < 4 else None]
+        assert why in part
+
+
 @pytest.mark.parametrize(
     ("use", "why"),
     [
@@ -306,6 +323,40 @@ def test_uses_only_fsdp1_has_keep_the_file_fsdp1(use, why):
     new, findings = _migrate(f"model = FSDP(model, auto_wrap_policy={{Block}})\n{use}\n")
     assert new is None
     assert findings[0].withheld.startswith(f"fix withheld: {why}")
+
+
+WRAP = "sharded = FSDP(model, auto_wrap_policy={Block})"
+NEW = "model = Net()\n"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        f"model.load_state_dict(torch.load(path))\n{WRAP}\n",
+        f"if resume:\n    model.load_state_dict(state)\n{WRAP}\n",
+        f"for path in paths:\n    model.load_state_dict(torch.load(path))\n{WRAP}\n",
+        f"def main():\n    model.load_state_dict(state)\n    {WRAP}\n",
+    ],
+)
+def test_a_use_before_the_model_is_wrapped_is_the_plain_module(body):
+    new, findings = _migrate(NEW + body)
+    assert new is not None and findings[0].fixed
+    assert "model.load_state_dict(" in new and "fully_shard(model" in new
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # the second pass of the loop loads into the wrapped model
+        f"for path in paths:\n    model.load_state_dict(torch.load(path))\n    {WRAP}\n",
+        # the function may run after the wrap
+        f"def load():\n    model.load_state_dict(state)\n{WRAP}\nload()\n",
+        f"{WRAP}\nmodel.load_state_dict(state)\n",
+    ],
+)
+def test_a_use_that_may_see_the_wrapped_model_keeps_the_file_fsdp1(body):
+    new, findings = _migrate(NEW + body)
+    assert new is None and "`model.load_state_dict` at line" in findings[0].withheld
 
 
 @pytest.mark.parametrize(
@@ -575,3 +626,19 @@ def test_a_class_shadowed_where_the_model_is_wrapped_stays_manual():
     )
     assert new is None
     assert "`Block` means something else where the model is wrapped" in findings[0].message
+
+
+def test_a_value_quoted_in_a_message_is_one_short_line():
+    body = (
+        "model = FSDP(\n    model,\n    mixed_precision=MixedPrecision(\n        param_dtype={\n"
+        + "".join(f'            "{name}": torch.float{bits},\n' for name, bits in DTYPES)
+        + "        }[precision],\n    ),\n)\n"
+    )
+    new, (finding,) = _migrate("from torch.distributed.fsdp import MixedPrecision\n" + body)
+    assert new is None and "\n" not in finding.message
+    # cut to SHOWN_LENGTH (60) characters, the last three of them dots
+    quoted = '`{ "half": torch.float16, "single": torch.float32, "double...`'
+    assert f"{quoted} is evaluated once per unit" in finding.message
+
+
+DTYPES = [("half", 16), ("single", 32), ("double", 64)]

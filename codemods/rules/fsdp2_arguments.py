@@ -85,7 +85,15 @@ _PREFIXES = (f"{TORCH_FSDP}.", "torch.distributed.fsdp.api.")
 
 
 class Untranslatable(Exception):
-    """The call has an argument without a certain FSDP2 translation: the message says why."""
+    """The call has arguments without a certain FSDP2 translation: the message says why.
+
+    Attributes:
+        reasons: Each thing that stands in the way (the message joins them).
+    """
+
+    def __init__(self, *reasons: str) -> None:
+        super().__init__(joined(list(reasons)))
+        self.reasons = list(reasons)
 
 
 @dataclass
@@ -163,9 +171,21 @@ def _simple(engine: Engine, node: cst.BaseExpression) -> str:
     """Source of a value that is safe to repeat (a name, an attribute, a constant)."""
     if isinstance(node, (cst.Name, cst.Attribute, cst.SimpleString, cst.Integer, cst.Float)):
         return engine.module.code_for_node(node)
-    raise Untranslatable(
-        f"`{engine.module.code_for_node(node)}` is evaluated once per unit: bind it to a name"
-    )
+    raise Untranslatable(f"`{shown(engine, node)}` is evaluated once per unit: bind it to a name")
+
+
+#: The most of a node's source a message quotes.
+SHOWN_LENGTH = 60
+
+
+def shown(engine: Engine, node: cst.CSTNode) -> str:
+    """``node``'s source as a message quotes it: on one line, cut at :data:`SHOWN_LENGTH`.
+
+    A finding is one line of output (and one record of a report); real values span lines
+    (a dict of dtypes looked up by a flag).
+    """
+    text = " ".join(engine.module.code_for_node(node).split())
+    return text if len(text) <= SHOWN_LENGTH else f"{text[: SHOWN_LENGTH - 3]}..."
 
 
 def _mixed_precision(engine: Engine, value: cst.BaseExpression, out: Keywords) -> None:
@@ -257,37 +277,61 @@ def translate(engine: Engine, args: list[cst.Arg]) -> Keywords:
     """The ``fully_shard`` keywords for an FSDP1 call's keyword arguments (not the policy).
 
     Raises:
-        Untranslatable: For an argument without a certain translation, saying why and
-            what to write instead.
+        Untranslatable: For the arguments without a certain translation, saying why and
+            what to write instead for each (all of them: a user porting the call by
+            hand gets the whole list at once).
     """
     out = Keywords()
+    reasons: list[str] = []
     for arg in args:
-        name = keyword(arg)
-        value = arg.value
-        if name == "sharding_strategy":
-            _sharding(engine, value, out)
-        elif name == "mixed_precision":
-            _mixed_precision(engine, value, out)
-        elif name == "cpu_offload":
-            _cpu_offload(engine, value, out)
-        elif name in ("backward_prefetch", "forward_prefetch"):
-            _prefetch(engine, name, value, out)
-        elif name == "device_id":
-            out.notes.append(
-                "`device_id` dropped: FSDP2 moves the model to the current device "
-                "(call `torch.cuda.set_device(local_rank)` first)"
-            )
-        elif name in _SILENT or (name == "ignored_modules" and _is_none(value)):
-            continue
-        elif name in ("sync_module_states", "process_group") and (
-            literal(value) is False or _is_none(value)
-        ):
-            continue
-        elif name in RECIPES:
-            raise Untranslatable(f"`{name}`: {RECIPES[name]}")
-        else:
-            raise Untranslatable(f"`{name}=` has no certain FSDP2 translation")
+        try:
+            _translate_one(engine, arg, out)
+        except Untranslatable as why:
+            reasons += why.reasons
+    if reasons:
+        raise Untranslatable(*reasons)
     return out
+
+
+def joined(reasons: list[str]) -> str:
+    """Several reasons as one message, numbered where there are more than one.
+
+    Example:
+        >>> joined(["a"]), joined(["a", "b"])
+        ('a', '(1) a; (2) b')
+    """
+    if len(reasons) == 1:
+        return reasons[0]
+    return "; ".join(f"({number}) {why}" for number, why in enumerate(reasons, 1))
+
+
+def _translate_one(engine: Engine, arg: cst.Arg, out: Keywords) -> None:
+    """Add one keyword argument's translation to ``out`` (see :func:`translate`)."""
+    name = keyword(arg)
+    value = arg.value
+    if name == "sharding_strategy":
+        _sharding(engine, value, out)
+    elif name == "mixed_precision":
+        _mixed_precision(engine, value, out)
+    elif name == "cpu_offload":
+        _cpu_offload(engine, value, out)
+    elif name in ("backward_prefetch", "forward_prefetch"):
+        _prefetch(engine, name, value, out)
+    elif name == "device_id":
+        out.notes.append(
+            "`device_id` dropped: FSDP2 moves the model to the current device "
+            "(call `torch.cuda.set_device(local_rank)` first)"
+        )
+    elif name in _SILENT or (name == "ignored_modules" and _is_none(value)):
+        return
+    elif name in ("sync_module_states", "process_group") and (
+        literal(value) is False or _is_none(value)
+    ):
+        return
+    elif name in RECIPES:
+        raise Untranslatable(f"`{name}`: {RECIPES[name]}")
+    else:
+        raise Untranslatable(f"`{name}=` has no certain FSDP2 translation")
 
 
 def mapping_table() -> str:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from codemods.kinds.base import PARTIAL, Engine
 from codemods.lazy_libcst import cst
 from codemods.registry.names import TORCH_WRAP
-from codemods.rules.fsdp2_arguments import Untranslatable, bound_once
+from codemods.rules.fsdp2_arguments import Untranslatable, bound_once, shown
 from codemods.syntax import dotted, find_all, keyword
 
 RUNTIME_ROUTE = (
@@ -49,8 +49,9 @@ def _classes(engine: Engine, node: cst.BaseExpression) -> list[cst.BaseExpressio
         raise Untranslatable("the policy's classes are not a set, list or tuple display")
     for element in elements:
         if engine.class_set(element) is None and not _one_value(engine, element):
-            shown = engine.module.code_for_node(element)
-            raise Untranslatable(f"`{shown}` in the policy is not certainly a class")
+            raise Untranslatable(
+                f"`{shown(engine, element)}` in the policy is not certainly a class"
+            )
     return elements
 
 
@@ -178,6 +179,7 @@ def unit_classes(engine: Engine, policy: cst.BaseExpression) -> list[cst.BaseExp
         if not _same_meaning(engine, element, policy):
             if returned is not None:
                 raise Untranslatable(RUNTIME_ROUTE)
-            shown = engine.module.code_for_node(element)
-            raise Untranslatable(f"`{shown}` means something else where the model is wrapped")
+            raise Untranslatable(
+                f"`{shown(engine, element)}` means something else where the model is wrapped"
+            )
     return classes

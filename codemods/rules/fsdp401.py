@@ -26,7 +26,7 @@ from typing import Any
 from codemods.kinds.base import Behaviour, Engine
 from codemods.lazy_libcst import cst
 from codemods.registry.names import COMPOSABLE_FSDP, TORCH_FSDP, TORCH_FSDP_CLASSES
-from codemods.rules.fsdp2_arguments import Keywords, Untranslatable, translate
+from codemods.rules.fsdp2_arguments import Keywords, Untranslatable, shown, translate
 from codemods.rules.fsdp2_policy import unit_classes
 from codemods.rules.fsdp2_uses import Use, rewrite
 from codemods.syntax import dotted, find_all, is_fallback, keyword
@@ -143,32 +143,50 @@ def _convert(engine: Engine, call: cst.Call) -> Conversion:
     """How ``call`` becomes FSDP2.
 
     Raises:
-        Untranslatable: Where it cannot be rewritten with certainty, saying why.
+        Untranslatable: Where it cannot be rewritten with certainty, saying why: every
+            reason found, so that a user porting it by hand has the whole list.
     """
-    line, small = _statement(engine, call)
+    reasons: list[str] = []
+    try:
+        line, small = _statement(engine, call)
+    except Untranslatable as why:
+        reasons += why.reasons
+        line, small = None, None
     args = list(call.args)
     modules = [arg for arg in args if keyword(arg) == "module"]
     if modules:  # `FSDP(module=model, ...)`
         args = modules + [arg for arg in args if arg is not modules[0]]
     if not args or keyword(args[0]) not in (None, "module") or args[0].star:
-        raise Untranslatable("the module is not the first positional argument")
+        raise Untranslatable(*reasons, "the module is not the first positional argument")
     rest = args[1:]
     if any(arg.star or keyword(arg) is None for arg in rest):
-        raise Untranslatable("arguments passed by position or with `*`/`**`")
-    policies = [arg for arg in rest if keyword(arg) == "auto_wrap_policy"]
-    classes = unit_classes(engine, policies[0].value) if policies else []
-    keywords = translate(engine, [arg for arg in rest if keyword(arg) != "auto_wrap_policy"])
+        reasons.append("arguments passed by position or with `*`/`**`")
+    named = [arg for arg in rest if keyword(arg) is not None]
+    policies = [arg for arg in named if keyword(arg) == "auto_wrap_policy"]
+    classes: list[cst.BaseExpression] = []
+    keywords = None
+    try:
+        classes = unit_classes(engine, policies[0].value) if policies else []
+    except Untranslatable as why:
+        reasons += why.reasons
+    try:
+        keywords = translate(engine, [arg for arg in named if keyword(arg) != "auto_wrap_policy"])
+    except Untranslatable as why:
+        reasons += why.reasons
     code = engine.module.code_for_node
     root, before = code(args[0].value), None
-    if dotted(args[0].value) is None:
+    if dotted(args[0].value) is None and small is not None:
         if getattr(small, "value", None) is not call:
-            raise Untranslatable("the module is an expression: assign it to a name first")
-        # The call is the statement's value, so its module is what the statement
-        # evaluates first: binding it to a name just before changes no order.
-        targets = getattr(small, "targets", ())
-        target = targets[0].target if len(targets) == 1 else None
-        root = code(target) if target is not None and dotted(target) else _local(engine, call)
-        before = f"{root} = {code(args[0].value)}"
+            reasons.append("the module is an expression: assign it to a name first")
+        else:
+            # The call is the statement's value, so its module is what the statement
+            # evaluates first: binding it to a name just before changes no order.
+            targets = getattr(small, "targets", ())
+            target = targets[0].target if len(targets) == 1 else None
+            root = code(target) if target is not None and dotted(target) else _local(engine, call)
+            before = f"{root} = {code(args[0].value)}"
+    if reasons or line is None or keywords is None:
+        raise Untranslatable(*reasons)
     return Conversion(line, root, before, tuple(code(c) for c in classes), keywords)
 
 
@@ -234,6 +252,8 @@ def survey(engine: Engine, rule_code: str) -> Survey:
     wrapped = set()
     # (scope, name) -> (line, wrapper call) where a wrapper call's result is bound
     bound: dict[tuple[int, str], list[tuple[int, int]]] = {}
+    # name -> (scope, line, in a loop) of each wrapper call that makes it FSDP
+    sites: dict[str, list[tuple[Any, int, bool]]] = {}
     for call in calls:
         if _gated(engine, call) or engine.silenced(call, rule_code):
             blockers.append(f"the FSDP1 call at line {_line(engine, call)} is kept on purpose")
@@ -246,10 +266,13 @@ def survey(engine: Engine, rule_code: str) -> Survey:
             continue
         conversions[id(call)] = conversion
         wrapped.add(conversion.root)
+        site = (engine.scope(call), _line(engine, call), _in_loop(engine, call))
+        sites.setdefault(conversion.root, []).append(site)
         statement = conversion.line.body[0]
         for target in getattr(statement, "targets", ()):
             name = module.code_for_node(target.target)
             wrapped.add(name)
+            sites.setdefault(name, []).append(site)
             if getattr(statement, "value", None) is call:
                 key = (id(engine.scope(call)), name)
                 bound.setdefault(key, []).append((_line(engine, call), id(call)))
@@ -269,26 +292,50 @@ def survey(engine: Engine, rule_code: str) -> Survey:
             if listing is not None and not _gated(engine, node):
                 lists.add(id(listing))
                 continue
-            shown = module.code_for_node(node)
-            blockers.append(f"`{shown}` at line {_line(engine, node)} is FSDP1 only")
+            text = shown(engine, node)
+            blockers.append(f"`{text}` at line {_line(engine, node)} is FSDP1 only")
             continue
         if not isinstance(node, cst.Attribute) or module.code_for_node(node.value) not in wrapped:
             continue
         method = node.attr.value
         if method not in FSDP1_ONLY and method not in CHANGED_MEANING:
             continue
+        if _before_wrapping(engine, node, sites[module.code_for_node(node.value)]):
+            continue  # the plain module still: the same on FSDP1 and FSDP2
         found = _use_of(engine, node, bound)
         if found is not None:
             uses.setdefault(found[0], []).append(found[1])
             continue
-        shown = module.code_for_node(node)
         why = CHANGED_MEANING.get(method, "exists only on FSDP1 models")
-        blockers.append(f"`{shown}` at line {_line(engine, node)}: {why}")
+        blockers.append(f"`{shown(engine, node)}` at line {_line(engine, node)}: {why}")
     if (checks or lists) and _fresh(engine, "FSDPModule") != "FSDPModule":
         blockers.append("`FSDPModule`, which FSDP2 code needs, is a name here")
     return Survey(
         conversions, uses, blockers[0] if blockers else None, frozenset(checks), frozenset(lists)
     )
+
+
+def _in_loop(engine: Engine, node: cst.CSTNode) -> bool:
+    """Whether ``node`` is in a ``for`` or ``while`` body of its own function or module."""
+    node = engine.parent(node)
+    while node is not None and not isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+        if isinstance(node, (cst.For, cst.While)):
+            return True
+        node = engine.parent(node)
+    return False
+
+
+def _before_wrapping(
+    engine: Engine, node: cst.Attribute, sites: list[tuple[Any, int, bool]]
+) -> bool:
+    """Whether ``node`` (``model.attr``) certainly runs before ``model`` is wrapped.
+
+    That is where every wrapper call making ``model`` FSDP is in the same scope, on a
+    later line and in no loop there: the code in between runs once, in order, so the
+    use sees the plain module (loading weights before wrapping, in real scripts).
+    """
+    scope, line = engine.scope(node), _line(engine, node)
+    return all(s is scope and line < at and not looped for s, at, looped in sites)
 
 
 def _module_list(engine: Engine, node: cst.CSTNode) -> cst.Call | None:
