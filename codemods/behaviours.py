@@ -57,6 +57,7 @@ class Index:
         self.definitions: list[Behaviour] = []
         self.classes: list[Behaviour] = []
         self.blocks: list[Behaviour] = []
+        self.modules: list[Behaviour] = []
         for rule in rules:
             behaviour = behaviour_for(rule)
             for name in behaviour.references():
@@ -71,6 +72,8 @@ class Index:
                 self.classes.append(behaviour)
             if behaviour.blocks:
                 self.blocks.append(behaviour)
+            if behaviour.modules:
+                self.modules.append(behaviour)
 
     def reference(self, qualified: str, module: bool = False) -> tuple[str, Rule] | None:
         """The old name and rule of a reference to ``qualified`` (or to something inside it).

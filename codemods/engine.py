@@ -248,6 +248,8 @@ class Engine(ImportMoves, cst.CSTTransformer):
         self.module = node
         self._planner = Planner(self)
         self._plan = self._planner.plan(node)
+        for behaviour in INDEX.modules:
+            behaviour.module(self, node)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         self._fallback_depth += is_fallback(node)

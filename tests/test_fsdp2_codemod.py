@@ -642,3 +642,54 @@ def test_a_value_quoted_in_a_message_is_one_short_line():
 
 
 DTYPES = [("half", 16), ("single", 32), ("double", 64)]
+
+
+PRECISION_HEAD = "import torch\nfrom torch.distributed.fsdp import MixedPrecision\n"
+BRANCHES = (
+    "def build(model, bf16):\n"
+    "    mp = None  # full precision\n"
+    "    if bf16:\n"
+    "        mp = MixedPrecision(param_dtype=torch.bfloat16, buffer_dtype=torch.bfloat16)\n"
+    "    model = FSDP(model, auto_wrap_policy={Block}, mixed_precision=mp)%s\n"
+    "    return model\n"
+)
+
+
+def test_a_precision_chosen_in_branches_is_rebound_as_the_fsdp2_policy():
+    new, (finding,) = _migrate(PRECISION_HEAD + BRANCHES % "")
+    assert finding.fixed and "`buffer_dtype` dropped" in finding.message
+    assert "    mp = MixedPrecisionPolicy()  # full precision\n" in new
+    assert "        mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16)\n" in new
+    assert "fully_shard(model, mp_policy=mp)" in new and "MixedPrecision," not in new
+
+
+def test_a_precision_rebound_only_where_the_call_converts():
+    # silenced: the call stays FSDP1, so its precision stays FSDP1's too
+    new, findings = _migrate(PRECISION_HEAD + BRANCHES % "  # noqa: FSDP401")
+    assert new is None and findings == []
+
+
+@pytest.mark.parametrize(
+    "use",
+    [
+        "    print(mp)\n",  # read elsewhere: it stays FSDP1's object there
+        "    mp = mp or MixedPrecision()\n",  # bound by something else too
+    ],
+)
+def test_a_precision_used_otherwise_stays_manual(use):
+    body = BRANCHES.replace("    model = FSDP", use + "    model = FSDP") % ""
+    new, (finding,) = _migrate(PRECISION_HEAD + body)
+    assert new is None and "not a `MixedPrecision(...)` call" in finding.message
+
+
+def test_many_unit_classes_are_named_once_before_the_loop():
+    names = [f"DecoderLayerOfTheLargeModel{i}" for i in range(4)]
+    body = f"from model import {', '.join(names)}\n"
+    body += f"model = FSDP(model, auto_wrap_policy={{{', '.join(names)}}})\n"
+    new, (finding,) = _migrate(body)
+    assert finding.fixed
+    listed = "".join(f"    {name},\n" for name in names)
+    assert f"unit_classes = (\n{listed})\nfor submodule in" in new
+    assert "if isinstance(submodule, unit_classes) and submodule is not model:" in new
+    written = [line for line in new.splitlines() if not line.startswith("from ")]
+    assert max(len(line) for line in written) <= 88

@@ -39,6 +39,7 @@ SCRIPTS = (
     "unit_checks_isinstance",
     "gradient_accumulation_no_sync",
     "optimizer_state_resume",
+    "precision_chosen_by_flag",
 )
 STEPS = 4
 SETTINGS = Settings(fix=True, unsafe_fixes=True, select=("FSDP4",))

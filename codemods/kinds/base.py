@@ -216,12 +216,16 @@ class Behaviour:
         blocks: :meth:`block` is called for every statement list (a module's, an
             indented block's), after its statements: a fix that replaces or drops
             whole statements does it there.
+        modules: :meth:`module` is called once, before any statement is visited: a fix
+            that also rewrites code before the node it is found at (a name's earlier
+            bindings) registers that rewrite there (``engine.replace``).
     """
 
     rename: ClassVar[CallSiteFix | None] = None
     definitions: ClassVar[bool] = False
     classes: ClassVar[bool] = False
     blocks: ClassVar[bool] = False
+    modules: ClassVar[bool] = False
     ast_call: ClassVar[Callable[..., None] | None] = None
     ast_partial: ClassVar[Callable[..., None] | None] = None
     ast_function: ClassVar[Callable[..., None] | None] = None
@@ -269,6 +273,9 @@ class Behaviour:
     ) -> cst.ClassDef:
         """A class definition (for :attr:`classes` behaviours); return it, rewritten."""
         return updated
+
+    def module(self, engine: Engine, node: cst.Module) -> None:
+        """The module, before its statements are visited (for :attr:`modules` behaviours)."""
 
     def block(
         self,

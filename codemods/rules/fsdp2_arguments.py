@@ -10,6 +10,7 @@ time; :data:`MAPPING` is what the guide shows.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from codemods.kinds.base import Engine
 from codemods.lazy_libcst import cst
@@ -25,9 +26,18 @@ MAPPING = (
         "`reshard_after_forward=bool(flag)`",
     ),
     (
+        "sharding_strategy=strategy, strategy = ShardingStrategy.X (bound once)",
+        "as for the member itself",
+    ),
+    (
         "mixed_precision=MixedPrecision(param_dtype=..., reduce_dtype=...)",
         "`mp_policy=MixedPrecisionPolicy(param_dtype=..., reduce_dtype=...)`; "
         "`buffer_dtype` dropped with a note",
+    ),
+    (
+        "mixed_precision=mp, mp = None / mp = MixedPrecision(...) (in branches, read only there)",
+        "each binding becomes `MixedPrecisionPolicy(...)` (`None`: `MixedPrecisionPolicy()`, "
+        "no casting), and the call passes `mp_policy=mp`",
     ),
     ("cpu_offload=CPUOffload(offload_params=True)", "`offload_policy=CPUOffloadPolicy()`"),
     (
@@ -96,6 +106,37 @@ class Untranslatable(Exception):
         self.reasons = list(reasons)
 
 
+@dataclass(frozen=True)
+class Rebinding:
+    """An earlier binding of a name the call passes, rewritten in place with the call.
+
+    Attributes:
+        value: The value bound (``MixedPrecision(...)`` or ``None``), an original node.
+        dropped: Of a ``MixedPrecision(...)`` call, the arguments FSDP2 has no twin for
+            (by position); the call keeps its layout and comments otherwise.
+    """
+
+    value: cst.BaseExpression
+    dropped: tuple[int, ...] = ()
+
+    def replacement(self, updated: cst.BaseExpression) -> cst.BaseExpression:
+        """What takes the place of the value (given as the visit updated it).
+
+        Example:
+            >>> call = cst.parse_expression("MixedPrecision(param_dtype=a, buffer_dtype=b)")
+            >>> new = Rebinding(call, (1,)).replacement(call)
+            >>> cst.Module([]).code_for_node(new)
+            'MixedPrecisionPolicy(param_dtype=a)'
+        """
+        if not isinstance(updated, cst.Call):
+            return cst.parse_expression("MixedPrecisionPolicy()")  # FSDP1's None
+        args = [arg for index, arg in enumerate(updated.args) if index not in self.dropped]
+        if args and len(args) < len(updated.args):
+            # the last argument kept ends the way the call's last one did
+            args[-1] = args[-1].with_changes(comma=updated.args[-1].comma)
+        return updated.with_changes(func=cst.Name("MixedPrecisionPolicy"), args=args)
+
+
 @dataclass
 class Keywords:
     """A wrapper call's FSDP2 keywords, the imports they need and the notes to report.
@@ -104,15 +145,17 @@ class Keywords:
         code: ``name=value`` source texts, in order.
         imports: FSDP2 names the values use (imported from the FSDP2 module).
         notes: What was dropped and changes something.
+        rebindings: Bindings of the names passed that are rewritten too.
     """
 
     code: list[str] = field(default_factory=list)
     imports: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    rebindings: list[Rebinding] = field(default_factory=list)
 
 
 def bound_once(engine: Engine, node: cst.BaseExpression) -> cst.BaseExpression | None:
-    """The value of a name bound exactly once, by ``name = value``, else None."""
+    """The value of a name bound exactly once, by ``name = value`` (or ``name: T = value``)."""
     if not isinstance(node, cst.Name):
         return None
     scope = engine.scope(node)
@@ -121,12 +164,8 @@ def bound_once(engine: Engine, node: cst.BaseExpression) -> cst.BaseExpression |
     assignments = list(scope[node.value])
     if len(assignments) != 1:
         return None
-    target = getattr(assignments[0], "node", None)
-    target_of = engine.parent(target) if isinstance(target, cst.Name) else None
-    statement = engine.parent(target_of) if isinstance(target_of, cst.AssignTarget) else None
-    if not isinstance(statement, cst.Assign) or len(statement.targets) != 1:
-        return None
-    return statement.value
+    statement = _assignment_of(engine, getattr(assignments[0], "node", None))
+    return None if statement is None else statement.value
 
 
 def _is_none(node: cst.BaseExpression) -> bool:
@@ -145,7 +184,11 @@ def _member(engine: Engine, node: cst.BaseExpression, enum: str) -> str | None:
 
 def _constructor(engine: Engine, node: cst.BaseExpression, cls: str) -> cst.Call | None:
     """``node`` as a call of torch's FSDP1 class ``cls`` (directly or through a name bound once)."""
-    node = bound_once(engine, node) or node
+    return _direct_constructor(engine, bound_once(engine, node) or node, cls)
+
+
+def _direct_constructor(engine: Engine, node: cst.BaseExpression, cls: str) -> cst.Call | None:
+    """``node`` as a call of torch's FSDP1 class ``cls`` itself."""
     if not isinstance(node, cst.Call):
         return None
     names = engine.qualified(node.func)
@@ -191,24 +234,100 @@ def shown(engine: Engine, node: cst.CSTNode) -> str:
 def _mixed_precision(engine: Engine, value: cst.BaseExpression, out: Keywords) -> None:
     if _is_none(value):
         return
+    rebindings = _precision_bindings(engine, value, out)
+    if rebindings is not None:
+        # `mp = None` / `if bf16: mp = MixedPrecision(...)` bind a FSDP2 policy instead,
+        # built once where FSDP1's was, and every unit gets that one object.
+        out.code.append(f"mp_policy={engine.module.code_for_node(value)}")
+        out.imports.append("MixedPrecisionPolicy")
+        out.rebindings += rebindings
+        return
     call = _constructor(engine, value, "MixedPrecision")
     if call is None:
         raise Untranslatable("`mixed_precision` is not a `MixedPrecision(...)` call")
+    kept = _policy_fields(engine, call, out, repeated=True)
+    out.code.append(f"mp_policy=MixedPrecisionPolicy({', '.join(kept)})")
+    out.imports.append("MixedPrecisionPolicy")
+
+
+def _policy_fields(engine: Engine, call: cst.Call, out: Keywords, repeated: bool) -> list[str]:
+    """``MixedPrecision(...)``'s fields as ``MixedPrecisionPolicy`` keywords.
+
+    ``repeated``: the policy is built once per unit, so each value must be safe to
+    repeat (:func:`_simple`).
+    """
     fields = _fields(call, ("param_dtype", "reduce_dtype", "buffer_dtype"))
     kept = []
     for name, node in fields.items():
         if name in ("param_dtype", "reduce_dtype"):
-            kept.append(f"{name}={_simple(engine, node)}")
+            text = _simple(engine, node) if repeated else engine.module.code_for_node(node)
+            kept.append(f"{name}={text}")
         elif name == "buffer_dtype":
-            out.notes.append("`buffer_dtype` dropped: FSDP2 does not cast buffers")
+            note = "`buffer_dtype` dropped: FSDP2 does not cast buffers"
+            if note not in out.notes:
+                out.notes.append(note)
         elif name == "cast_forward_inputs" and literal(node) is True:
             kept.append("cast_forward_inputs=True")
         elif name == "cast_forward_inputs" and literal(node) is False:
             continue  # FSDP1's root still casts; FSDP2 casts at every unit by default
         else:
             raise Untranslatable(f"`MixedPrecision({name}=...)` has no FSDP2 twin")
-    out.code.append(f"mp_policy=MixedPrecisionPolicy({', '.join(kept)})")
-    out.imports.append("MixedPrecisionPolicy")
+    return kept
+
+
+def _precision_bindings(
+    engine: Engine, node: cst.BaseExpression, out: Keywords
+) -> list[Rebinding] | None:
+    """The rewrites of a name's bindings, where the call is the name's only use.
+
+    Each binding must be ``name = MixedPrecision(...)`` or ``name = None`` in the scope
+    the call reads it from, at least one of them a ``MixedPrecision``: then each
+    becomes the FSDP2 policy (``None``: ``MixedPrecisionPolicy()``, FSDP2's default, no
+    casting, as FSDP1's ``None``) and the call passes the name. None: another form.
+    """
+    scope = engine.scope(node)
+    if not isinstance(node, cst.Name) or scope is None:
+        return None
+    assignments = list(scope[node.value])
+    out_rebindings = []
+    for assignment in assignments:
+        target = getattr(assignment, "node", None)
+        statement = _assignment_of(engine, target)
+        if statement is None or assignment.scope is not scope:
+            return None
+        if {access.node for access in assignment.references} != {node}:
+            return None  # read elsewhere too: it must stay FSDP1's object there
+        value = statement.value
+        call = None if _is_none(value) else _direct_constructor(engine, value, "MixedPrecision")
+        if call is None and not _is_none(value):
+            return None
+        dropped: tuple[int, ...] = ()
+        if call is not None:
+            kept = _policy_fields(engine, call, out, repeated=False)
+            names = [keyword(arg) for arg in call.args]
+            if None in names:
+                return None  # by position: MixedPrecisionPolicy's third field differs
+            dropped = tuple(i for i, name in enumerate(names) if not _kept(name, kept))
+        out_rebindings.append(Rebinding(value, dropped))
+    if not any(not _is_none(r.value) for r in out_rebindings):
+        return None
+    return out_rebindings
+
+
+def _kept(name: str | None, kept: list[str]) -> bool:
+    """Whether the field ``name`` is among the ``name=value`` texts ``kept``."""
+    return any(text.startswith(f"{name}=") for text in kept)
+
+
+def _assignment_of(engine: Engine, target: Any) -> cst.Assign | cst.AnnAssign | None:
+    """The ``name = value`` (or ``name: T = value``) statement binding the ``Name`` ``target``."""
+    parent = engine.parent(target) if isinstance(target, cst.Name) else None
+    if isinstance(parent, cst.AnnAssign) and parent.target is target and parent.value is not None:
+        return parent
+    statement = engine.parent(parent) if isinstance(parent, cst.AssignTarget) else None
+    if isinstance(statement, cst.Assign) and len(statement.targets) == 1:
+        return statement
+    return None
 
 
 def _cpu_offload(engine: Engine, value: cst.BaseExpression, out: Keywords) -> None:
@@ -246,6 +365,9 @@ def _reshards(engine: Engine, value: cst.BaseExpression) -> bool:
 
 
 def _sharding(engine: Engine, value: cst.BaseExpression, out: Keywords) -> None:
+    bound = bound_once(engine, value)
+    if bound is not None and _member(engine, bound, "ShardingStrategy") is not None:
+        value = bound  # `strategy = ShardingStrategy.X`, once: a constant
     if isinstance(value, cst.IfExp):
         # `FULL_SHARD if flag else SHARD_GRAD_OP`: the flag says whether to reshard.
         body, orelse = _reshards(engine, value.body), _reshards(engine, value.orelse)

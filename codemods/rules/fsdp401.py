@@ -72,6 +72,7 @@ class Conversion:
     """How one wrapper call becomes FSDP2.
 
     Attributes:
+        call: The original wrapper call.
         line: The original statement line holding the call (the loop goes before it).
         root: Source of the module sharded last (a name or attribute).
         before: Source of a statement binding ``root`` first, if the call built it.
@@ -79,6 +80,7 @@ class Conversion:
         keywords: The ``fully_shard`` keywords.
     """
 
+    call: cst.Call
     line: cst.SimpleStatementLine
     root: str
     before: str | None
@@ -187,7 +189,7 @@ def _convert(engine: Engine, call: cst.Call) -> Conversion:
             before = f"{root} = {code(args[0].value)}"
     if reasons or line is None or keywords is None:
         raise Untranslatable(*reasons)
-    return Conversion(line, root, before, tuple(code(c) for c in classes), keywords)
+    return Conversion(call, line, root, before, tuple(code(c) for c in classes), keywords)
 
 
 def _local(engine: Engine, node: cst.CSTNode) -> str:
@@ -452,6 +454,11 @@ def _statements(engine: Engine, conversion: Conversion, indent: str) -> list[cst
         classes = conversion.classes
         kinds = classes[0] if len(classes) == 1 else f"({', '.join(classes)})"
         root = conversion.root
+        if len(indent + one * 2 + f"if isinstance({var}, {kinds}):") > LINE_LENGTH:
+            # Many classes: named once before the loop, one a line, as formatters do.
+            kinds = _fresh(engine, "unit_classes")
+            listed = "".join(f"{one}{name},\n" for name in classes)
+            out.append(cst.parse_statement(f"{kinds} = (\n{listed})\n", config))
         keywords = conversion.keywords.code
         shard = call_text(var, keywords, one, one * 2, len(indent + one * 2))
         tests = [f"isinstance({var}, {kinds})", f"{var} is not {root}"]
@@ -490,6 +497,7 @@ class Fsdp401(Behaviour):
     """Rewrite each FSDP1 wrapper call when every one in the file can be rewritten."""
 
     definitions = True  # a function's annotations naming the FSDP1 class
+    modules = True  # earlier bindings of a precision the call passes
 
     def calls(self) -> tuple[str, ...]:
         return (*TORCH_FSDP_CLASSES, ISINSTANCE, *FSDP_MODULES)
@@ -530,6 +538,27 @@ class Fsdp401(Behaviour):
         taken = len(indent + conversion.root + " = ")  # most often `model = fully_shard(...)`
         text = call_text(conversion.root, conversion.keywords.code, one, "", taken)
         return cst.parse_expression(text, engine.module.config_for_parsing)
+
+    def module(self, engine: Engine, node: cst.Module) -> None:
+        """Rewrite the earlier bindings of the names converted calls pass (``mp = ...``).
+
+        They come before the call, so they are replaced as the visit leaves them: only
+        where the call's fix applies, which :meth:`call` then reports the same way.
+        """
+        # The text test spares files that pass no precision a survey at the start.
+        if not engine.settings.enabled(self.rule) or "mixed_precision" not in node.code:
+            return
+        found = self._survey(engine)
+        withheld = f"fix withheld: {found.blocker}" if found.blocker else None
+        for conversion in found.conversions.values():
+            if not isinstance(conversion, Conversion) or not conversion.keywords.rebindings:
+                continue
+            if not engine.report(conversion.call, self.rule, quiet=True, withheld=withheld):
+                continue
+            for rebinding in conversion.keywords.rebindings:
+                engine.replace(rebinding.value, rebinding.replacement)
+                if isinstance(rebinding.value, cst.Call):
+                    engine.forget(rebinding.value.func)
 
     def _survey(self, engine: Engine) -> Survey:
         """The file's survey, made at the first hook that needs it (it sees the whole file)."""
