@@ -18,6 +18,7 @@ from typing import Any
 from libcst.metadata import MetadataWrapper
 
 from codemods.lazy_libcst import cst
+from codemods.syntax import dotted
 
 
 @dataclass
@@ -191,9 +192,59 @@ def _add_imports(context: Any, tree: cst.Module) -> cst.Module:
     first_other = 1  # the first statement is the visitor's whatever it is (a docstring)
     while first_other < len(body) and _is_import_line(body[first_other]):
         first_other += 1
+    tree, context = _into_later_imports(context, tree, first_other)
+    if not context.scratch[AddImportsVisitor.CONTEXT_KEY]:
+        return tree
+    body = tree.body
     top = tree.with_changes(body=body[: first_other + 1])
     done = AddImportsVisitor(context).transform_module(top)
     return tree.with_changes(body=[*done.body, *body[first_other + 1 :]])
+
+
+def _into_later_imports(context: Any, tree: cst.Module, first_other: int) -> tuple[cst.Module, Any]:
+    """Queued ``from m import name`` go into a later top-level ``from m import`` line.
+
+    Real scripts set things up between their imports (``sys.path.append``, torch flags),
+    so the top block the visitor sees may not hold the module's ``from m import`` line
+    while a later one does; a new line at the top would then stand apart from the
+    imports of the same module (often the line the old name came from). Each such name
+    goes through the visitor with that line alone. Returns the tree and a context
+    holding what is still queued.
+    """
+    from libcst.codemod.visitors import AddImportsVisitor
+
+    key = AddImportsVisitor.CONTEXT_KEY
+    body = list(tree.body)
+    top = {_from_module(statement) for statement in body[: first_other + 1]}
+    left = []
+    for item in context.scratch[key]:
+        index = None
+        if item.obj_name and not item.relative and item.module_name not in top:
+            later = range(first_other + 1, len(body))
+            index = next((i for i in later if _from_module(body[i]) == item.module_name), None)
+        if index is None:
+            left.append(item)
+            continue
+        alone = dataclasses.replace(context, scratch={key: [item]})
+        done = AddImportsVisitor(alone).transform_module(tree.with_changes(body=[body[index]]))
+        if len(done.body) != 1:
+            left.append(item)  # the visitor wanted a line of its own after all
+            continue
+        body[index] = done.body[0]
+    context = dataclasses.replace(context, scratch={**context.scratch, key: left})
+    return tree.with_changes(body=body), context
+
+
+def _from_module(statement: cst.CSTNode) -> str | None:
+    """``m`` of a line holding one absolute ``from m import a, b`` (no star), else None."""
+    if not (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1):
+        return None
+    node = statement.body[0]
+    if not isinstance(node, cst.ImportFrom) or node.relative or node.module is None:
+        return None
+    if isinstance(node.names, cst.ImportStar):
+        return None
+    return dotted(node.module)
 
 
 def _remove_unused_imports(context: Any, tree: cst.Module) -> cst.Module:

@@ -3,7 +3,9 @@
 :mod:`codemods.import_pass` runs libcst's ``AddImportsVisitor`` on the top of a module
 only, and ``RemoveImportsVisitor`` on single import lines where the module's text makes
 the answer certain (issue 18: together about 3 s of a 600-line script's 4 s). Each
-case here compares the result with the visitors' own on the whole module, byte for byte.
+case here compares the result with the visitors' own on the whole module, byte for byte,
+but the last two: where a later top-level line imports from the same module (real
+scripts set flags between imports), the pass puts the name there on purpose.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 from libcst.metadata import MetadataWrapper
 
 from codemods.import_pass import _add_imports, _read_names, _remove_unused_imports
+from codemods.run import run
+from codemods.settings import Settings
 
 _BODY = "\n\ndef train(model):\n    return model\n"
 
@@ -243,3 +247,36 @@ def test_an_added_import_the_original_spelled_is_kept():
     edits = Edits(imports_to_add=[("torch.distributed.fsdp.wrap", "ModuleWrapPolicy", None)])
     done = finish(edits, MetadataWrapper(original), original, "x.py")
     assert "from torch.distributed.fsdp.wrap import ModuleWrapPolicy\n" in done.code
+
+
+LATER = (
+    "import torch\n"
+    "torch.backends.cuda.matmul.allow_tf32 = True\n"
+    "import functools\n"
+    "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+    "{later}\n"
+    "\n"
+    "policy = functools.partial(lambda_auto_wrap_policy, lambda_fn=lambda m: m in blocks)\n"
+    "model = FSDP(model, auto_wrap_policy=policy)\n"
+)
+
+
+def test_an_added_name_joins_a_later_import_of_its_module():
+    # Real scripts set flags between imports: the name goes where its module's line is.
+    later = "from torch.distributed.fsdp.wrap import lambda_auto_wrap_policy, always_wrap_policy"
+    outcome = run(LATER.format(later=later).encode(), Settings(fix=True))
+    new = outcome.new_source.decode()
+    assert new.startswith("import torch\ntorch.backends")
+    assert "from torch.distributed.fsdp.wrap import CustomPolicy, always_wrap_policy\n" in new
+
+
+def test_an_import_in_a_fallback_block_is_not_joined():
+    later = (
+        "try:\n"
+        "    from torch.distributed.fsdp.wrap import lambda_auto_wrap_policy, ModuleWrapPolicy\n"
+        "except ImportError:\n    from fsdp_shim import lambda_auto_wrap_policy, ModuleWrapPolicy"
+    )
+    new = run(LATER.format(later=later).encode(), Settings(fix=True)).new_source.decode()
+    # a line in a fallback block bridges API generations: the new name goes to the top
+    assert new.startswith("import torch\nfrom torch.distributed.fsdp.wrap import CustomPolicy\n")
+    assert new.count("CustomPolicy") == 2  # the import and the use
