@@ -83,8 +83,9 @@ RULES = (
                 "get_model_state_dict\n"
                 "\n"
                 "def save(model):\n"
-                "    state = get_model_state_dict(model, options=StateDictOptions("
-                "full_state_dict=True, cpu_offload=True))\n"
+                "    state = get_model_state_dict(\n"
+                "        model, options=StateDictOptions(full_state_dict=True, cpu_offload=True)\n"
+                "    )\n"
                 "    return state\n"
             ),
         ),
@@ -142,8 +143,9 @@ RULES = (
                 "\n"
                 "save_policy = FullStateDictConfig(offload_to_cpu=True, rank0_only=True)\n"
                 "def save(model):\n"
-                "    cpu_state = get_model_state_dict(model, options=StateDictOptions("
-                "full_state_dict=True, cpu_offload=True))\n"
+                "    cpu_state = get_model_state_dict(\n"
+                "        model, options=StateDictOptions(full_state_dict=True, cpu_offload=True)\n"
+                "    )\n"
                 "    return cpu_state\n",
             ),
             # The config is changed after it is made: which values reach the call is unknown.
@@ -190,10 +192,12 @@ RULES = (
                 "get_model_state_dict\n"
                 "\n"
                 "def save(model, other):\n"
-                "    state = get_model_state_dict(model, options=StateDictOptions("
-                "full_state_dict=True, cpu_offload=True))\n"
-                "    extra = get_model_state_dict(other, options=StateDictOptions("
-                "full_state_dict=True, cpu_offload=True))\n"
+                "    state = get_model_state_dict(\n"
+                "        model, options=StateDictOptions(full_state_dict=True, cpu_offload=True)\n"
+                "    )\n"
+                "    extra = get_model_state_dict(\n"
+                "        other, options=StateDictOptions(full_state_dict=True, cpu_offload=True)\n"
+                "    )\n"
                 "    return state, extra\n",
             ),
             # The lines above a dropped config stay, comments and all.

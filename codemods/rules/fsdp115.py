@@ -32,8 +32,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from codemods.kinds.base import Behaviour, Engine
+from codemods.layout import indentation, wrapped_call
 from codemods.lazy_libcst import cst
-from codemods.syntax import dotted, is_plain_positional, keyword, literal, no_space_equal
+from codemods.syntax import dotted, is_plain_positional, keyword, literal
 
 #: Where ``torch.distributed.checkpoint.state_dict`` first exists.
 DCP_STATE_DICT_SINCE = "2.2"
@@ -493,7 +494,10 @@ class Fsdp115(Behaviour):
             if entry == 0 and not isinstance(entry, _Plan):  # a config whose uses are gone
                 carried.extend(after.leading_lines)
                 continue
-            statement = _rewrite(entry, after) if isinstance(entry, _Plan) else after
+            if isinstance(entry, _Plan):
+                statement = _rewrite(entry, after, engine, indentation(engine, before))
+            else:
+                statement = after
             if carried:
                 lines = _merged([*carried, *statement.leading_lines])
                 statement = statement.with_changes(leading_lines=lines)
@@ -512,19 +516,25 @@ def _merged(lines: list[cst.EmptyLine]) -> list[cst.EmptyLine]:
     return kept
 
 
-def _rewrite(plan: _Plan, updated: cst.With) -> cst.SimpleStatementLine:
-    """The block's one statement, as the distributed-checkpoint call."""
+def _rewrite(
+    plan: _Plan, updated: cst.With, engine: Engine, indent: str
+) -> cst.SimpleStatementLine:
+    """The block's one statement, as the distributed-checkpoint call.
+
+    Laid out as formatters do where one line would be long (:mod:`codemods.layout`).
+    """
     line = updated.body.body[0]
     small = line.body[0]
     call = small.value
-    module = call.func.value
-    comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-    args = [cst.Arg(module, comma=comma)]
+    code = engine.module.code_for_node
+    args = [code(call.func.value)]
     if plan.loaded is not None:
-        args.append(call.args[0].with_changes(comma=comma))
-    options = cst.parse_expression(plan.options)
-    args.append(cst.Arg(options, keyword=cst.Name("options"), equal=no_space_equal()))
-    new_call = cst.Call(cst.Name(plan.function), args=args)
+        args.append(code(call.args[0].value))
+    args.append(f"options={plan.options}")
+    taken = len(code(small.with_changes(value=cst.Name("_")))) - 1  # `state = `, `return `
+    one = engine.module.default_indent
+    text = wrapped_call(plan.function, args, one, indent, taken)
+    new_call = cst.parse_expression(text, engine.module.config_for_parsing)
     return line.with_changes(
         body=[small.with_changes(value=new_call)], leading_lines=updated.leading_lines
     )

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from codemods.kinds.base import Behaviour, Engine
+from codemods.layout import LINE_LENGTH, indentation
 from codemods.lazy_libcst import cst
 from codemods.registry.names import COMPOSABLE_FSDP, TORCH_FSDP, TORCH_FSDP_CLASSES
 from codemods.rules.fsdp2_arguments import Keywords, Untranslatable, shown, translate
@@ -51,8 +52,6 @@ FSDP1_ONLY = (
     "params",
 )
 
-#: Where a generated call goes on more lines (ruff's and black's default).
-LINE_LENGTH = 88
 
 #: Methods both have that mean something else on an FSDP2 model, and what to write.
 CHANGED_MEANING = {
@@ -409,18 +408,6 @@ def _fresh(engine: Engine, wanted: str) -> str:
     return wanted
 
 
-def _indent(engine: Engine, line: cst.CSTNode) -> str:
-    """The indentation of an original statement line."""
-    indent = ""
-    node = engine.parent(line)
-    while node is not None:
-        if isinstance(node, cst.IndentedBlock):
-            own = node.indent
-            indent += engine.module.default_indent if own is None else own
-        node = engine.parent(node)
-    return indent
-
-
 def call_text(target: str, keywords: list[str], one: str, base: str = "", taken: int = 0) -> str:
     """``fully_shard(target, k=v, ...)``, one argument a line where one line would be long.
 
@@ -530,7 +517,7 @@ class Fsdp401(Behaviour):
             engine.replace(use.call, use.replacement())
             for module, name in use.imports:
                 engine.need_import(module, name)
-        indent = _indent(engine, conversion.line)
+        indent = indentation(engine, conversion.line)
         statements = _statements(engine, conversion, indent)
         if statements:
             engine.insert_before(conversion.line, statements)
