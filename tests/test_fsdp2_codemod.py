@@ -253,12 +253,32 @@ def test_cpu_offload_by_literal_or_flag(value, keyword):
     assert ("OffloadPolicy" in names) is ("else OffloadPolicy()" in (keyword or ""))
 
 
-def test_cpu_offload_by_a_call_stays_for_a_human():
+@pytest.mark.parametrize(
+    ("flag", "written"),
+    [("wants_offload()", "wants_offload()"), ("local or remote", "(local or remote)")],
+)
+def test_a_computed_value_is_evaluated_once_before_the_loop(flag, written):
+    # FSDP1 evaluates each argument once; the loop would call it once per unit.
     new, (finding,) = _migrate(
+        "from torch.distributed.fsdp import CPUOffload\n"
+        f"model = FSDP(model, auto_wrap_policy={{Block}}, "
+        f"cpu_offload=CPUOffload(offload_params={flag}))\n"
+    )
+    assert finding.fixed and new.count(flag) == 1
+    binding = f"offload_policy = CPUOffloadPolicy() if {written} else OffloadPolicy()\n"
+    assert binding + "for submodule in" in new
+    assert "fully_shard(submodule, offload_policy=offload_policy)" in new
+    assert "model = fully_shard(model, offload_policy=offload_policy)" in new
+
+
+def test_a_lone_call_keeps_its_values_in_place():
+    new, _ = _migrate(
         "from torch.distributed.fsdp import CPUOffload\n"
         "model = FSDP(model, cpu_offload=CPUOffload(offload_params=wants_offload()))\n"
     )
-    assert new is None and "evaluated once per unit" in finding.message
+    assert (
+        "fully_shard(\n    model,\n    offload_policy=CPUOffloadPolicy() if wants_offload()" in new
+    )
 
 
 def test_no_ignored_modules_is_dropped():
@@ -629,19 +649,14 @@ def test_a_class_shadowed_where_the_model_is_wrapped_stays_manual():
 
 
 def test_a_value_quoted_in_a_message_is_one_short_line():
-    body = (
-        "model = FSDP(\n    model,\n    mixed_precision=MixedPrecision(\n        param_dtype={\n"
-        + "".join(f'            "{name}": torch.float{bits},\n' for name, bits in DTYPES)
-        + "        }[precision],\n    ),\n)\n"
-    )
-    new, (finding,) = _migrate("from torch.distributed.fsdp import MixedPrecision\n" + body)
+    layers = ("encoder_layer", "decoder_layer", "embedding_layer")
+    names = "".join(f'        "{name}",\n' for name in layers)
+    body = f"model = FSDP(\n    model,\n    auto_wrap_policy={{\n        layer_class(\n{names}"
+    new, (finding,) = _migrate(body + "        )\n    },\n)\n")
     assert new is None and "\n" not in finding.message
-    # cut to SHOWN_LENGTH (60) characters, the last three of them dots
-    quoted = '`{ "half": torch.float16, "single": torch.float32, "double...`'
-    assert f"{quoted} is evaluated once per unit" in finding.message
-
-
-DTYPES = [("half", 16), ("single", 32), ("double", 64)]
+    # on one line, cut to SHOWN_LENGTH (60) characters, the last three of them dots
+    full = "layer_class( " + " ".join(f'"{name}",' for name in layers) + " )"
+    assert f"`{full[:57]}...` in the policy is not certainly a class" in finding.message
 
 
 PRECISION_HEAD = "import torch\nfrom torch.distributed.fsdp import MixedPrecision\n"

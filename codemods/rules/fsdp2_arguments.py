@@ -42,7 +42,7 @@ MAPPING = (
     ("cpu_offload=CPUOffload(offload_params=True)", "`offload_policy=CPUOffloadPolicy()`"),
     (
         "cpu_offload=CPUOffload(offload_params=flag)",
-        "`offload_policy=CPUOffloadPolicy() if flag else OffloadPolicy()` (a name or attribute)",
+        "`offload_policy=CPUOffloadPolicy() if flag else OffloadPolicy()` (any flag expression)",
     ),
     ("cpu_offload=CPUOffload(), cpu_offload=None", "dropped (no offloading)"),
     ("use_orig_params, limit_all_gathers", "dropped (FSDP2 always does so)"),
@@ -210,11 +210,23 @@ def _fields(call: cst.Call, order: tuple[str, ...]) -> dict[str, cst.BaseExpress
     return out
 
 
-def _simple(engine: Engine, node: cst.BaseExpression) -> str:
-    """Source of a value that is safe to repeat (a name, an attribute, a constant)."""
-    if isinstance(node, (cst.Name, cst.Attribute, cst.SimpleString, cst.Integer, cst.Float)):
-        return engine.module.code_for_node(node)
-    raise Untranslatable(f"`{shown(engine, node)}` is evaluated once per unit: bind it to a name")
+def _source(engine: Engine, node: cst.BaseExpression) -> str:
+    """Source of a value, as the keyword's value is written.
+
+    It is evaluated once, as FSDP1 evaluates its arguments: FSDP401 binds a value that
+    is more than a name or a constant to a name before its loop.
+    """
+    return engine.module.code_for_node(node)
+
+
+def _operand(engine: Engine, node: cst.BaseExpression) -> str:
+    """Source of a value used inside a new expression, in parentheses unless atomic.
+
+    Example: the flag ``a or b`` stays right in ``X if (a or b) else Y``.
+    """
+    atoms = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.SimpleString, cst.Integer)
+    text = _source(engine, node)
+    return text if isinstance(node, atoms) or node.lpar else f"({text})"
 
 
 #: The most of a node's source a message quotes.
@@ -245,23 +257,18 @@ def _mixed_precision(engine: Engine, value: cst.BaseExpression, out: Keywords) -
     call = _constructor(engine, value, "MixedPrecision")
     if call is None:
         raise Untranslatable("`mixed_precision` is not a `MixedPrecision(...)` call")
-    kept = _policy_fields(engine, call, out, repeated=True)
+    kept = _policy_fields(engine, call, out)
     out.code.append(f"mp_policy=MixedPrecisionPolicy({', '.join(kept)})")
     out.imports.append("MixedPrecisionPolicy")
 
 
-def _policy_fields(engine: Engine, call: cst.Call, out: Keywords, repeated: bool) -> list[str]:
-    """``MixedPrecision(...)``'s fields as ``MixedPrecisionPolicy`` keywords.
-
-    ``repeated``: the policy is built once per unit, so each value must be safe to
-    repeat (:func:`_simple`).
-    """
+def _policy_fields(engine: Engine, call: cst.Call, out: Keywords) -> list[str]:
+    """``MixedPrecision(...)``'s fields as ``MixedPrecisionPolicy`` keywords."""
     fields = _fields(call, ("param_dtype", "reduce_dtype", "buffer_dtype"))
     kept = []
     for name, node in fields.items():
         if name in ("param_dtype", "reduce_dtype"):
-            text = _simple(engine, node) if repeated else engine.module.code_for_node(node)
-            kept.append(f"{name}={text}")
+            kept.append(f"{name}={_source(engine, node)}")
         elif name == "buffer_dtype":
             note = "`buffer_dtype` dropped: FSDP2 does not cast buffers"
             if note not in out.notes:
@@ -303,7 +310,7 @@ def _precision_bindings(
             return None
         dropped: tuple[int, ...] = ()
         if call is not None:
-            kept = _policy_fields(engine, call, out, repeated=False)
+            kept = _policy_fields(engine, call, out)
             names = [keyword(arg) for arg in call.args]
             if None in names:
                 return None  # by position: MixedPrecisionPolicy's third field differs
@@ -346,8 +353,8 @@ def _cpu_offload(engine: Engine, value: cst.BaseExpression, out: Keywords) -> No
         out.imports.append("CPUOffloadPolicy")
     elif offload is not False:
         # A flag read at run time (FSDP1 offloads where it is true); `OffloadPolicy()` is
-        # FSDP2's own default, no offloading. Repeated per unit, so a name or attribute.
-        flag = _simple(engine, node)
+        # FSDP2's own default, no offloading.
+        flag = _operand(engine, node)
         out.code.append(f"offload_policy=CPUOffloadPolicy() if {flag} else OffloadPolicy()")
         out.imports += ["CPUOffloadPolicy", "OffloadPolicy"]
 
@@ -371,7 +378,7 @@ def _sharding(engine: Engine, value: cst.BaseExpression, out: Keywords) -> None:
     if isinstance(value, cst.IfExp):
         # `FULL_SHARD if flag else SHARD_GRAD_OP`: the flag says whether to reshard.
         body, orelse = _reshards(engine, value.body), _reshards(engine, value.orelse)
-        test = _simple(engine, value.test)
+        test = _source(engine, value.test)
         if body == orelse:
             out.code.append(f"reshard_after_forward={body}")
         else:

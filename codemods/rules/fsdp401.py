@@ -20,11 +20,12 @@ of every call in the file, and each finding says why.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from codemods.kinds.base import Behaviour, Engine
-from codemods.layout import LINE_LENGTH, indentation
+from codemods.layout import LINE_LENGTH, indentation, wrapped_call
 from codemods.lazy_libcst import cst
 from codemods.registry.names import COMPOSABLE_FSDP, TORCH_FSDP, TORCH_FSDP_CLASSES
 from codemods.rules.fsdp2_arguments import Keywords, Untranslatable, shown, translate
@@ -430,11 +431,57 @@ def call_text(target: str, keywords: list[str], one: str, base: str = "", taken:
     return f"fully_shard(\n{inner}{base})"
 
 
-def _statements(engine: Engine, conversion: Conversion, indent: str) -> list[cst.CSTNode]:
+#: A keyword value written as it is at every ``fully_shard`` call: a name, an attribute
+#: chain or a constant; anything else is bound to a name before the loop.
+_PLAIN_VALUE = re.compile(r"[A-Za-z_][\w.]*|-?\d+(\.\d*)?|'[^'\\]*'|\"[^\"\\]*\"")
+
+
+def _bound_first(
+    engine: Engine, conversion: Conversion, indent: str
+) -> tuple[list[str], list[str]]:
+    """The statements binding the loop's computed keyword values, and the keywords.
+
+    FSDP1 evaluates each argument once; the loop calls ``fully_shard`` once per unit,
+    so a value that is more than a name or a constant (``MixedPrecisionPolicy(...)``)
+    is bound to a name first, in the arguments' order, as FSDP2 code usually shares
+    one policy object: evaluated once, as before, and written once.
+    """
+    keywords = conversion.keywords.code
+    if not conversion.classes:
+        return [], keywords  # one call: each value is evaluated once as it is
+    bindings, out = [], []
+    for text in keywords:
+        name, _, value = text.partition("=")
+        if _PLAIN_VALUE.fullmatch(value):
+            out.append(text)
+            continue
+        var = _fresh(engine, name)
+        bindings.append(f"{var} = {_laid_out(engine, value, indent, len(var) + 3)}")
+        out.append(f"{name}={var}")
+    return bindings, out
+
+
+def _laid_out(engine: Engine, value: str, indent: str, taken: int) -> str:
+    """A call's source on more lines where its line would be long (else as it is)."""
+    if len(indent) + taken + len(value) <= LINE_LENGTH or "\n" in value:
+        return value
+    call = cst.parse_expression(value, engine.module.config_for_parsing)
+    if not isinstance(call, cst.Call):
+        return value
+    code = engine.module.code_for_node
+    args = [code(arg.with_changes(comma=cst.MaybeSentinel.DEFAULT)) for arg in call.args]
+    return wrapped_call(code(call.func), args, engine.module.default_indent, indent, taken)
+
+
+def _statements(
+    engine: Engine, conversion: Conversion, indent: str, bindings: list[str], keywords: list[str]
+) -> list[cst.CSTNode]:
     config = engine.module.config_for_parsing
     out = []
     if conversion.before:
         out.append(cst.parse_statement(f"{conversion.before}\n", config))
+    for binding in bindings:
+        out.append(cst.parse_statement(f"{binding}\n", config))
     if conversion.classes:
         one = engine.module.default_indent
         var = _fresh(engine, "submodule")
@@ -446,7 +493,6 @@ def _statements(engine: Engine, conversion: Conversion, indent: str) -> list[cst
             kinds = _fresh(engine, "unit_classes")
             listed = "".join(f"{one}{name},\n" for name in classes)
             out.append(cst.parse_statement(f"{kinds} = (\n{listed})\n", config))
-        keywords = conversion.keywords.code
         shard = call_text(var, keywords, one, one * 2, len(indent + one * 2))
         tests = [f"isinstance({var}, {kinds})", f"{var} is not {root}"]
         loop = (
@@ -518,12 +564,13 @@ class Fsdp401(Behaviour):
             for module, name in use.imports:
                 engine.need_import(module, name)
         indent = indentation(engine, conversion.line)
-        statements = _statements(engine, conversion, indent)
+        bindings, keywords = _bound_first(engine, conversion, indent)
+        statements = _statements(engine, conversion, indent, bindings, keywords)
         if statements:
             engine.insert_before(conversion.line, statements)
         one = engine.module.default_indent
         taken = len(indent + conversion.root + " = ")  # most often `model = fully_shard(...)`
-        text = call_text(conversion.root, conversion.keywords.code, one, "", taken)
+        text = call_text(conversion.root, keywords, one, "", taken)
         return cst.parse_expression(text, engine.module.config_for_parsing)
 
     def module(self, engine: Engine, node: cst.Module) -> None:
