@@ -708,3 +708,32 @@ def test_many_unit_classes_are_named_once_before_the_loop():
     assert "if isinstance(submodule, unit_classes) and submodule is not model:" in new
     written = [line for line in new.splitlines() if not line.startswith("from ")]
     assert max(len(line) for line in written) <= 88
+
+
+STRATEGY_HEAD = "from torch.distributed.fsdp import ShardingStrategy\n"
+
+
+@pytest.mark.parametrize(
+    ("binding", "written"),
+    [
+        ("strategy = ShardingStrategy.SHARD_GRAD_OP\n", "reshard_after_forward=False"),
+        (
+            "strategy: ShardingStrategy = ShardingStrategy.FULL_SHARD\n",
+            "reshard_after_forward=True",
+        ),
+    ],
+)
+def test_a_sharding_strategy_bound_once_is_the_member(binding, written):
+    body = STRATEGY_HEAD + binding + "model = FSDP(model, sharding_strategy=strategy)\n"
+    new, (finding,) = _migrate(body)
+    assert finding.fixed and f"model = fully_shard(model, {written})" in new
+
+
+def test_a_sharding_strategy_bound_twice_stays_manual():
+    body = STRATEGY_HEAD + (
+        "strategy = ShardingStrategy.SHARD_GRAD_OP\n"
+        "if big:\n    strategy = ShardingStrategy.FULL_SHARD\n"
+        "model = FSDP(model, sharding_strategy=strategy)\n"
+    )
+    new, (finding,) = _migrate(body)
+    assert new is None and "not a `ShardingStrategy` member" in finding.message
