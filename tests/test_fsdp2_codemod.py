@@ -254,6 +254,45 @@ def test_cpu_offload_by_literal_or_flag(value, keyword):
 
 
 @pytest.mark.parametrize(
+    ("value", "policy"),
+    [
+        (
+            "CPUOffload(offload_params=True) if args.offload else None",
+            "CPUOffloadPolicy() if args.offload else OffloadPolicy()",
+        ),
+        (
+            "None if actor else CPUOffload(offload_params=True)",
+            "OffloadPolicy() if actor else CPUOffloadPolicy()",
+        ),
+        (
+            "CPUOffload(offload_params=flag) if a and b else None",
+            "(CPUOffloadPolicy() if flag else OffloadPolicy()) if (a and b) else OffloadPolicy()",
+        ),
+        ("CPUOffload() if args.offload else None", None),  # no offloading either way
+    ],
+)
+def test_cpu_offload_chosen_by_a_condition(value, policy):
+    new, (finding,) = _migrate(
+        "from torch.distributed.fsdp import CPUOffload\n"
+        f"model = FSDP(model, auto_wrap_policy={{Block}}, cpu_offload={value})\n"
+    )
+    assert finding.fixed and "CPUOffload(" not in new
+    if policy is None:
+        assert "model = fully_shard(model)\n" in new
+    else:
+        assert f"offload_policy = {policy}\n" in new
+        assert "model = fully_shard(model, offload_policy=offload_policy)\n" in new
+
+
+def test_cpu_offload_chosen_between_other_values_stays_manual():
+    new, (finding,) = _migrate(
+        "from torch.distributed.fsdp import CPUOffload\n"
+        "model = FSDP(model, cpu_offload=CPUOffload(True) if a else custom_offload)\n"
+    )
+    assert new is None and "`cpu_offload` is not a `CPUOffload(...)` call" in finding.message
+
+
+@pytest.mark.parametrize(
     ("flag", "written"),
     [("wants_offload()", "wants_offload()"), ("local or remote", "(local or remote)")],
 )

@@ -44,6 +44,11 @@ MAPPING = (
         "cpu_offload=CPUOffload(offload_params=flag)",
         "`offload_policy=CPUOffloadPolicy() if flag else OffloadPolicy()` (any flag expression)",
     ),
+    (
+        "cpu_offload=CPUOffload(offload_params=True) if flag else None",
+        "`offload_policy=CPUOffloadPolicy() if flag else OffloadPolicy()` (either side may be "
+        "any of these forms)",
+    ),
     ("cpu_offload=CPUOffload(), cpu_offload=None", "dropped (no offloading)"),
     ("use_orig_params, limit_all_gathers", "dropped (FSDP2 always does so)"),
     ("device_id", "dropped, with a note (FSDP2 uses the current device)"),
@@ -338,8 +343,31 @@ def _assignment_of(engine: Engine, target: Any) -> cst.Assign | cst.AnnAssign | 
 
 
 def _cpu_offload(engine: Engine, value: cst.BaseExpression, out: Keywords) -> None:
+    policy = _offload(engine, value)
+    if policy is None:
+        return  # no offloading: FSDP2's default
+    out.code.append(f"offload_policy={policy}")
+    out.imports += [name for name in ("CPUOffloadPolicy", "OffloadPolicy") if f"{name}()" in policy]
+
+
+def _offload(engine: Engine, value: cst.BaseExpression) -> str | None:
+    """The FSDP2 offload policy for an FSDP1 ``cpu_offload`` value; None: no offloading.
+
+    ``None``, ``CPUOffload(...)`` (by a literal or a flag read at run time) and a
+    conditional choosing between them (``CPUOffload(offload_params=True) if flag else
+    None``, as real scripts write it).
+
+    Raises:
+        Untranslatable: For any other value.
+    """
     if _is_none(value):
-        return
+        return None
+    if isinstance(value, cst.IfExp):
+        body, orelse = _offload(engine, value.body), _offload(engine, value.orelse)
+        if body is None and orelse is None:
+            return None
+        test = _operand(engine, value.test)
+        return f"{_branch(body)} if {test} else {_branch(orelse)}"
     call = _constructor(engine, value, "CPUOffload")
     if call is None:
         raise Untranslatable("`cpu_offload` is not a `CPUOffload(...)` call")
@@ -349,14 +377,19 @@ def _cpu_offload(engine: Engine, value: cst.BaseExpression, out: Keywords) -> No
     node = fields.get("offload_params")
     offload = False if node is None else literal(node)
     if offload is True:
-        out.code.append("offload_policy=CPUOffloadPolicy()")
-        out.imports.append("CPUOffloadPolicy")
-    elif offload is not False:
-        # A flag read at run time (FSDP1 offloads where it is true); `OffloadPolicy()` is
-        # FSDP2's own default, no offloading.
-        flag = _operand(engine, node)
-        out.code.append(f"offload_policy=CPUOffloadPolicy() if {flag} else OffloadPolicy()")
-        out.imports += ["CPUOffloadPolicy", "OffloadPolicy"]
+        return "CPUOffloadPolicy()"
+    if offload is False:
+        return None
+    # A flag read at run time (FSDP1 offloads where it is true); `OffloadPolicy()` is
+    # FSDP2's own default, no offloading.
+    return f"CPUOffloadPolicy() if {_operand(engine, node)} else OffloadPolicy()"
+
+
+def _branch(policy: str | None) -> str:
+    """One side of a conditional policy: the default where None, a conditional in parentheses."""
+    if policy is None:
+        return "OffloadPolicy()"
+    return f"({policy})" if " if " in policy else policy
 
 
 def _reshards(engine: Engine, value: cst.BaseExpression) -> bool:
