@@ -776,3 +776,18 @@ def test_a_sharding_strategy_bound_twice_stays_manual():
     )
     new, (finding,) = _migrate(body)
     assert new is None and "not a `ShardingStrategy` member" in finding.message
+
+
+def test_a_sharding_strategy_looked_up_in_a_table_becomes_a_table_of_flags():
+    table = '{"fsdp": ShardingStrategy.FULL_SHARD, "sdp": ShardingStrategy.SHARD_GRAD_OP}'
+    body = STRATEGY_HEAD + f"model = FSDP(model, sharding_strategy={table}[args.mode])\n"
+    new, (finding,) = _migrate(body)
+    assert finding.fixed
+    assert 'reshard_after_forward={"fsdp": True, "sdp": False}[args.mode]' in new
+
+
+def test_a_table_with_a_strategy_fsdp2_lacks_stays_manual_with_the_recipe():
+    table = '{"fsdp": ShardingStrategy.FULL_SHARD, "hsdp": ShardingStrategy.HYBRID_SHARD}'
+    body = STRATEGY_HEAD + f"model = FSDP(model, sharding_strategy={table}[args.mode])\n"
+    new, (finding,) = _migrate(body)
+    assert new is None and "init_device_mesh" in finding.message

@@ -30,6 +30,10 @@ MAPPING = (
         "as for the member itself",
     ),
     (
+        'sharding_strategy={"fsdp": FULL_SHARD, "sdp": SHARD_GRAD_OP}[flag]',
+        '`reshard_after_forward={"fsdp": True, "sdp": False}[flag]`',
+    ),
+    (
         "mixed_precision=MixedPrecision(param_dtype=..., reduce_dtype=...)",
         "`mp_policy=MixedPrecisionPolicy(param_dtype=..., reduce_dtype=...)`; "
         "`buffer_dtype` dropped with a note",
@@ -408,6 +412,10 @@ def _sharding(engine: Engine, value: cst.BaseExpression, out: Keywords) -> None:
     bound = bound_once(engine, value)
     if bound is not None and _member(engine, bound, "ShardingStrategy") is not None:
         value = bound  # `strategy = ShardingStrategy.X`, once: a constant
+    looked_up = _strategy_table(engine, value)
+    if looked_up is not None:
+        out.code.append(f"reshard_after_forward={looked_up}")
+        return
     if isinstance(value, cst.IfExp):
         # `FULL_SHARD if flag else SHARD_GRAD_OP`: the flag says whether to reshard.
         body, orelse = _reshards(engine, value.body), _reshards(engine, value.orelse)
@@ -418,6 +426,28 @@ def _sharding(engine: Engine, value: cst.BaseExpression, out: Keywords) -> None:
             out.code.append(f"reshard_after_forward={'' if body else 'not '}bool({test})")
         return
     out.code.append(f"reshard_after_forward={_reshards(engine, value)}")
+
+
+def _strategy_table(engine: Engine, value: cst.BaseExpression) -> str | None:
+    """``{"fsdp": FULL_SHARD, "sdp": SHARD_GRAD_OP}[key]`` as ``{"fsdp": True, ...}[key]``.
+
+    Real scripts pick the strategy from a table by a command-line flag; each entry
+    becomes whether it reshards, and a key missing from the table fails the same way.
+    None: not a table lookup.
+
+    Raises:
+        Untranslatable: Where an entry has no FSDP2 twin (``HYBRID_SHARD``, ``NO_SHARD``).
+    """
+    if not (isinstance(value, cst.Subscript) and isinstance(value.value, cst.Dict)):
+        return None
+    entries = value.value.elements
+    if len(value.slice) != 1 or not isinstance(value.slice[0].slice, cst.Index):
+        return None
+    if not entries or not all(isinstance(entry, cst.DictElement) for entry in entries):
+        return None
+    code = engine.module.code_for_node
+    table = ", ".join(f"{code(e.key)}: {_reshards(engine, e.value)}" for e in entries)
+    return f"{{{table}}}[{code(value.slice[0].slice.value)}]"
 
 
 def _prefetch(engine: Engine, name: str, value: cst.BaseExpression, out: Keywords) -> None:
