@@ -98,20 +98,26 @@ def local_device() -> torch.device:
 
 
 def train(
-    model: nn.Module, ranks: list[int], steps: int = STEPS, device: torch.device | None = None
+    model: nn.Module,
+    ranks: list[int],
+    steps: int = STEPS,
+    device: torch.device | None = None,
+    optimizer: Callable[[Any], torch.optim.Optimizer] | None = None,
 ) -> list[float]:
     """SGD for ``steps`` steps on the given ranks' batches (all of them for a reference run).
 
-    The batches are moved to ``device`` where one is given (a GPU rank's).
+    The batches are moved to ``device`` where one is given (a GPU rank's);
+    ``optimizer`` builds another optimizer from the parameters. The loss is taken in
+    float32 (a model computing in bf16 included).
     """
-    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    step_with = (optimizer or (lambda params: torch.optim.SGD(params, lr=LR)))(model.parameters())
     losses = []
     for step in range(steps):
         xs, ys = zip(*(batch(rank, step, device) for rank in ranks))
-        loss = nn.functional.mse_loss(model(torch.cat(xs)), torch.cat(ys))
+        loss = nn.functional.mse_loss(model(torch.cat(xs)).float(), torch.cat(ys))
         loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
+        step_with.step()
+        step_with.zero_grad()
         losses.append(loss.item())
     return losses
 
