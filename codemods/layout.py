@@ -25,15 +25,25 @@ def indentation(engine: Engine, statement: cst.CSTNode) -> str:
     return indent
 
 
-def wrapped_call(function: str, args: list[str], one: str, indent: str, taken: int) -> str:
+def wrapped_call(
+    function: str,
+    args: list[str],
+    one: str,
+    indent: str = "",
+    taken: int = 0,
+    base: str = "",
+    inner_line: bool = True,
+) -> str:
     """``function(args)``, on more lines where its line would pass :data:`LINE_LENGTH`.
 
     ``indent`` is the statement's indentation (libcst adds it to every line written),
-    ``taken`` how much of the line comes before the call after it (``state = ``). As
-    black does: the arguments on one line of their own if they fit, else one a line.
+    ``taken`` how much of the line comes before the call after it (``state = ``);
+    ``base`` is the indentation of the call's line inside a statement written as text
+    (a loop's body). As black does: the arguments on one line of their own if they fit
+    (unless ``inner_line`` is false), else one a line.
 
     Example:
-        >>> wrapped_call("f", ["a", "b"], "    ", "", 0)
+        >>> wrapped_call("f", ["a", "b"], "    ")
         'f(a, b)'
         >>> print(wrapped_call("f", ["a" * 38, "b" * 38], "    ", "    ", 8))
         f(
@@ -48,6 +58,6 @@ def wrapped_call(function: str, args: list[str], one: str, indent: str, taken: i
     inner = ", ".join(args)
     if len(indent) + taken + len(function) + len(inner) + 2 <= LINE_LENGTH:
         return f"{function}({inner})"
-    if len(indent) + len(one) + len(inner) <= LINE_LENGTH:
-        return f"{function}(\n{one}{inner}\n)"
-    return f"{function}(\n" + "".join(f"{one}{arg},\n" for arg in args) + ")"
+    if inner_line and len(indent) + len(base) + len(one) + len(inner) <= LINE_LENGTH:
+        return f"{function}(\n{base}{one}{inner}\n{base})"
+    return f"{function}(\n" + "".join(f"{base}{one}{arg},\n" for arg in args) + f"{base})"

@@ -306,6 +306,7 @@ def _precision_bindings(
         return None
     assignments = list(scope[node.value])
     out_rebindings = []
+    notes = Keywords()  # the fields' notes, kept only if every binding can be rewritten
     for assignment in assignments:
         target = getattr(assignment, "node", None)
         statement = _assignment_of(engine, target)
@@ -319,7 +320,7 @@ def _precision_bindings(
             return None
         dropped: tuple[int, ...] = ()
         if call is not None:
-            kept = _policy_fields(engine, call, out)
+            kept = _policy_fields(engine, call, notes)
             names = [keyword(arg) for arg in call.args]
             if None in names:
                 return None  # by position: MixedPrecisionPolicy's third field differs
@@ -327,6 +328,7 @@ def _precision_bindings(
         out_rebindings.append(Rebinding(value, dropped))
     if not any(not _is_none(r.value) for r in out_rebindings):
         return None
+    out.notes += [note for note in notes.notes if note not in out.notes]
     return out_rebindings
 
 

@@ -409,28 +409,6 @@ def _fresh(engine: Engine, wanted: str) -> str:
     return wanted
 
 
-def call_text(target: str, keywords: list[str], one: str, base: str = "", taken: int = 0) -> str:
-    """``fully_shard(target, k=v, ...)``, one argument a line where one line would be long.
-
-    ``base`` is the indentation of the call's line relative to its block (libcst adds
-    the block's own); ``taken`` is how much of the line comes before the call.
-
-    Example:
-        >>> call_text("model", ["reshard_after_forward=False"], "    ")
-        'fully_shard(model, reshard_after_forward=False)'
-        >>> print(call_text("model", ["a=" + "x" * 80], "    "))
-        fully_shard(
-            model,
-            a=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx,
-        )
-    """
-    flat = f"fully_shard({', '.join([target, *keywords])})"
-    if taken + len(flat) <= LINE_LENGTH:
-        return flat
-    inner = "".join(f"{base}{one}{part},\n" for part in [target, *keywords])
-    return f"fully_shard(\n{inner}{base})"
-
-
 #: A keyword value written as it is at every ``fully_shard`` call: a name, an attribute
 #: chain or a constant; anything else is bound to a name before the loop.
 _PLAIN_VALUE = re.compile(r"[A-Za-z_][\w.]*|-?\d+(\.\d*)?|'[^'\\]*'|\"[^\"\\]*\"")
@@ -493,7 +471,9 @@ def _statements(
             kinds = _fresh(engine, "unit_classes")
             listed = "".join(f"{one}{name},\n" for name in classes)
             out.append(cst.parse_statement(f"{kinds} = (\n{listed})\n", config))
-        shard = call_text(var, keywords, one, one * 2, len(indent + one * 2))
+        shard = wrapped_call(
+            "fully_shard", [var, *keywords], one, "", len(indent + one * 2), one * 2, False
+        )
         tests = [f"isinstance({var}, {kinds})", f"{var} is not {root}"]
         loop = (
             f"for {var} in reversed(list({root}.modules())):  # descendants before ancestors\n"
@@ -570,7 +550,7 @@ class Fsdp401(Behaviour):
             engine.insert_before(conversion.line, statements)
         one = engine.module.default_indent
         taken = len(indent + conversion.root + " = ")  # most often `model = fully_shard(...)`
-        text = call_text(conversion.root, keywords, one, "", taken)
+        text = wrapped_call("fully_shard", [conversion.root, *keywords], one, "", taken, "", False)
         return cst.parse_expression(text, engine.module.config_for_parsing)
 
     def module(self, engine: Engine, node: cst.Module) -> None:
