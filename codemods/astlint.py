@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import io
 import tokenize
+from collections import OrderedDict
 
 from codemods.astdetect import Detector, Undecided
 from codemods.astwalk import Walk
@@ -16,7 +17,12 @@ from codemods.findings import Finding
 from codemods.noqa import Suppressions
 from codemods.settings import Settings
 
-__all__ = ["Undecided", "detect", "found_on_ast", "lint"]
+__all__ = ["Undecided", "detect", "found_on_ast", "last_detection", "lint"]
+
+#: The last passes :func:`detect` made, kept for :func:`last_detection`: by source and
+#: settings, the tree, detector and walk; at most :data:`KEEP_BYTES` of sources.
+_kept: OrderedDict[tuple[bytes, Settings], tuple[ast.Module, Detector, Walk]] = OrderedDict()
+KEEP_BYTES = 2**20
 
 
 def lint(source: bytes, settings: Settings) -> list[Finding]:
@@ -92,5 +98,28 @@ def detect(
     if tree is None:
         tree = ast.parse(source)
     detector = Detector(source, tree, settings, suppressions)
-    Walk(detector).run()
+    walk = Walk(detector)
+    walk.run()
+    if settings.fix:  # a fixing run may prune this source next
+        _keep(source, settings, (tree, detector, walk))
     return sorted(detector.findings)
+
+
+def _keep(source: bytes, settings: Settings, detection: tuple[ast.Module, Detector, Walk]) -> None:
+    """Keep a pass for :func:`last_detection`, dropping the oldest beyond the budget."""
+    _kept[(source, settings)] = detection
+    total = sum(len(key[0]) for key in _kept)
+    while len(_kept) > 1 and total > KEEP_BYTES:
+        (oldest, _), _ = _kept.popitem(last=False)
+        total -= len(oldest)
+
+
+def last_detection(source: bytes, settings: Settings) -> tuple[ast.Module, Detector, Walk] | None:
+    """The tree, detector and walk of a recent :func:`detect` pass over ``source``, if any.
+
+    A fixing run screens a file on ``ast`` (:func:`found_on_ast`) and then, in the same
+    process, prunes it for libcst on the same detector pass (:mod:`codemods.pruning`):
+    this hands that pass over once, instead of parsing and detecting again. The last
+    few passes are kept (a small run screens its files before it parses them).
+    """
+    return _kept.pop((source, settings), None)

@@ -11,13 +11,17 @@ local name itself changes, renames its uses in the same pass. Import additions a
 removals are queued (:class:`codemods.import_pass.Edits`) and applied after the pass.
 Nothing inside a ``try: ... except ImportError:`` block or a version-gated ``if`` is
 reported or touched: such code deliberately bridges API generations.
+
+Given the lines the ``ast`` detector saw something in (``hot``, from
+:mod:`codemods.pruning`), the visit enters only the statements on them or with a
+rewrite registered inside (:meth:`Engine.cold`).
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
-from libcst.metadata import PositionProvider, Scope, ScopeProvider
+from libcst.metadata import CodeRange, Scope, ScopeProvider
 from packaging.version import Version
 
 from codemods.behaviours import INDEX, fix_for
@@ -29,9 +33,27 @@ from codemods.lazy_libcst import cst
 from codemods.noqa import Suppressions
 from codemods.parents import parent_map
 from codemods.plan import Found, Plan, Planner, new_name
+from codemods.positions import positions
+from codemods.pruning import Spans, overlaps
 from codemods.registry import REGISTRY, Rule
 from codemods.settings import Settings
 from codemods.syntax import dotted, is_fallback
+
+#: The statements :meth:`Engine.cold` may pass over.
+STATEMENTS = frozenset(
+    {
+        cst.SimpleStatementLine,
+        cst.FunctionDef,
+        cst.ClassDef,
+        cst.If,
+        cst.For,
+        cst.While,
+        cst.Try,
+        cst.TryStar,
+        cst.With,
+        cst.Match,
+    }
+)
 
 
 class Engine(ImportMoves, cst.CSTTransformer):
@@ -45,10 +67,16 @@ class Engine(ImportMoves, cst.CSTTransformer):
     # Qualified names come from the scopes on demand (see qualified): libcst's
     # QualifiedNameProvider would visit every node of the module to offer the same;
     # parents come from a walk of the module's fields (codemods.parents), ten times
-    # quicker than libcst's ParentNodeProvider.
-    METADATA_DEPENDENCIES = (PositionProvider, ScopeProvider)
+    # quicker than libcst's ParentNodeProvider; positions from codemods.positions, on
+    # demand, five times quicker than libcst's PositionProvider.
+    METADATA_DEPENDENCIES = (ScopeProvider,)
 
-    def __init__(self, settings: Settings, suppressions: Suppressions | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        suppressions: Suppressions | None = None,
+        hot: Spans | None = None,
+    ) -> None:
         super().__init__()
         self.settings = settings
         self.suppressions = suppressions or Suppressions()
@@ -71,6 +99,13 @@ class Engine(ImportMoves, cst.CSTTransformer):
         # id of an original node -> its new one, or what makes it of the updated node
         self._replacements: dict[int, Any] = {}
         self._parents: dict[cst.CSTNode, cst.CSTNode] | None = None
+        self._positions: Any = None
+        # The line spans the ast detector saw something in (None: visit everything), the
+        # ids of the nodes with a rewrite registered and of their ancestors, and the
+        # statements the visit passed over (see _cold).
+        self._hot = hot
+        self._dirty: set[int] = set()
+        self._passed: set[int] = set()
 
     # What behaviours ask and tell ---------------------------------------------------
 
@@ -88,6 +123,12 @@ class Engine(ImportMoves, cst.CSTTransformer):
         if self._parents is None:
             self._parents = parent_map(self.module)
         return self._parents.get(node)
+
+    def position(self, node: cst.CSTNode) -> CodeRange:
+        """The syntactic range of an original node (libcst's ``PositionProvider``'s)."""
+        if self._positions is None:
+            self._positions = positions(self.module)
+        return self._positions[node]
 
     def scope(self, node: cst.CSTNode) -> Scope | None:
         """The scope an original node is in."""
@@ -124,7 +165,7 @@ class Engine(ImportMoves, cst.CSTTransformer):
             or rule.code in self._plan.superseded
         ):
             return False
-        position = self.get_metadata(PositionProvider, node).start
+        position = self.position(node).start
         if self.suppressions.silences(position.line, rule.code):
             return False
         fixable = fixable_here and self.settings.can_fix(rule)
@@ -162,10 +203,12 @@ class Engine(ImportMoves, cst.CSTTransformer):
         inside it), returning what takes its place.
         """
         self._replacements[id(node)] = new
+        self.mark(node)
 
     def insert_before(self, line: cst.SimpleStatementLine, statements: list[cst.CSTNode]) -> None:
         """Put ``statements`` before the original statement line ``line`` as the visit leaves it."""
         self._before.setdefault(id(line), []).extend(statements)
+        self.mark(line)
 
     def leave_SimpleStatementLine(
         self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
@@ -185,6 +228,35 @@ class Engine(ImportMoves, cst.CSTTransformer):
     def rename_name(self, node: cst.Name, new: str) -> None:
         """Give the original ``Name`` node ``node`` the value ``new`` as the visit leaves it."""
         self._name_renames[id(node)] = new
+        self.mark(node)
+
+    def mark(self, node: cst.CSTNode) -> None:
+        """Make sure the visit reaches the original node ``node``: a rewrite waits there."""
+        if self._hot is None:
+            return
+        current: cst.CSTNode | None = node
+        while current is not None and id(current) not in self._dirty:
+            self._dirty.add(id(current))
+            current = self.parent(current)
+
+    def cold(self, node: cst.CSTNode) -> bool:
+        """Whether the visit may pass over the original node ``node`` without entering it.
+
+        That is a statement the ``ast`` detector saw nothing in (no use or import of an
+        old name, no call a rule inspects, nothing a rule reported on: the parts
+        :mod:`codemods.pruning` keeps for the same reason) with no rewrite registered in
+        it. Every hook of the visit acts on such a part or on a registered node, so
+        passing over the rest changes nothing, and saves most of a long function's
+        visit where one line of it is to be fixed.
+        """
+        if self._hot is None or type(node) not in STATEMENTS or id(node) in self._dirty:
+            return False
+        where = self.position(node)
+        first = where.start.line
+        decorators = getattr(node, "decorators", None)
+        if decorators:  # a definition's range starts at `def` or `class`
+            first = self.position(decorators[0]).start.line
+        return not overlaps(self._hot, first, where.end.line)
 
     def class_set(
         self, original: cst.BaseExpression, updated: cst.BaseExpression | None = None
@@ -217,7 +289,7 @@ class Engine(ImportMoves, cst.CSTTransformer):
 
     def silenced(self, node: cst.CSTNode, code: str) -> bool:
         """Whether a ``noqa`` comment silences rule ``code`` at ``node``."""
-        line = self.get_metadata(PositionProvider, node).start.line
+        line = self.position(node).start.line
         return self.suppressions.silences(line, code)
 
     def find(self, node: cst.BaseExpression) -> Found | None:
@@ -253,9 +325,16 @@ class Engine(ImportMoves, cst.CSTTransformer):
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         self._fallback_depth += is_fallback(node)
+        if self.cold(node):
+            self._passed.add(id(node))
+            return False
         return super().on_visit(node)
 
     def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> Any:
+        if self._passed and id(original_node) in self._passed:
+            self._passed.discard(id(original_node))
+            self._fallback_depth -= is_fallback(original_node)
+            return updated_node
         result = super().on_leave(original_node, updated_node)
         self._fallback_depth -= is_fallback(original_node)
         if self._replacements:

@@ -50,8 +50,9 @@ class ImportMoves:
     """The engine's import moves (a mixin of :class:`codemods.engine.Engine`).
 
     It uses the engine's ``renames`` (old qualified name to new, decided by the plan),
-    ``find``, ``scope``, ``need_import``, ``forget`` and ``edits``, and keeps the
-    renames of ``Name`` and quoted-annotation nodes it decides in the engine's maps.
+    ``find``, ``scope``, ``position``, ``need_import``, ``forget``, ``mark`` and
+    ``edits``, and keeps the renames of ``Name`` and quoted-annotation nodes it decides
+    in the engine's maps.
     """
 
     renames: dict[str, str]
@@ -125,6 +126,8 @@ class ImportMoves:
                 continue
             moves[id(alias)] = (module, name)
             self._name_renames.update((id(use), name) for use in uses)
+            for use in uses:
+                self.mark(use)
         if not moves:
             return updated_node
         pairs = list(zip(original_node.names, updated_node.names))
@@ -180,7 +183,7 @@ class ImportMoves:
         assignments = list(scope.assignments[local])
         if len(assignments) != 1 or assignments[0].node is not node:
             return None
-        start = self.get_metadata(cst.metadata.PositionProvider, node).start
+        start = self.position(node).start
         uses, quoted = [], []
         for access in assignments[0].references:
             use = access.node
@@ -189,13 +192,15 @@ class ImportMoves:
                 continue
             if not isinstance(use, cst.Name):
                 return None
-            where = self.get_metadata(cst.metadata.PositionProvider, use).start
+            where = self.position(use).start
             if (where.line, where.column) <= (start.line, start.column):
                 return None
             if new in self.get_metadata(cst.metadata.ScopeProvider, use, scope):
                 return None
             uses.append(use)
         self._string_renames.update((id(use), (local, new)) for use in quoted)
+        for use in quoted:
+            self.mark(use)
         return uses
 
     def leave_SimpleString(

@@ -75,7 +75,8 @@ class Planner:
 
     Args:
         engine: Answers name questions from libcst metadata (``parent``, ``find``,
-            ``imported``, ``new_name``, ``silenced``, ``qualified``) and knows the run's
+            ``imported``, ``new_name``, ``silenced``, ``qualified``), tells which
+            statements hold nothing to plan from (``cold``) and knows the run's
             settings (``settings.can_fix``, ``settings.applies_fix``).
     """
 
@@ -88,12 +89,13 @@ class Planner:
         self.can_fix = engine.settings.can_fix
         self.applies_fix = engine.settings.applies_fix
         self.silenced = engine.silenced
+        self.cold = engine.cold
 
     def plan(self, module: cst.Module) -> Plan:
         """The plan for ``module``."""
         from codemods.plan_visitor import Collector  # libcst's visitor: loaded on use
 
-        collector = Collector(self.find, self.imported, self.silenced, self.rebound)
+        collector = Collector(self.find, self.imported, self.silenced, self.rebound, self.cold)
         module.visit(collector)
         plan = Plan(present=set(collector.olds))
         by_rule: dict[str, list[Reference]] = {}

@@ -22,11 +22,13 @@ class Collector(cst.CSTVisitor):
         imported: Callable[[cst.Import | cst.ImportFrom], Iterable[tuple[str, Rule]]],
         silenced: Callable[[cst.CSTNode, str], bool],
         rebound: Callable[[cst.Import | cst.ImportFrom], set[str]],
+        cold: Callable[[cst.CSTNode], bool] = lambda node: False,
     ):
         self.find = find
         self.imported = imported
         self.silenced = silenced
         self.rebound = rebound
+        self.cold = cold  # a statement with no old name in it: not entered
         # (node, rule, old name, qualified name): the planner's references
         self.references: list[tuple[cst.CSTNode, Rule, str, str]] = []
         self.olds: dict[str, set[str]] = {}  # rule code -> old names seen
@@ -41,7 +43,7 @@ class Collector(cst.CSTVisitor):
     def on_visit(self, node: cst.CSTNode) -> bool:
         """Count the fallback blocks (import fallbacks, version gates) being entered."""
         self._fallback += is_fallback(node)
-        return super().on_visit(node)
+        return not self.cold(node) and super().on_visit(node)
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
         """Count the fallback blocks being left."""

@@ -26,6 +26,11 @@ kept function. Where the detector does not decide the file, where a placeholder 
 not come back exactly once as written, or where little would be saved, the file is run
 whole: the result is the same either way (``tests/test_pruning.py`` runs every fixture,
 rule example and realistic module both ways).
+
+:func:`survey` also gives the lines the detector saw something in (``hot``): the pass
+enters only the statements on those lines, or with a rewrite registered inside, and
+passes over the rest of a kept function (:meth:`codemods.engine.Engine.cold`). The
+detector's pass is the one the screening made just before, where there is one.
 """
 
 from __future__ import annotations
@@ -39,7 +44,10 @@ from dataclasses import dataclass
 
 from codemods.settings import Settings
 
-__all__ = ["Pruned", "prune"]
+__all__ = ["Pruned", "Spans", "Survey", "overlaps", "prune", "survey"]
+
+#: Sorted ``(first line, last line)`` spans.
+Spans = tuple[tuple[int, int], ...]
 
 #: Bodies of fewer lines are kept: a placeholder saves nothing on them.
 MIN_BODY_LINES = 2
@@ -82,27 +90,58 @@ class Pruned:
         return out
 
 
+@dataclass(frozen=True)
+class Survey:
+    """What the ``ast`` detector tells a fixing run's libcst pass about one module.
+
+    Attributes:
+        pruned: The module with its unreachable bodies replaced; None: run it whole.
+        hot: The line spans of the nodes the detector saw something in (the same in
+            the pruned module): the statements the pass must enter (see
+            :meth:`codemods.engine.Engine.cold`).
+    """
+
+    pruned: Pruned | None
+    hot: Spans
+
+
 def prune(source: bytes, settings: Settings) -> Pruned | None:
     """``source`` with the bodies no fix can reach replaced (see the module docstring).
 
     None: run the whole file (the detector does not decide it, the file is not plain
     UTF-8, or little would be saved).
     """
+    found = survey(source, settings)
+    return None if found is None else found.pruned
+
+
+def survey(source: bytes, settings: Settings) -> Survey | None:
+    """The pruned module and its hot spans; None where the detector does not decide it.
+
+    The detector's pass is the one the screening of the same source just made, where
+    there is one (:func:`codemods.astlint.last_detection`).
+    """
     if _MARK in source or not _plain_utf8(source):
         return None
     from codemods import noqa
     from codemods.astdetect import Detector, Undecided
+    from codemods.astlint import last_detection
     from codemods.astwalk import Walk
 
-    suppressions = noqa.parse(source)
-    if suppressions.everything:
-        return None
     try:
-        tree = ast.parse(source)
-        detector = Detector(source, tree, settings, suppressions)
-        walk = Walk(detector)
-        walk.run()
-        return _Pruner(source, tree, detector, walk).run()
+        known = last_detection(source, settings)
+        if known is not None:
+            tree, detector, walk = known
+        else:
+            suppressions = noqa.parse(source)
+            if suppressions.everything:
+                return None
+            tree = ast.parse(source)
+            detector = Detector(source, tree, settings, suppressions)
+            walk = Walk(detector)
+            walk.run()
+        pruner = _Pruner(source, tree, detector, walk)
+        return Survey(pruner.run(), pruner.hot())
     except (Undecided, SyntaxError, ValueError, RecursionError, AttributeError):
         return None
 
@@ -134,6 +173,7 @@ class _Pruner:
             starts.append(total)
             total += len(line)
         self.starts = starts
+        self.detector = detector
         self.seen = _seen(detector, walk)
         self.spans = sorted({(n.lineno, n.end_lineno or n.lineno) for n in self.seen})
         codes = _class_rules(detector)
@@ -145,7 +185,18 @@ class _Pruner:
 
     def _hit(self, first: int, last: int) -> bool:
         """Whether a seen span overlaps lines ``first`` to ``last``."""
-        return _overlaps(self.spans, first, last)
+        return overlaps(self.spans, first, last)
+
+    def hot(self) -> Spans:
+        """The seen spans, and every class's first line where a class rule is on.
+
+        A class rule's hook learns the file's classes as the visit leaves each one (a
+        subclass of a subclass of ``LightningModule``), so the visit enters them all.
+        """
+        spans = list(self.spans)
+        if _class_rules(self.detector):
+            spans += ((n.lineno, n.lineno) for n in self.detector.nodes(ast.ClassDef))
+        return tuple(sorted(set(spans)))
 
     # The candidates -------------------------------------------------------------------
 
@@ -184,7 +235,7 @@ class _Pruner:
                 first, last = _first_line(statement), statement.end_lineno
                 if not self._hit(first, last) and outer is self.names.module:
                     into.append((statement, outer))
-                elif not _overlaps(self.class_reports, first, last):
+                elif not overlaps(self.class_reports, first, last):
                     self._collect(statement.body, into, None)
             else:
                 for field in _BLOCKS:
@@ -342,8 +393,13 @@ def _class_rules(detector) -> set[str]:
     return {b.rule.code for b in INDEX.classes if detector.settings.enabled(b.rule)}
 
 
-def _overlaps(spans: list[tuple[int, int]], first: int, last: int) -> bool:
-    """Whether one of the sorted ``spans`` overlaps lines ``first`` to ``last``."""
+def overlaps(spans: Spans | list[tuple[int, int]], first: int, last: int) -> bool:
+    """Whether one of the sorted ``spans`` overlaps lines ``first`` to ``last``.
+
+    Example:
+        >>> overlaps(((3, 4), (9, 9)), 5, 8), overlaps(((3, 4), (9, 9)), 4, 8)
+        (False, True)
+    """
     index = bisect_right(spans, (last, float("inf")))
     return any(end >= first for _, end in spans[:index])
 

@@ -8,10 +8,12 @@ from dataclasses import dataclass, field
 from libcst.metadata import MetadataWrapper
 
 from codemods import noqa
+from codemods.contexts import prime
 from codemods.engine import Engine
 from codemods.findings import Finding
 from codemods.import_pass import finish
 from codemods.lazy_libcst import cst
+from codemods.pruning import Spans
 from codemods.settings import Settings
 from codemods.verify import breakages
 
@@ -54,11 +56,14 @@ def run(
         libcst.ParserSyntaxError: If the source does not parse.
     """
     if settings.fix and prune:
-        from codemods.pruning import prune as pruned_source
+        from codemods.pruning import survey
 
-        pruned = pruned_source(source, settings)
-        if pruned is not None:
-            outcome = _run(pruned.source, settings, filename)
+        found = survey(source, settings)
+        if found is not None and found.pruned is None:
+            return _run(source, settings, filename, found.hot)
+        if found is not None and found.pruned is not None:
+            pruned = found.pruned
+            outcome = _run(pruned.source, settings, filename, found.hot)
             if outcome.new_source is None:
                 return outcome
             restored = pruned.restore(outcome.new_source)
@@ -67,9 +72,9 @@ def run(
     return _run(source, settings, filename)
 
 
-def _run(source: bytes, settings: Settings, filename: str) -> Outcome:
-    """:func:`run` on the source as it is."""
-    findings, new, renamed = _one_pass(source, settings, filename)
+def _run(source: bytes, settings: Settings, filename: str, hot: Spans | None = None) -> Outcome:
+    """:func:`run` on the source as it is; ``hot``: the first pass enters only those lines."""
+    findings, new, renamed = _one_pass(source, settings, filename, hot)
     if not settings.fix or new is None:
         return Outcome(findings, new)
     current = new
@@ -127,16 +132,21 @@ def _merge(first: list[Finding], later: list[Finding]) -> list[Finding]:
 
 
 def _one_pass(
-    source: bytes, settings: Settings, filename: str
+    source: bytes, settings: Settings, filename: str, hot: Spans | None = None
 ) -> tuple[list[Finding], bytes | None, dict[str, str]]:
-    """One visit: the findings, the rewritten bytes (None: unchanged), local renames."""
+    """One visit: the findings, the rewritten bytes (None: unchanged), local renames.
+
+    ``hot``: the line spans the ``ast`` detector saw something in; the visit passes
+    over the statements outside them (:meth:`codemods.engine.Engine.cold`).
+    """
     suppressions = noqa.parse(source)
     if suppressions.everything:
         return [], None, {}
     module = cst.parse_module(source)
-    engine = Engine(settings, suppressions)
+    engine = Engine(settings, suppressions, hot)
     # No copy of the module: libcst's nodes are immutable and the visit builds a new tree.
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    prime(wrapper)  # the scopes' expression contexts, from a quicker walk
     new = wrapper.visit(engine)
     if not settings.fix:
         return sorted(engine.findings), None, {}

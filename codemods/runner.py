@@ -314,6 +314,10 @@ def process_files(
                 break
             if isinstance(screened, FileResult):
                 finished(index, screened)
+            elif jobs <= 1:  # parsed at once, on the screening's detector pass
+                item = (index, (path, screened, s, write, before_write))
+                for _, result in in_process(_parse, [item]):
+                    finished(index, result)
             else:
                 todo.append((index, (path, screened, s, write, before_write)))
         # The parse stage's items hold the screened bytes in place of the pre-filter flag.

@@ -13,7 +13,7 @@ import pytest
 
 from codemods import pruning
 from codemods.astlint import found_on_ast
-from codemods.pruning import Pruned, prune
+from codemods.pruning import Pruned, prune, survey
 from codemods.run import run
 from codemods.settings import Settings
 from tests import migrate_fixtures
@@ -34,15 +34,17 @@ def prune_small(monkeypatch: pytest.MonkeyPatch) -> None:
 def _same(source: bytes, settings: Settings) -> bool:
     """Assert both runs agree; whether the pruned one really replaced something.
 
-    Where :func:`prune` replaces nothing, :func:`run` runs the file whole: nothing to
-    compare.
+    Where the detector does not decide the file, :func:`run` runs it whole and visits
+    every statement: nothing to compare. Where it decides the file but no body goes,
+    the visit still passes over the statements it saw nothing in.
     """
-    if prune(source, settings) is None:
+    found = survey(source, settings)
+    if found is None:
         return False
     whole = run(source, settings, prune=False)
     pruned = run(source, settings)
     assert (pruned.findings, pruned.new_source) == (whole.findings, whole.new_source)
-    return True
+    return found.pruned is not None
 
 
 def _rule_sources() -> list:
@@ -160,7 +162,35 @@ def inner(layer):
         return second
 """
 
+_LONG_TRAINING_FUNCTION = """\
+from pytorch_lightning.plugins import DDPFullyShardedPlugin
+from torch.distributed.fsdp.wrap import default_auto_wrap_policy
+
+
+@rank_zero_only
+def log(message):
+    print(message)
+
+
+def policy_of(module, recurse, unwrapped_params, min_num_params=10):
+    bigger = unwrapped_params
+    if recurse:
+        return True
+    return bigger >= min_num_params
+
+
+def train(model, steps):
+    total = 0
+    for step in range(steps):
+        total += step
+        if total > 10:
+            log("large")
+    policy = default_auto_wrap_policy
+    return model, policy, total
+"""
+
 _SHAPES = {
+    "long-training-function": _LONG_TRAINING_FUNCTION,
     "policy-read-elsewhere": _POLICY.format(use=""),
     "policy-passed-elsewhere": _POLICY.format(use="(model, True, 1)"),
     "custom-policy-called-by-keyword": _CUSTOM,
@@ -222,3 +252,29 @@ def test_a_changed_placeholder_runs_the_file_whole(prune_small: None, monkeypatc
     expected = run(source, SAFE, prune=False)
     monkeypatch.setattr(Pruned, "restore", lambda self, new: None)
     assert run(source, SAFE) == expected
+
+
+def test_the_visit_passes_over_what_the_detector_saw_nothing_in(monkeypatch):
+    """Only the statements the ``ast`` detector saw something in are entered, and a
+    statement with a rewrite registered in it (a renamed parameter's uses)."""
+    import codemods.run
+
+    entered: list[str] = []
+
+    class Spy(codemods.run.Engine):
+        def visit_Name(self, node):
+            entered.append(node.value)
+            return super().visit_Name(node)
+
+    monkeypatch.setattr(codemods.run, "Engine", Spy)
+    source = _LONG_TRAINING_FUNCTION.encode()
+    settings = Settings(fix=True, unsafe_fixes=True)
+    whole = run(source, settings, prune=False)
+    assert {"total", "step", "unwrapped_params", "bigger"} <= set(entered)
+    entered.clear()
+    skipping = run(source, settings)
+    assert "total" not in entered and "step" not in entered  # the loop: passed over
+    assert "unwrapped_params" in entered  # the parameter FSDP102 renames, and its uses
+    assert "default_auto_wrap_policy" in entered
+    assert skipping == whole
+    assert b"nonwrapped_numel" in whole.new_source

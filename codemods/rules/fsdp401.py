@@ -117,7 +117,7 @@ class Survey:
 
 
 def _line(engine: Engine, node: cst.CSTNode) -> int:
-    return engine.get_metadata(cst.metadata.PositionProvider, node).start.line
+    return engine.position(node).start.line
 
 
 def _statement(engine: Engine, call: cst.Call) -> tuple[cst.SimpleStatementLine, cst.CSTNode]:
