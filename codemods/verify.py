@@ -170,7 +170,9 @@ class _Module:
 
     def local_imports(self) -> dict[tuple[str, str], list]:
         merged: dict[tuple[str, str], list] = {}
-        for facts in self.changed:
+        # The unchanged statements loaded count too: a function redefined under the
+        # same name shares its imports' key with the one the rewrite changed.
+        for facts in self.all():
             for key, (pos, used) in facts.local_imports.items():
                 entry = merged.setdefault(key, [pos, False])
                 entry[0], entry[1] = min(entry[0], pos), entry[1] or used
@@ -203,7 +205,8 @@ class _Pair:
         old, new = self.old.summary(), self.new.summary()
         names = {n for n in old.keys() | new.keys() if old.get(n) != new.get(n)}
         names |= self.split.class_changes()
-        self.load(names | set(renamed))
+        local = {name for side in (self.old, self.new) for _, name in side.local_imports()}
+        self.load(names | set(renamed) | local)
         found: list[tuple[Pos, str, str]] = []
         still_used = set()
         for name in renamed:
