@@ -63,7 +63,8 @@ def found_on_ast(source: bytes, settings: Settings) -> list[Finding] | None:
     except Undecided:
         return None
     if settings.fix and any(_applies(f, settings) for f in findings):
-        return None
+        return None  # libcst's: the pass just made is kept for its pruning
+    _kept.pop((source, settings), None)
     return findings
 
 

@@ -34,7 +34,7 @@ from codemods.noqa import Suppressions
 from codemods.parents import parent_map
 from codemods.plan import Found, Plan, Planner, new_name
 from codemods.positions import positions
-from codemods.pruning import Spans, overlaps
+from codemods.pruning import Lines, Spans
 from codemods.registry import REGISTRY, Rule
 from codemods.settings import Settings
 from codemods.syntax import dotted, is_fallback
@@ -103,7 +103,8 @@ class Engine(ImportMoves, cst.CSTTransformer):
         # The line spans the ast detector saw something in (None: visit everything), the
         # ids of the nodes with a rewrite registered and of their ancestors, and the
         # statements the visit passed over (see _cold).
-        self._hot = hot
+        self._hot = None if hot is None else Lines(hot)
+        self._cold: dict[int, bool] = {}  # id of a statement -> whether its lines are cold
         self._dirty: set[int] = set()
         self._passed: set[int] = set()
 
@@ -249,14 +250,17 @@ class Engine(ImportMoves, cst.CSTTransformer):
         passing over the rest changes nothing, and saves most of a long function's
         visit where one line of it is to be fixed.
         """
-        if self._hot is None or type(node) not in STATEMENTS or id(node) in self._dirty:
+        if type(node) not in STATEMENTS or self._hot is None or id(node) in self._dirty:
             return False
-        where = self.position(node)
-        first = where.start.line
-        decorators = getattr(node, "decorators", None)
-        if decorators:  # a definition's range starts at `def` or `class`
-            first = self.position(decorators[0]).start.line
-        return not overlaps(self._hot, first, where.end.line)
+        cold = self._cold.get(id(node))
+        if cold is None:
+            where = self.position(node)
+            first = where.start.line
+            decorators = getattr(node, "decorators", None)
+            if decorators:  # a definition's range starts at `def` or `class`
+                first = self.position(decorators[0]).start.line
+            cold = self._cold[id(node)] = not self._hot.meet(first, where.end.line)
+        return cold
 
     def class_set(
         self, original: cst.BaseExpression, updated: cst.BaseExpression | None = None

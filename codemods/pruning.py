@@ -41,10 +41,11 @@ import re
 import tokenize
 from bisect import bisect_right
 from dataclasses import dataclass
+from itertools import accumulate
 
 from codemods.settings import Settings
 
-__all__ = ["Pruned", "Spans", "Survey", "overlaps", "prune", "survey"]
+__all__ = ["Lines", "Pruned", "Spans", "Survey", "overlaps", "prune", "survey"]
 
 #: Sorted ``(first line, last line)`` spans.
 Spans = tuple[tuple[int, int], ...]
@@ -176,6 +177,7 @@ class _Pruner:
         self.detector = detector
         self.seen = _seen(detector, walk)
         self.spans = sorted({(n.lineno, n.end_lineno or n.lineno) for n in self.seen})
+        self._lines = Lines(tuple(self.spans))
         codes = _class_rules(detector)
         self.class_reports = sorted(
             (n.lineno, n.end_lineno or n.lineno) for n, code in detector.reported if code in codes
@@ -185,7 +187,7 @@ class _Pruner:
 
     def _hit(self, first: int, last: int) -> bool:
         """Whether a seen span overlaps lines ``first`` to ``last``."""
-        return overlaps(self.spans, first, last)
+        return self._lines.meet(first, last)
 
     def hot(self) -> Spans:
         """The seen spans, and every class's first line where a class rule is on.
@@ -391,6 +393,25 @@ def _class_rules(detector) -> set[str]:
     from codemods.behaviours import INDEX
 
     return {b.rule.code for b in INDEX.classes if detector.settings.enabled(b.rule)}
+
+
+class Lines:
+    """Sorted line spans, asked many times whether one of them meets a range of lines.
+
+    Example:
+        >>> lines = Lines(((3, 9), (5, 5), (12, 12)))
+        >>> lines.meet(6, 8), lines.meet(10, 11), lines.meet(11, 20)
+        (True, False, True)
+    """
+
+    def __init__(self, spans: Spans) -> None:
+        self._starts = [first for first, _ in spans]
+        self._reach = list(accumulate((last for _, last in spans), max))
+
+    def meet(self, first: int, last: int) -> bool:
+        """Whether a span overlaps lines ``first`` to ``last``."""
+        index = bisect_right(self._starts, last)
+        return index > 0 and self._reach[index - 1] >= first
 
 
 def overlaps(spans: Spans | list[tuple[int, int]], first: int, last: int) -> bool:

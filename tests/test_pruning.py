@@ -278,3 +278,20 @@ def test_the_visit_passes_over_what_the_detector_saw_nothing_in(monkeypatch):
     assert "default_auto_wrap_policy" in entered
     assert skipping == whole
     assert b"nonwrapped_numel" in whole.new_source
+
+
+def test_the_screening_pass_is_handed_to_the_pruning_once():
+    """A file the screening leaves to libcst is pruned on the same detector pass; one
+    the screening settles is not kept."""
+    from codemods import astlint
+
+    fixes = _LONG_TRAINING_FUNCTION.encode()
+    settled = b"import os\n\nprint(os.sep)\n"
+    assert found_on_ast(fixes, SAFE) is None  # a fix applies: libcst's
+    kept = astlint.last_detection(fixes, SAFE)
+    assert kept is not None and kept[0].body  # the tree, the detector and its walk
+    assert astlint.last_detection(fixes, SAFE) is None  # handed over once
+    assert found_on_ast(settled, SAFE) == []
+    assert astlint.last_detection(settled, SAFE) is None
+    assert found_on_ast(fixes, SAFE) is None
+    assert astlint.last_detection(fixes, Settings(fix=True, unsafe_fixes=True)) is None
