@@ -102,7 +102,7 @@ class Engine(ImportMoves, cst.CSTTransformer):
         self._positions: Any = None
         # The line spans the ast detector saw something in (None: visit everything), the
         # ids of the nodes with a rewrite registered and of their ancestors, and the
-        # statements the visit passed over (see _cold).
+        # statements the visit passed over (see cold).
         self._hot = None if hot is None else Lines(hot)
         self._cold: dict[int, bool] = {}  # id of a statement -> whether its lines are cold
         self._dirty: set[int] = set()

@@ -45,7 +45,7 @@ from itertools import accumulate
 
 from codemods.settings import Settings
 
-__all__ = ["Lines", "Pruned", "Spans", "Survey", "overlaps", "prune", "survey"]
+__all__ = ["Lines", "Pruned", "Spans", "Survey", "prune", "survey"]
 
 #: Sorted ``(first line, last line)`` spans.
 Spans = tuple[tuple[int, int], ...]
@@ -179,8 +179,14 @@ class _Pruner:
         self.spans = sorted({(n.lineno, n.end_lineno or n.lineno) for n in self.seen})
         self._lines = Lines(tuple(self.spans))
         codes = _class_rules(detector)
-        self.class_reports = sorted(
-            (n.lineno, n.end_lineno or n.lineno) for n, code in detector.reported if code in codes
+        self.class_reports = Lines(
+            tuple(
+                sorted(
+                    (n.lineno, n.end_lineno or n.lineno)
+                    for n, code in detector.reported
+                    if code in codes
+                )
+            )
         )
 
     # Where the detector saw something ----------------------------------------------
@@ -237,7 +243,7 @@ class _Pruner:
                 first, last = _first_line(statement), statement.end_lineno
                 if not self._hit(first, last) and outer is self.names.module:
                     into.append((statement, outer))
-                elif not overlaps(self.class_reports, first, last):
+                elif not self.class_reports.meet(first, last):
                     self._collect(statement.body, into, None)
             else:
                 for field in _BLOCKS:
@@ -412,17 +418,6 @@ class Lines:
         """Whether a span overlaps lines ``first`` to ``last``."""
         index = bisect_right(self._starts, last)
         return index > 0 and self._reach[index - 1] >= first
-
-
-def overlaps(spans: Spans | list[tuple[int, int]], first: int, last: int) -> bool:
-    """Whether one of the sorted ``spans`` overlaps lines ``first`` to ``last``.
-
-    Example:
-        >>> overlaps(((3, 4), (9, 9)), 5, 8), overlaps(((3, 4), (9, 9)), 4, 8)
-        (False, True)
-    """
-    index = bisect_right(spans, (last, float("inf")))
-    return any(end >= first for _, end in spans[:index])
 
 
 def _first_line(node: ast.stmt) -> int:

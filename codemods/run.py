@@ -41,7 +41,8 @@ def run(
 ) -> Outcome:
     """Lint (and with ``settings.fix``, migrate) one module's source.
 
-    A fixing run gives libcst only the functions its fixes can reach (``prune``, see
+    A fixing run gives libcst only the functions its fixes can reach, and its first pass
+    enters only the statements the ``ast`` detector saw something in (``prune``, see
     :mod:`codemods.pruning`); the outcome is the same as the whole file's.
 
     A fixing run repeats its pass on the rewritten source until a pass changes nothing
@@ -59,12 +60,12 @@ def run(
         from codemods.pruning import survey
 
         found = survey(source, settings)
-        if found is not None and found.pruned is None:
-            return _run(source, settings, filename, found.hot)
-        if found is not None and found.pruned is not None:
+        if found is not None:
             pruned = found.pruned
-            outcome = _run(pruned.source, settings, filename, found.hot)
-            if outcome.new_source is None:
+            outcome = _run(
+                source if pruned is None else pruned.source, settings, filename, found.hot
+            )
+            if pruned is None or outcome.new_source is None:
                 return outcome
             restored = pruned.restore(outcome.new_source)
             if restored is not None:
