@@ -44,7 +44,7 @@ def expression_contexts(module: cst.Module) -> dict[cst.CSTNode, ExpressionConte
     stack: list[tuple[Any, ExpressionContext]] = [(module, LOAD)]
     push = stack.append
     marked = _MARKED
-    special = _special()
+    special = SPECIAL
     while stack:
         node, context = stack.pop()
         kind = type(node)
@@ -86,38 +86,31 @@ _MARKED = frozenset(
     {cst.Name, cst.Attribute, cst.Subscript, cst.Tuple, cst.List, cst.StarredElement}
 )
 
-_SPECIAL: dict[type, tuple[tuple[str, ExpressionContext | None], ...]] | None = None
-
-
-def _special() -> dict[type, tuple[tuple[str, ExpressionContext | None], ...]]:
-    """Node class -> the fields walked on and the context each gets (None: the node's)."""
-    global _SPECIAL
-    if _SPECIAL is None:
-        _SPECIAL = {
-            cst.Assign: (("targets", STORE), ("value", None)),
-            cst.AnnAssign: (("target", STORE), ("annotation", None), ("value", None)),
-            cst.AugAssign: (("target", STORE), ("value", None)),
-            cst.NamedExpr: (("target", STORE), ("value", None)),
-            cst.AsName: (("name", STORE),),
-            cst.CompFor: (("target", STORE), ("iter", None), ("ifs", None), ("inner_for_in", None)),
-            cst.For: (("target", STORE), ("iter", None), ("body", None), ("orelse", None)),
-            cst.Del: (("target", DEL),),
-            cst.Attribute: (("value", LOAD),),
-            cst.Subscript: (("value", LOAD), ("slice", LOAD)),
-            cst.ClassDef: (
-                ("name", STORE),
-                ("body", None),
-                ("bases", None),
-                ("keywords", None),
-                ("decorators", None),
-            ),
-            cst.FunctionDef: (
-                ("name", STORE),
-                ("params", None),
-                ("body", None),
-                ("decorators", None),
-                ("returns", None),
-            ),
-            cst.Param: (("name", STORE), ("annotation", None), ("default", None)),
-        }
-    return _SPECIAL
+#: Node class -> the fields walked on and the context each gets (None: the node's own).
+SPECIAL: dict[type, tuple[tuple[str, ExpressionContext | None], ...]] = {
+    cst.Assign: (("targets", STORE), ("value", None)),
+    cst.AnnAssign: (("target", STORE), ("annotation", None), ("value", None)),
+    cst.AugAssign: (("target", STORE), ("value", None)),
+    cst.NamedExpr: (("target", STORE), ("value", None)),
+    cst.AsName: (("name", STORE),),
+    cst.CompFor: (("target", STORE), ("iter", None), ("ifs", None), ("inner_for_in", None)),
+    cst.For: (("target", STORE), ("iter", None), ("body", None), ("orelse", None)),
+    cst.Del: (("target", DEL),),
+    cst.Attribute: (("value", LOAD),),
+    cst.Subscript: (("value", LOAD), ("slice", LOAD)),
+    cst.ClassDef: (
+        ("name", STORE),
+        ("body", None),
+        ("bases", None),
+        ("keywords", None),
+        ("decorators", None),
+    ),
+    cst.FunctionDef: (
+        ("name", STORE),
+        ("params", None),
+        ("body", None),
+        ("decorators", None),
+        ("returns", None),
+    ),
+    cst.Param: (("name", STORE), ("annotation", None), ("default", None)),
+}

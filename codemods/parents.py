@@ -30,24 +30,13 @@ def parent_map(tree: cst.CSTNode) -> dict[cst.CSTNode, cst.CSTNode]:
         >>> type(parents[call]).__name__, parents[call.func] is call
         ('Expr', True)
     """
-    node_class = cst.CSTNode
     out: dict[Any, Any] = {}
     stack = [tree]
     while stack:
         node = stack.pop()
-        names = _FIELDS.get(type(node))
-        if names is None:
-            names = _FIELDS[type(node)] = tuple(f.name for f in dataclasses.fields(node))
-        for name in names:
-            value = getattr(node, name)
-            if isinstance(value, node_class):
-                out[value] = node
-                stack.append(value)
-            elif type(value) in (list, tuple):
-                for child in value:
-                    if isinstance(child, node_class):
-                        out[child] = node
-                        stack.append(child)
+        for child in child_nodes(node):
+            out[child] = node
+            stack.append(child)
     return out
 
 

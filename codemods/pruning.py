@@ -40,6 +40,7 @@ import io
 import re
 import tokenize
 from bisect import bisect_right
+from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import accumulate
 
@@ -177,16 +178,10 @@ class _Pruner:
         self.detector = detector
         self.seen = _seen(detector, walk)
         self.spans = sorted({(n.lineno, n.end_lineno or n.lineno) for n in self.seen})
-        self._lines = Lines(tuple(self.spans))
+        self._lines = Lines(self.spans)
         codes = _class_rules(detector)
         self.class_reports = Lines(
-            tuple(
-                sorted(
-                    (n.lineno, n.end_lineno or n.lineno)
-                    for n, code in detector.reported
-                    if code in codes
-                )
-            )
+            (n.lineno, n.end_lineno or n.lineno) for n, code in detector.reported if code in codes
         )
 
     # Where the detector saw something ----------------------------------------------
@@ -402,15 +397,16 @@ def _class_rules(detector) -> set[str]:
 
 
 class Lines:
-    """Sorted line spans, asked many times whether one of them meets a range of lines.
+    """Line spans, asked many times whether one of them meets a range of lines.
 
     Example:
-        >>> lines = Lines(((3, 9), (5, 5), (12, 12)))
+        >>> lines = Lines([(12, 12), (3, 9), (5, 5)])
         >>> lines.meet(6, 8), lines.meet(10, 11), lines.meet(11, 20)
         (True, False, True)
     """
 
-    def __init__(self, spans: Spans) -> None:
+    def __init__(self, spans: Iterable[tuple[int, int]]) -> None:
+        spans = sorted(spans)
         self._starts = [first for first, _ in spans]
         self._reach = list(accumulate((last for _, last in spans), max))
 
