@@ -4,12 +4,15 @@ The engine asks for parents through :func:`codemods.parents.parent_map` instead 
 ``ParentNodeProvider`` (ten times quicker), for positions through
 :class:`codemods.positions.Positions` instead of ``PositionProvider`` (five times), and
 gives libcst's scopes the contexts of :func:`codemods.contexts.expression_contexts`
-instead of ``ExpressionContextProvider``'s (seven times), so each pair must agree on
+instead of ``ExpressionContextProvider``'s (seven times) and resolves them without the
+resolver's second walk (:func:`codemods.contexts.prime`), so each pair must agree on
 every node of every fixture, rule example and realistic module, and of one module for
 each kind of statement and line break.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import libcst as cst
 import pytest
@@ -68,24 +71,54 @@ def test_expression_contexts_are_libcsts(source: bytes) -> None:
     _assert_same_contexts(source)
 
 
-def test_primed_scopes_are_libcsts() -> None:
-    """Scopes built on the primed contexts resolve every name as libcst's own do."""
-    source = max(build_tree(files=12).values(), key=len)
-    primed = MetadataWrapper(cst.parse_module(source), unsafe_skip_copy=True)
-    prime(primed)
-    plain = MetadataWrapper(cst.parse_module(source), unsafe_skip_copy=True)
-    assert ExpressionContextProvider in primed._metadata  # given, not computed
-    names = []
-    for wrapper in (primed, plain):
-        scopes = wrapper.resolve(ScopeProvider)
-        names.append(
-            [
-                (node.value, sorted(q.name for q in scope.get_qualified_names_for(node)))
-                for node, scope in scopes.items()
-                if isinstance(node, cst.Name) and scope is not None
-            ]
+def _scope_facts(wrapper: MetadataWrapper) -> list:
+    """Every node's scope and every scope's assignments and accesses, in tree order.
+
+    Scopes and nodes are numbered by their first appearance in a walk of the module, so
+    the facts of two wrappers of one module compare equal where their scopes do.
+    """
+    scopes = wrapper.resolve(ScopeProvider)
+    nodes: dict[cst.CSTNode, int] = {}
+    stack = [wrapper.module]
+    while stack:
+        node = stack.pop()
+        nodes[node] = len(nodes)
+        stack.extend(reversed(node.children))
+    numbers: dict[object, int] = {}
+    per_node = []
+    for node in nodes:
+        scope = scopes.get(node)
+        if scope is not None:
+            numbers.setdefault(scope, len(numbers))
+        per_node.append((type(scope).__name__, numbers.get(scope)))
+
+    def where(node: cst.CSTNode | None) -> str:
+        # A node the visitor parsed itself (a string annotation) is not in the module.
+        return str(nodes.get(node, cst.Module([]).code_for_node(node))) if node else ""
+
+    def assigned(a: Any) -> tuple[str, str, str]:
+        return a.name, type(a).__name__, where(getattr(a, "node", None))  # builtins: none
+
+    per_scope = []
+    for scope in numbers:
+        assignments = sorted(assigned(a) for a in scope.assignments)
+        accesses = sorted(
+            (where(a.node), sorted(assigned(r) for r in a.referents)) for a in scope.accesses
         )
-    assert names[0] == names[1] and len(names[0]) > 100
+        per_scope.append((type(scope).__name__, assignments, accesses))
+    return [per_node, per_scope]
+
+
+@pytest.mark.parametrize("source", _sources())
+def test_primed_scopes_are_libcsts(source: bytes) -> None:
+    """The scopes :func:`prime` resolves are the ones libcst's resolver gives."""
+    module = cst.parse_module(source)
+    primed = MetadataWrapper(module, unsafe_skip_copy=True)
+    prime(primed)
+    assert ExpressionContextProvider in primed._metadata  # given, not computed
+    assert ScopeProvider in primed._metadata
+    plain = MetadataWrapper(module, unsafe_skip_copy=True)
+    assert _scope_facts(primed) == _scope_facts(plain)
 
 
 @pytest.mark.parametrize("source", _sources())
@@ -121,3 +154,4 @@ def test_every_kind_of_statement(code: str, newline: str) -> None:
     _assert_same_parents(code.replace("\n", newline))
     _assert_same_positions(code.replace("\n", newline))
     _assert_same_contexts(code.replace("\n", newline))
+    test_primed_scopes_are_libcsts(code.replace("\n", newline).encode())
