@@ -14,7 +14,7 @@ from typing import Any
 
 from codemods.lazy_libcst import cst
 
-__all__ = ["child_nodes", "parent_map"]
+__all__ = ["child_nodes", "matching_nodes", "parent_map"]
 
 #: Node class -> the names of its fields (libcst nodes are dataclasses).
 _FIELDS: dict[type, tuple[str, ...]] = {}
@@ -38,6 +38,28 @@ def parent_map(tree: cst.CSTNode) -> dict[cst.CSTNode, cst.CSTNode]:
             out[child] = node
             stack.append(child)
     return out
+
+
+def matching_nodes(tree: cst.CSTNode, keep: Any) -> list[cst.CSTNode]:
+    r"""Every node under ``tree`` (``tree`` too) for which ``keep(node)`` is true, unordered.
+
+    :func:`codemods.syntax.find_all` without the source order, for a question about
+    the whole module (is there any ``x.name``?) at a fraction of the visitor's cost.
+
+    Example:
+        >>> module = cst.parse_module("f(a.b)\ng(c.b)\n")
+        >>> found = matching_nodes(module, lambda n: isinstance(n, cst.Attribute))
+        >>> sorted(cst.Module([]).code_for_node(n) for n in found)
+        ['a.b', 'c.b']
+    """
+    found = []
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if keep(node):
+            found.append(node)
+        stack.extend(child_nodes(node))
+    return found
 
 
 def child_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:

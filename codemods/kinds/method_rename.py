@@ -13,7 +13,7 @@ from typing import Any
 
 from codemods.kinds.base import Behaviour, Engine
 from codemods.lazy_libcst import cst
-from codemods.syntax import find_all
+from codemods.parents import matching_nodes
 
 #: Lightning's test helpers that are LightningModules (their names in every release).
 KNOWN_SUBCLASSES = ("BoringModel", "DemoModel", "BoringFabricModule")
@@ -46,9 +46,9 @@ class MethodRename(Behaviour):
         key = f"{self.rule.code}:called"
         if key not in engine.scratch:
             engine.scratch[key] = bool(
-                find_all(
+                matching_nodes(
                     engine.module,
-                    lambda n: isinstance(n, cst.Attribute) and n.attr.value == self.old_name,
+                    lambda n: type(n) is cst.Attribute and n.attr.value == self.old_name,
                 )
             )
         return engine.scratch[key]

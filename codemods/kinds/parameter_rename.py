@@ -16,6 +16,7 @@ from typing import Any
 
 from codemods.kinds.base import PARTIAL, Engine
 from codemods.lazy_libcst import cst
+from codemods.parents import matching_nodes
 from codemods.registry import Rule
 from codemods.registry.names import (
     CHECKPOINT_WRAPPER,
@@ -25,7 +26,7 @@ from codemods.registry.names import (
     fabric_paths,
     trainer_paths,
 )
-from codemods.syntax import find_all, keyword
+from codemods.syntax import keyword
 
 #: Callables that hand ``auto_wrap_policy=`` to torch's FSDP, which calls it with
 #: ``nonwrapped_numel=`` (torch >= 2.0) or adapts it (compat).
@@ -131,7 +132,7 @@ def _keyword_calls(engine: Engine, rule: Rule) -> list[cst.Arg]:
         torch_callables = set(rule.old)
         engine.scratch[key] = [
             arg
-            for call in find_all(engine.module, lambda n: isinstance(n, cst.Call))
+            for call in matching_nodes(engine.module, lambda n: type(n) is cst.Call)
             if not engine.qualified(call.func) & torch_callables
             for arg in call.args
             if keyword(arg) == rule.argument
