@@ -194,7 +194,7 @@ class Engine(ImportMoves, cst.CSTTransformer):
         return target is None or Version(target) >= Version(release)
 
     def need_import(self, module: str, name: str | None, asname: str | None = None) -> None:
-        """Queue an import for libcst's ``AddImportsVisitor``, run after this pass."""
+        """Queue an import the new code needs, added after this pass (``import_adding``)."""
         self.edits.imports_to_add.append((module, name, asname))
 
     def replace(self, node: cst.CSTNode, new: cst.CSTNode | Callable[[Any], Any]) -> None:

@@ -1,8 +1,9 @@
 r"""How the engine moves the imports of renamed names, and renames their uses in place.
 
 An imported name is moved in place when its whole statement moves to one module, else
-name by name (through libcst's ``AddImportsVisitor``). Where its local name changes,
-its uses are renamed in the same pass, quoted annotations included; where that is not
+name by name (through :mod:`codemods.import_adding`, as libcst's ``AddImportsVisitor``
+would). Where its local name changes, its uses are renamed in the same pass, quoted
+annotations included; where that is not
 certain, libcst's ``RenameCommand`` does it after the pass (see
 :mod:`codemods.import_pass`). ``module.Old`` through a module alias becomes ``New``
 imported from its own module, or ``module.New`` where the module is the same.

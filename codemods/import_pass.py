@@ -1,15 +1,16 @@
-"""The import changes a fixing pass queued, applied after it with libcst's codemod tools.
+"""The import changes a fixing pass queued, applied after it as libcst's codemod tools would.
 
-Fixes queue what they need (:class:`Edits`) while the engine visits the module; only a
-run that queued something loads ``libcst.codemod`` (about 0.25 s, most of it its
-matchers). The order is that of a libcst ``CodemodCommand``: renames, then added
-imports, then the removal of imports left unused.
+Fixes queue what they need (:class:`Edits`) while the engine visits the module. The
+order is that of a libcst ``CodemodCommand``: renames, then added imports, then the
+removal of imports left unused. Imports are added by :mod:`codemods.import_adding`
+and removed line by line by :mod:`codemods.import_removal`, as libcst's visitors
+would; only a rename, or a removal the module's text leaves open, loads
+``libcst.codemod`` (about 0.2 s, most of it its matchers) for libcst's own tools.
 """
 
 from __future__ import annotations
 
 import ast
-import dataclasses
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -17,14 +18,14 @@ from typing import Any
 
 from libcst.metadata import MetadataWrapper
 
-from codemods.import_removal import queue_forgotten, without_unused
+from codemods.import_adding import add_imports, is_import_line
+from codemods.import_removal import Queued, queue_forgotten, without_unused
 from codemods.lazy_libcst import cst
-from codemods.syntax import dotted
 
 
 @dataclass
 class Edits:
-    """What a fixing pass leaves to libcst's codemod tools.
+    """What a fixing pass leaves to the import pass (:func:`finish`).
 
     Attributes:
         renames: Old qualified name to new, for libcst's ``RenameCommand`` (where the
@@ -42,38 +43,35 @@ class Edits:
     local_renames: dict[str, str] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
-        """Whether anything is left for the codemod tools (``local_renames`` is not)."""
+        """Whether anything is left for the import pass (``local_renames`` is not)."""
         return bool(self.renames or self.imports_to_add or self.imports_to_forget)
 
 
 def finish(edits: Edits, wrapper: MetadataWrapper, tree: cst.Module, filename: str) -> cst.Module:
     """Apply ``edits``, queued while visiting ``wrapper``'s module, to ``tree``."""
-    from libcst.codemod import CodemodContext
-    from libcst.codemod.commands.rename import RenameCommand
-    from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
-
     before = tree
-    for old, new in sorted(edits.renames.items()):
-        # A context of its own: it applies its own import changes, and ours are applied
-        # once, below, instead of again after each rename.
-        tree = RenameCommand(CodemodContext(filename=filename), old, new).transform_module(tree)
+    if edits.renames:
+        from libcst.codemod import CodemodContext
+        from libcst.codemod.commands.rename import RenameCommand
+
+        for old, new in sorted(edits.renames.items()):
+            # A context of its own: it applies its own import changes, and ours are
+            # applied once, below, instead of again after each rename.
+            context = CodemodContext(filename=filename)
+            tree = RenameCommand(context, old, new).transform_module(tree)
     # The removals are looked up in the module the engine visited, as during its pass.
-    context = CodemodContext(filename=filename, wrapper=wrapper)
-    for module, name, asname in edits.imports_to_add:
-        AddImportsVisitor.add_needed_import(context, module, name, asname=asname)
-    for node in edits.imports_to_forget:
-        queue_forgotten(context, wrapper, node)
-    if AddImportsVisitor.CONTEXT_KEY in context.scratch:
-        tree = _add_imports(context, tree)
-    if RemoveImportsVisitor.CONTEXT_KEY in context.scratch:
-        tree = _remove_unused_imports(context, tree)
+    queued = [q for node in edits.imports_to_forget for q in queue_forgotten(wrapper, node)]
     if edits.imports_to_add:
-        tree = _drop_unused_additions(context, wrapper.module.code, tree, edits.imports_to_add)
+        tree = add_imports(tree, edits.imports_to_add)
+    if queued:
+        tree = _remove_unused_imports(queued, tree, filename)
+    if edits.imports_to_add:
+        tree = _drop_unused_additions(wrapper.module.code, tree, edits.imports_to_add, filename)
     return keep_one_name_a_line(before, tree)
 
 
 def _drop_unused_additions(
-    context: Any, original: str, tree: cst.Module, added: list[tuple[str, str | None, str | None]]
+    original: str, tree: cst.Module, added: list[Queued], filename: str = "<string>"
 ) -> cst.Module:
     """The imports this pass added that the new code does not use, taken out again.
 
@@ -83,9 +81,7 @@ def _drop_unused_additions(
     the file). Only a name the original module never spelled and the new one spells in
     its import lines alone is taken out: certainly added, certainly unused.
     """
-    from libcst.codemod.visitors import RemoveImportsVisitor
-
-    lines = [tree.code_for_node(s) for s in tree.body if _is_import_line(s)]
+    lines = [tree.code_for_node(s) for s in tree.body if is_import_line(s)]
     unused = []
     for module, name, asname in added:
         word = _words([_bound_name(module, name, asname)])
@@ -95,8 +91,7 @@ def _drop_unused_additions(
             unused.append((module, name, asname))
     if not unused:
         return tree
-    alone = dataclasses.replace(context, scratch={RemoveImportsVisitor.CONTEXT_KEY: unused})
-    return _remove_unused_imports(alone, tree)
+    return _remove_unused_imports(unused, tree, filename)
 
 
 #: A ``from`` import that lists one name a line, each with its comma, ``)`` alone on the
@@ -127,7 +122,7 @@ def keep_one_name_a_line(before: cst.Module, after: cst.Module) -> cst.Module:
     layouts: dict[str, str | None] = {}
     unchanged = set()
     for statement in before.body:
-        if _is_import_line(statement):
+        if is_import_line(statement):
             code = _own_code(before, statement)
             unchanged.add(code)
             match = _ONE_NAME_A_LINE.match(code)
@@ -138,7 +133,7 @@ def keep_one_name_a_line(before: cst.Module, after: cst.Module) -> cst.Module:
         return after
     body = list(after.body)
     for index, statement in enumerate(body):
-        if not _is_import_line(statement) or len(statement.body) != 1:
+        if not is_import_line(statement) or len(statement.body) != 1:
             continue
         node = statement.body[0]
         code = _own_code(after, statement)
@@ -171,84 +166,9 @@ def _one_name_a_line(
     )
 
 
-def _is_import_line(statement: cst.CSTNode) -> bool:
-    """Whether ``statement`` is a line of imports and nothing else."""
-    return isinstance(statement, cst.SimpleStatementLine) and all(
-        isinstance(small, (cst.Import, cst.ImportFrom)) for small in statement.body
-    )
-
-
-def _add_imports(context: Any, tree: cst.Module) -> cst.Module:
-    """Libcst's ``AddImportsVisitor`` on ``tree``, run on the top of the module only.
-
-    The visitor looks at and changes nothing but the imports before the module's first
-    other statement (after a docstring), that statement (a blank line before it) and
-    the module's top, yet it copies and visits the whole module: about 1 s for a
-    600-line training script. Here it gets the module up to that first statement, and
-    the rest is put back behind what it returns.
-    """
-    from libcst.codemod.visitors import AddImportsVisitor
-
-    body = tree.body
-    first_other = 1  # the first statement is the visitor's whatever it is (a docstring)
-    while first_other < len(body) and _is_import_line(body[first_other]):
-        first_other += 1
-    tree, context = _into_later_imports(context, tree, first_other)
-    if not context.scratch[AddImportsVisitor.CONTEXT_KEY]:
-        return tree
-    body = tree.body
-    top = tree.with_changes(body=body[: first_other + 1])
-    done = AddImportsVisitor(context).transform_module(top)
-    return tree.with_changes(body=[*done.body, *body[first_other + 1 :]])
-
-
-def _into_later_imports(context: Any, tree: cst.Module, first_other: int) -> tuple[cst.Module, Any]:
-    """Queued ``from m import name`` go into a later top-level ``from m import`` line.
-
-    Real scripts set things up between their imports (``sys.path.append``, torch flags),
-    so the top block the visitor sees may not hold the module's ``from m import`` line
-    while a later one does; a new line at the top would then stand apart from the
-    imports of the same module (often the line the old name came from). Each such name
-    goes through the visitor with that line alone. Returns the tree and a context
-    holding what is still queued.
-    """
-    from libcst.codemod.visitors import AddImportsVisitor
-
-    key = AddImportsVisitor.CONTEXT_KEY
-    body = list(tree.body)
-    top = {_from_module(statement) for statement in body[: first_other + 1]}
-    left = []
-    for item in context.scratch[key]:
-        index = None
-        if item.obj_name and not item.relative and item.module_name not in top:
-            later = range(first_other + 1, len(body))
-            index = next((i for i in later if _from_module(body[i]) == item.module_name), None)
-        if index is None:
-            left.append(item)
-            continue
-        alone = dataclasses.replace(context, scratch={key: [item]})
-        done = AddImportsVisitor(alone).transform_module(tree.with_changes(body=[body[index]]))
-        if len(done.body) != 1:
-            left.append(item)  # the visitor wanted a line of its own after all
-            continue
-        body[index] = done.body[0]
-    context = dataclasses.replace(context, scratch={**context.scratch, key: left})
-    return tree.with_changes(body=body), context
-
-
-def _from_module(statement: cst.CSTNode) -> str | None:
-    """``m`` of a line holding one absolute ``from m import a, b`` (no star), else None."""
-    if not (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1):
-        return None
-    node = statement.body[0]
-    if not isinstance(node, cst.ImportFrom) or node.relative or node.module is None:
-        return None
-    if isinstance(node.names, cst.ImportStar):
-        return None
-    return dotted(node.module)
-
-
-def _remove_unused_imports(context: Any, tree: cst.Module) -> cst.Module:
+def _remove_unused_imports(
+    queued: list[Queued], tree: cst.Module, filename: str = "<string>"
+) -> cst.Module:
     """Libcst's ``RemoveImportsVisitor`` on ``tree``, on the import lines alone where it may.
 
     The visitor decides which queued imports are unused from the whole module's scopes
@@ -257,34 +177,40 @@ def _remove_unused_imports(context: Any, tree: cst.Module) -> cst.Module:
     visitor would keep it; a name that appears nowhere in the module's text outside
     its top-level import lines (no code, string, comment or ``__all__`` can use it) is
     unused, and removing it changes only its own line. Where every queued import is
-    one or the other, each import line goes through the visitor alone with the unused
-    ones; otherwise the visitor gets the whole module.
+    one or the other, each import line goes without them as the visitor leaves it
+    alone with its line (:func:`codemods.import_removal.without_unused`, or the visitor
+    itself on the line); otherwise the visitor gets the whole module.
     """
-    from libcst.codemod.visitors import RemoveImportsVisitor
-
-    queued = context.scratch[RemoveImportsVisitor.CONTEXT_KEY]
     code = tree.code
     read = _read_names(code)
     unused = [imported for imported in queued if _bound_name(*imported) not in read]
-    lines = [i for i, statement in enumerate(tree.body) if _is_import_line(statement)]
+    lines = [i for i, statement in enumerate(tree.body) if is_import_line(statement)]
     if not unused:
         return tree
     words = _words([_bound_name(*imported) for imported in unused])
     texts = {i: tree.code_for_node(tree.body[i]) for i in lines}
     if not _only_in(words, code, texts.values()):
-        return RemoveImportsVisitor(context).transform_module(tree)
-    alone_context = dataclasses.replace(context, scratch={})
+        return _remover(filename, queued=queued).transform_module(tree)
     body = list(tree.body)
-    # Only the lines that name one; each as the visitor leaves it alone with its line,
-    # without the visitor where codemods.import_removal can (its set-up: 20 to 40 ms).
+    # Only the lines that name one.
     for index in reversed([i for i in lines if words.search(texts[i])]):
-        left = without_unused(body[index], unused, context.full_package_name)
+        left = without_unused(body[index], unused)
         if left is None:
             alone = tree.with_changes(body=[body[index]])
-            visitor = RemoveImportsVisitor(alone_context, unused_imports=unused)
-            left = visitor.transform_module(alone).body
+            left = _remover(filename, unused=unused).transform_module(alone).body
         body[index : index + 1] = left
     return tree.with_changes(body=body)
+
+
+def _remover(filename: str, queued: Iterable[Queued] = (), unused: Iterable[Queued] = ()) -> Any:
+    """Libcst's ``RemoveImportsVisitor``, given ``queued`` as queued and ``unused`` as known."""
+    from libcst.codemod import CodemodContext
+    from libcst.codemod.visitors import RemoveImportsVisitor
+
+    context = CodemodContext(filename=filename)
+    if queued:
+        context.scratch[RemoveImportsVisitor.CONTEXT_KEY] = list(queued)
+    return RemoveImportsVisitor(context, unused_imports=list(unused))
 
 
 #: The patterns of ``match`` (Python 3.10+) that bind a name.

@@ -3,12 +3,13 @@
 libcst's ``RemoveImportsVisitor`` and the ``RemovedNodeVisitor`` behind
 ``remove_unused_import_by_node`` are matcher-decorated visitors: each one built
 inspects every attribute of its class, 20 to 40 ms, more than the rest of the work
-on a pruned module's import line. The import pass (:mod:`codemods.import_pass`)
-builds one per node it forgets and one per import line it edits. Here are the same
-two steps, each without a visitor:
+on a pruned module's import line, besides loading ``libcst.codemod`` (about 0.2 s a
+process). The import pass (:mod:`codemods.import_pass`) would build one per node it
+forgets and one per import line it edits. Here are the same two steps, each without
+a visitor:
 
-- :func:`queue_forgotten`: queue for removal the imports a forgotten node's names
-  were bound by, as ``remove_unused_import_by_node`` does (from the module's scopes).
+- :func:`queue_forgotten`: the imports a forgotten node's names were bound by, queued
+  for removal as ``remove_unused_import_by_node`` queues them (from the module's scopes).
 - :func:`without_unused`: one import line without the names queued for removal, where
   nothing else in the module uses them, as the visitor leaves it: the names and their
   commas gone, a comment after a removed name's comma kept on the name before it (or
@@ -34,13 +35,19 @@ __all__ = ["queue_forgotten", "without_unused"]
 Queued = tuple[str, "str | None", "str | None"]
 
 
-def queue_forgotten(context: Any, wrapper: MetadataWrapper, node: cst.CSTNode) -> None:
-    """Queue the imports behind ``node``'s names in ``context`` (removed if then unused)."""
-    from libcst.codemod.visitors import RemoveImportsVisitor
+def queue_forgotten(wrapper: MetadataWrapper, node: cst.CSTNode) -> list[Queued]:
+    """The imports behind ``node``'s names, to be removed if then unused.
 
+    What ``RemoveImportsVisitor.remove_unused_import_by_node`` queues: an import
+    statement's own names, or for any other node the import aliases its names and
+    attributes (or the start of them) are bound by, in its scope or an enclosing one.
+
+    Raises:
+        ValueError: A relative ``from`` import binds one (its module is not known).
+    """
     if isinstance(node, (cst.Import, cst.ImportFrom)):
-        RemoveImportsVisitor.remove_unused_import_by_node(context, node)  # no visitor
-        return
+        return _bound_by(None, node)
+    queued: list[Queued] = []
     scopes = wrapper.resolve(ScopeProvider)
     for name in _names_under(node):
         local = get_full_name_for_node(name)
@@ -50,11 +57,11 @@ def queue_forgotten(context: Any, wrapper: MetadataWrapper, node: cst.CSTNode) -
         while True:  # this scope, then each enclosing one (the global scope is its own)
             for assignment in scope.assignments[name] or ():
                 if isinstance(assignment, Assignment):
-                    for queued in _bound_by(context, local, assignment.node):
-                        RemoveImportsVisitor.remove_unused_import(context, *queued)
+                    queued += _bound_by(local, assignment.node)
             if scope is scope.parent:
                 break
             scope = scope.parent
+    return queued
 
 
 def _names_under(node: cst.CSTNode) -> list[cst.CSTNode]:
@@ -68,14 +75,14 @@ def _names_under(node: cst.CSTNode) -> list[cst.CSTNode]:
     return found
 
 
-def _bound_by(context: Any, local: str, statement: cst.CSTNode) -> list[Queued]:
-    """The aliases of an import statement that bind ``local`` or the start of it."""
+def _bound_by(local: str | None, statement: cst.CSTNode) -> list[Queued]:
+    """The aliases of an import statement that bind ``local`` or the start of it (None: all)."""
     if isinstance(statement, cst.Import):
         module = None
     elif isinstance(statement, cst.ImportFrom):
         if isinstance(statement.names, cst.ImportStar):
             return []
-        module = get_absolute_module_from_package_for_import(context.full_package_name, statement)
+        module = get_absolute_module_from_package_for_import(None, statement)
         if module is None:
             raise ValueError("Cannot look up absolute module from relative import!")
     else:
@@ -83,7 +90,7 @@ def _bound_by(context: Any, local: str, statement: cst.CSTNode) -> list[Queued]:
     found: list[Queued] = []
     for alias in statement.names:
         bound = alias.evaluated_alias or alias.evaluated_name
-        if local != bound and not local.startswith(f"{bound}."):
+        if local is not None and local != bound and not local.startswith(f"{bound}."):
             continue
         if module is None:
             found.append((alias.evaluated_name, None, alias.evaluated_alias))
@@ -93,7 +100,7 @@ def _bound_by(context: Any, local: str, statement: cst.CSTNode) -> list[Queued]:
 
 
 def without_unused(
-    line: cst.SimpleStatementLine, unused: Sequence[Queued], package: str | None
+    line: cst.SimpleStatementLine, unused: Sequence[Queued]
 ) -> list[cst.SimpleStatementLine] | None:
     r"""``line``, one import, without the ``unused`` names it imports (empty: no line left).
 
@@ -102,7 +109,7 @@ def without_unused(
 
     Example:
         >>> line = cst.parse_statement("from m import (a,  # first\n    b,  # second\n)\n")
-        >>> left = without_unused(line, [("m", "a", None)], None)
+        >>> left = without_unused(line, [("m", "a", None)])
         >>> [cst.Module([]).code_for_node(statement) for statement in left]
         ['from m import (  # first\n    b,  # second\n)\n']
     """
@@ -121,7 +128,7 @@ def without_unused(
     elif isinstance(statement, cst.ImportFrom):
         if isinstance(statement.names, cst.ImportStar) or statement.relative:
             return None
-        module = get_absolute_module_from_package_for_import(package, statement)
+        module = get_absolute_module_from_package_for_import(None, statement)
         if module is None or module == "__future__":
             return None
         names = {(name, asname) for other, name, asname in unused if other == module}

@@ -64,7 +64,7 @@ def test_a_line_without_unused_names_is_libcsts(text: str, unused: list) -> None
     module = cst.parse_module(text)
     visitor = RemoveImportsVisitor(CodemodContext(), unused_imports=unused)
     expected = visitor.transform_module(module).code
-    got = without_unused(module.body[0], unused, None)
+    got = without_unused(module.body[0], unused)
     assert got is not None
     assert module.with_changes(body=got).code == expected
 
@@ -81,10 +81,7 @@ def test_a_line_without_unused_names_is_libcsts(text: str, unused: list) -> None
 )
 def test_what_is_left_to_libcst(text: str) -> None:
     line = cst.parse_module(text).body[0]
-    assert (
-        without_unused(line, [("__future__", "annotations", None), ("os", None, None)], None)
-        is None
-    )
+    assert without_unused(line, [("__future__", "annotations", None), ("os", None, None)]) is None
 
 
 def test_forgotten_names_queue_libcsts_imports() -> None:
@@ -93,11 +90,11 @@ def test_forgotten_names_queue_libcsts_imports() -> None:
     for source in list(build_tree(files=12).values())[:8]:
         wrapper = MetadataWrapper(cst.parse_module(source), unsafe_skip_copy=True)
         for node in [n for n in _expressions(wrapper.module)][::7]:
-            ours, theirs = CodemodContext(wrapper=wrapper), CodemodContext(wrapper=wrapper)
-            queue_forgotten(ours, wrapper, node)
+            theirs = CodemodContext(wrapper=wrapper)
             RemoveImportsVisitor.remove_unused_import_by_node(theirs, node)
-            assert ours.scratch == theirs.scratch
-            compared += bool(theirs.scratch)
+            expected = theirs.scratch.get(RemoveImportsVisitor.CONTEXT_KEY, [])
+            assert queue_forgotten(wrapper, node) == expected
+            compared += bool(expected)
     assert compared > 50
 
 

@@ -1,0 +1,152 @@
+"""``codemods.import_adding`` adds imports exactly as libcst's ``AddImportsVisitor`` does.
+
+The oracle is what the import pass did before: the visitor on each later top-level
+``from m import`` line that takes a name alone, then on the module's top (its first
+statement, the import lines after it and the next statement).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import random
+
+import libcst as cst
+import pytest
+from libcst.codemod import CodemodContext
+from libcst.codemod.visitors import AddImportsVisitor
+
+from codemods.import_adding import _from_module, add_imports, is_import_line
+from tests.realistic_tree import build_tree
+
+
+def _visitor_adds(tree: cst.Module, wanted: list) -> cst.Module:
+    """The visitor's module: later lines first, then the top of the module."""
+    context = CodemodContext()
+    for module, name, asname in wanted:
+        AddImportsVisitor.add_needed_import(context, module, name, asname=asname)
+    key = AddImportsVisitor.CONTEXT_KEY
+    body = list(tree.body)
+    first_other = 1
+    while first_other < len(body) and is_import_line(body[first_other]):
+        first_other += 1
+    top = {_from_module(statement) for statement in body[: first_other + 1]}
+    left = []
+    for item in context.scratch[key]:
+        index = None
+        if item.obj_name and item.module_name not in top:
+            later = range(first_other + 1, len(body))
+            index = next((i for i in later if _from_module(body[i]) == item.module_name), None)
+        if index is None:
+            left.append(item)
+            continue
+        alone = dataclasses.replace(context, scratch={key: [item]})
+        done = AddImportsVisitor(alone).transform_module(tree.with_changes(body=[body[index]]))
+        assert len(done.body) == 1
+        body[index] = done.body[0]
+    tree = tree.with_changes(body=body)
+    if not left:
+        return tree
+    context = dataclasses.replace(context, scratch={key: left})
+    done = AddImportsVisitor(context).transform_module(
+        tree.with_changes(body=body[: first_other + 1])
+    )
+    return tree.with_changes(body=[*done.body, *body[first_other + 1 :]])
+
+
+#: Module shapes seen at the top of real training code.
+MODULES = [
+    "",
+    "x = 1\n",
+    '"""Doc."""\n',
+    '"""Doc."""\nimport os\n',
+    '"""Doc."""\n\nimport os\nfrom m import b\n\nx = 1\n',
+    "__strict__ = True\nimport os\nx = 1\n",
+    "from __future__ import annotations\n\nimport os\nfrom m import (\n    b,\n    c,\n)\n",
+    "# licence\n\nimport os\n# a comment\nx = 1\n",
+    "import os\nimport sys\n\n\ndef f():\n    pass\n",
+    "import os\n\n# setup\nsys.path.append('.')\nfrom m import z\nfrom k import q\n",
+    "import os; import sys\nfrom m import b\nx = 1\n",
+    "from m import *\nx = 1\n",
+    "from . import local\nfrom .m import b\nx = 1\n",
+    "import m as mm\nfrom m import b as bb, c\nfrom m import d\nx = 1\n",
+    "from m import b  # why\nfrom n.o import p\n\nclass A:\n    pass\n",
+    "'''Doc.'''\r\nimport os\r\nx = 1\r\n",
+    "if True:\n    import m\nx = 1\nfrom m import a\n",
+    "try:\n    from m import a\nexcept ImportError:\n    a = None\nfrom n import q\n",
+]
+
+#: Imports the fixes ask for, and some that clash with the shapes above.
+WANTED = [
+    ("m", "a", None),
+    ("m", "b", None),
+    ("m", "b", "bb"),
+    ("m", "e", "ee"),
+    ("n", "q", None),
+    ("n.o", "r", None),
+    ("k", "w", None),
+    ("os", None, None),
+    ("m", None, None),
+    ("m", None, "mm"),
+    ("z.y", None, "zy"),
+    ("__future__", "annotations", None),
+    ("torch.distributed.fsdp.wrap", "ModuleWrapPolicy", None),
+]
+
+
+def _choices() -> list:
+    rng = random.Random(0)
+    out = [[item] for item in WANTED]
+    out += [list(pair) for pair in rng.sample(list(itertools.combinations(WANTED, 2)), 30)]
+    out += [rng.sample(WANTED, rng.randint(3, len(WANTED))) for _ in range(20)]
+    return out
+
+
+@pytest.mark.parametrize("source", MODULES, ids=range(len(MODULES)))
+def test_adds_as_the_visitor_does(source: str) -> None:
+    tree = cst.parse_module(source)
+    compared = 0
+    for wanted in _choices():
+        try:
+            expected = _visitor_adds(tree, wanted).code
+        except TypeError:  # the visitor cannot sort `b` beside `b as bb` from one module
+            continue
+        assert add_imports(tree, wanted).code == expected, wanted
+        compared += 1
+    assert compared > 50
+
+
+def test_adds_to_realistic_modules_as_the_visitor_does() -> None:
+    rng = random.Random(1)
+    tree_files = build_tree(files=12)
+    checked = 0
+    for _, source in sorted(tree_files.items()):
+        tree = cst.parse_module(source)
+        names = [
+            (_from_module(statement), alias.evaluated_name, None)
+            for statement in tree.body
+            if _from_module(statement)
+            for alias in statement.body[0].names
+        ]
+        pool = WANTED + [(m, f"{n}_new", None) for m, n, _ in names] + names
+        for _ in range(4):
+            wanted = rng.sample(pool, min(len(pool), rng.randint(1, 4)))
+            try:
+                expected = _visitor_adds(tree, wanted).code
+            except TypeError:
+                continue
+            assert add_imports(tree, wanted).code == expected, wanted
+            checked += 1
+    assert checked > 40
+
+
+@pytest.mark.parametrize("bad", [("__future__", None, None), ("__future__", "x", "y")])
+def test_future_needs_a_name_and_no_alias(bad: tuple) -> None:
+    with pytest.raises(ValueError, match="__future__"):
+        add_imports(cst.parse_module("x = 1\n"), [bad])
+
+
+def test_nothing_wanted_changes_nothing() -> None:
+    tree = cst.parse_module('"""Doc."""\nimport os\nx = 1\n')
+    assert add_imports(tree, []).code == tree.code
+    assert add_imports(tree, [("os", None, None)]).code == tree.code
