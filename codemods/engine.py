@@ -99,6 +99,7 @@ class Engine(ImportMoves, cst.CSTTransformer):
         # id of an original node -> its new one, or what makes it of the updated node
         self._replacements: dict[int, Any] = {}
         self._parents: dict[cst.CSTNode, cst.CSTNode] | None = None
+        self._by_type: dict[type, list[cst.CSTNode]] = {}  # from the parents' walk
         self._positions: Any = None
         # The line spans the ast detector saw something in (None: visit everything), the
         # ids of the nodes with a rewrite registered and of their ancestors, and the
@@ -122,8 +123,14 @@ class Engine(ImportMoves, cst.CSTTransformer):
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
         """The parent of an original node (None for the module)."""
         if self._parents is None:
-            self._parents = parent_map(self.module)
+            self._parents = parent_map(self.module, self._by_type)
         return self._parents.get(node)
+
+    def nodes(self, kind: type) -> list[cst.CSTNode]:
+        """Every node of class ``kind`` in the original module, in no set order."""
+        if self._parents is None:
+            self._parents = parent_map(self.module, self._by_type)
+        return self._by_type.get(kind, [])
 
     def position(self, node: cst.CSTNode) -> CodeRange:
         """The syntactic range of an original node (libcst's ``PositionProvider``'s)."""

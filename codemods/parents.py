@@ -14,21 +14,29 @@ from typing import Any
 
 from codemods.lazy_libcst import cst
 
-__all__ = ["child_nodes", "matching_nodes", "parent_map"]
+__all__ = ["child_nodes", "parent_map"]
 
 #: Node class -> the names of its fields (libcst nodes are dataclasses).
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
-def parent_map(tree: cst.CSTNode) -> dict[cst.CSTNode, cst.CSTNode]:
+def parent_map(
+    tree: cst.CSTNode, by_type: dict[type, list[cst.CSTNode]] | None = None
+) -> dict[cst.CSTNode, cst.CSTNode]:
     r"""Each node under ``tree`` mapped to its parent (``tree`` itself is not a key).
+
+    ``by_type``, if given, gets every node under ``tree`` listed under its class, from
+    the same walk (in no set order).
 
     Example:
         >>> module = cst.parse_module("f(x)\n")
         >>> call = module.body[0].body[0].value
-        >>> parents = parent_map(module)
+        >>> by_type = {}
+        >>> parents = parent_map(module, by_type)
         >>> type(parents[call]).__name__, parents[call.func] is call
         ('Expr', True)
+        >>> sorted(name.value for name in by_type[cst.Name])
+        ['f', 'x']
     """
     out: dict[Any, Any] = {}
     stack = [tree]
@@ -37,29 +45,10 @@ def parent_map(tree: cst.CSTNode) -> dict[cst.CSTNode, cst.CSTNode]:
         for child in child_nodes(node):
             out[child] = node
             stack.append(child)
+    if by_type is not None:
+        for node in out:
+            by_type.setdefault(type(node), []).append(node)
     return out
-
-
-def matching_nodes(tree: cst.CSTNode, keep: Any) -> list[cst.CSTNode]:
-    r"""Every node under ``tree`` (``tree`` too) for which ``keep(node)`` is true, unordered.
-
-    :func:`codemods.syntax.find_all` without the source order, for a question about
-    the whole module (is there any ``x.name``?) at a fraction of the visitor's cost.
-
-    Example:
-        >>> module = cst.parse_module("f(a.b)\ng(c.b)\n")
-        >>> found = matching_nodes(module, lambda n: isinstance(n, cst.Attribute))
-        >>> sorted(cst.Module([]).code_for_node(n) for n in found)
-        ['a.b', 'c.b']
-    """
-    found = []
-    stack = [tree]
-    while stack:
-        node = stack.pop()
-        if keep(node):
-            found.append(node)
-        stack.extend(child_nodes(node))
-    return found
 
 
 def child_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
@@ -70,15 +59,30 @@ def child_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
         >>> sorted(type(child).__name__ for child in child_nodes(call))
         ['Arg', 'Name', 'SimpleWhitespace', 'SimpleWhitespace']
     """
-    node_class = cst.CSTNode
     names = _FIELDS.get(type(node))
     if names is None:
         names = _FIELDS[type(node)] = tuple(f.name for f in dataclasses.fields(node))
+    is_node = _IS_NODE
     found = []
     for name in names:
         value = getattr(node, name)
-        if isinstance(value, node_class):
+        kind = type(value)
+        known = is_node.get(kind)
+        if known is None:
+            known = is_node[kind] = issubclass(kind, cst.CSTNode)
+        if known:
             found.append(value)
-        elif type(value) in (list, tuple):
-            found += [child for child in value if isinstance(child, node_class)]
+        elif kind is list or kind is tuple:
+            for child in value:
+                kind = type(child)
+                known = is_node.get(kind)
+                if known is None:
+                    known = is_node[kind] = issubclass(kind, cst.CSTNode)
+                if known:
+                    found.append(child)
     return found
+
+
+#: A class -> whether it is a libcst node (``isinstance`` on libcst's abstract base
+#: class goes through ``__instancecheck__``: most of a walk's time).
+_IS_NODE: dict[type, bool] = {}

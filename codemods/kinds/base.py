@@ -80,6 +80,9 @@ class Engine(Resolver, Protocol):
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
         """The parent of an original node."""
 
+    def nodes(self, kind: type) -> list[cst.CSTNode]:
+        """Every node of class ``kind`` in the original module, in no set order."""
+
     def scope(self, node: cst.CSTNode) -> cst.metadata.Scope | None:
         """The scope an original node is in."""
 

@@ -13,7 +13,6 @@ from typing import Any
 
 from codemods.kinds.base import Behaviour, Engine
 from codemods.lazy_libcst import cst
-from codemods.parents import matching_nodes
 
 #: Lightning's test helpers that are LightningModules (their names in every release).
 KNOWN_SUBCLASSES = ("BoringModel", "DemoModel", "BoringFabricModule")
@@ -45,12 +44,8 @@ class MethodRename(Behaviour):
         """Whether the module uses the old hook's name as an attribute (``x.old``)."""
         key = f"{self.rule.code}:called"
         if key not in engine.scratch:
-            engine.scratch[key] = bool(
-                matching_nodes(
-                    engine.module,
-                    lambda n: type(n) is cst.Attribute and n.attr.value == self.old_name,
-                )
-            )
+            attributes = engine.nodes(cst.Attribute)
+            engine.scratch[key] = any(n.attr.value == self.old_name for n in attributes)
         return engine.scratch[key]
 
     def ast_class_def(self, detector: Any, node: ast.ClassDef) -> None:

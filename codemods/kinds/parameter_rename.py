@@ -16,7 +16,6 @@ from typing import Any
 
 from codemods.kinds.base import PARTIAL, Engine
 from codemods.lazy_libcst import cst
-from codemods.parents import matching_nodes
 from codemods.registry import Rule
 from codemods.registry.names import (
     CHECKPOINT_WRAPPER,
@@ -132,7 +131,7 @@ def _keyword_calls(engine: Engine, rule: Rule) -> list[cst.Arg]:
         torch_callables = set(rule.old)
         engine.scratch[key] = [
             arg
-            for call in matching_nodes(engine.module, lambda n: type(n) is cst.Call)
+            for call in engine.nodes(cst.Call)
             if not engine.qualified(call.func) & torch_callables
             for arg in call.args
             if keyword(arg) == rule.argument
