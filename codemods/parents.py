@@ -62,24 +62,22 @@ def child_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
     names = _FIELDS.get(type(node))
     if names is None:
         names = _FIELDS[type(node)] = tuple(f.name for f in dataclasses.fields(node))
-    is_node = _IS_NODE
-    found = []
+    values = []
     for name in names:
         value = getattr(node, name)
-        kind = type(value)
+        if type(value) in (list, tuple):
+            values += value
+        else:
+            values.append(value)
+    is_node = _IS_NODE
+    found = []
+    for child in values:
+        kind = type(child)
         known = is_node.get(kind)
         if known is None:
             known = is_node[kind] = issubclass(kind, cst.CSTNode)
         if known:
-            found.append(value)
-        elif kind is list or kind is tuple:
-            for child in value:
-                kind = type(child)
-                known = is_node.get(kind)
-                if known is None:
-                    known = is_node[kind] = issubclass(kind, cst.CSTNode)
-                if known:
-                    found.append(child)
+            found.append(child)
     return found
 
 
