@@ -98,8 +98,11 @@ class Engine(ImportMoves, cst.CSTTransformer):
         self._before: dict[int, list[cst.CSTNode]] = {}  # id of a statement line -> inserted
         # id of an original node -> its new one, or what makes it of the updated node
         self._replacements: dict[int, Any] = {}
-        self._parents: dict[cst.CSTNode, cst.CSTNode] | None = None
-        self._by_type: dict[type, list[cst.CSTNode]] = {}  # from the parents' walk
+        # The parents of the nodes the plan's walk reached, or (_whole) of every node;
+        # the walk of every node also gives the nodes by class.
+        self._parents: dict[cst.CSTNode, cst.CSTNode] = {}
+        self._whole = False
+        self._by_type: dict[type, list[cst.CSTNode]] = {}
         self._positions: Any = None
         # The line spans the ast detector saw something in (None: visit everything), the
         # ids of the nodes with a rewrite registered and of their ancestors, and the
@@ -122,15 +125,22 @@ class Engine(ImportMoves, cst.CSTTransformer):
 
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
         """The parent of an original node (None for the module)."""
-        if self._parents is None:
-            self._parents = parent_map(self.module, self._by_type)
-        return self._parents.get(node)
+        found = self._parents.get(node)
+        if found is None and not self._whole:
+            self._walk_whole()
+            found = self._parents.get(node)
+        return found
 
     def nodes(self, kind: type) -> list[cst.CSTNode]:
         """Every node of class ``kind`` in the original module, in no set order."""
-        if self._parents is None:
-            self._parents = parent_map(self.module, self._by_type)
+        if not self._whole:
+            self._walk_whole()
         return self._by_type.get(kind, [])
+
+    def _walk_whole(self) -> None:
+        """Every node's parent, and the nodes by class, from one walk of the module."""
+        self._parents = parent_map(self.module, self._by_type)
+        self._whole = True
 
     def position(self, node: cst.CSTNode) -> CodeRange:
         """The syntactic range of an original node (libcst's ``PositionProvider``'s)."""
@@ -330,7 +340,7 @@ class Engine(ImportMoves, cst.CSTTransformer):
     def visit_Module(self, node: cst.Module) -> None:
         self.module = node
         self._planner = Planner(self)
-        self._plan = self._planner.plan(node)
+        self._plan = self._planner.plan(node, self._parents)
         for behaviour in INDEX.modules:
             behaviour.module(self, node)
 

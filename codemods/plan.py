@@ -91,12 +91,12 @@ class Planner:
         self.silenced = engine.silenced
         self.cold = engine.cold
 
-    def plan(self, module: cst.Module) -> Plan:
-        """The plan for ``module``."""
-        from codemods.plan_visitor import Collector  # libcst's visitor: loaded on use
+    def plan(self, module: cst.Module, parents: dict[Any, Any] | None = None) -> Plan:
+        """The plan for ``module``; ``parents`` gets the parents of the nodes it reached."""
+        from codemods.plan_visitor import Collector
 
         collector = Collector(self.find, self.imported, self.silenced, self.rebound, self.cold)
-        module.visit(collector)
+        collector.collect(module, parents)
         plan = Plan(present=set(collector.olds))
         by_rule: dict[str, list[Reference]] = {}
         for reference in (Reference(*found) for found in collector.references):

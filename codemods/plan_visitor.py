@@ -1,7 +1,8 @@
-"""The libcst visitor that collects what :class:`codemods.plan.Planner` plans from.
+"""The walk that collects what :class:`codemods.plan.Planner` plans from.
 
-Apart from :mod:`codemods.plan` because subclassing a libcst visitor loads libcst, which
-lint on ``ast`` never needs (:mod:`codemods.lazy_libcst`).
+It reaches the nodes libcst's visitor would (:func:`codemods.parents.child_nodes`),
+without the visitor's machinery: a libcst visit rebuilds every node it enters, even
+for a visitor that changes nothing, which cost more than the collecting itself.
 """
 
 from __future__ import annotations
@@ -9,11 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from codemods.lazy_libcst import cst
+from codemods.parents import child_nodes
 from codemods.registry import Rule
 from codemods.syntax import is_fallback
 
 
-class Collector(cst.CSTVisitor):
+class Collector:
     """Every use and import of an old name; which rules appear in import fallbacks."""
 
     def __init__(
@@ -40,24 +42,38 @@ class Collector(cst.CSTVisitor):
         if self._fallback or self.silenced(node, rule.code):
             self.held.add(rule.code)
 
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        """Count the fallback blocks (import fallbacks, version gates) being entered."""
-        self._fallback += is_fallback(node)
-        return not self.cold(node) and super().on_visit(node)
+    def collect(
+        self, module: cst.Module, parents: dict[cst.CSTNode, cst.CSTNode] | None = None
+    ) -> None:
+        """Walk ``module``: an import, or a name or attribute found, is not entered.
 
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        """Count the fallback blocks being left."""
-        self._fallback -= is_fallback(original_node)
-        super().on_leave(original_node)
+        ``parents``, if given, gets the parent of every node the walk reaches but the
+        module, each before the node is looked at.
+        """
+        parents = {} if parents is None else parents
+        imports = (cst.Import, cst.ImportFrom)
+        expressions = (cst.Name, cst.Attribute)
+        stack: list[tuple[cst.CSTNode, int]] = [(module, 0)]
+        while stack:
+            node, fallback = stack.pop()
+            # Inside how many fallback blocks (import fallbacks, version gates) it is.
+            fallback += is_fallback(node)
+            self._fallback = fallback
+            if self.cold(node):  # a statement with no old name in it
+                continue
+            kind = type(node)
+            if kind in imports:
+                self._visit_import(node)
+            elif kind not in expressions or self._visit(node):
+                for child in child_nodes(node):
+                    parents[child] = node
+                    stack.append((child, fallback))
 
     def _visit_import(self, node: cst.Import | cst.ImportFrom) -> bool:
         for old, rule in self.imported(node):
             self._seen(rule, old, node)
         self.held |= self.rebound(node)
         return False  # names in an import are not uses
-
-    visit_Import = _visit_import
-    visit_ImportFrom = _visit_import
 
     def _visit(self, node: cst.BaseExpression) -> bool:
         found = self.find(node)
@@ -67,6 +83,3 @@ class Collector(cst.CSTVisitor):
         self._seen(rule, old, node)
         self.references.append((node, rule, old, qualified))
         return False
-
-    visit_Name = _visit
-    visit_Attribute = _visit
