@@ -104,7 +104,7 @@ def in_workers(
     # A worker forked by a server (forkserver) has that server for a parent: it learns
     # its parent's pid itself.
     parent = 0 if context.get_start_method() == "forkserver" else os.getpid()
-    batches = iter([items[i : i + size] for i in range(0, len(items), size)])
+    batches = iter(guided(items, size, jobs))
     stopping.STATE.shared = shared
     try:
         with ProcessPoolExecutor(
@@ -121,6 +121,27 @@ def in_workers(
                 raise
     finally:
         stopping.STATE.shared = None
+
+
+def guided(items: list[Any], size: int, jobs: int) -> list[list[Any]]:
+    """``items`` in batches of at most ``size``, smaller towards the end.
+
+    Each batch is at most a quarter of what is left per worker, so that the last files
+    go out one or two at a time and no worker is left with a long batch while the
+    others have nothing to do (a fixing run's files take 50 to 400 ms each).
+
+    Example:
+        >>> [len(b) for b in guided(list(range(20)), 4, 2)]
+        [3, 3, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1]
+    """
+    batches = []
+    start = 0
+    while start < len(items):
+        left = len(items) - start
+        step = max(1, min(size, -(-left // (jobs * 4))))
+        batches.append(items[start : start + step])
+        start += step
+    return batches
 
 
 def _hand_out(
