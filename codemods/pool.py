@@ -9,6 +9,7 @@ comes back is ``(index, result)`` pairs: a file missing from the answers was not
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -38,9 +39,17 @@ def one(work: Callable[[Work], R], args: Work) -> R | None:
     raises is dropped: library code on the way may have swallowed :class:`Abandoned` or
     turned it into another error (libcst's ``KeyError`` of a node, a half-imported
     module's ``AttributeError``), which is no news about the file.
+
+    Python's cycle collector is off during the work and collects the file's garbage
+    once after it: libcst makes hundreds of thousands of objects a file, and the
+    collections they set off, each going over every object alive (the file's trees
+    among them), took about a tenth of a fixing run; the file's objects are all in the
+    youngest generation at the end, so one collection of it frees the same memory.
     """
     state = stopping.STATE
     state.phase = stopping.WORKING
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         result = work(args)
     except stopping.Abandoned:
@@ -51,6 +60,9 @@ def one(work: Callable[[Work], R], args: Work) -> R | None:
         raise
     finally:
         state.phase = stopping.IDLE
+        if collecting:
+            gc.collect(0)
+            gc.enable()
     return None if state.interrupted else result
 
 
