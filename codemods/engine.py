@@ -126,7 +126,7 @@ class Engine(ImportMoves, cst.CSTTransformer):
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
         """The parent of an original node (None for the module)."""
         found = self._parents.get(node)
-        if found is None and not self._whole:
+        if found is None and not self._whole and node is not self.module:
             self._walk_whole()
             found = self._parents.get(node)
         return found

@@ -40,10 +40,12 @@ import io
 import re
 import tokenize
 from bisect import bisect_right
-from collections.abc import Iterable
+from collections import deque
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import accumulate
 
+from codemods.astsyntax import children as _children
 from codemods.settings import Settings
 
 __all__ = ["Lines", "Pruned", "Spans", "Survey", "prune", "survey"]
@@ -166,8 +168,11 @@ class _Pruner:
     """Which bodies to replace in one module, and the module with them replaced."""
 
     def __init__(self, source: bytes, tree: ast.Module, detector, walk) -> None:
+        from codemods.astsyntax import tree_index
+
         self.source = source
         self.tree = tree
+        self.below = tree_index(tree).below  # the detector's, where it is still kept
         self.names = detector.names
         self.lines = source.splitlines(keepends=True)
         starts, total = [], 0
@@ -257,7 +262,7 @@ class _Pruner:
         start = _first_line(body[0])
         if body[-1].end_lineno - start + 1 < MIN_BODY_LINES:
             return True
-        if any(type(n) in (ast.Global, ast.Nonlocal) for s in body for n in ast.walk(s)):
+        if any(type(n) in (ast.Global, ast.Nonlocal) for s in body for n in self._walk(s)):
             return True
         return self._body_start(definition) is None
 
@@ -286,7 +291,7 @@ class _Pruner:
             return None
         found: list[str] = []
         for statement in definition.body:
-            for node in ast.walk(statement):
+            for node in self._walk(statement):
                 kind = type(node)
                 if kind is ast.Name and type(node.ctx) is ast.Load:
                     scope = names.scope_of.get(id(node))
@@ -321,23 +326,23 @@ class _Pruner:
         statement or definition that reads one binds followed names in turn.
         """
         statements = list(_module_statements(self.tree.body))
-        reads = {id(s): _read(s) for s in statements}
+        reads = {id(s): self._read(s) for s in statements}
         # What a seen node reads of the module's own variables (a state-dict config): a
         # rule may look at all their uses. (A class or function: at its binding only.)
         own = set().union(
-            *(_bound(s) for s in statements if type(s) not in (*_FUNCTIONS, ast.ClassDef))
+            *(self._bound(s) for s in statements if type(s) not in (*_FUNCTIONS, ast.ClassDef))
         )
         followed = {
             n.id
             for node in self.seen
-            for n in ast.walk(node)
+            for n in self._walk(node)
             if type(n) is ast.Name and type(n.ctx) is ast.Load and n.id in own
         }
         changed = True
         while changed:
             changed = False
             for statement in statements:
-                bound = _bound(statement)
+                bound = self._bound(statement)
                 if not bound or bound <= followed:
                     continue
                 seen = self._hit(_first_line(statement), statement.end_lineno)
@@ -345,6 +350,53 @@ class _Pruner:
                     followed |= bound
                     changed = True
         return followed
+
+    # Walks over the detector's record of the tree ----------------------------------
+
+    def _walk(self, node: ast.AST) -> Iterator[ast.AST]:
+        """``ast.walk`` (the same order) over the detector's record of each node's children.
+
+        Its children leave out the context and operator nodes (``Load()``): nothing here
+        looks for those.
+        """
+        below = self.below
+        todo = deque([node])
+        while todo:
+            node = todo.popleft()
+            found = below.get(id(node))
+            todo.extend(_children(node) if found is None else found)
+            yield node
+
+    def _own_nodes(self, statement: ast.stmt) -> Iterator[ast.AST]:
+        """The statement's nodes, not into nested statements, functions or lambdas."""
+        below = self.below
+        stack: list[ast.AST] = [statement]
+        while stack:
+            node = stack.pop()
+            yield node
+            found = below.get(id(node))
+            for child in _children(node) if found is None else found:
+                if not isinstance(child, (ast.stmt, ast.Lambda, ast.ExceptHandler)):
+                    stack.append(child)
+
+    def _bound(self, statement: ast.stmt) -> set[str]:
+        """The module-level names a statement binds other than by importing.
+
+        A definition binds its name.
+        """
+        if type(statement) in (*_FUNCTIONS, ast.ClassDef):
+            return {statement.name}
+        # Not an import's names: every use of an old name an import binds is seen already.
+        nodes = self._own_nodes(statement)
+        return {n.id for n in nodes if type(n) is ast.Name and type(n.ctx) is ast.Store}
+
+    def _read(self, statement: ast.stmt) -> set[str]:
+        """The names a statement reads (a definition: anywhere inside it)."""
+        if type(statement) in (*_FUNCTIONS, ast.ClassDef):
+            nodes = self._walk(statement)
+        else:
+            nodes = self._own_nodes(statement)
+        return {n.id for n in nodes if type(n) is ast.Name and type(n.ctx) is ast.Load}
 
     # The replacement -------------------------------------------------------------------
 
@@ -455,35 +507,3 @@ def _module_statements(body: list[ast.stmt]):
                     yield from _module_statements(child.body)
                 elif isinstance(child, ast.stmt):
                     yield from _module_statements([child])
-
-
-def _own_nodes(statement: ast.stmt):
-    """The statement's nodes, not into nested statements, functions or lambdas."""
-    stack = [statement]
-    while stack:
-        node = stack.pop()
-        yield node
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.stmt, ast.Lambda, ast.ExceptHandler)):
-                continue
-            stack.append(child)
-
-
-def _bound(statement: ast.stmt) -> set[str]:
-    """The module-level names a statement binds other than by importing.
-
-    A definition binds its name.
-    """
-    if type(statement) in (*_FUNCTIONS, ast.ClassDef):
-        return {statement.name}
-    # Not an import's names: every use of an old name an import binds is seen already.
-    return {n.id for n in _own_nodes(statement) if type(n) is ast.Name and type(n.ctx) is ast.Store}
-
-
-def _read(statement: ast.stmt) -> set[str]:
-    """The names a statement reads (a definition: anywhere inside it)."""
-    if type(statement) in (*_FUNCTIONS, ast.ClassDef):
-        nodes = ast.walk(statement)
-    else:
-        nodes = _own_nodes(statement)
-    return {n.id for n in nodes if type(n) is ast.Name and type(n.ctx) is ast.Load}
