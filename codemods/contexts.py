@@ -3,9 +3,8 @@
 libcst's ``ScopeProvider`` builds on that provider, which visits every node of the
 module through libcst's visitor machinery (a dispatch and a rebuilt node per node):
 about a third of the scopes' cost. :func:`expression_contexts` gives the same map from
-one walk over the nodes' fields, and :func:`prime` hands it to a ``MetadataWrapper``
-and then resolves the scopes without the second, empty walk libcst's resolver would
-add (another third). ``tests/test_node_metadata.py`` compares the maps and the scopes.
+one walk over the nodes' fields (:func:`codemods.primed_scopes.prime` hands it to a
+``MetadataWrapper``). ``tests/test_node_metadata.py`` compares the two maps.
 
 The rules are the provider's: a context passes down to the children of a node, except
 that an assignment's, ``for``'s, comprehension's, ``:=``'s, ``as``'s, definition's and
@@ -17,20 +16,14 @@ attributes, subscripts, tuples, lists and starred elements get the context they 
 
 from __future__ import annotations
 
-from types import MappingProxyType
 from typing import Any
 
-from libcst.metadata import (
-    ExpressionContext,
-    ExpressionContextProvider,
-    MetadataWrapper,
-    ScopeProvider,
-)
+from libcst.metadata import ExpressionContext
 
 from codemods.lazy_libcst import cst
 from codemods.parents import child_nodes
 
-__all__ = ["expression_contexts", "prime"]
+__all__ = ["expression_contexts"]
 
 LOAD, STORE, DEL = ExpressionContext.LOAD, ExpressionContext.STORE, ExpressionContext.DEL
 
@@ -75,47 +68,6 @@ def expression_contexts(module: cst.Module) -> dict[cst.CSTNode, ExpressionConte
             else:
                 push((value, given))
     return out
-
-
-def prime(wrapper: MetadataWrapper) -> None:
-    """Give ``wrapper`` the expression contexts and the scopes of its module.
-
-    The wrapper keeps what its providers computed in a private mapping; where a libcst
-    lays it out otherwise, nothing is given and the providers run as usual.
-
-    The scopes are the ``ScopeProvider``'s own, computed by its own visitor: libcst's
-    resolver runs that provider as a batchable one, so after the provider's visitor has
-    walked the module in ``visit_Module``, the resolver walks every node again to offer
-    hooks the provider does not have. Here the provider's ``visit_Module`` is called
-    alone, as the resolver would call it, and its result stored as the resolver would.
-    """
-    computed = getattr(wrapper, "_metadata", None)
-    if not isinstance(computed, dict):
-        return
-    if ExpressionContextProvider not in computed:
-        computed[ExpressionContextProvider] = expression_contexts(wrapper.module)
-    if ScopeProvider not in computed and _resolvable(ScopeProvider):
-        provider = ScopeProvider()
-        provider._computed = {}
-        with provider.resolve(wrapper):
-            provider.visit_Module(wrapper.module)
-        computed[ScopeProvider] = MappingProxyType(dict(provider._computed))
-
-
-def _resolvable(provider: type) -> bool:
-    """Whether ``provider`` does all its work in ``visit_Module`` (and needs contexts only).
-
-    Example:
-        >>> _resolvable(ScopeProvider)
-        True
-    """
-    hooks = [
-        name
-        for name in vars(provider)
-        if name.startswith(("visit_", "leave_", "on_")) and name != "visit_Module"
-    ]
-    dependencies = set(provider.METADATA_DEPENDENCIES) <= {ExpressionContextProvider}
-    return not hooks and dependencies and hasattr(provider, "visit_Module")
 
 
 #: The nodes that get the context they are in.

@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from libcst.metadata import MetadataWrapper
 
 from codemods import noqa
-from codemods.contexts import prime
 from codemods.engine import Engine
 from codemods.findings import Finding
 from codemods.import_pass import finish
 from codemods.lazy_libcst import cst
+from codemods.primed_scopes import prime
 from codemods.pruning import Spans
 from codemods.settings import Settings
 from codemods.verify import breakages
@@ -147,7 +147,7 @@ def _one_pass(
     engine = Engine(settings, suppressions, hot)
     # No copy of the module: libcst's nodes are immutable and the visit builds a new tree.
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    prime(wrapper)  # the scopes' expression contexts, from a quicker walk
+    prime(wrapper)  # the contexts and scopes, quicker than libcst's resolver
     new = wrapper.visit(engine)
     if not settings.fix:
         return sorted(engine.findings), None, {}

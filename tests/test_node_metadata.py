@@ -5,7 +5,8 @@ The engine asks for parents through :func:`codemods.parents.parent_map` instead 
 :class:`codemods.positions.Positions` instead of ``PositionProvider`` (five times), and
 gives libcst's scopes the contexts of :func:`codemods.contexts.expression_contexts`
 instead of ``ExpressionContextProvider``'s (seven times) and resolves them without the
-resolver's second walk (:func:`codemods.contexts.prime`), so each pair must agree on
+resolver's second walk, with a quicker ``on_leave`` (:func:`codemods.primed_scopes.prime`),
+so each pair must agree on
 every node of every fixture, rule example and realistic module, and of one module for
 each kind of statement and line break.
 """
@@ -24,9 +25,10 @@ from libcst.metadata import (
     ScopeProvider,
 )
 
-from codemods.contexts import expression_contexts, prime
+from codemods.contexts import expression_contexts
 from codemods.parents import parent_map
 from codemods.positions import Positions
+from codemods.primed_scopes import _QUICK, prime
 from codemods.registry import REGISTRY
 from tests import migrate_fixtures
 from tests.realistic_tree import build_tree
@@ -117,6 +119,7 @@ def test_primed_scopes_are_libcsts(source: bytes) -> None:
     prime(primed)
     assert ExpressionContextProvider in primed._metadata  # given, not computed
     assert ScopeProvider in primed._metadata
+    assert _QUICK is not None  # the installed libcst is laid out as prime expects
     plain = MetadataWrapper(module, unsafe_skip_copy=True)
     assert _scope_facts(primed) == _scope_facts(plain)
 
@@ -155,3 +158,16 @@ def test_every_kind_of_statement(code: str, newline: str) -> None:
     _assert_same_positions(code.replace("\n", newline))
     _assert_same_contexts(code.replace("\n", newline))
     test_primed_scopes_are_libcsts(code.replace("\n", newline).encode())
+
+
+def test_prime_where_libcsts_visitor_is_laid_out_otherwise(monkeypatch) -> None:
+    """Without the quicker visitor, prime runs the provider's own: the same scopes."""
+    import codemods.primed_scopes as primed_scopes
+
+    monkeypatch.setattr(primed_scopes, "_QUICK", None)
+    source = max(build_tree(files=12).values(), key=len)
+    module = cst.parse_module(source)
+    primed = MetadataWrapper(module, unsafe_skip_copy=True)
+    prime(primed)
+    assert ScopeProvider in primed._metadata
+    assert _scope_facts(primed) == _scope_facts(MetadataWrapper(module, unsafe_skip_copy=True))
