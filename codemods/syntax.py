@@ -153,9 +153,18 @@ def is_fallback(node: cst.CSTNode) -> bool:
     That is a ``try: ... except ImportError:`` block, or an ``if`` (with its ``elif``
     and ``else`` branches) whose test reads a version or capability.
     """
-    if isinstance(node, cst.Try):
+    kind = type(node)
+    known = _TRY_OR_IF.get(kind)
+    if known is None:  # isinstance on libcst's classes goes through ABCMeta: once a class
+        known = _TRY_OR_IF[kind] = (issubclass(kind, cst.Try), issubclass(kind, cst.If))
+    is_try, is_if = known
+    if is_try:
         return is_import_fallback(node)
-    return isinstance(node, cst.If) and is_version_gate(node)
+    return is_if and is_version_gate(node)
+
+
+#: A node class -> whether it is a ``try`` and whether an ``if`` (asked of every node).
+_TRY_OR_IF: dict[type, tuple[bool, bool]] = {}
 
 
 @functools.cache
