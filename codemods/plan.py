@@ -93,7 +93,7 @@ class Planner:
 
     def plan(self, module: cst.Module, parents: dict[Any, Any] | None = None) -> Plan:
         """The plan for ``module``; ``parents`` gets the parents of the nodes it reached."""
-        from codemods.plan_visitor import Collector
+        from codemods.plan_walk import Collector
 
         collector = Collector(self.find, self.imported, self.silenced, self.rebound, self.cold)
         collector.collect(module, parents)
