@@ -47,9 +47,19 @@ class Edits:
         return bool(self.renames or self.imports_to_add or self.imports_to_forget)
 
 
-def finish(edits: Edits, wrapper: MetadataWrapper, tree: cst.Module, filename: str) -> cst.Module:
-    """Apply ``edits``, queued while visiting ``wrapper``'s module, to ``tree``."""
+def finish(
+    edits: Edits,
+    wrapper: MetadataWrapper,
+    tree: cst.Module,
+    filename: str,
+    original: str | None = None,
+) -> cst.Module:
+    """Apply ``edits``, queued while visiting ``wrapper``'s module, to ``tree``.
+
+    ``original``: the visited module's code, where the caller has it (else generated).
+    """
     before = tree
+    code = _CodeOnce()
     if edits.renames:
         from libcst.codemod import CodemodContext
         from libcst.codemod.commands.rename import RenameCommand
@@ -64,14 +74,31 @@ def finish(edits: Edits, wrapper: MetadataWrapper, tree: cst.Module, filename: s
     if edits.imports_to_add:
         tree = add_imports(tree, edits.imports_to_add)
     if queued:
-        tree = _remove_unused_imports(queued, tree, filename)
+        tree = _remove_unused_imports(queued, tree, filename, code)
     if edits.imports_to_add:
-        tree = _drop_unused_additions(wrapper.module.code, tree, edits.imports_to_add, filename)
+        original = code(wrapper.module) if original is None else original
+        tree = _drop_unused_additions(original, tree, edits.imports_to_add, filename, code)
     return keep_one_name_a_line(before, tree)
 
 
+class _CodeOnce:
+    """A module's code, generated once however often the import pass asks for it."""
+
+    def __init__(self) -> None:
+        self._last: tuple[cst.Module | None, str] = (None, "")
+
+    def __call__(self, module: cst.Module) -> str:
+        if self._last[0] is not module:
+            self._last = (module, module.code)
+        return self._last[1]
+
+
 def _drop_unused_additions(
-    original: str, tree: cst.Module, added: list[Queued], filename: str = "<string>"
+    original: str,
+    tree: cst.Module,
+    added: list[Queued],
+    filename: str = "<string>",
+    code_of: Any = None,
 ) -> cst.Module:
     """The imports this pass added that the new code does not use, taken out again.
 
@@ -87,11 +114,11 @@ def _drop_unused_additions(
         word = _words([_bound_name(module, name, asname)])
         if word.search(original):
             continue  # the module had it, or it means something else there
-        if _only_in(word, tree.code, lines):
+        if _only_in(word, (code_of or _CodeOnce())(tree), lines):
             unused.append((module, name, asname))
     if not unused:
         return tree
-    return _remove_unused_imports(unused, tree, filename)
+    return _remove_unused_imports(unused, tree, filename, code_of)
 
 
 #: A ``from`` import that lists one name a line, each with its comma, ``)`` alone on the
@@ -167,7 +194,7 @@ def _one_name_a_line(
 
 
 def _remove_unused_imports(
-    queued: list[Queued], tree: cst.Module, filename: str = "<string>"
+    queued: list[Queued], tree: cst.Module, filename: str = "<string>", code_of: Any = None
 ) -> cst.Module:
     """Libcst's ``RemoveImportsVisitor`` on ``tree``, on the import lines alone where it may.
 
@@ -181,7 +208,7 @@ def _remove_unused_imports(
     alone with its line (:func:`codemods.import_removal.without_unused`, or the visitor
     itself on the line); otherwise the visitor gets the whole module.
     """
-    code = tree.code
+    code = (code_of or _CodeOnce())(tree)
     read = _read_names(code)
     unused = [imported for imported in queued if _bound_name(*imported) not in read]
     lines = [i for i, statement in enumerate(tree.body) if is_import_line(statement)]

@@ -152,10 +152,18 @@ def _one_pass(
     if not settings.fix:
         return sorted(engine.findings), None, {}
     if engine.edits:
-        new = finish(engine.edits, wrapper, new, filename)
+        new = finish(engine.edits, wrapper, new, filename, _text(source, module))
     new_bytes = _no_new_leading_blank_lines(module, new).bytes
     changed = new_bytes if new_bytes != source else None
     return sorted(engine.findings), changed, dict(engine.edits.local_renames)
+
+
+def _text(source: bytes, module: cst.Module) -> str | None:
+    """The module's code, from its bytes where they decode (libcst parsed them so)."""
+    try:
+        return source.decode(module.encoding)
+    except (LookupError, UnicodeDecodeError):
+        return None
 
 
 def _no_new_leading_blank_lines(original: cst.Module, new: cst.Module) -> cst.Module:
