@@ -33,7 +33,7 @@ from codemods.lazy_libcst import cst
 from codemods.noqa import Suppressions
 from codemods.parents import parent_map
 from codemods.plan import Found, Plan, Planner, new_name
-from codemods.positions import positions
+from codemods.positions import Positions, positions
 from codemods.pruning import Lines, Spans
 from codemods.registry import REGISTRY, Rule
 from codemods.settings import Settings
@@ -147,6 +147,16 @@ class Engine(ImportMoves, cst.CSTTransformer):
         if self._positions is None:
             self._positions = positions(self.module)
         return self._positions[node]
+
+    def code_for(self, new: cst.Module) -> str:
+        """``new.code`` for a module this visit made, reusing the positions' code generation.
+
+        See :meth:`codemods.positions.Positions.code_for`: the statements the visit
+        passed over are not generated again.
+        """
+        if isinstance(self._positions, Positions):
+            return self._positions.code_for(new)
+        return new.code
 
     def scope(self, node: cst.CSTNode) -> Scope | None:
         """The scope an original node is in."""

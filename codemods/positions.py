@@ -52,6 +52,8 @@ class Positions:
         state = _Recorder(module.default_indent, module.default_newline)
         module._codegen(state)
         self._spans = state.spans
+        self._own = state.own
+        self._layout = (module.default_indent, module.default_newline)
         self._code = "".join(state.tokens)
         self._offsets = [0, *accumulate(map(len, state.tokens))]
         # Line starts, for a code with a lone CR (a line break to libcst too).
@@ -67,6 +69,38 @@ class Positions:
             start, end = self._spans[id(node)]
             found = self._cache[id(node)] = CodeRange(self._at(start), self._at(end))
         return found
+
+    def code_for(self, module: Module) -> str:
+        r"""``module.code``, for a module a transform made of this one, for less.
+
+        Each top-level statement the transform passed over (the same object) is the
+        original's code, already generated here, with the blank lines and comments
+        above it; only the others are generated again.
+
+        Example:
+            >>> import libcst
+            >>> module = libcst.parse_module("import os\n\n# x\nx = 1\n")
+            >>> new = module.with_changes(body=[module.body[0], libcst.parse_statement("y = 2\n")])
+            >>> Positions(module).code_for(new) == new.code
+            True
+        """
+        layout = (module.default_indent, module.default_newline)
+        if not module.has_trailing_newline or layout != self._layout:
+            return module.code
+        state = CodegenState(default_indent=layout[0], default_newline=layout[1])
+        for line in module.header:
+            line._codegen(state)
+        for statement in module.body:
+            span = self._own.get(id(statement))
+            if span is None:
+                statement._codegen(state)
+            else:
+                state.tokens.append(self._code[self._offsets[span[0]] : self._offsets[span[1]]])
+        for line in module.footer:
+            line._codegen(state)
+        if not state.tokens:
+            state.add_token(state.default_newline)
+        return "".join(state.tokens)
 
     def _at(self, token: int) -> CodePosition:
         """The line and column after the first ``token`` tokens."""
@@ -86,6 +120,9 @@ if CodegenState is not None:
         def __init__(self, default_indent: str, default_newline: str) -> None:
             super().__init__(default_indent=default_indent, default_newline=default_newline)
             self.spans: dict[int, tuple[int, int]] = {}
+            # The module's own children (statements, header and footer lines): the whole
+            # of their code, the lines above them too.
+            self.own: dict[int, tuple[int, int]] = {}
             self._stack: list[int] = []
 
         def before_codegen(self, node: CSTNode) -> None:
@@ -93,6 +130,8 @@ if CodegenState is not None:
 
         def after_codegen(self, node: CSTNode) -> None:
             start = self._stack.pop()
+            if len(self._stack) == 1:  # a child of the module
+                self.own[id(node)] = (start, len(self.tokens))
             # A syntactic range recorded inside the node's own code stands.
             self.spans.setdefault(id(node), (start, len(self.tokens)))
 

@@ -153,7 +153,8 @@ def _one_pass(
         return sorted(engine.findings), None, {}
     if engine.edits:
         new = finish(engine.edits, wrapper, new, filename, _text(source, module))
-    new_bytes = _no_new_leading_blank_lines(module, new).bytes
+    final = _no_new_leading_blank_lines(module, new)
+    new_bytes = engine.code_for(final).encode(final.encoding)
     changed = new_bytes if new_bytes != source else None
     return sorted(engine.findings), changed, dict(engine.edits.local_renames)
 

@@ -171,3 +171,34 @@ def test_prime_where_libcsts_visitor_is_laid_out_otherwise(monkeypatch) -> None:
     prime(primed)
     assert ScopeProvider in primed._metadata
     assert _scope_facts(primed) == _scope_facts(MetadataWrapper(module, unsafe_skip_copy=True))
+
+
+def _assert_code_for_is_libcsts(source: bytes | str) -> None:
+    module = cst.parse_module(source)
+    positions = Positions(module)
+    body = list(module.body)
+    added = cst.parse_statement("import added_here" + module.default_newline)
+    variants = [
+        module.with_changes(body=body),  # every statement passed over
+        module.with_changes(body=[s if i % 2 else s.deep_clone() for i, s in enumerate(body)]),
+        module.with_changes(body=[added, *body[1:]]),
+        module.with_changes(body=[*body, added], header=()),
+        module.with_changes(body=[]),
+        module.with_changes(body=body, has_trailing_newline=False),
+    ]
+    for new in variants:
+        assert positions.code_for(new) == new.code
+
+
+@pytest.mark.parametrize("source", _sources())
+def test_code_for_a_transformed_module_is_libcsts(source: bytes) -> None:
+    """Positions.code_for gives the code libcst generates for a module made of this one."""
+    _assert_code_for_is_libcsts(source)
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"], ids=["lf", "crlf", "cr"])
+@pytest.mark.parametrize(
+    "code", ["# head\n\nx = 1\n\n# foot\n", "x = 1", "\n\n", "", "if a:\n    b\n# end"]
+)
+def test_code_for_at_the_edges(code: str, newline: str) -> None:
+    _assert_code_for_is_libcsts(code.replace("\n", newline))
