@@ -22,7 +22,7 @@ visits the module, about 30 ms an import line on a training script, more than th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from codemods.lazy_libcst import cst
@@ -87,7 +87,9 @@ def _into_later_lines(
             left.append(item)
             continue
         line = body[index]
-        body[index] = line.with_changes(body=[_merged(line.body[0], *_split([item], line.body[0]))])
+        body[index] = line.with_changes(
+            body=[_merged(line.body[0], *_missing([item], line.body[0]))]
+        )
     return body, left
 
 
@@ -96,23 +98,20 @@ def _from_module(statement: cst.CSTNode) -> str | None:
     if not (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1):
         return None
     node = statement.body[0]
-    if not isinstance(node, cst.ImportFrom) or node.relative or node.module is None:
+    if not isinstance(node, cst.ImportFrom) or isinstance(node.names, cst.ImportStar):
         return None
-    if isinstance(node.names, cst.ImportStar):
-        return None
-    return dotted(node.module)
+    return _absolute(node)
 
 
 class _Block:
     """What a module's top import block imports (the visitor's gatherer's four tables)."""
 
-    def __init__(self, lines: Sequence[cst.SimpleStatementLine]) -> None:
+    def __init__(self, nodes: Iterable[cst.Import | cst.ImportFrom]) -> None:
         self.modules: set[str] = set()  # import m
         self.module_aliases: dict[str, str] = {}  # import m as a
         self.names: dict[str, set[str]] = {}  # from m import n ("*": everything)
         self.name_aliases: dict[str, list[tuple[str, str]]] = {}  # from m import n as a
-        for line in lines:
-            node = line.body[0]
+        for node in nodes:
             if isinstance(node, cst.Import):
                 for alias in node.names:
                     if alias.asname is None:
@@ -150,20 +149,21 @@ def _absolute(node: cst.ImportFrom) -> str | None:
     return dotted(node.module)
 
 
-def _split(
-    wanted: Sequence[Wanted], node: cst.ImportFrom | None = None
+def _missing(
+    wanted: Sequence[Wanted], node: cst.ImportFrom
 ) -> tuple[list[str], list[tuple[str, str]]]:
-    """The plain and the aliased names ``wanted`` from ``node``'s module, not yet there."""
-    block = _Block([] if node is None else [cst.SimpleStatementLine(body=[node])])
-    module = None if node is None else _absolute(node)
+    """The plain and the aliased names ``wanted`` from ``node``'s module it lacks.
+
+    ``node`` is an absolute ``from`` import of names (no star).
+    """
+    block = _Block([node])
+    module = _absolute(node)
     names = {n for m, n, a in wanted if m == module and n is not None and a is None}
     names -= block.names.get(module or "", set())
     aliases = [(n, a) for m, n, a in wanted if m == module and n is not None and a is not None]
     for pair in block.name_aliases.get(module or "", []):
         if pair in aliases:
             aliases.remove(pair)
-    if "*" in block.names.get(module or "", set()):
-        names = set()
     return sorted(names), sorted(aliases)
 
 
@@ -187,7 +187,7 @@ def _added(
     end = start
     while end < len(body) and _one_import(body[end]):
         end += 1
-    block = _Block(body[start:end])  # type: ignore[arg-type]
+    block = _Block(line.body[0] for line in body[start:end])  # type: ignore[attr-defined]
 
     modules = {m for m, n, a in wanted if n is None and a is None} - block.modules
     module_aliases = {m: a for m, n, a in wanted if n is None and a is not None}

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,7 +59,7 @@ def finish(
     ``original``: the visited module's code, where the caller has it (else generated).
     """
     before = tree
-    code = _CodeOnce()
+    code = _CodeOnce()  # the removal and the check of additions ask for the same code
     if edits.renames:
         from libcst.codemod import CodemodContext
         from libcst.codemod.commands.rename import RenameCommand
@@ -81,6 +81,10 @@ def finish(
     return keep_one_name_a_line(before, tree)
 
 
+def _generated(module: cst.Module) -> str:
+    return module.code
+
+
 class _CodeOnce:
     """A module's code, generated once however often the import pass asks for it."""
 
@@ -98,7 +102,7 @@ def _drop_unused_additions(
     tree: cst.Module,
     added: list[Queued],
     filename: str = "<string>",
-    code_of: Any = None,
+    code_of: Callable[[cst.Module], str] = _generated,
 ) -> cst.Module:
     """The imports this pass added that the new code does not use, taken out again.
 
@@ -114,7 +118,7 @@ def _drop_unused_additions(
         word = _words([_bound_name(module, name, asname)])
         if word.search(original):
             continue  # the module had it, or it means something else there
-        if _only_in(word, (code_of or _CodeOnce())(tree), lines):
+        if _only_in(word, code_of(tree), lines):
             unused.append((module, name, asname))
     if not unused:
         return tree
@@ -194,7 +198,10 @@ def _one_name_a_line(
 
 
 def _remove_unused_imports(
-    queued: list[Queued], tree: cst.Module, filename: str = "<string>", code_of: Any = None
+    queued: list[Queued],
+    tree: cst.Module,
+    filename: str = "<string>",
+    code_of: Callable[[cst.Module], str] = _generated,
 ) -> cst.Module:
     """Libcst's ``RemoveImportsVisitor`` on ``tree``, on the import lines alone where it may.
 
@@ -208,7 +215,7 @@ def _remove_unused_imports(
     alone with its line (:func:`codemods.import_removal.without_unused`, or the visitor
     itself on the line); otherwise the visitor gets the whole module.
     """
-    code = (code_of or _CodeOnce())(tree)
+    code = code_of(tree)
     read = _read_names(code)
     unused = [imported for imported in queued if _bound_name(*imported) not in read]
     lines = [i for i, statement in enumerate(tree.body) if is_import_line(statement)]

@@ -69,11 +69,11 @@ class Collector:
                     parents[child] = node
                     stack.append((child, fallback))
 
-    def _visit_import(self, node: cst.Import | cst.ImportFrom) -> bool:
+    def _visit_import(self, node: cst.Import | cst.ImportFrom) -> None:
+        # Not entered: names in an import are not uses.
         for old, rule in self.imported(node):
             self._seen(rule, old, node)
         self.held |= self.rebound(node)
-        return False  # names in an import are not uses
 
     def _visit(self, node: cst.BaseExpression) -> bool:
         found = self.find(node)
