@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from codemods.census import Finding, scan_tree  # noqa: E402
+from codemods.census.scan import Finding, scan_tree  # noqa: E402
 from codemods.registry.deprecations import (  # noqa: E402
     DEPRECATIONS,
     LIGHTNING_RELEASES,

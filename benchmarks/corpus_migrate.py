@@ -24,9 +24,9 @@ from pathlib import Path
 
 import libcst
 
-from codemods.runner import process_files
+from codemods.batch.files import discover
+from codemods.batch.runner import process_files
 from codemods.settings import Settings
-from codemods.sources import discover
 
 
 def package_dir(name: str) -> Path:

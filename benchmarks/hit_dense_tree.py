@@ -113,8 +113,8 @@ def hook_files(tree: Path, paths: list[Path]) -> dict[str, list[Path]]:
 
 def fallbacks(paths: list[Path]) -> tuple[int, int, list[str]]:
     """Files lint parses, and those of them its ``ast`` detector leaves to libcst (why)."""
-    from codemods.astlint import Undecided, lint
-    from codemods.prefilter import worth_parsing
+    from codemods.astlint.lint import Undecided, lint
+    from codemods.screen.prefilter import worth_parsing
     from codemods.settings import Settings
 
     parsed, left, reasons = 0, 0, []

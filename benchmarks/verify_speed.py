@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from codemods.verify import breakages  # noqa: E402
+from codemods.verify.check import breakages  # noqa: E402
 
 HEADER = '''"""Generated model code for the verifier benchmark."""
 

@@ -17,8 +17,12 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from codemods import report, stopping
-from codemods.cli import (
+from codemods.batch import stopping
+from codemods.batch.files import discover
+from codemods.batch.runner import FileResult, process_files, process_source
+from codemods.cli import output as report
+from codemods.cli.config import ConfigError
+from codemods.cli.options import (
     EXIT_CLEAN,
     EXIT_ERROR,
     EXIT_FINDINGS,
@@ -30,10 +34,7 @@ from codemods.cli import (
     skipped_lines,
     stopped_lines,
 )
-from codemods.config import ConfigError
 from codemods.registry import REGISTRY
-from codemods.runner import FileResult, process_files, process_source
-from codemods.sources import discover
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -19,8 +19,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from codemods import stopping
-from codemods.cli import (
+from codemods.batch import stopping
+from codemods.batch.files import discover
+from codemods.batch.runner import FileResult, process_files, process_source
+from codemods.cli.config import ConfigError
+from codemods.cli.options import (
     EXIT_CLEAN,
     EXIT_ERROR,
     EXIT_FINDINGS,
@@ -31,12 +34,9 @@ from codemods.cli import (
     skipped_lines,
     stopped_lines,
 )
-from codemods.config import ConfigError
 from codemods.findings import Finding, applicability
 from codemods.registry import REGISTRY, FixSafety
-from codemods.runner import FileResult, process_files, process_source
 from codemods.settings import Settings
-from codemods.sources import discover
 
 
 def build_parser() -> argparse.ArgumentParser:

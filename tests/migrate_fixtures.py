@@ -76,7 +76,7 @@ def load(name: str) -> Fixture:
 
 def triggered(fixture: Fixture) -> tuple[str, ...]:
     """The rule codes lint reports on the fixture's input, under the fixture's own options."""
-    from codemods.run import run  # the engine only where a test asks, not for every importer
+    from codemods.engine.run import run  # the engine only where a test asks, not for every importer
 
     lint = dataclasses.replace(fixture.settings, fix=False)
     return tuple(sorted({f.code for f in run(fixture.source.encode(), lint).findings}))

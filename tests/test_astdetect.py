@@ -1,7 +1,7 @@
 """The ``ast`` detector finds exactly what the libcst engine finds, where it decides.
 
-Lint runs :func:`codemods.astlint.lint` and falls back to the libcst engine
-(:func:`codemods.run.run`) where it raises ``Undecided``. Every source here is linted
+Lint runs :func:`codemods.astlint.lint.lint` and falls back to the libcst engine
+(:func:`codemods.engine.run.run`) where it raises ``Undecided``. Every source here is linted
 both ways: the findings (codes, lines, columns, messages, fixability, unsafe markers)
 must be the same, and the ``ast`` side must decide (almost) every one of them, or the
 speed it exists for is lost. A rule added to the registry later is checked by the same
@@ -14,13 +14,13 @@ from collections import Counter
 
 import pytest
 
-from codemods.astlint import Undecided, lint
-from codemods.astwalk import hook
-from codemods.kinds.default_change import DefaultChange
+from codemods.astlint.lint import Undecided, lint
+from codemods.astlint.walk import hook
+from codemods.batch.runner import process_source
+from codemods.engine.run import run
 from codemods.registry import REGISTRY
 from codemods.rules.fsdp115 import Fsdp115
-from codemods.run import run
-from codemods.runner import process_source
+from codemods.rules.kinds.default_change import DefaultChange
 from codemods.settings import Settings
 from tests import migrate_fixtures
 from tests.realistic_tree import build_tree

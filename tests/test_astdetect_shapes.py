@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from codemods.astlint import Undecided, lint
-from codemods.run import run
+from codemods.astlint.lint import Undecided, lint
+from codemods.engine.run import run
 from codemods.settings import Settings
 
 _DM = "from torch.distributed.tensor import distribute_module\n"

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from codemods import lint, migrate
-from codemods.runner import MAX_PARSE_BYTES, process_files
+from codemods.batch.runner import MAX_PARSE_BYTES, process_files
 from codemods.settings import Settings
 
 LEGACY = (

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from codemods import census
-from codemods.census_page import render_page
+from codemods.census import scan as census
+from codemods.census.page import render_page
 from codemods.registry import REGISTRY
 from codemods.registry.deprecations import (
     DEPRECATIONS,
@@ -222,7 +222,7 @@ def test_cli_rejects_a_missing_root_and_unparsable_source(tmp_path, capsys):
 def test_the_census_imports_neither_torch_nor_lightning():
     code = (
         "import sys\n"
-        "from codemods.census import scan_installed\n"
+        "from codemods.census.scan import scan_installed\n"
         "scan_installed()\n"
         "loaded = sorted(m for m in sys.modules if m.split('.')[0] in "
         "{'torch', 'lightning', 'pytorch_lightning', 'lightning_fabric'})\n"

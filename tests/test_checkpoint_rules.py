@@ -12,7 +12,7 @@ import ast
 
 import pytest
 
-from codemods.run import run
+from codemods.engine.run import run
 from codemods.settings import Settings
 
 SOURCE = """\

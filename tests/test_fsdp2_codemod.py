@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from codemods.run import run
+from codemods.engine.run import run
 from codemods.settings import Settings
 
 HEAD = (
@@ -555,7 +555,7 @@ def test_a_sharding_strategy_chosen_by_a_flag_becomes_a_bool():
 
 
 def test_the_guide_shows_the_rules_own_mapping():
-    from codemods.rules.fsdp2_arguments import mapping_table
+    from codemods.rules.fsdp401.arguments import mapping_table
 
     guide = (Path(__file__).parents[1] / "docs" / "fsdp2.md").read_text(encoding="utf-8")
     assert mapping_table() in guide

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from codemods.run import run
+from codemods.engine.run import run
 from codemods.settings import Settings
 from compat.features import current
 from tests import distributed

@@ -1,4 +1,4 @@
-"""``codemods.import_adding`` adds imports exactly as libcst's ``AddImportsVisitor`` does.
+"""``codemods.engine.imports.adding`` adds imports exactly as libcst's ``AddImportsVisitor`` does.
 
 The oracle is what the import pass did before: the visitor on each later top-level
 ``from m import`` line that takes a name alone, then on the module's top (its first
@@ -16,7 +16,7 @@ import pytest
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor
 
-from codemods.import_adding import _from_module, add_imports, is_import_line
+from codemods.engine.imports.adding import _from_module, add_imports, is_import_line
 from tests.realistic_tree import build_tree
 
 

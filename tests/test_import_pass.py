@@ -1,7 +1,7 @@
 """The import pass's short cuts give what libcst's import visitors give on the whole module.
 
-:mod:`codemods.import_pass` adds imports without libcst's ``AddImportsVisitor``
-(:mod:`codemods.import_adding`), and removes them line by line where the module's text
+:mod:`codemods.engine.imports.finish` adds imports without libcst's ``AddImportsVisitor``
+(:mod:`codemods.engine.imports.adding`), and removes them line by line where the module's text
 makes the answer certain, instead of ``RemoveImportsVisitor`` on the whole module
 (issue 18: the visitors took about 3 s of a 600-line script's 4 s). Each
 case here compares the result with the visitors' own on the whole module, byte for byte,
@@ -17,9 +17,9 @@ from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 from libcst.metadata import MetadataWrapper
 
-from codemods.import_adding import add_imports
-from codemods.import_pass import _read_names, _remove_unused_imports
-from codemods.run import run
+from codemods.engine.imports.adding import add_imports
+from codemods.engine.imports.finish import _read_names, _remove_unused_imports
+from codemods.engine.run import run
 from codemods.settings import Settings
 
 _BODY = "\n\ndef train(model):\n    return model\n"
@@ -138,7 +138,7 @@ def test_the_short_cuts_are_taken():
         _remove_unused_imports([_POLICY], tree)
     finally:
         RemoveImportsVisitor.transform_module = original
-    assert calls == []  # the one line by codemods.import_removal, no visitor on the module
+    assert calls == []  # the one line by codemods.engine.imports.removal, no visitor on the module
 
 
 @pytest.mark.parametrize(
@@ -198,7 +198,7 @@ ONE_NAME_A_LINE = {
 
 @pytest.mark.parametrize(("source", "imports"), ONE_NAME_A_LINE.values(), ids=ONE_NAME_A_LINE)
 def test_a_changed_import_keeps_one_name_a_line(source, imports):
-    from codemods.run import run
+    from codemods.engine.run import run
     from codemods.settings import Settings
 
     new = run(source.encode(), Settings(fix=True, unsafe_fixes=True)).new_source.decode()
@@ -216,7 +216,7 @@ def test_a_changed_import_keeps_one_name_a_line(source, imports):
 )
 def test_other_layouts_are_left_to_libcsts_visitors(layout):
     """Only the layout the pattern is certain of is rebuilt: the rest as libcst gives it."""
-    from codemods.import_pass import keep_one_name_a_line
+    from codemods.engine.imports.finish import keep_one_name_a_line
 
     before = cst.parse_module(f"from torch.distributed.fsdp.wrap import {layout}\n")
     after = cst.parse_module("from torch.distributed.fsdp.wrap import (\n    ModuleWrapPolicy)\n")
@@ -224,7 +224,7 @@ def test_other_layouts_are_left_to_libcsts_visitors(layout):
 
 
 def test_an_unchanged_import_and_a_nested_one_are_left_alone():
-    from codemods.import_pass import keep_one_name_a_line
+    from codemods.engine.imports.finish import keep_one_name_a_line
 
     code = "from m import (\n    a,\n)\n"
     nested = "def f():\n    from m import (\n        b)\n"
@@ -234,7 +234,7 @@ def test_an_unchanged_import_and_a_nested_one_are_left_alone():
 
 
 def test_an_added_import_the_new_code_does_not_use_is_taken_out_again():
-    from codemods.import_pass import Edits, finish
+    from codemods.engine.imports.finish import Edits, finish
 
     original = cst.parse_module("import os\n\nx = os.sep\n")
     rewritten = original  # a later fix dropped the code that needed the addition
@@ -245,7 +245,7 @@ def test_an_added_import_the_new_code_does_not_use_is_taken_out_again():
 
 def test_an_added_import_the_original_spelled_is_kept():
     """``ModuleWrapPolicy`` in a comment: not certainly unused, the check decides."""
-    from codemods.import_pass import Edits, finish
+    from codemods.engine.imports.finish import Edits, finish
 
     original = cst.parse_module("import os  # not ModuleWrapPolicy\n\nx = os.sep\n")
     edits = Edits(imports_to_add=[("torch.distributed.fsdp.wrap", "ModuleWrapPolicy", None)])

@@ -1,6 +1,6 @@
 """The import pass's own removal steps leave what libcst's visitors leave.
 
-:mod:`codemods.import_removal` stands in for ``RemoveImportsVisitor`` on one import
+:mod:`codemods.engine.imports.removal` stands in for ``RemoveImportsVisitor`` on one import
 line and for ``remove_unused_import_by_node``: on every import line below, with each
 choice of names to remove, and on every name of the realistic modules, both must give
 what libcst gives.
@@ -16,7 +16,7 @@ from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import RemoveImportsVisitor
 from libcst.metadata import MetadataWrapper
 
-from codemods.import_removal import queue_forgotten, without_unused
+from codemods.engine.imports.removal import queue_forgotten, without_unused
 from tests.realistic_tree import build_tree
 
 LINES = [

@@ -259,7 +259,7 @@ def test_sigterm_to_one_worker_stops_the_whole_run(tmp_path):
 @pytest.mark.slow
 def test_a_worker_killed_outright_ends_the_run_with_the_files_it_held_reported(tmp_path):
     """The pool breaks: its files are reported, no traceback, no more work handed out."""
-    from codemods.pool import WORKER_DIED
+    from codemods.batch.pool import WORKER_DIED
 
     outcome = stop_run(tmp_path, MIGRATE_2, signal.SIGKILL, "worker")
     err = outcome["err"]
@@ -276,8 +276,7 @@ WATCHED = """\
 import os, sys, time
 from concurrent.futures import ProcessPoolExecutor
 import multiprocessing
-from codemods import stopping
-
+from codemods.batch import stopping
 def work():
     while True:  # stands in for a long parse
         time.sleep(0.01)
@@ -323,8 +322,8 @@ def test_a_worker_ends_when_its_parent_is_killed(tmp_path, how):
 
 def test_a_run_told_to_stop_before_it_starts_reaches_nothing(tmp_path):
     """The stop is looked at before each file, in this process and in the workers."""
-    from codemods import stopping
-    from codemods.runner import POOL_THRESHOLD, process_files
+    from codemods.batch import stopping
+    from codemods.batch.runner import POOL_THRESHOLD, process_files
     from codemods.settings import Settings
 
     files = legacy_tree(tmp_path)
@@ -371,7 +370,7 @@ def _let_through(_args: object) -> str:
 @pytest.mark.parametrize("work", [_raise_elsewhere, _swallow, _let_through])
 def test_work_a_signal_interrupted_counts_as_abandoned_whatever_it_then_did(work):
     """What interrupted work returns or raises is dropped: it says nothing about the file."""
-    from codemods import pool, stopping
+    from codemods.batch import pool, stopping
 
     with stopping.on_signals() as stop:
         assert pool.one(work, None) is None
@@ -382,8 +381,9 @@ def test_work_a_signal_interrupted_counts_as_abandoned_whatever_it_then_did(work
 FIRST_FILE = """\
 import os, signal, sys
 from pathlib import Path
-from codemods import pool, stopping
-from codemods.runner import _process
+from codemods.batch import pool
+from codemods.batch import stopping
+from codemods.batch.runner import _process
 from codemods.settings import Settings
 
 path, delay = Path(sys.argv[1]), float(sys.argv[2])

@@ -1,7 +1,7 @@
 """Lint on ``ast`` never loads libcst; a fix, or a file only libcst decides, does.
 
 libcst's import costs about 0.2 s, as much as linting a 2,000-line file on ``ast``
-(issue 18): :mod:`codemods.lazy_libcst` defers it, and these runs, each in a fresh
+(issue 18): :mod:`codemods.syntax.lazy_libcst` defers it, and these runs, each in a fresh
 process, check that no module-level statement of the behaviours reads it.
 """
 

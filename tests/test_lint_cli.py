@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from codemods.engine.run import run
 from codemods.lint import main
 from codemods.registry import REGISTRY
-from codemods.run import run
 from codemods.settings import Settings
 from tests.migrate_fixtures import FIXTURES
 

@@ -180,12 +180,12 @@ def test_stdin_to_stdout():
 
 
 def test_an_engine_failure_is_reported_per_file_not_raised(monkeypatch, tmp_path, capsys):
-    import codemods.run
+    import codemods.engine.run
 
     def explode(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(codemods.run, "run", explode)
+    monkeypatch.setattr(codemods.engine.run, "run", explode)
     path = tmp_path / "legacy.py"
     path.write_text(LEGACY)
     assert main([str(path)]) == 2
@@ -194,7 +194,7 @@ def test_an_engine_failure_is_reported_per_file_not_raised(monkeypatch, tmp_path
 
 
 def test_progress_is_reported_as_results_arrive(tmp_path):
-    from codemods.runner import process_files
+    from codemods.batch.runner import process_files
     from codemods.settings import Settings
 
     paths = []
@@ -231,7 +231,7 @@ def test_progress_shows_only_for_long_runs_on_a_terminal(monkeypatch):
 
 
 def test_a_large_run_keeps_the_input_order_whatever_order_it_works_in(tmp_path):
-    from codemods.runner import POOL_THRESHOLD, likeliest_first, process_files
+    from codemods.batch.runner import POOL_THRESHOLD, likeliest_first, process_files
     from codemods.settings import Settings
 
     paths = []
@@ -259,7 +259,7 @@ def test_a_large_run_keeps_the_input_order_whatever_order_it_works_in(tmp_path):
     ids=["many-files", "many-bytes", "one-file", "few-small-files"],
 )
 def test_a_run_goes_to_workers_by_files_or_bytes(tmp_path, sizes, pooled):
-    from codemods.runner import _worth_a_pool
+    from codemods.batch.runner import _worth_a_pool
 
     paths = []
     for index, size in enumerate(sizes):
@@ -270,7 +270,7 @@ def test_a_run_goes_to_workers_by_files_or_bytes(tmp_path, sizes, pooled):
 
 
 def test_a_few_large_files_in_workers_give_what_one_process_gives(tmp_path):
-    from codemods.runner import _worth_a_pool, process_files
+    from codemods.batch.runner import _worth_a_pool, process_files
     from codemods.settings import Settings
 
     paths = []

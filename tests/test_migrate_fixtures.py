@@ -11,8 +11,8 @@ import textwrap
 import libcst
 import pytest
 
+from codemods.engine.run import run
 from codemods.registry import REGISTRY
-from codemods.run import run
 from codemods.settings import Settings
 from tests.migrate_fixtures import FIXTURES, NAMES, fixture_id
 

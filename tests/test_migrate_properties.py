@@ -10,7 +10,7 @@ import libcst
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codemods.run import run
+from codemods.engine.run import run
 from codemods.settings import Settings
 
 EVERY_FIX = Settings(fix=True, unsafe_fixes=True)

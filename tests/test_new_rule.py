@@ -15,11 +15,12 @@ from types import ModuleType
 import pytest
 
 import codemods.registry
-from codemods import behaviours, lint, migrate
+from codemods import lint, migrate
+from codemods.engine.run import run
 from codemods.registry import ChangeKind, Example, FixSafety, Framework, Registry, Rule
 from codemods.registry.names import TORCH_FSDP_CLASSES
 from codemods.registry.render import render_markdown
-from codemods.run import run
+from codemods.rules import index as behaviours
 from codemods.settings import Settings
 from tests import test_rule_cases
 

@@ -1,12 +1,13 @@
 """The engine's own parents, positions and expression contexts are libcst's exactly.
 
-The engine asks for parents through :func:`codemods.parents.parent_map` instead of
-``ParentNodeProvider`` (ten times quicker), for positions through
-:class:`codemods.positions.Positions` instead of ``PositionProvider`` (five times), and
-gives libcst's scopes the contexts of :func:`codemods.contexts.expression_contexts`
-instead of ``ExpressionContextProvider``'s (seven times) and resolves them without the
-resolver's second walk, with a quicker ``on_leave`` (:func:`codemods.primed_scopes.prime`),
-so each pair must agree on
+The engine asks for parents through :func:`codemods.syntax.cst_tree.parent_map` instead of
+``ParentNodeProvider``, for positions through
+:class:`codemods.engine.metadata.positions.Positions` instead of ``PositionProvider``, and
+gives libcst's scopes the contexts of
+:func:`codemods.engine.metadata.contexts.expression_contexts` instead of
+``ExpressionContextProvider``'s and resolves them without the resolver's second walk, with a
+quicker ``on_leave`` (:func:`codemods.engine.metadata.scopes.prime`), all for speed
+(benchmarks/README.md), so each pair must agree on
 every node of every fixture, rule example and realistic module, and of one module for
 each kind of statement and line break.
 """
@@ -25,11 +26,11 @@ from libcst.metadata import (
     ScopeProvider,
 )
 
-from codemods.contexts import expression_contexts
-from codemods.parents import parent_map
-from codemods.positions import Positions
-from codemods.primed_scopes import _QUICK, prime
+from codemods.engine.metadata.contexts import expression_contexts
+from codemods.engine.metadata.positions import Positions
+from codemods.engine.metadata.scopes import _QUICK, prime
 from codemods.registry import REGISTRY
+from codemods.syntax.cst_tree import parent_map
 from tests import migrate_fixtures
 from tests.realistic_tree import build_tree
 
@@ -162,7 +163,7 @@ def test_every_kind_of_statement(code: str, newline: str) -> None:
 
 def test_prime_where_libcsts_visitor_is_laid_out_otherwise(monkeypatch) -> None:
     """Without the quicker visitor, prime runs the provider's own: the same scopes."""
-    import codemods.primed_scopes as primed_scopes
+    import codemods.engine.metadata.scopes as primed_scopes
 
     monkeypatch.setattr(primed_scopes, "_QUICK", None)
     source = max(build_tree(files=12).values(), key=len)

@@ -7,7 +7,7 @@ import weakref
 
 import pytest
 
-from codemods.pool import guided, one
+from codemods.batch.pool import guided, one
 
 
 @pytest.mark.parametrize(

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from codemods.prefilter import may_have_findings, rule_filter, worth_parsing
+from codemods.engine.run import run
 from codemods.registry import REGISTRY
-from codemods.run import run
+from codemods.screen.prefilter import may_have_findings, rule_filter, worth_parsing
 from codemods.settings import Settings
 from tests.migrate_fixtures import FIXTURES
 

@@ -1,6 +1,6 @@
 """A fixing run on a pruned module gives what the whole module gives.
 
-:mod:`codemods.pruning` hands libcst only the functions a fix can reach. Every
+:mod:`codemods.engine.pruning` hands libcst only the functions a fix can reach. Every
 fixture, rule example and realistic module is migrated both ways (safe, and with the
 unsafe fixes and every opt-in family) and must give the same findings and the same
 bytes; the small sources are pruned with no minimum saving, so their functions are
@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import pytest
 
-from codemods import pruning
-from codemods.astlint import found_on_ast
-from codemods.pruning import Pruned, prune, survey
-from codemods.run import run
+from codemods.astlint.lint import found_on_ast
+from codemods.engine import pruning
+from codemods.engine.pruning import Pruned, prune, survey
+from codemods.engine.run import run
 from codemods.settings import Settings
 from tests import migrate_fixtures
 from tests.realistic_tree import build_tree
@@ -257,16 +257,16 @@ def test_a_changed_placeholder_runs_the_file_whole(prune_small: None, monkeypatc
 def test_the_visit_passes_over_what_the_detector_saw_nothing_in(monkeypatch):
     """Only the statements the ``ast`` detector saw something in are entered, and a
     statement with a rewrite registered in it (a renamed parameter's uses)."""
-    import codemods.run
+    import codemods.engine.run
 
     entered: list[str] = []
 
-    class Spy(codemods.run.Engine):
+    class Spy(codemods.engine.run.Engine):
         def visit_Name(self, node):
             entered.append(node.value)
             return super().visit_Name(node)
 
-    monkeypatch.setattr(codemods.run, "Engine", Spy)
+    monkeypatch.setattr(codemods.engine.run, "Engine", Spy)
     source = _LONG_TRAINING_FUNCTION.encode()
     settings = Settings(fix=True, unsafe_fixes=True)
     whole = run(source, settings, prune=False)
@@ -283,7 +283,7 @@ def test_the_visit_passes_over_what_the_detector_saw_nothing_in(monkeypatch):
 def test_the_screening_pass_is_handed_to_the_pruning_once():
     """A file the screening leaves to libcst is pruned on the same detector pass; one
     the screening settles is not kept."""
-    from codemods import astlint
+    from codemods.astlint import lint as astlint
 
     fixes = _LONG_TRAINING_FUNCTION.encode()
     settled = b"import os\n\nprint(os.sep)\n"

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import pytest
 
-from codemods.verify import breakages
+from codemods.verify.check import breakages
 from tests.realistic import checks
 from tests.realistic_tree import build_tree, plan_tree, tree_paths, write_tree
 

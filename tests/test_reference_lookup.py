@@ -1,4 +1,4 @@
-"""Which old name a qualified name refers to: ``codemods.behaviours.Index.reference``.
+"""Which old name a qualified name refers to: ``codemods.rules.index.Index.reference``.
 
 FairScale's ``fairscale.nn.wrap`` is a subpackage and, re-exported by ``fairscale.nn``,
 the function ``wrap``; ``fairscale.nn.wrap.auto_wrap`` is a module and the function
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from codemods.behaviours import INDEX
-from codemods.run import run
+from codemods.engine.run import run
+from codemods.rules.index import INDEX
 from codemods.settings import Settings
 
 

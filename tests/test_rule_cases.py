@@ -16,8 +16,8 @@ import ast
 import libcst
 import pytest
 
+from codemods.engine.run import Outcome, run
 from codemods.registry import REGISTRY, Example, FixSafety, Rule
-from codemods.run import Outcome, run
 from codemods.settings import Settings
 
 #: Cases that state the right behaviour where the engine or the registry falls short,

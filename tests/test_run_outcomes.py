@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from codemods import lint, migrate
-from codemods.runner import PARSE_IN_WORKERS_FROM, process_files
+from codemods.batch.runner import PARSE_IN_WORKERS_FROM, process_files
 from codemods.settings import Settings
 
 LEGACY = (

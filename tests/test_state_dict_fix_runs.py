@@ -21,7 +21,7 @@ import pytest
 import torch
 from torch import nn
 
-from codemods.run import run as migrate
+from codemods.engine.run import run as migrate
 from codemods.settings import Settings
 from compat.features import current
 from tests import distributed

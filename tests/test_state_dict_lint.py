@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from codemods.run import run
+from codemods.engine.run import run
 from codemods.settings import Settings
 
 SOURCE = """\

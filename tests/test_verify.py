@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from codemods import statement_diff
 from codemods.registry import REGISTRY, ChangeKind
-from codemods.scopes import scan
-from codemods.verify import Breakage, breakages
+from codemods.verify import statement_diff
+from codemods.verify.check import Breakage, breakages
+from codemods.verify.scopes import scan
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "migrate"
 FIXTURE_FILES = sorted(FIXTURES.glob("*/*.py"))

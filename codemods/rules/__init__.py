@@ -1,8 +1,8 @@
 """Rules with behaviour of their own, one module each: ``codemods.rules.fsdpNNN``.
 
 A module named after a rule code holds that rule's detection and fix and sets
-``BEHAVIOUR`` (a :class:`codemods.kinds.base.Behaviour` subclass); a rule without one
-behaves as its kind says (:mod:`codemods.kinds`). Modules not named after a code hold
+``BEHAVIOUR`` (a :class:`codemods.rules.api.Behaviour` subclass); a rule without one
+behaves as its kind says (:mod:`codemods.rules.kinds`). Modules not named after a code hold
 what several rules share.
 """
 

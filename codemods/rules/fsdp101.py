@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from codemods import astsyntax as on_ast
-from codemods.kinds.base import CallSiteFix, Site, Translation
-from codemods.kinds.reference import Renamed
-from codemods.lazy_libcst import cst
 from codemods.registry.names import COMPAT_WRAP
-from codemods.syntax import keyword
+from codemods.rules.api import CallSiteFix, Site, Translation
+from codemods.rules.kinds.reference import Renamed
+from codemods.syntax import ast_nodes as on_ast
+from codemods.syntax.cst_nodes import keyword
+from codemods.syntax.lazy_libcst import cst
 
 if TYPE_CHECKING:
-    from codemods.astdetect import AstSite
+    from codemods.astlint.detector import AstSite
 
 #: compat's size-based policies: called without a module they return a bound policy.
 _COMPAT_SIZE_POLICIES = (

@@ -14,13 +14,13 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from codemods import astsyntax as on_ast
-from codemods.kinds.base import PARTIAL, Behaviour, Engine
-from codemods.kinds.parameter_rename import TORCH_POLICY_CONSUMERS
-from codemods.lazy_libcst import cst
 from codemods.registry import REGISTRY
 from codemods.registry.names import COMPAT_FAIRSCALE
-from codemods.syntax import dotted, keyword
+from codemods.rules.api import PARTIAL, Behaviour, Engine
+from codemods.rules.kinds.parameter_rename import TORCH_POLICY_CONSUMERS
+from codemods.syntax import ast_nodes as on_ast
+from codemods.syntax.cst_nodes import dotted, keyword
+from codemods.syntax.lazy_libcst import cst
 
 #: The torch release whose ``ModuleWrapPolicy`` is callable like the policy function it
 #: replaces (the ``module_wrap_policy`` capability's note).

@@ -10,11 +10,11 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from codemods.kinds.base import Engine
-from codemods.kinds.default_change import DefaultChange
-from codemods.lazy_libcst import cst
 from codemods.registry.names import CHECKPOINT_WRAPPER
-from codemods.syntax import append_arg, dotted, new_keyword
+from codemods.rules.api import Engine
+from codemods.rules.kinds.default_change import DefaultChange
+from codemods.syntax.cst_nodes import append_arg, dotted, new_keyword
+from codemods.syntax.lazy_libcst import cst
 
 
 class Fsdp108(DefaultChange):

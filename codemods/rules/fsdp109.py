@@ -5,11 +5,11 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from codemods import astsyntax as on_ast
-from codemods.kinds.base import Behaviour, Engine
-from codemods.lazy_libcst import cst
 from codemods.registry.names import TORCH_FSDP
-from codemods.syntax import is_bool, keyword
+from codemods.rules.api import Behaviour, Engine
+from codemods.syntax import ast_nodes as on_ast
+from codemods.syntax.cst_nodes import is_bool, keyword
+from codemods.syntax.lazy_libcst import cst
 
 
 class Fsdp109(Behaviour):

@@ -5,15 +5,15 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from codemods import astsyntax as on_ast
-from codemods.kinds.base import CallSiteFix, Site, Translation
-from codemods.kinds.reference import Reported
-from codemods.lazy_libcst import cst
 from codemods.registry.names import TORCH_WRAP
-from codemods.syntax import is_bool, keyword, keyword_arg
+from codemods.rules.api import CallSiteFix, Site, Translation
+from codemods.rules.kinds.reference import Reported
+from codemods.syntax import ast_nodes as on_ast
+from codemods.syntax.cst_nodes import is_bool, keyword, keyword_arg
+from codemods.syntax.lazy_libcst import cst
 
 if TYPE_CHECKING:
-    from codemods.astdetect import AstSite
+    from codemods.astlint.detector import AstSite
 
 
 def compat_fsdp_arguments(site: Site) -> Translation | None:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from codemods.kinds.base import CallSiteFix
-from codemods.kinds.reference import Renamed
+from codemods.rules.api import CallSiteFix
 from codemods.rules.fsdp101 import size_policy_arguments, size_policy_certain
+from codemods.rules.kinds.reference import Renamed
 
 
 class Fsdp113(Renamed):

@@ -31,10 +31,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from codemods.kinds.base import Behaviour, Engine
-from codemods.layout import indentation, wrapped_call
-from codemods.lazy_libcst import cst
-from codemods.syntax import dotted, is_plain_positional, keyword, literal
+from codemods.rules.api import Behaviour, Engine
+from codemods.rules.layout import indentation, wrapped_call
+from codemods.syntax.cst_nodes import dotted, is_plain_positional, keyword, literal
+from codemods.syntax.lazy_libcst import cst
 
 #: Where ``torch.distributed.checkpoint.state_dict`` first exists.
 DCP_STATE_DICT_SINCE = "2.2"
@@ -238,7 +238,7 @@ def _ast_from_fsdp(detector: Any, node: ast.AST, suffix: str) -> bool:
 
 def _ast_arguments(call: ast.Call) -> dict[str, ast.expr] | None:
     """:func:`_arguments` on ``ast``."""
-    from codemods.astsyntax import arguments, keyword, plain_positional, star
+    from codemods.syntax.ast_nodes import arguments, keyword, plain_positional, star
 
     found: dict[str, ast.expr] = {}
     for index, arg in enumerate(arguments(call)):
@@ -254,7 +254,7 @@ def _ast_arguments(call: ast.Call) -> dict[str, ast.expr] | None:
 
 def _ast_config_values(detector: Any, call: ast.expr) -> tuple[bool, bool] | None:
     """:func:`_config_values` on ``ast``."""
-    from codemods.astsyntax import arguments, keyword, literal, star, value
+    from codemods.syntax.ast_nodes import arguments, keyword, literal, star, value
 
     if type(call) is not ast.Call or not _ast_from_fsdp(
         detector, call.func, ".FullStateDictConfig"
@@ -273,7 +273,7 @@ def _ast_config_values(detector: Any, call: ast.expr) -> tuple[bool, bool] | Non
 
 
 def _ast_undeleted(detector: Any, name: str) -> None:
-    from codemods.astsyntax import Undecided
+    from codemods.syntax.ast_nodes import Undecided
 
     if name in detector.names.deleted:  # `del name` binds to astscope, not to libcst
         raise Undecided(f"`{name}` is deleted somewhere")
@@ -316,7 +316,7 @@ def _ast_named_config(detector: Any, name: ast.Name) -> ast.expr | None:
 
 def _ast_body_statement(detector: Any, with_node: ast.With) -> ast.stmt | None:
     """:func:`_body_statement` on ``ast``: comments around the block are Undecided."""
-    from codemods.astsyntax import Undecided
+    from codemods.syntax.ast_nodes import Undecided
 
     if len(with_node.body) != 1:
         return None
@@ -370,7 +370,7 @@ def _ast_names_free(detector: Any, node: ast.AST, names: tuple[str, ...]) -> boo
 
 def _ast_plan(detector: Any, call: ast.Call) -> tuple[str, str] | None:
     """:func:`plan_for` on ``ast``: the plan's function and options, where it is certain."""
-    from codemods.astsyntax import spelled
+    from codemods.syntax.ast_nodes import spelled
 
     if not _ast_from_fsdp(detector, call.func, ".state_dict_type"):
         return None
@@ -407,7 +407,7 @@ def _ast_statement_plan(
     values: tuple[bool, bool] | None,
 ) -> tuple[str, str] | None:
     """:func:`_statement_plan` on ``ast``."""
-    from codemods.astsyntax import plain_positional, spelled
+    from codemods.syntax.ast_nodes import plain_positional, spelled
 
     small = _ast_body_statement(detector, with_node)
     value = small.value if isinstance(small, (ast.Assign, ast.Expr)) else None
@@ -521,7 +521,7 @@ def _rewrite(
 ) -> cst.SimpleStatementLine:
     """The block's one statement, as the distributed-checkpoint call.
 
-    Laid out as formatters do where one line would be long (:mod:`codemods.layout`).
+    Laid out as formatters do where one line would be long (:mod:`codemods.rules.layout`).
     """
     line = updated.body.body[0]
     small = line.body[0]

@@ -16,9 +16,9 @@ import ast
 from collections.abc import Callable
 from typing import Any
 
-from codemods.kinds.base import Behaviour, Engine
-from codemods.lazy_libcst import cst
-from codemods.syntax import is_plain_positional, keep_ending, keyword
+from codemods.rules.api import Behaviour, Engine
+from codemods.syntax.cst_nodes import is_plain_positional, keep_ending, keyword
+from codemods.syntax.lazy_libcst import cst
 
 #: The release whose methods take ``optim`` and ignore nothing when it is given.
 OPTIM_SINCE = "1.13"
@@ -73,8 +73,8 @@ def _passes_optim(args: list, method: str, read: _Reader) -> bool:
 
 
 def _ast_reader() -> _Reader:
-    from codemods.astsyntax import keyword as keyword_of
-    from codemods.astsyntax import plain_positional
+    from codemods.syntax.ast_nodes import keyword as keyword_of
+    from codemods.syntax.ast_nodes import plain_positional
 
     return keyword_of, plain_positional
 
@@ -107,7 +107,7 @@ class Fsdp117(Behaviour):
         return updated.with_changes(args=keep_ending(kept, list(updated.args)))
 
     def ast_call(self, detector: Any, call: ast.Call) -> None:
-        from codemods.astsyntax import arguments, plain_positional, star, unparenthesized
+        from codemods.syntax.ast_nodes import arguments, plain_positional, star, unparenthesized
 
         names = detector.qualified(call.func) & set(self.rule.old)
         method = next(iter(names)).rpartition(".")[2] if names else None

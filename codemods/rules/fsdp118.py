@@ -11,11 +11,11 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from codemods.kinds.base import Engine
-from codemods.kinds.reference import Reported
-from codemods.lazy_libcst import cst
 from codemods.registry.lightning_strategy_rules import FSDP_STRATEGY
-from codemods.syntax import keyword, literal
+from codemods.rules.api import Engine
+from codemods.rules.kinds.reference import Reported
+from codemods.syntax.cst_nodes import keyword, literal
+from codemods.syntax.lazy_libcst import cst
 
 
 class Fsdp118(Reported):
@@ -32,7 +32,7 @@ class Fsdp118(Reported):
         return updated
 
     def ast_call(self, detector: Any, call: ast.Call) -> None:
-        from codemods.astsyntax import literal as literal_of
+        from codemods.syntax.ast_nodes import literal as literal_of
 
         for arg in call.keywords:
             value = literal_of(detector, arg.value) if arg.arg == "sharding_strategy" else None

@@ -15,11 +15,11 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from codemods.kinds.base import CallSiteFix, Site, Translation
-from codemods.kinds.reference import Renamed
-from codemods.lazy_libcst import cst
 from codemods.registry.names import DCP
-from codemods.syntax import keep_ending, keyword, keyword_arg, literal
+from codemods.rules.api import CallSiteFix, Site, Translation
+from codemods.rules.kinds.reference import Renamed
+from codemods.syntax.cst_nodes import keep_ending, keyword, keyword_arg, literal
+from codemods.syntax.lazy_libcst import cst
 
 #: The old functions' parameters after the state dict, in order; ``{io}`` is the
 #: storage writer (``save_state_dict``) or reader (``load_state_dict``).
@@ -82,8 +82,8 @@ def _translator(io: str, new: str):
 
 def _ast_shadowed(site: Any, new: str) -> bool:
     """:func:`_shadowed` on ``ast`` (``site`` is an ``AstSite``)."""
-    from codemods.astscope import Undecided, import_names
-    from codemods.astsyntax import arguments, value
+    from codemods.astlint.scopes import Undecided, import_names
+    from codemods.syntax.ast_nodes import arguments, value
 
     func = value(arguments(site.call)[0]) if site.partial else site.call.func
     if type(func) is not ast.Name:
@@ -110,9 +110,9 @@ def _ast_certain(io: str, new: str):
     parameters = tuple(p.format(io=io) for p in _PARAMETERS)
 
     def certain(site: Any) -> bool:
-        from codemods.astsyntax import keyword as keyword_of
-        from codemods.astsyntax import literal as literal_of
-        from codemods.astsyntax import star, value
+        from codemods.syntax.ast_nodes import keyword as keyword_of
+        from codemods.syntax.ast_nodes import literal as literal_of
+        from codemods.syntax.ast_nodes import star, value
 
         if _ast_shadowed(site, new):
             return False

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from codemods.kinds.base import CallSiteFix
-from codemods.kinds.reference import Renamed
+from codemods.rules.api import CallSiteFix
 from codemods.rules.fsdp120 import _ast_certain, _translator
+from codemods.rules.kinds.reference import Renamed
 
 
 class Fsdp121(Renamed):

@@ -16,11 +16,11 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from codemods.kinds.base import Engine
-from codemods.kinds.default_change import DefaultChange
-from codemods.lazy_libcst import cst
 from codemods.registry.names import CHECKPOINT_WRAPPER
-from codemods.syntax import append_arg, is_plain_positional, keyword, new_keyword
+from codemods.rules.api import Engine
+from codemods.rules.kinds.default_change import DefaultChange
+from codemods.syntax.cst_nodes import append_arg, is_plain_positional, keyword, new_keyword
+from codemods.syntax.lazy_libcst import cst
 
 WRAPPER = f"{CHECKPOINT_WRAPPER}.checkpoint_wrapper"
 #: ``checkpoint_sequential(functions, segments, input, use_reentrant)``: its position.
@@ -31,11 +31,11 @@ def _ast_names(detector: Any, node: ast.expr) -> set[str]:
     """``engine.qualified`` of a ``checkpoint_fn`` value, on ``ast``.
 
     libcst also names ``f(...)``, ``f[...]`` and ``f().g`` (as ``f``, ``f``, ``f.g``),
-    through every binding of ``f`` in reach, which :mod:`codemods.astscope` does not:
+    through every binding of ``f`` in reach, which :mod:`codemods.astlint.scopes` does not:
     where an import binds one of those names, the value is Undecided; elsewhere it
     names nothing a rule looks at.
     """
-    from codemods.astsyntax import Undecided, dotted
+    from codemods.syntax.ast_nodes import Undecided, dotted
 
     if dotted(node) is not None:
         return detector.qualified(node)
@@ -104,7 +104,7 @@ class Fsdp124(DefaultChange):
 
     def _ast_passes(self, detector: Any, func: ast.expr, args: list) -> bool:
         """:meth:`_passes` on ``ast`` arguments (in source order)."""
-        from codemods.astsyntax import keyword, plain_positional, value
+        from codemods.syntax.ast_nodes import keyword, plain_positional, value
 
         names = detector.qualified(func)
         if WRAPPER in names:
@@ -124,13 +124,13 @@ class Fsdp124(DefaultChange):
         return sequential and positional_count > _SEQUENTIAL_POSITION
 
     def ast_call(self, detector: Any, call: ast.Call) -> None:
-        from codemods.astsyntax import arguments
+        from codemods.syntax.ast_nodes import arguments
 
         if not self._ast_passes(detector, call.func, arguments(call)):
             detector.report(call, self.rule)
 
     def ast_partial(self, detector: Any, call: ast.Call) -> None:
-        from codemods.astsyntax import arguments, value
+        from codemods.syntax.ast_nodes import arguments, value
 
         found = arguments(call)
         if not self._ast_passes(detector, value(found[0]), found[1:]):

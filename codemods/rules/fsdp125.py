@@ -13,9 +13,9 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from codemods.kinds.base import Behaviour, Engine
-from codemods.lazy_libcst import cst
-from codemods.syntax import is_plain_positional, keyword
+from codemods.rules.api import Behaviour, Engine
+from codemods.syntax.cst_nodes import is_plain_positional, keyword
+from codemods.syntax.lazy_libcst import cst
 
 OLD_METHOD = "set_reduce_scatter_divide_factor"
 NEW_METHOD = "set_gradient_divide_factor"
@@ -61,7 +61,7 @@ def _sharded_name(engine: Engine, call: cst.Call) -> cst.Name | None:
 
 def _ast_block(detector: Any, parent: ast.AST, child: ast.AST) -> list[ast.stmt] | None:
     """The statement list of ``parent`` holding ``child``, where libcst makes it a block."""
-    from codemods.astsyntax import Undecided
+    from codemods.syntax.ast_nodes import Undecided
 
     if type(parent) is ast.Module:
         return parent.body  # type: ignore[attr-defined]
@@ -127,7 +127,7 @@ def _ast_at(block: list[ast.stmt], lines: dict[int, int], at: tuple[int, int]) -
 
 def _ast_sharded_name(detector: Any, call: ast.Call) -> str | None:
     """:func:`_sharded_name` on ``ast``."""
-    from codemods.astsyntax import arguments, keyword, plain_positional
+    from codemods.syntax.ast_nodes import arguments, keyword, plain_positional
 
     parent = detector.parent(call)
     if type(parent) is ast.Assign and len(parent.targets) == 1:
@@ -195,7 +195,7 @@ class Fsdp125(Behaviour):
         detector.report(attribute, self.rule, fixable_here=certain)
 
     def ast_call(self, detector: Any, call: ast.Call) -> None:
-        from codemods.astsyntax import Undecided
+        from codemods.syntax.ast_nodes import Undecided
 
         parent = detector.parent(call)
         if type(parent) is ast.Attribute and parent.attr == OLD_METHOD:

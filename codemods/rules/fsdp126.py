@@ -11,9 +11,9 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from codemods.kinds.base import Behaviour, Engine
-from codemods.lazy_libcst import cst
-from codemods.syntax import is_plain_positional, keyword
+from codemods.rules.api import Behaviour, Engine
+from codemods.syntax.cst_nodes import is_plain_positional, keyword
+from codemods.syntax.lazy_libcst import cst
 
 #: ``distribute_module(module, device_mesh, partition_fn, input_fn, output_fn)``.
 _POSITIONS = {"input_fn": 3, "output_fn": 4}
@@ -49,7 +49,7 @@ def _ast_arity(params: ast.arguments) -> int | None:
 
 
 def _definitions(detector: Any) -> dict[tuple[int, int], ast.AST]:
-    """The module's ``def`` statements by position (as :mod:`codemods.astscope` records them)."""
+    """The module's ``def`` statements by position (as :mod:`codemods.astlint.scopes` has them)."""
     found = detector.scratch.get("FSDP126:defs")
     if found is None:
         kinds = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -60,7 +60,7 @@ def _definitions(detector: Any) -> dict[tuple[int, int], ast.AST]:
 
 def ast_function_arity(detector: Any, value: ast.expr) -> int | None:
     """:func:`function_arity` on ``ast``: a lambda, or a name bound only by one ``def``."""
-    from codemods.astsyntax import Undecided
+    from codemods.syntax.ast_nodes import Undecided
 
     if type(value) is ast.Lambda:
         return _ast_arity(value.args)
@@ -96,7 +96,7 @@ class Fsdp126(Behaviour):
         return updated
 
     def ast_call(self, detector: Any, call: ast.Call) -> None:
-        from codemods.astsyntax import plain_positional, unparenthesized
+        from codemods.syntax.ast_nodes import plain_positional, unparenthesized
 
         positional = [a for a in call.args if plain_positional(a)]
         for name, position in _POSITIONS.items():

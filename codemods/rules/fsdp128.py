@@ -12,9 +12,9 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from codemods.kinds.base import Behaviour, Engine
-from codemods.lazy_libcst import cst
-from codemods.syntax import is_plain_positional, keyword
+from codemods.rules.api import Behaviour, Engine
+from codemods.syntax.cst_nodes import is_plain_positional, keyword
+from codemods.syntax.lazy_libcst import cst
 
 
 def keyed_by_objects(value: cst.BaseExpression) -> bool:
@@ -67,7 +67,7 @@ class Fsdp128(Behaviour):
         return updated
 
     def ast_call(self, detector: Any, call: ast.Call) -> None:
-        from codemods.astsyntax import plain_positional, unparenthesized
+        from codemods.syntax.ast_nodes import plain_positional, unparenthesized
 
         found: list[ast.AST] = [a for a in call.keywords if a.arg == "model_state_dict"]
         positional = [a for a in call.args if plain_positional(a)]

@@ -5,16 +5,16 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any
 
-from codemods import astsyntax as on_ast
-from codemods.kinds.base import CallSiteFix, Import, Site, Translation
-from codemods.kinds.reference import Reported
-from codemods.lazy_libcst import cst
 from codemods.registry.names import FAIRSCALE_ONLY_STRATEGY_ARGUMENTS, TORCH_WRAP
+from codemods.rules.api import CallSiteFix, Import, Site, Translation
+from codemods.rules.kinds.reference import Reported
 from codemods.rules.lightning_strategy import DROP, certain, translate
-from codemods.syntax import dotted, keyword_arg, string_like
+from codemods.syntax import ast_nodes as on_ast
+from codemods.syntax.cst_nodes import dotted, keyword_arg, string_like
+from codemods.syntax.lazy_libcst import cst
 
 if TYPE_CHECKING:
-    from codemods.astdetect import AstSite
+    from codemods.astlint.detector import AstSite
 
 
 def ddp_fully_sharded_arguments(site: Site) -> Translation | None:

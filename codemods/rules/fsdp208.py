@@ -5,9 +5,9 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from codemods.kinds.base import Behaviour, Engine
-from codemods.lazy_libcst import cst
-from codemods.syntax import keyword
+from codemods.rules.api import Behaviour, Engine
+from codemods.syntax.cst_nodes import keyword
+from codemods.syntax.lazy_libcst import cst
 
 
 class Fsdp208(Behaviour):

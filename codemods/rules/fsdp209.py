@@ -9,11 +9,11 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from codemods import astsyntax as on_ast
-from codemods.kinds.base import PARTIAL, Behaviour, Engine
-from codemods.lazy_libcst import cst
 from codemods.registry.names import TORCH_WRAP
-from codemods.syntax import keyword
+from codemods.rules.api import PARTIAL, Behaviour, Engine
+from codemods.syntax import ast_nodes as on_ast
+from codemods.syntax.cst_nodes import keyword
+from codemods.syntax.lazy_libcst import cst
 
 _TRANSFORMER_POLICY = {f"{TORCH_WRAP}.transformer_auto_wrap_policy"}
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from codemods.kinds.base import CallSiteFix, Import, Site, Translation
-from codemods.kinds.reference import Reported
-from codemods.lazy_libcst import cst
+from codemods.rules.api import CallSiteFix, Import, Site, Translation
+from codemods.rules.kinds.reference import Reported
 from codemods.rules.lightning_strategy import certain, translate
+from codemods.syntax.lazy_libcst import cst
 
 if TYPE_CHECKING:
     pass

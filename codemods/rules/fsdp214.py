@@ -7,8 +7,8 @@ import, so that Lite objects never meet Fabric ones in it.
 
 from __future__ import annotations
 
-from codemods.kinds.base import CallSiteFix, unchanged
-from codemods.kinds.reference import Renamed
+from codemods.rules.api import CallSiteFix, unchanged
+from codemods.rules.kinds.reference import Renamed
 
 
 class Fsdp214(Renamed):

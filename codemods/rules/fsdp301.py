@@ -11,15 +11,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from codemods import astsyntax as on_ast
-from codemods.kinds.base import CallSiteFix, Import, Site, Translation
-from codemods.kinds.reference import Reported
-from codemods.lazy_libcst import cst
 from codemods.registry.names import FAIRSCALE_OFFLOAD, FAIRSCALE_PRECISION_DETAILS, TORCH_FSDP
-from codemods.syntax import dotted, is_plain_positional, keep_ending, keyword, keyword_arg, literal
+from codemods.rules.api import CallSiteFix, Import, Site, Translation
+from codemods.rules.kinds.reference import Reported
+from codemods.syntax import ast_nodes as on_ast
+from codemods.syntax.cst_nodes import (
+    dotted,
+    is_plain_positional,
+    keep_ending,
+    keyword,
+    keyword_arg,
+    literal,
+)
+from codemods.syntax.lazy_libcst import cst
 
 if TYPE_CHECKING:
-    from codemods.astdetect import AstSite
+    from codemods.astlint.detector import AstSite
 
 _FSDP = TORCH_FSDP
 _PRECISION_DETAILS = FAIRSCALE_PRECISION_DETAILS

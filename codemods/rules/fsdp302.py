@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from codemods import astsyntax as on_ast
-from codemods.kinds.base import CallSiteFix, Site, Translation
-from codemods.kinds.reference import Reported
 from codemods.registry import REGISTRY
 from codemods.registry.names import TORCH_FSDP_CLASSES
+from codemods.rules.api import CallSiteFix, Site, Translation
 from codemods.rules.fsdp301 import fsdp_keywords, fsdp_keywords_certain
-from codemods.syntax import keep_ending, keyword
+from codemods.rules.kinds.reference import Reported
+from codemods.syntax import ast_nodes as on_ast
+from codemods.syntax.cst_nodes import keep_ending, keyword
 
 if TYPE_CHECKING:
-    from codemods.astdetect import AstSite
+    from codemods.astlint.detector import AstSite
 
 _TORCH_FSDP = set(TORCH_FSDP_CLASSES)
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from codemods import astsyntax as on_ast
-from codemods.kinds.base import CallSiteFix, Site, Translation
-from codemods.kinds.reference import Renamed
-from codemods.syntax import is_plain_positional
+from codemods.rules.api import CallSiteFix, Site, Translation
+from codemods.rules.kinds.reference import Renamed
+from codemods.syntax import ast_nodes as on_ast
+from codemods.syntax.cst_nodes import is_plain_positional
 
 if TYPE_CHECKING:
-    from codemods.astdetect import AstSite
+    from codemods.astlint.detector import AstSite
 
 
 def wrap_arguments(site: Site) -> Translation | None:

@@ -9,8 +9,8 @@ which has no torch counterpart).
 
 from __future__ import annotations
 
-from codemods.kinds.base import CallSiteFix, unchanged
-from codemods.kinds.reference import Renamed
+from codemods.rules.api import CallSiteFix, unchanged
+from codemods.rules.kinds.reference import Renamed
 
 
 class Fsdp305(Renamed):

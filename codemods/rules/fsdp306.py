@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from codemods import astsyntax as on_ast
-from codemods.kinds.base import CallSiteFix, Site, Translation
-from codemods.kinds.reference import Reported
 from codemods.registry.names import CHECKPOINT_WRAPPER
-from codemods.syntax import (
+from codemods.rules.api import CallSiteFix, Site, Translation
+from codemods.rules.kinds.reference import Reported
+from codemods.syntax import ast_nodes as on_ast
+from codemods.syntax.cst_nodes import (
     append_arg,
     is_plain_positional,
     keep_ending,
@@ -24,7 +24,7 @@ from codemods.syntax import (
 )
 
 if TYPE_CHECKING:
-    from codemods.astdetect import AstSite
+    from codemods.astlint.detector import AstSite
 
 _CHECKPOINT = CHECKPOINT_WRAPPER
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any, Callable
 
-from codemods import astsyntax as on_ast
-from codemods.kinds.base import Import, Site, Translation
-from codemods.lazy_libcst import cst
 from codemods.registry.names import FABRIC_ROOTS
-from codemods.syntax import keep_ending, keyword, keyword_arg
+from codemods.rules.api import Import, Site, Translation
+from codemods.syntax import ast_nodes as on_ast
+from codemods.syntax.cst_nodes import keep_ending, keyword, keyword_arg
+from codemods.syntax.lazy_libcst import cst
 
 if TYPE_CHECKING:
-    from codemods.astdetect import AstSite
+    from codemods.astlint.detector import AstSite
 
 
 def _fabric(site: Site) -> bool:

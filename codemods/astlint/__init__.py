@@ -1,0 +1,1 @@
+"""The ``ast`` detector: lint without libcst's parse."""

@@ -1,0 +1,280 @@
+r"""Lint on the ``ast`` tree: the libcst engine's findings, without libcst's parse.
+
+:func:`codemods.astlint.lint.detect` walks the tree the pre-filter's second stage parsed
+and does what :class:`codemods.engine.transformer.Engine` does in a run that fixes
+nothing: the uses and imports of old names (names resolved by
+:mod:`codemods.astlint.scopes`), the plan's verdict on whether each rename is certain
+(:mod:`codemods.rules.plan`, the same rules on ``ast`` nodes),
+and the behaviours' hooks for calls, ``partial``\\ s, definitions and classes. Each
+behaviour's ``ast`` half sits beside its libcst half, in its kind's module or its
+rule's module (``ast_call``, ``ast_partial``, ``ast_function``, ``ast_class_def``; a
+:class:`codemods.rules.api.CallSiteFix`'s ``certain``). A behaviour whose hook has no
+``ast`` half, or a construct :mod:`codemods.astlint.scopes` does not resolve exactly, raises
+:class:`Undecided`, and the file goes to the libcst engine: the findings are the same
+either way (``tests/test_astdetect.py`` proves it on every fixture and rule example).
+
+Code in a ``try: ... except ImportError:`` block or a version-gated ``if`` is not
+reported (:func:`is_fallback`), ``# noqa`` silences as it does for the engine.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tokenize
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from codemods.astlint.scopes import Names, Undecided, dotted
+from codemods.findings import Finding
+from codemods.registry import REGISTRY, Rule
+from codemods.rules.index import INDEX
+from codemods.screen.noqa import Suppressions
+from codemods.settings import Settings
+from codemods.syntax.ast_nodes import arguments, tree_index
+from codemods.syntax.cst_nodes import _GATE, _IMPORT_ERRORS
+
+__all__ = ["AstSite", "Detector", "Undecided", "is_fallback"]
+
+
+def is_fallback(node: ast.AST, detector: Detector) -> bool:
+    """:func:`codemods.syntax.cst_nodes.is_fallback` on ``ast``: an import fallback or a gate."""
+    kind = type(node)
+    if kind is ast.Try:
+        for handler in node.handlers:  # type: ignore[attr-defined]
+            if handler.type is None:
+                return True
+            types = handler.type.elts if type(handler.type) is ast.Tuple else [handler.type]
+            if any(dotted(t) in _IMPORT_ERRORS for t in types):
+                return True
+        return False
+    if kind is ast.If:
+        return _GATE.search(detector.segment(node.test)) is not None  # type: ignore[attr-defined]
+    return False
+
+
+@dataclass(frozen=True)
+class AstSite:
+    """One call of an old name, as a fix's ``certain`` sees it (see ``Site``).
+
+    Attributes:
+        resolver: The detector (``qualified``, ``applies``, ``names_a_class``).
+        old: The old qualified name the call refers to.
+        call: The call.
+        partial: The old name is ``partial(old, ...)``'s first argument.
+    """
+
+    resolver: Detector
+    old: str
+    call: ast.Call
+    partial: bool = False
+
+    @property
+    def arguments(self) -> list[ast.expr | ast.keyword]:
+        """The call's own arguments in source order (a partial's after the function)."""
+        return arguments(self.call)[1 if self.partial else 0 :]
+
+
+class Detector:
+    """The engine's lint pass over one module's ``ast`` tree.
+
+    Args:
+        source: The module's bytes.
+        tree: ``ast.parse(source)``.
+        settings: The run's settings (``fix`` must be off).
+        suppressions: The module's ``noqa`` comments.
+    """
+
+    def __init__(
+        self, source: bytes, tree: ast.Module, settings: Settings, suppressions: Suppressions
+    ) -> None:
+        self.source = source
+        self.settings = settings
+        self.suppressions = suppressions
+        self.findings: list[Finding] = []
+        self.scratch: dict[str, Any] = {}
+        self.tree = tree
+        self.names = Names(tree)
+        self.parents = self.names.parents
+        self.fallback = False
+        self.fixable: set[str] = set()
+        # Every node a hook reported on, kept or not (silenced, disabled, quiet): where a
+        # fixing run's libcst pass may act (see codemods.engine.pruning).
+        self.touched: list[ast.AST] = []
+        self.reported: list[tuple[ast.AST, str]] = []  # each report's node and rule
+        self._text: str | None = None
+        self._lines: list[bytes] | None = None
+
+    # What hooks ask --------------------------------------------------------------------
+
+    def qualified(self, node: ast.AST) -> set[str]:
+        """The fully qualified names ``node`` may refer to."""
+        return self.names.qualified(node)
+
+    def nodes(self, *kinds: type) -> list[ast.AST]:
+        """The module's nodes of the exact types ``kinds``, in source order per type."""
+        index = tree_index(self.tree).by_type
+        return [node for kind in kinds for node in index.get(kind, ())]
+
+    def parent(self, node: ast.AST) -> ast.AST | None:
+        """The parent of a node (arguments' parent is the ``keyword`` or the call)."""
+        return self.parents.get(id(node))
+
+    def applies(self, code: str) -> bool:
+        """``Engine.applies``: whether rule ``code``'s fix is part of this (or a fixing) run."""
+        rule = REGISTRY[code]
+        return self.settings.applies_fix(rule) if self.settings.fix else self.settings.can_fix(rule)
+
+    def text(self) -> str:
+        """The module, decoded."""
+        if self._text is None:
+            encoding, _ = tokenize.detect_encoding(io.BytesIO(self.source).readline)
+            self._text = self.source.decode(encoding)
+        return self._text
+
+    def segment(self, node: ast.AST) -> str:
+        """The source text of ``node``."""
+        lines = self.lines()
+        first, last = node.lineno - 1, node.end_lineno - 1  # type: ignore[attr-defined]
+        start, end = node.col_offset, node.end_col_offset  # type: ignore[attr-defined]
+        if first == last:
+            return lines[first][start:end].decode()
+        parts = [lines[first][start:], *lines[first + 1 : last], lines[last][:end]]
+        return b"\n".join(parts).decode()
+
+    def lines(self) -> list[bytes]:
+        """The module's lines, UTF-8 encoded (as ``ast`` counts columns)."""
+        if self._lines is None:
+            text = self.source.decode() if self.source.isascii() else self.text()
+            self._lines = [line.encode() for line in re.split(r"\r\n|\r|\n", text)]
+        return self._lines
+
+    def target_at_least(self, release: str) -> bool:
+        """Whether the torch the code must run on is ``release`` or later."""
+        from packaging.version import Version
+
+        target = self.settings.target_torch
+        return target is None or Version(target) >= Version(release)
+
+    def scope(self, node: ast.AST) -> Any:
+        """The :class:`codemods.astlint.scopes.Scope` a name, attribute or call is in."""
+        return self.names.scope_of.get(id(node))
+
+    def class_set(self, node: ast.AST) -> ast.AST | None:
+        """``Engine.class_set``: a set display, a non-empty list or tuple, or a class name."""
+        if type(node) is ast.Set:
+            return node
+        if type(node) in (ast.List, ast.Tuple) and node.elts:  # type: ignore[attr-defined]
+            return node
+        if type(node) in (ast.Name, ast.Attribute) and self._names_a_class(node):
+            return node
+        return None
+
+    def _names_a_class(self, node: ast.AST) -> bool:
+        """``Engine._names_a_class``: the name is bound only by classes and imports."""
+        name = dotted(node)
+        scope = self.names.scope_of.get(id(node))
+        if name is None or scope is None:
+            return False
+        root = name.split(".")[0]
+        binder = self.names._lookup(scope, root)
+        return binder is not None and root not in binder.nonclass
+
+    def report(
+        self,
+        node: ast.AST,
+        rule: Rule,
+        fixable_here: bool = True,
+        quiet: bool = False,
+        unsafe_here: bool = False,
+    ) -> bool:
+        """Record a finding (see ``Engine.report``); False: nothing is rewritten here."""
+        self.touched.append(node)
+        self.reported.append((node, rule.code))
+        if self.fallback or not self.settings.enabled(rule):
+            return False
+        line, column = self.position(node)
+        if self.suppressions.silences(line, rule.code):
+            return False
+        fixable = fixable_here and self.settings.can_fix(rule)
+        if not quiet:
+            self.findings.append(
+                Finding(
+                    line,
+                    column + 1,
+                    rule.code,
+                    rule.message,
+                    fixable,
+                    False,
+                    unsafe=fixable and unsafe_here,
+                )
+            )
+        return False
+
+    def depends_on(self, nodes: Iterable[ast.AST]) -> None:
+        """Record nodes elsewhere in the module that a hook's answer rests on.
+
+        A fixing run's libcst pass must see them: :mod:`codemods.engine.pruning` keeps the
+        functions they are in.
+        """
+        self.touched.extend(nodes)
+
+    def position(self, node: ast.AST) -> tuple[int, int]:
+        """1-based line and 0-based column in characters (``ast`` counts UTF-8 bytes)."""
+        line, column = node.lineno, node.col_offset  # type: ignore[attr-defined]
+        if column and not self.source.isascii():
+            column = len(self.lines()[line - 1][:column].decode())
+        return line, column
+
+    def silenced(self, node: ast.AST, code: str) -> bool:
+        """Whether a ``noqa`` comment silences rule ``code`` on ``node``'s first line."""
+        return self.suppressions.silences(node.lineno, code)  # type: ignore[attr-defined]
+
+    def find(self, node: ast.AST) -> tuple[str, Rule, str] | None:
+        """``Engine.find``: the old name, rule and qualified name ``node`` refers to."""
+        found = None
+        parent = self.parents.get(id(node))
+        namespace = type(parent) is ast.Attribute and parent.value is node  # type: ignore[attr-defined]
+        if namespace and type(node) is ast.Name:
+            self._dotted_access(node)
+        for qualified in sorted(self.qualified(node)):
+            match = INDEX.reference(qualified, module=namespace)
+            if match is None:
+                return None
+            found = found or (match[0], match[1], qualified)
+        return found
+
+    def _dotted_access(self, node: ast.Name) -> None:
+        """Libcst resolves ``a`` of ``a.b.c`` to ``import a.b`` too: refuse where that matters."""
+        scope = self.names.scope_of[id(node)]
+        binder = self.names._lookup(scope, node.id)
+        if binder is None:
+            return
+        start = node.id + "."
+        for key, statements in binder.imports.items():
+            if key.startswith(start):
+                for statement in statements:
+                    from codemods.astlint.scopes import import_names
+
+                    if any(INDEX.reference(n, module=True) for n in import_names(statement, key)):
+                        raise Undecided(f"`{key}` is imported as a module with a rule")
+
+    @staticmethod
+    def imported(node: ast.Import | ast.ImportFrom) -> list[tuple[ast.alias, Rule, str]]:
+        """The aliases of an import that bring in an old name, with its rule and name."""
+        if type(node) is ast.ImportFrom:
+            if node.level or not node.module:  # type: ignore[attr-defined]
+                return []
+            prefix = f"{node.module}."  # type: ignore[attr-defined]
+        else:
+            prefix = ""
+        found = []
+        for alias in node.names:
+            if alias.name == "*":
+                return []
+            match = INDEX.reference(prefix + alias.name, module=type(node) is ast.Import)
+            if match is not None:
+                found.append((alias, match[1], match[0]))
+        return found

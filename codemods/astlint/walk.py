@@ -1,0 +1,282 @@
+"""The ``ast`` detector's pass: what the libcst engine visits, in its order, then its plan.
+
+One walk collects the uses and imports of old names, the calls, definitions and
+classes (each with whether it sits in a fallback block, see
+:func:`codemods.astlint.detector.is_fallback`), in the order the engine meets them (calls and
+classes as it leaves them). The plan (:mod:`codemods.rules.plan`'s rules: which renames are
+certain about every use) is settled from those, then each is reported and each
+behaviour's ``ast`` half is called.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from collections.abc import Iterable
+from typing import Any, Callable
+
+from codemods.astlint.detector import AstSite, Detector, Undecided, is_fallback
+from codemods.astlint.scopes import dotted
+from codemods.registry import REGISTRY, Rule
+from codemods.rules.api import PARTIAL, Behaviour, unchanged
+from codemods.rules.index import INDEX, fix_for
+from codemods.rules.plan import Planner, new_name
+from codemods.screen.prefilter import rule_filter
+from codemods.syntax.ast_nodes import tree_index
+
+
+def hook(behaviour: Behaviour, name: str) -> Callable[..., Any]:
+    """``behaviour``'s ``ast`` hook ``name``.
+
+    Raises:
+        Undecided: Where it has none that answers for its libcst hooks (one of them is
+            overridden below the class that defines the ``ast`` half).
+    """
+    cls = type(behaviour)
+    owner = _owner(cls, name)
+    mirrors = cls.AST_MIRRORS[name]
+    if owner is None or getattr(cls, name) is None:
+        raise Undecided(f"{behaviour.rule.code} has no {name}", behaviour.rule.code)
+    for method in mirrors:
+        defined = _owner(cls, method)
+        if defined is not None and not issubclass(owner, defined):
+            code = behaviour.rule.code
+            raise Undecided(f"{code}: {name} does not answer for {method}", code)
+    return getattr(behaviour, name)
+
+
+def _owner(cls: type, name: str) -> type | None:
+    return next((c for c in cls.__mro__ if name in c.__dict__), None)
+
+
+class Walk:
+    """One module's pass (see the module docstring)."""
+
+    def __init__(self, detector: Detector) -> None:
+        self.d = detector
+        self.below = tree_index(detector.tree).below
+        self.events: list[tuple] = []
+        self.definitions = bool(self._enabled(INDEX.definitions))
+        # Names that may refer to something a rule looks at: imported in the file, or
+        # spelled like a package the rules name (a module-level `torch = ...` is
+        # `torch` to libcst). Any other chain refers to local names or builtins only.
+        self.relevant = detector.names.imported_roots | _package_roots()
+
+    def run(self) -> None:
+        """Walk the module, settle the plan, report."""
+        self._no_other_hooks()
+        for child in self.d.tree.body:
+            self._visit(child, False)
+        fixable = self._plan()
+        d = self.d
+        for event in self.events:
+            kind, node, fallback = event[0], event[1], event[2]
+            d.fallback = fallback
+            if kind == "import":
+                for alias, rule, _ in d.imported(node):
+                    self._renaming(alias, rule, fixable)
+            elif kind == "ref":
+                self._renaming(node, event[3][1], fixable)
+            elif kind == "call":
+                self._call(node)
+            elif kind == "function":
+                for behaviour in self._enabled(INDEX.definitions):
+                    hook(behaviour, "ast_function")(d, node)
+            else:
+                for behaviour in self._enabled(INDEX.classes):
+                    hook(behaviour, "ast_class_def")(d, node)
+
+    def _no_other_hooks(self) -> None:
+        """Refuse a file where a behaviour with a hook this pass does not call may report.
+
+        Statement-list hooks (``blocks``) are not called: one whose ``ast_block`` says
+        it reports nothing in a run that fixes nothing is left out; where another such
+        rule is enabled and its text pre-filter admits the file, libcst decides it
+        (elsewhere the rule finds nothing, so lint loses nothing by not calling it).
+        """
+        d = self.d
+        for behaviour in getattr(INDEX, "blocks", ()):
+            rule = behaviour.rule
+            if not d.settings.enabled(rule) or not rule_filter(rule).admits(d.source):
+                continue
+            try:
+                hook(behaviour, "ast_block")
+            except Undecided:
+                raise Undecided(
+                    f"{rule.code}'s statement-list hook has no ast half", rule.code
+                ) from None
+
+    def _visit(self, node: ast.AST, fallback: bool) -> None:
+        kind = type(node)
+        if kind is ast.Name or kind is ast.Attribute:
+            base = node
+            while type(base) is ast.Attribute:
+                base = base.value  # type: ignore[attr-defined]
+            if type(base) is not ast.Name:  # `f().x.y`: only the call can name anything
+                self._visit(base, fallback)
+            elif base.id in self.relevant:  # type: ignore[attr-defined]
+                found = self.d.find(node)
+                if found is not None:
+                    self.events.append(("ref", node, fallback, found))
+                elif kind is ast.Attribute:
+                    self._visit(node.value, fallback)  # type: ignore[attr-defined]
+            return
+        if kind is ast.Import or kind is ast.ImportFrom:
+            self.events.append(("import", node, fallback))
+            return
+        if self.definitions and kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda):
+            self.events.append(("function", node, fallback))
+        if kind is ast.Try or kind is ast.If:
+            fallback = fallback or is_fallback(node, self.d)
+        for child in self.below[id(node)]:
+            self._visit(child, fallback)
+        if kind is ast.Call:
+            self.events.append(("call", node, fallback))
+        elif kind is ast.ClassDef:
+            self.events.append(("class", node, fallback))
+
+    # Reporting -------------------------------------------------------------------------
+
+    def _renaming(self, node: ast.AST, rule: Rule, fixable: set[str]) -> None:
+        if fix_for(rule) is None:
+            self.d.report(node, rule)
+        else:
+            self.d.report(node, rule, fixable_here=rule.code in fixable)
+
+    def _call(self, call: ast.Call) -> None:
+        d = self.d
+        root = dotted(call.func)
+        if root is None or root.partition(".")[0] not in self.relevant:
+            return  # calls of local names or builtins: no behaviour looks at them
+        names = d.qualified(call.func)
+        if PARTIAL in names:
+            first = _first(call)
+            if first is not None and not (type(first) is ast.keyword and first.arg):
+                value = first.value if type(first) in (ast.Starred, ast.keyword) else first
+                target = d.qualified(value)  # type: ignore[arg-type]
+                found = {b for n in target for b in INDEX.partials.get(n, ())}
+                for behaviour in self._enabled(found):
+                    hook(behaviour, "ast_partial")(d, call)
+        else:
+            for name in names:
+                for behaviour in self._enabled(INDEX.calls.get(name, ())):
+                    hook(behaviour, "ast_call")(d, call)
+
+    def _enabled(self, behaviours: Iterable[Behaviour]) -> list[Behaviour]:
+        """The behaviours whose rule this run reports.
+
+        A behaviour reports only its own rule and lint fixes nothing, so a disabled
+        rule's hook would find nothing here; not calling it keeps an opt-in rule with
+        no ``ast`` half (FSDP401) from sending every file it could match to libcst.
+        """
+        enabled = self.d.settings.enabled
+        return [b for b in behaviours if enabled(b.rule)]
+
+    # The plan --------------------------------------------------------------------------
+
+    def _plan(self) -> set[str]:
+        """The renaming rules whose fix is certain here (``Plan.fixable``)."""
+        d = self.d
+        olds: dict[str, set[str]] = {}
+        held: set[str] = set()
+        references: dict[str, list[tuple]] = {}
+
+        def seen(rule: Rule, old: str, node: ast.AST, fallback: bool) -> None:
+            olds.setdefault(rule.code, set()).add(old)
+            if fallback or d.silenced(node, rule.code):
+                held.add(rule.code)
+
+        for event in self.events:
+            if event[0] == "import":
+                for _, rule, old in d.imported(event[1]):
+                    seen(rule, old, event[1], event[2])
+                held |= self._rebound(event[1])
+            elif event[0] == "ref":
+                old, rule, qualified = event[3]
+                seen(rule, old, event[1], event[2])
+                references.setdefault(rule.code, []).append((event[1], rule, old, qualified))
+        present = set(olds)
+        certain = {
+            code
+            for code in present - held
+            if fix_for(REGISTRY[code]) is not None
+            and all(self._certain(*r) for r in references.get(code, ()))
+        }
+        certain -= _Clashes.clashes(certain, olds)
+        can_fix = d.settings.can_fix
+        return Planner._settle({c for c in certain if can_fix(REGISTRY[c])}, present)
+
+    def _rebound(self, node: ast.Import | ast.ImportFrom) -> set[str]:
+        """``Planner.rebound``: old names imported under a name the scope binds otherwise."""
+        d = self.d
+        scope = d.names.scope_of[id(node)]
+        codes: set[str] = set()
+        for alias in node.names:
+            if alias.name == "*" or (type(node) is ast.Import and alias.asname is None):
+                continue
+            rules = {rule.code for a, rule, _ in d.imported(node) if a is alias}
+            if not rules:
+                continue
+            local = alias.asname or alias.name
+            if local in scope.others:
+                codes |= rules
+            for other in scope.imports.get(local, ()):
+                if other is not node and not rules <= {r.code for _, r, _ in d.imported(other)}:
+                    codes |= rules
+        return codes
+
+    def _certain(self, node: ast.AST, rule: Rule, old: str, qualified: str) -> bool:
+        """``Planner.certain``: whether the fix of ``rule`` is certain about this use."""
+        d = self.d
+        fix = fix_for(rule)
+        parent = d.parent(node)
+        if qualified != old:
+            return fix.bare_references
+        if type(parent) is ast.Call and parent.func is node:  # type: ignore[attr-defined]
+            return self._translates(rule, old, parent)  # type: ignore[arg-type]
+        call = self._partial_of(node)
+        if call is not None and fix.partials:
+            return self._translates(rule, old, call, True)
+        if type(parent) is ast.keyword and parent.arg is not None:  # type: ignore[attr-defined]
+            outer = d.parent(parent)
+            for code, keyword in fix.passed_as:
+                if parent.arg == keyword and type(outer) is ast.Call:  # type: ignore[attr-defined]
+                    found = d.find(outer.func)  # type: ignore[attr-defined]
+                    if found is not None and found[1].code == code:
+                        return self._translates(found[1], found[0], outer)  # type: ignore[arg-type]
+        return fix.bare_references
+
+    def _translates(self, rule: Rule, old: str, call: ast.Call, partial: bool = False) -> bool:
+        fix = fix_for(rule)
+        if fix.translate is unchanged:
+            return True
+        if fix.certain is None:
+            raise Undecided(f"{rule.code}'s translator has no ast half", rule.code)
+        return fix.certain(AstSite(self.d, old, call, partial))
+
+    def _partial_of(self, node: ast.AST) -> ast.Call | None:
+        call = self.d.parent(node)
+        if not (type(call) is ast.Call and call.args and call.args[0] is node):  # type: ignore[attr-defined]
+            return None
+        if _first(call) is not node or PARTIAL not in self.d.qualified(call.func):  # type: ignore[arg-type]
+            return None
+        return call  # type: ignore[return-value]
+
+
+@functools.cache
+def _package_roots() -> frozenset[str]:
+    names = [*INDEX.references, *INDEX.calls, *INDEX.partials, PARTIAL]
+    return frozenset(name.partition(".")[0] for name in names)
+
+
+def _first(call: ast.Call) -> ast.AST | None:
+    """The call's first argument in source order."""
+    first = [a for a in (call.args[:1] + call.keywords[:1])]
+    return min(first, key=lambda a: (a.lineno, a.col_offset)) if first else None
+
+
+class _Clashes:
+    """``Planner._clashes`` without an engine: it only needs ``new_name``."""
+
+    new_name = staticmethod(new_name)
+    clashes = classmethod(lambda cls, codes, olds: Planner._clashes(cls, codes, olds))

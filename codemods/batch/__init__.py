@@ -1,0 +1,1 @@
+"""Runs over many files: finding them, the worker pool, stopping, atomic writes."""

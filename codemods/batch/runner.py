@@ -1,0 +1,333 @@
+"""Run the engine over files, fast and without letting one bad file stop the rest.
+
+Each file is pre-filtered (a text test, then an ``ast`` scan: see
+:mod:`codemods.screen.prefilter`), so a file with no legacy spelling is not parsed at all and
+its syntax errors are not reported. The files that pass are linted on the same ``ast``
+tree (:mod:`codemods.astlint.detector`); only those it leaves undecided, and in a fixing run
+those with a fix to apply, are parsed with libcst. Worker processes start only for
+large runs, and libcst is imported only where a file needs it. Per-file errors are
+reported, never raised.
+
+A run stops cleanly (see :mod:`codemods.batch.stopping`): work goes to the workers a few
+batches at a time, so that on SIGINT or SIGTERM no more is handed out; each worker looks
+between files and right before each write, and the files the run did not finish come
+back as not reached. A file is written only if it still holds the bytes that were read.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from codemods.batch import stopping
+from codemods.batch.files import ChangedMeanwhile, write_atomic
+from codemods.batch.pool import Work, in_process, in_workers, one
+from codemods.findings import Finding
+from codemods.screen.prefilter import worth_parsing
+from codemods.settings import Settings
+
+#: Below this many files one process does the work: a pool costs more to start than
+#: reading and filtering them (about half a millisecond each) takes...
+POOL_THRESHOLD = 256
+#: ... unless they hold this many bytes: files full of FSDP pass the pre-filter, and
+#: parsing them and running the ``ast`` detector costs about 2 ms per 1,000 bytes,
+#: against a pool's start of a few tens of milliseconds.
+POOL_BYTES = 128 * 2**10
+#: Files that need parsing and are larger than this are reported and skipped: libcst's
+#: name resolution takes minutes on them (generated code, as a rule).
+MAX_PARSE_BYTES = 4 * 2**20
+#: In a small run, this many files to parse go to worker processes; fewer are parsed
+#: here (each worker loads libcst, about 0.2 s, before its first file).
+PARSE_IN_WORKERS_FROM = 8
+#: What separates the words of a path (directories, extension, snake case is kept whole).
+_PATH_PARTS = re.compile(r"[/\\.\-]+")
+
+
+@dataclass
+class FileResult:
+    """What happened to one file.
+
+    Attributes:
+        path: The file as named on the command line (or found in a directory).
+        findings: What the engine found.
+        old_source: The bytes read (kept only when the file changes, for diffs).
+        new_source: The rewritten bytes, or None when nothing changes.
+        error: Why the file could not be processed (or written), or None.
+        written: The new bytes were written to disk.
+        crashed: The engine itself failed on this file (a bug to report).
+        skipped: Why the new bytes were not written although nothing failed (the file
+            changed on disk since it was read), or None.
+        reached: False when the run stopped before finishing this file (it is unchanged).
+    """
+
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    old_source: bytes | None = None
+    new_source: bytes | None = None
+    error: str | None = None
+    written: bool = False
+    crashed: bool = False
+    skipped: str | None = None
+    reached: bool = True
+
+    @property
+    def outcome(self) -> str:
+        """One word for what happened to the file on disk.
+
+        ``written``, ``failed`` (a write was due and failed), ``skipped``, ``not
+        reached``, ``error`` (it could not be read or parsed), ``would change`` (a run
+        that writes nothing), or ``unchanged``.
+        """
+        if not self.reached:
+            return "not reached"
+        if self.written:
+            return "written"
+        if self.skipped:
+            return "skipped"
+        if self.error:
+            return "failed" if self.new_source is not None else "error"
+        return "unchanged" if self.new_source is None else "would change"
+
+
+def process_source(
+    path: str, source: bytes, settings: Settings, prefilter: bool = True, on_ast: bool = True
+) -> FileResult:
+    """Run the engine on one file's bytes; parse failures become ``error``.
+
+    ``on_ast=False``: the ``ast`` detector has had its say already (see :func:`_screen`).
+    """
+    result = FileResult(path, error=_not_python(source))
+    if result.error:
+        return result
+    if on_ast:
+        screened = _screen_source(path, source, settings, prefilter)
+        if screened is not None:
+            return screened
+    if len(source) > MAX_PARSE_BYTES:
+        result.error = (
+            f"too large to parse ({len(source) / 2**20:.1f} MiB; the limit is "
+            f"{MAX_PARSE_BYTES / 2**20:.0f} MiB); skipped, unchanged"
+        )
+        return result
+    import libcst
+
+    from codemods.engine.run import run
+
+    try:
+        outcome = run(source, settings, filename=path)
+    except libcst.ParserSyntaxError as exc:
+        result.error = (
+            f"cannot parse: {exc.message} (line {exc.raw_line}, column {exc.raw_column + 1})"
+        )
+        return result
+    except (UnicodeDecodeError, LookupError, SyntaxError, ValueError) as exc:
+        result.error = f"cannot decode or parse: {exc}"
+        return result
+    except Exception as exc:  # noqa: BLE001 - one file's engine failure must not stop the run
+        result.error = f"internal error ({type(exc).__name__}: {exc}); please report it"
+        result.crashed = True
+        return result
+    result.findings = outcome.findings
+    if outcome.new_source is not None:
+        result.old_source, result.new_source = source, outcome.new_source
+    return result
+
+
+def _not_python(source: bytes) -> str | None:
+    """Why ``source`` is certainly not Python, or None."""
+    if b"\x00" in source:  # Python refuses such a file too; do not guess at its contents
+        return "not Python source: it contains NUL bytes"
+    return None
+
+
+def _screen(path: Path, settings: Settings, prefilter: bool) -> FileResult | bytes:
+    """Read and pre-filter one file: its finished result, or the bytes to parse."""
+    try:
+        source = path.read_bytes()
+    except OSError as exc:
+        return FileResult(str(path), error=f"cannot read: {exc.strerror or exc}")
+    error = _not_python(source)
+    if error:
+        return FileResult(str(path), error=error)
+    screened = _screen_source(str(path), source, settings, prefilter)
+    return source if screened is None else screened
+
+
+def _screen_source(
+    path: str, source: bytes, settings: Settings, prefilter: bool
+) -> FileResult | None:
+    """The result of a file the pre-filter or the ``ast`` detector settles; None: libcst's.
+
+    Both pre-filter stages first (they rule out most files of most trees without loading
+    the rules' behaviours, and so libcst); then the ``ast`` detector on the tree the
+    second stage parsed, cheap enough to run here: only what it leaves goes on to
+    libcst, in workers where there are several.
+    """
+    if prefilter and not worth_parsing(source, settings):
+        return FileResult(path)
+    from codemods.astlint.lint import found_on_ast  # not before a file passes the pre-filter
+
+    findings = found_on_ast(source, settings) if len(source) <= MAX_PARSE_BYTES else None
+    return None if findings is None else FileResult(path, findings=findings)
+
+
+def _parse(args: Work) -> FileResult:
+    """Run the engine on a screened file and (with ``write``) atomically rewrite it."""
+    path, source, settings, write, before_write = args
+    result = process_source(str(path), source, settings, prefilter=False, on_ast=False)
+    if write and result.new_source is not None:
+        if before_write is not None:
+            before_write(path)
+        # From here on a signal no longer abandons the file: the write finishes or
+        # gives up by itself, right before the replace.
+        with stopping.STATE.writing():
+            try:
+                write_atomic(path, result.new_source, source, stopping.STATE.check)
+                result.written = True
+            except ChangedMeanwhile as exc:
+                result.skipped = str(exc)
+            except OSError as exc:
+                result.error = f"cannot write: {exc.strerror or exc}; left unchanged"
+    return result
+
+
+def _process(args: Work) -> FileResult:
+    """Both stages for one file, in a worker: screen it, and parse it if it passes."""
+    path, settings, prefilter, write, before_write = args
+    screened = _screen(path, settings, prefilter)
+    if isinstance(screened, FileResult):
+        return screened
+    return _parse((path, screened, settings, write, before_write))
+
+
+@functools.lru_cache(maxsize=1)
+def _module_words() -> frozenset[str]:
+    """The module names along the registry's old names: ``fsdp``, ``strategies``, ..."""
+    from codemods.registry import REGISTRY
+
+    return frozenset(part for rule in REGISTRY for old in rule.old for part in old.split(".")[:-1])
+
+
+def likeliest_first(paths: Sequence[Path]) -> list[int]:
+    """The indexes of ``paths``, those named most like the old APIs' modules first.
+
+    Only the order of the work changes, never its results. A file that needs parsing
+    is the costliest (its worker loads libcst, then parses it), and the sooner one is
+    met, the sooner that starts while the other workers go on screening; files named
+    like the APIs (``distributed/fsdp/...``, ``strategies.py``) are the likeliest to
+    need it. Ties keep their order.
+
+    Example:
+        >>> likeliest_first([Path("a/io.py"), Path("a/fsdp/wrap.py"), Path("b/c.py")])
+        [1, 0, 2]
+    """
+    words = _module_words()
+    score = [-sum(part in words for part in _PATH_PARTS.split(str(path))) for path in paths]
+    return sorted(range(len(paths)), key=score.__getitem__)
+
+
+def _chunksize(files: int, jobs: int) -> int:
+    # Small enough that a worker held up by a slow file leaves the rest to the others;
+    # large enough that sending the work costs little.
+    return max(1, min(16, files // (jobs * 4)))
+
+
+def _worth_a_pool(paths: Sequence[Path]) -> bool:
+    """Whether screening ``paths`` in worker processes beats doing it here."""
+    if len(paths) >= POOL_THRESHOLD:
+        return True
+    if len(paths) < 2:
+        return False
+    total = 0
+    for path in paths:
+        try:
+            total += path.stat().st_size
+        except OSError:
+            continue  # reading it will report why
+        if total >= POOL_BYTES:
+            return True
+    return False
+
+
+def process_files(
+    paths: Sequence[Path],
+    settings: Settings,
+    write: bool,
+    jobs: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    prefilter: bool = True,
+    settings_for: Callable[[Path], Settings] | None = None,
+    before_write: Callable[[Path], None] | None = None,
+) -> list[FileResult]:
+    """Process ``paths`` (in parallel when there are many), results in input order.
+
+    Two stages: every file is read and pre-filtered, then the files that may hold a
+    finding are parsed. A large run (many files, or many bytes: :func:`_worth_a_pool`)
+    goes to worker processes whole, each screening its share of the files and parsing
+    those that pass (so no process waits for the others to finish screening, and this
+    one never loads libcst), the files named most like the old APIs' modules first
+    (:func:`likeliest_first`). A small run is screened
+    here, and its files to parse go to workers only when there are several.
+
+    ``progress(done, total)`` is called as results come in. ``prefilter=False`` parses
+    every file, even those the pre-filter rules out (for robustness runs).
+    ``settings_for(path)``, if given, chooses each file's settings (``per-file-ignores``).
+    ``before_write(path)``, if given, is called right before a file is written (in the
+    process that writes it, so it must be picklable when workers run).
+
+    Inside :func:`codemods.batch.stopping.on_signals`, SIGINT and SIGTERM stop the run: the
+    files it did not finish come back with ``reached=False``, unchanged.
+    """
+    jobs = jobs or os.cpu_count() or 1
+    choose = settings_for or (lambda _: settings)
+    chosen = [choose(path) for path in paths]
+    results: list[FileResult | None] = [None] * len(paths)
+    done = 0
+
+    def finished(index: int, result: FileResult) -> None:
+        nonlocal done
+        results[index], done = result, done + 1
+        if progress is not None:
+            progress(done, len(paths))
+
+    def lost(index: int, reason: str) -> None:
+        finished(index, FileResult(str(paths[index]), error=reason))
+
+    if jobs > 1 and _worth_a_pool(paths):
+        # A work item: path, settings, pre-filter or not, write or not, the hook.
+        work = [
+            (i, (paths[i], chosen[i], prefilter, write, before_write))
+            for i in likeliest_first(paths)
+        ]
+        in_workers(_process, work, jobs, finished, _chunksize(len(work), jobs), lost)
+    else:
+        todo = []
+        for index, (path, s) in enumerate(zip(paths, chosen)):
+            if stopping.STATE.requested:
+                break
+            screened = one(lambda a: _screen(*a), (path, s, prefilter))
+            if screened is None:
+                break
+            if isinstance(screened, FileResult):
+                finished(index, screened)
+            elif jobs <= 1:  # parsed at once, on the screening's detector pass
+                item = (index, (path, screened, s, write, before_write))
+                for _, result in in_process(_parse, [item]):
+                    finished(index, result)
+            else:
+                todo.append((index, (path, screened, s, write, before_write)))
+        # The parse stage's items hold the screened bytes in place of the pre-filter flag.
+        if jobs > 1 and len(todo) >= PARSE_IN_WORKERS_FROM:
+            workers = min(jobs, len(todo))
+            in_workers(_parse, todo, workers, finished, _chunksize(len(todo), workers), lost)
+        else:
+            for index, result in in_process(_parse, todo):
+                finished(index, result)
+    return [
+        result if result is not None else FileResult(str(path), reached=False)
+        for path, result in zip(paths, results)
+    ]

@@ -1,0 +1,1 @@
+"""The command lines: options, configuration, and the one output module."""

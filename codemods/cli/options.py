@@ -1,0 +1,177 @@
+"""Pieces both command-line tools share: common options, configuration, exit codes."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from codemods._version import __version__
+from codemods.cli import config as configuration
+from codemods.settings import Settings
+
+if TYPE_CHECKING:
+    from codemods.batch.runner import FileResult
+
+#: Nothing left to do.
+EXIT_CLEAN = 0
+#: Changes made or needed, or findings remain.
+EXIT_FINDINGS = 1
+#: Usage, I/O or parse errors.
+EXIT_ERROR = 2
+#: A run a signal stopped exits with this plus the signal's number, as shells report
+#: it: 130 for SIGINT, 143 for SIGTERM.
+EXIT_SIGNAL_BASE = 128
+
+
+def base_parser(prog: str, description: str, epilog: str = "") -> argparse.ArgumentParser:
+    """Build a parser with the options every fsdp-compat tool has (``--version``)."""
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description=description,
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    return parser
+
+
+def add_rule_options(parser: argparse.ArgumentParser) -> None:
+    """The options that choose rules, fixes and target releases (lint and migrate alike)."""
+    codes = "comma-separated codes or prefixes"
+    parser.add_argument("--select", metavar="CODES", help=f"report only these ({codes})")
+    parser.add_argument(
+        "--extend-select",
+        metavar="CODES",
+        help=f"report these too, opt-in rules included ({codes})",
+    )
+    parser.add_argument("--ignore", metavar="CODES", help=f"never report these ({codes})")
+    parser.add_argument(
+        "--unsafe-fixes", action="store_true", help="also apply fixes marked unsafe"
+    )
+    parser.add_argument(
+        "--target-torch",
+        metavar="VERSION",
+        help="the torch the code must run on: report what is deprecated there, fix only "
+        "to forms it has",
+    )
+    parser.add_argument("--target-lightning", metavar="VERSION", help="the same, for Lightning")
+    parser.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="the pyproject.toml to read (default: the nearest one with [tool.fsdp-compat])",
+    )
+
+
+def _codes(text: str | None) -> tuple[str, ...] | None:
+    if text is None:
+        return None
+    return tuple(code.strip().upper() for code in text.split(",") if code.strip())
+
+
+@dataclasses.dataclass(frozen=True)
+class Choices:
+    """The configuration and the settings a run uses, from the file and the command line.
+
+    Attributes:
+        config: The ``[tool.fsdp-compat]`` table (or the defaults).
+        settings: The settings for a file with no ``per-file-ignores``.
+    """
+
+    config: configuration.Config
+    settings: Settings
+
+    def settings_for(self, path: str | Path) -> Settings:
+        """The settings for ``path``: its ``per-file-ignores`` added."""
+        extra = self.config.ignored_in(path)
+        if not extra:
+            return self.settings
+        return dataclasses.replace(self.settings, ignore=self.settings.ignore + extra)
+
+    def skip(self) -> Callable[[Path], bool] | None:
+        """The configuration's excludes, for walking directories."""
+        if not self.config.exclude:
+            return None
+        return lambda path: configuration.excluded(path, self.config)
+
+
+def choices(args: argparse.Namespace, paths: list[str], fix: bool) -> Choices:
+    """Merge the nearest configuration with the command line (the command line wins).
+
+    Raises:
+        configuration.ConfigError: For a bad file or a bad release number.
+    """
+    path = args.config
+    if path is None:
+        path = configuration.find(configuration.start_of(paths))
+    config = configuration.load(path)
+    select = _codes(args.select)
+    select = config.select if select is None else select
+    extend = _codes(args.extend_select) or config.extend_select
+    if extend:  # an empty select means every rule that is not opt-in: extend those
+        select = (*(select or _default_codes()), *extend)
+    ignore = _codes(args.ignore)
+    targets = {
+        "target_torch": args.target_torch or config.target_torch,
+        "target_lightning": args.target_lightning or config.target_lightning,
+    }
+    for key, value in targets.items():
+        if value is not None:
+            targets[key] = configuration.check_version(value, "--" + key.replace("_", "-"))
+    settings = Settings(
+        select=tuple(select),
+        ignore=config.ignore if ignore is None else ignore,
+        fix=fix,
+        unsafe_fixes=args.unsafe_fixes,
+        **targets,
+    )
+    return Choices(config, settings)
+
+
+def _default_codes() -> tuple[str, ...]:
+    """The codes reported by default (every rule that is not opt-in)."""
+    from codemods.registry import REGISTRY
+
+    return tuple(rule.code for rule in REGISTRY if not rule.opt_in)
+
+
+def skipped_lines(results: list[FileResult]) -> list[str]:
+    """``skipped: path: why`` for each file whose new content was held back on purpose."""
+    return [f"skipped: {r.path}: {r.skipped}" for r in results if r.skipped]
+
+
+def stopped_lines(signal_name: str, results: list[FileResult], write: bool) -> list[str]:
+    r"""What a stopped run did: a count, then each file written and not reached.
+
+    ``signal_name`` is the signal that stopped it; empty, the run stopped by itself
+    (a worker process died, and the pool took no more work).
+
+    Example:
+        >>> from codemods.batch.runner import FileResult
+        >>> done = [FileResult("a.py", written=True), FileResult("b.py", reached=False)]
+        >>> print("\n".join(stopped_lines("SIGTERM", done, write=True)))
+        stopped by SIGTERM: 1 file written, 1 not reached (unchanged: run again to finish)
+        written: a.py
+        not reached: b.py
+    """
+    written = [r.path for r in results if r.written]
+    missing = [r.path for r in results if not r.reached]
+    done = (
+        f"{_files(len(written))} written"
+        if write
+        else f"{_files(len(results) - len(missing))} done"
+    )
+    return [
+        f"stopped {f'by {signal_name}' if signal_name else 'early'}: {done}, "
+        f"{len(missing)} not reached "
+        "(unchanged: run again to finish)",
+        *(f"written: {path}" for path in written),
+        *(f"not reached: {path}" for path in missing),
+    ]
+
+
+def _files(count: int) -> str:
+    return f"{count} file{'' if count == 1 else 's'}"

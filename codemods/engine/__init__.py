@@ -1,0 +1,1 @@
+"""The libcst engine: the fixing pass, its metadata and its import edits."""

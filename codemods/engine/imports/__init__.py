@@ -1,0 +1,1 @@
+"""The import edits a fixing pass queues, applied after the visit."""

@@ -1,0 +1,107 @@
+r"""A hook renamed on a base class: ``configure_sharded_model`` in a ``LightningModule``.
+
+The hook is found in classes that derive from one of the classes the rule names,
+directly or through classes of the same file (``class Base(LightningModule)`` then
+``class Model(Base)``), and in subclasses of well-known test bases that are
+``LightningModule``\\ s themselves (``BoringModel``).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from codemods.rules.api import Behaviour, Engine
+from codemods.syntax.lazy_libcst import cst
+
+#: Lightning's test helpers that are LightningModules (their names in every release).
+KNOWN_SUBCLASSES = ("BoringModel", "DemoModel", "BoringFabricModule")
+
+
+class MethodRename(Behaviour):
+    """Rename the hook method in subclasses of the rule's owner classes."""
+
+    classes = True
+
+    def __init__(self, rule) -> None:
+        super().__init__(rule)
+        self.owners = {old.rpartition(".")[0] for old in rule.old}
+        self.old_name = rule.old[0].rpartition(".")[2]
+        self.new_name = rule.new.rpartition(".")[2]
+
+    def _derives(self, engine: Engine, node: cst.ClassDef) -> bool:
+        local = engine.scratch.setdefault(self.rule.code, set())  # the file's subclasses
+        for base in node.bases:
+            names = engine.qualified(base.value)
+            leaves = {name.rpartition(".")[2] for name in names}
+            if names & self.owners or leaves & set(KNOWN_SUBCLASSES):
+                return True
+            if isinstance(base.value, cst.Name) and base.value.value in local:
+                return True
+        return False
+
+    def _called(self, engine: Engine) -> bool:
+        """Whether the module uses the old hook's name as an attribute (``x.old``)."""
+        key = f"{self.rule.code}:called"
+        if key not in engine.scratch:
+            attributes = engine.nodes(cst.Attribute)
+            engine.scratch[key] = any(n.attr.value == self.old_name for n in attributes)
+        return engine.scratch[key]
+
+    def ast_class_def(self, detector: Any, node: ast.ClassDef) -> None:
+        from codemods.syntax.ast_nodes import value
+
+        local = detector.scratch.setdefault(self.rule.code, set())
+        derives = False
+        for base in node.bases:
+            names = detector.qualified(value(base))
+            leaves = {name.rpartition(".")[2] for name in names}
+            derives = derives or bool(names & self.owners or leaves & set(KNOWN_SUBCLASSES))
+            derives = derives or (type(base) is ast.Name and base.id in local)
+            if derives:
+                break
+        if not derives:
+            return
+        local.add(node.name)
+        functions = (ast.FunctionDef, ast.AsyncFunctionDef)
+        defined = {s.name for s in node.body if isinstance(s, (*functions, ast.ClassDef))}
+        called = self._ast_called(detector)
+        for statement in node.body:
+            if isinstance(statement, functions) and statement.name == self.old_name:
+                fix = self.new_name not in defined and not called
+                detector.report(statement, self.rule, fixable_here=fix)
+
+    def _ast_called(self, detector: Any) -> bool:
+        """:meth:`_called` on ``ast``: ``x.old`` anywhere, import paths included."""
+        key = f"{self.rule.code}:called"
+        if key not in detector.scratch:
+            old = self.old_name
+            uses = [node for node in detector.nodes(ast.Attribute) if node.attr == old]
+            for node in detector.nodes(ast.ImportFrom, ast.Import):
+                module = getattr(node, "module", None) or ""
+                if old in module.split(".")[1:] or any(
+                    old in a.name.split(".")[1:] for a in node.names
+                ):
+                    uses.append(node)
+            detector.depends_on(uses)
+            detector.scratch[key] = bool(uses)
+        return detector.scratch[key]
+
+    def class_def(
+        self, engine: Engine, original: cst.ClassDef, updated: cst.ClassDef
+    ) -> cst.ClassDef:
+        if not self._derives(engine, original):
+            return updated
+        engine.scratch[self.rule.code].add(original.name.value)
+        body = list(updated.body.body)
+        defined = {getattr(s, "name", None) and s.name.value for s in body}
+        called = self._called(engine)
+        for index, (orig, stmt) in enumerate(zip(original.body.body, body)):
+            if isinstance(stmt, cst.FunctionDef) and stmt.name.value == self.old_name:
+                # Both defined: Lightning raises. The old hook called by name
+                # (`self.configure_sharded_model()`) would reach Lightning's own no-op
+                # after the rename. Either way a human decides.
+                fix = self.new_name not in defined and not called
+                if engine.report(orig, self.rule, fixable_here=fix) and fix:
+                    body[index] = stmt.with_changes(name=cst.Name(self.new_name))
+        return updated.with_changes(body=updated.body.with_changes(body=body))

@@ -1,0 +1,217 @@
+"""Decide, before rewriting a file, which renames apply to it as a whole.
+
+A rename changes every use of an old name in the file and moves its imports, so it
+applies only where the fix is certain about every use: a call it can translate (the
+rule's ``CallSiteFix``, see :mod:`codemods.rules.api`), a bare use that means the same
+under the new name, or one the fix declares safe (``passed_as``). It never applies
+where the old name also appears in a ``try: ... except ImportError:`` fallback or a
+version-gated branch (the file already bridges both APIs) or on a line whose ``noqa``
+silences it, nor where two renames would bind the same name to different things.
+Fixes that depend on each other (``requires``) or that another old name rules out
+(``blocked_by``) are then settled together.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from codemods.engine.imports.moves import restyle
+from codemods.registry import REGISTRY, Rule
+from codemods.rules.api import PARTIAL, Resolver, Site, Translation
+from codemods.rules.index import fix_for
+from codemods.syntax.cst_nodes import is_plain_positional
+from codemods.syntax.lazy_libcst import cst
+
+#: What a node refers to: (old name, its rule, the node's qualified name).
+Found = tuple[str, Rule, str]
+
+
+@dataclass(frozen=True)
+class Reference:
+    """One use of an old name outside an import.
+
+    Attributes:
+        node: The name or attribute.
+        rule: The rule whose old name it is.
+        old: That old name.
+        qualified: What the node refers to: ``old`` itself, or something inside it
+            (``Old.method``).
+    """
+
+    node: cst.BaseExpression
+    rule: Rule
+    old: str
+    qualified: str
+
+
+@dataclass
+class Plan:
+    """What the renames will do in one file.
+
+    Attributes:
+        present: Codes of every rule with a use or an import in the file.
+        fixable: Renaming rules whose fix is certain here, if every enabled fix ran.
+        applies: Renaming rules whose fix this run applies.
+        superseded: Rules not reported, because a fix that applies rewrites their sites.
+    """
+
+    present: set[str] = field(default_factory=set)
+    fixable: set[str] = field(default_factory=set)
+    applies: set[str] = field(default_factory=set)
+    superseded: set[str] = field(default_factory=set)
+
+
+def new_name(rule: Rule, old: str) -> str | None:
+    """What ``old`` is renamed to, or None where the fix renames nothing."""
+    if fix_for(rule) is None:
+        return None
+    new = rule.new_for(old)
+    return restyle(new, old) if new else None
+
+
+class Planner:
+    """Builds the :class:`Plan` for a module, asking the engine about its names.
+
+    Args:
+        engine: Answers name questions from libcst metadata (``parent``, ``find``,
+            ``imported``, ``new_name``, ``silenced``, ``qualified``), tells which
+            statements hold nothing to plan from (``cold``) and knows the run's
+            settings (``settings.can_fix``, ``settings.applies_fix``).
+    """
+
+    def __init__(self, engine: Any) -> None:
+        self.resolver: Resolver = engine
+        self.parent = engine.parent
+        self.find = engine.find
+        self.imported = engine.imported
+        self.new_name = engine.new_name
+        self.can_fix = engine.settings.can_fix
+        self.applies_fix = engine.settings.applies_fix
+        self.silenced = engine.silenced
+        self.cold = engine.cold
+
+    def plan(self, module: cst.Module, parents: dict[Any, Any] | None = None) -> Plan:
+        """The plan for ``module``; ``parents`` gets the parents of the nodes it reached."""
+        from codemods.rules.plan_walk import Collector
+
+        collector = Collector(self.find, self.imported, self.silenced, self.rebound, self.cold)
+        collector.collect(module, parents)
+        plan = Plan(present=set(collector.olds))
+        by_rule: dict[str, list[Reference]] = {}
+        for reference in (Reference(*found) for found in collector.references):
+            by_rule.setdefault(reference.rule.code, []).append(reference)
+        certain = {
+            code
+            for code in plan.present - collector.held
+            if fix_for(REGISTRY[code]) is not None
+            and all(self.certain(r) for r in by_rule.get(code, ()))
+        }
+        certain -= self._clashes(certain, collector.olds)
+        plan.fixable = self._settle({c for c in certain if self.can_fix(REGISTRY[c])}, plan.present)
+        plan.applies = self._settle(
+            {c for c in plan.fixable if self.applies_fix(REGISTRY[c])}, plan.present
+        )
+        for code in plan.applies:
+            plan.superseded.update(fix_for(REGISTRY[code]).supersedes)
+        return plan
+
+    def rebound(self, node: cst.Import | cst.ImportFrom) -> set[str]:
+        """Rules whose old name ``node`` imports under a name the same scope binds otherwise.
+
+        ``if have_fairscale: from fairscale.nn import FSDP`` / ``else: FSDP = None``: a
+        use of ``FSDP`` is not certainly the old name, so its calls are not translated,
+        and moving the import alone would leave them with the old arguments.
+        """
+        if isinstance(node.names, cst.ImportStar):
+            return set()
+        scope = self.resolver.scope(node)
+        codes: set[str] = set()
+        for alias in node.names:
+            if isinstance(node, cst.Import) and alias.asname is None:
+                continue  # `import a.b` binds the package `a`, not the old name
+            rules = {rule.code for _, rule in self.imported(node.with_changes(names=[alias]))}
+            if not rules or scope is None:
+                continue
+            local = alias.evaluated_alias or alias.evaluated_name
+            for assignment in scope.assignments[local]:
+                other = getattr(assignment, "node", None)
+                if other is node:
+                    continue
+                same = isinstance(other, (cst.Import, cst.ImportFrom)) and rules <= {
+                    rule.code for _, rule in self.imported(other)
+                }
+                if not same:
+                    codes |= rules
+        return codes
+
+    def _clashes(self, codes: set[str], olds: dict[str, set[str]]) -> set[str]:
+        """Rules whose renames would give one short name two meanings in the file."""
+        by_leaf: dict[str, dict[str, set[str]]] = {}  # leaf -> new name -> codes
+        for code in codes:
+            for old in olds[code]:
+                new = self.new_name(REGISTRY[code], old)
+                if new:
+                    by_leaf.setdefault(new.rpartition(".")[2], {}).setdefault(new, set()).add(code)
+        return {
+            code
+            for news in by_leaf.values()
+            if len(news) > 1
+            for group in news.values()
+            for code in group
+        }
+
+    @staticmethod
+    def _settle(candidates: set[str], present: set[str]) -> set[str]:
+        """Drop fixes whose companions stay behind or whose blockers are present."""
+        chosen = set(candidates)
+        changed = True
+        while changed:
+            changed = False
+            for code in sorted(chosen):
+                fix = fix_for(REGISTRY[code])
+                missing = [r for r in fix.requires if r in present and r not in chosen]
+                if missing or any(b in present for b in fix.blocked_by):
+                    chosen.discard(code)
+                    changed = True
+        return chosen
+
+    def certain(self, reference: Reference) -> bool:
+        """Whether the fix of ``reference.rule`` is certain about this use."""
+        fix = fix_for(reference.rule)
+        node = reference.node
+        parent = self.parent(node)
+        if reference.qualified != reference.old:  # `Old.attribute`: a bare use of the class
+            return fix.bare_references
+        if isinstance(parent, cst.Call) and parent.func is node:
+            return self.translate(reference.rule, reference.old, parent, parent) is not None
+        call = self.partial_of(node)
+        if call is not None and fix.partials:
+            return self.translate(reference.rule, reference.old, call, call, True) is not None
+        if isinstance(parent, cst.Arg) and parent.keyword is not None:
+            outer = self.parent(parent)
+            for code, keyword in fix.passed_as:
+                if parent.keyword.value == keyword and isinstance(outer, cst.Call):
+                    found = self.find(outer.func)
+                    if found is not None and found[1].code == code:
+                        return self.translate(found[1], found[0], outer, outer) is not None
+        return fix.bare_references
+
+    def translate(
+        self, rule: Rule, old: str, original: cst.Call, updated: cst.Call, partial: bool = False
+    ) -> Translation | None:
+        """``rule``'s translation of one call (None where it is not certain)."""
+        return fix_for(rule).translate(Site(self.resolver, old, original, updated, partial))
+
+    def partial_of(self, node: cst.BaseExpression) -> cst.Call | None:
+        """The ``functools.partial(node, ...)`` call ``node`` is the function of, if any."""
+        arg = self.parent(node)
+        call = self.parent(arg) if isinstance(arg, cst.Arg) else None
+        if not (isinstance(call, cst.Call) and call.args and call.args[0] is arg):
+            return None
+        if not is_plain_positional(arg) or PARTIAL not in self.resolver.qualified(call.func):
+            return None
+        return call
+
+
+__all__ = ["Plan", "Planner", "Reference"]

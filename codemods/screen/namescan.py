@@ -1,0 +1,174 @@
+"""The second stage of the pre-filter: which old names a file can refer to, by ``ast``.
+
+The text filter (:mod:`codemods.screen.prefilter`) lets through files that merely mention an
+old name; ``ast`` parses them about 15 times faster than libcst and is enough to see
+what the file imports and which dotted names it builds from those imports. A file goes
+on to libcst (and its name resolution) only if one of those names is an old name a
+rule looks for, a class an old hook lives on, or a callable whose rule is about a
+keyword argument the file passes somewhere; or if a function has the parameter a
+definition rule looks for.
+
+The scan is deliberately cruder than libcst's resolution and never stricter: it ignores
+scopes (a shadowed import still counts) and counts every use, so it can only let
+through more files, never fewer. Relative and star imports resolve to nothing in libcst
+either.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from codemods.registry import REGISTRY
+from codemods.screen.needs import needs
+from codemods.settings import Settings
+from codemods.syntax.ast_nodes import tree_index
+
+
+def _dotted(node: ast.AST) -> list[str] | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return parts[::-1]
+
+
+@dataclass(frozen=True)
+class _Targets:
+    """What the enabled rules look for, as the scan can see it.
+
+    Attributes:
+        names: Old names any use of which is a finding (and the classes hooks live on).
+        calls: Callables whose finding needs one of their keyword arguments.
+        parameters: Parameters a definition rule finds in the user's own functions.
+    """
+
+    names: frozenset[str]
+    calls: dict[str, frozenset[str]]
+    parameters: frozenset[str]
+
+
+@functools.lru_cache(maxsize=16)
+def _targets(settings: Settings) -> _Targets:
+    names: set[str] = set()
+    calls: dict[str, set[str]] = {}
+    parameters: set[str] = set()
+    for rule in REGISTRY:
+        if not settings.enabled(rule):
+            continue
+        need = needs(rule)
+        if need.parameter:
+            parameters.add(need.parameter)
+        names.update(need.names)
+        for name in need.calls:
+            calls.setdefault(name, set()).add(need.keyword)
+    return _Targets(
+        frozenset(names),
+        {name: frozenset(arguments) for name, arguments in calls.items()},
+        frozenset(parameters),
+    )
+
+
+@dataclass
+class _Module:
+    """What one walk over a module's ``ast`` collects for the scan."""
+
+    bound: dict[str, set[str]] = field(default_factory=dict)
+    imported: list[str] = field(default_factory=list)
+    uses: list[ast.Name | ast.Attribute] = field(default_factory=list)
+    keywords: set[str | None] = field(default_factory=set)
+    parameters: set[str] = field(default_factory=set)
+
+
+def _collect(tree: ast.AST) -> _Module:
+    """One walk over ``tree`` (node types compared exactly: ``ast`` has no subclasses)."""
+    module = _Module()
+    get = tree_index(tree).by_type.get
+    module.uses = [*get(ast.Name, ()), *get(ast.Attribute, ())]  # type: ignore[list-item]
+    module.keywords = {node.arg for node in get(ast.keyword, ())}  # type: ignore[attr-defined]
+    for node in get(ast.arguments, ()):
+        module.parameters.update(a.arg for a in _all_arguments(node))  # type: ignore[arg-type]
+    for node in get(ast.Import, ()):
+        for alias in node.names:  # type: ignore[attr-defined]
+            local = alias.asname or alias.name.partition(".")[0]
+            module.bound.setdefault(local, set()).add(alias.name if alias.asname else local)
+            module.imported.append(alias.name)
+    for node in get(ast.ImportFrom, ()):
+        if node.level == 0 and node.module:  # type: ignore[attr-defined]
+            for alias in node.names:  # type: ignore[attr-defined]
+                if alias.name != "*":
+                    qualified = f"{node.module}.{alias.name}"  # type: ignore[attr-defined]
+                    module.bound.setdefault(alias.asname or alias.name, set()).add(qualified)
+                    module.imported.append(qualified)
+    return module
+
+
+def referenced_names(tree: ast.AST) -> Iterator[str]:
+    r"""Every qualified name the module's imports let it spell, with a shadow-blind scan.
+
+    Example:
+        >>> tree = ast.parse("import pytorch_lightning as pl\npl.strategies.X()")
+        >>> sorted(set(referenced_names(tree)))
+        ['pytorch_lightning', 'pytorch_lightning.strategies', 'pytorch_lightning.strategies.X']
+    """
+    return _referenced(_collect(tree))
+
+
+def _referenced(module: _Module) -> Iterator[str]:
+    yield from module.imported
+    bound = module.bound
+    for node in module.uses:
+        if type(node) is ast.Name:
+            if node.id in bound:
+                yield from bound[node.id]
+            continue
+        parts = _dotted(node)
+        if parts and parts[0] in bound:
+            for base in bound[parts[0]]:
+                yield ".".join([base, *parts[1:]])
+
+
+def _refers_to(name: str, targets: frozenset[str]) -> bool:
+    """``name`` is a target, or something inside one (``Old.attribute``)."""
+    while name:
+        if name in targets:
+            return True
+        name = name.rpartition(".")[0]
+    return False
+
+
+def may_have_findings(source: bytes, settings: Settings) -> bool:
+    """False only where no rule enabled by ``settings`` can find anything in ``source``.
+
+    Sources ``ast`` cannot parse (Python 2, a newer syntax) go on to libcst, which reports
+    them properly.
+    """
+    try:
+        tree = parse(source)
+    except (SyntaxError, ValueError):
+        return True
+    targets = _targets(settings)
+    module = _collect(tree)
+    for name in _referenced(module):
+        if _refers_to(name, targets.names) or module.keywords & targets.calls.get(name, set()):
+            return True
+    return bool(targets.parameters & (module.parameters | module.keywords))
+
+
+@functools.lru_cache(maxsize=2)
+def parse(source: bytes) -> ast.Module:
+    """``ast.parse(source)``, kept for the file's lint (:mod:`codemods.astlint.detector`).
+
+    Raises:
+        SyntaxError, ValueError: As :func:`ast.parse` does.
+    """
+    return ast.parse(source)
+
+
+def _all_arguments(node: ast.arguments) -> list[ast.arg]:
+    return [*node.posonlyargs, *node.args, *node.kwonlyargs]

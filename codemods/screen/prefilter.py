@@ -1,0 +1,292 @@
+"""The cheap text test that decides which files are worth parsing at all.
+
+libcst parses about 15 times slower than ``ast``, so a file is parsed only if its bytes
+could hold a finding. A use of an old name ``a.b.P.X`` needs an import of its package
+``a``, and wherever the name is bound, its text shows either ``P.X`` (a dotted use or
+import) or ``P`` on an import line with ``X`` spelled somewhere (``from a.b.P import X
+as Y``, or ``import a.b.P as m`` and then ``m.X``). So, for each rule:
+
+- a package root of its old names appears in the file and on an import line (a rule
+  found in the user's own definitions needs no import);
+- for one of its old names, ``P.X`` appears, or ``P`` is on an import line and ``X``
+  is spelled as a whole word; a call rule also needs its argument spelled, a hook rule
+  its hook, a value rule one of its old values.
+
+Every test is a substring search, shared by the rules checking a file; whether a word
+may sit on an import line is decided from its own occurrences (:func:`on_import_line`),
+never by scanning every line. Each test only rules a file out
+where no finding can be; the suite checks that no fixture or registry example with a
+finding is ruled out. Files that pass go through a second, ``ast``-based stage
+(:mod:`codemods.screen.namescan`) before libcst parses them.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+from codemods.registry import REGISTRY, Rule
+from codemods.screen.needs import needs
+from codemods.settings import Settings
+
+#: The bytes of identifier characters (ASCII; a non-ASCII neighbour counts as a boundary,
+#: which can only let more files through).
+_IDENTIFIER_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+
+
+def on_import_line(source: bytes, word: bytes) -> bool:
+    r"""Whether ``word``, as a whole identifier, may sit in the module path of an import.
+
+    A module path is written on the physical line of its ``import`` or ``from`` keyword,
+    or on a line a backslash continues. So an occurrence counts where ``import`` or
+    ``from`` comes before it on its line, or where the line before ends with ``\``.
+    Only the occurrences of ``word`` are looked at, never every line of the file.
+
+    Example:
+        >>> on_import_line(b"import os; from torch.nn import Linear\n", b"torch")
+        True
+        >>> on_import_line(b"import pytorch_lightning\n# torch is great\n", b"torch")
+        False
+        >>> on_import_line(b"from \\\n    torch import nn\n", b"torch")
+        True
+    """
+    start = source.find(word)
+    while start != -1:
+        end = start + len(word)
+        if (start == 0 or source[start - 1] not in _IDENTIFIER_BYTES) and (
+            end == len(source) or source[end] not in _IDENTIFIER_BYTES
+        ):
+            line_start = source.rfind(b"\n", 0, start) + 1
+            before = source[line_start:start]
+            if b"import" in before or b"from" in before:
+                return True
+            if source[max(0, line_start - 3) : line_start].rstrip(b"\r\n").endswith(b"\\"):
+                return True
+        start = source.find(word, end)
+    return False
+
+
+class _Scan:
+    """What the rules ask of one file, each answered once."""
+
+    def __init__(self, source: bytes) -> None:
+        self.source = source
+        self._contains: dict[bytes, bool] = {}
+        self._imported: dict[bytes, bool] = {}
+        self._spelled: dict[bytes, bool] = {}
+
+    def contains(self, text: bytes) -> bool:
+        found = self._contains.get(text)
+        if found is None:
+            found = self._contains[text] = text in self.source
+        return found
+
+    def spelled(self, word: bytes) -> bool:
+        """``word`` appears as a whole identifier (not inside another)."""
+        found = self._spelled.get(word)
+        if found is None:
+            found = self._spelled[word] = (
+                self.contains(word) and _word(word).search(self.source) is not None
+            )
+        return found
+
+    def spelled_as_member(self, leaf: bytes, parent: bytes) -> bool:
+        """``leaf`` appears where it can name a member of the module ``parent``.
+
+        That is anywhere but after a dot that follows another name, unless that name is
+        ``parent`` or a local alias (``as m``): ``torch.distributed.fsdp`` does not spell
+        ``fsdp`` of ``torch.distributed._composable``, ``c.fsdp`` may.
+        """
+        if not self.contains(leaf):
+            return False
+        source = self.source
+        for match in _word(leaf).finditer(source):
+            dot = match.start() - 1
+            if dot < 0 or source[dot] != 0x2E:  # not after a dot: an import or a bare use
+                return True
+            start = dot
+            while start > 0 and source[start - 1] in _IDENTIFIER_BYTES:
+                start -= 1
+            owner = source[start:dot]
+            if not owner or owner == parent or _alias(owner).search(source):
+                return True
+        return False
+
+    def imported(self, word: bytes) -> bool:
+        """``word`` may be part of an imported module's path (see :func:`on_import_line`)."""
+        found = self._imported.get(word)
+        if found is None:
+            found = self._imported[word] = self.contains(word) and on_import_line(self.source, word)
+        return found
+
+
+@functools.cache
+def _word(word: bytes) -> re.Pattern[bytes]:
+    return re.compile(rb"\b" + re.escape(word) + rb"\b")
+
+
+@functools.cache
+def _alias(name: bytes) -> re.Pattern[bytes]:
+    return re.compile(rb"\bas\s+" + re.escape(name) + rb"\b")
+
+
+@dataclass(frozen=True)
+class RuleFilter:
+    """What must appear in a file for one rule to find anything in it.
+
+    Attributes:
+        roots: Package roots, one of which an import line must name; empty where the
+            rule needs no import.
+        names: ``(P, X, middle)`` for each old name ``root.middle.P.X`` (or each callable,
+            for call rules): the parts of its module path between the root and ``P``,
+            each of which any reference to the name spells as a whole word (in its
+            import or its attribute chain), so the text must spell them all.
+        word: A word that must also be spelled: a call rule's argument, a hook's name,
+            a definition rule's parameter.
+        pattern: For value rules: a pattern one of the old values matches.
+    """
+
+    roots: frozenset[bytes]
+    names: tuple[tuple[bytes, bytes, tuple[bytes, ...]], ...] = ()
+    word: bytes | None = None
+    pattern: re.Pattern[bytes] | None = None
+
+    def admits(self, source: bytes, scan: _Scan | None = None, imported: bool = False) -> bool:
+        """Whether ``source`` may hold a finding of the rule.
+
+        ``imported``: one of the rule's package roots is known to be imported.
+        """
+        scan = scan or _Scan(source)
+        if self.roots and not imported and not any(scan.imported(root) for root in self.roots):
+            return False
+        # Both parts are spelled wherever the name is used; the longer one first (rarer,
+        # and a longer needle is found or ruled out faster).
+        candidates = [
+            (p, x)
+            for p, x, middle in self.names
+            if scan.contains(max(p, x, key=len))
+            and scan.contains(min(p, x, key=len))
+            and all(scan.spelled(part) for part in middle)
+        ]
+        if self.names and not candidates:
+            return False
+        if self.word is not None and not scan.contains(self.word):
+            return False
+        if self.pattern is not None and self.pattern.search(source) is None:
+            return False
+        if self.word is not None and not scan.spelled(self.word):
+            return False
+        return not self.names or any(
+            (not parent and scan.imported(leaf))  # a whole package (lightning_lite)
+            or scan.spelled(parent + b"." + leaf)  # whole: not `_checkpoint.checkpoint_wrapper`
+            or (scan.imported(parent) and scan.spelled_as_member(leaf, parent))
+            for parent, leaf in candidates
+        )
+
+
+def _parent_and_leaf(name: str) -> tuple[bytes, bytes, tuple[bytes, ...]]:
+    """``(P, X, middle)`` of ``root.middle.P.X`` (see :class:`RuleFilter`).
+
+    Example:
+        >>> _parent_and_leaf("torch.distributed._tensor.device_mesh.DeviceMesh")
+        (b'device_mesh', b'DeviceMesh', (b'distributed', b'_tensor'))
+    """
+    parent, _, leaf = name.rpartition(".")
+    middle = tuple(part.encode() for part in parent.split(".")[1:-1])
+    return parent.rpartition(".")[2].encode(), leaf.encode(), middle
+
+
+def rule_filter(rule: Rule) -> RuleFilter:
+    r"""The :class:`RuleFilter` of ``rule``, from what its kind needs (:func:`needs`).
+
+    Example:
+        >>> f = rule_filter(REGISTRY["FSDP101"])
+        >>> f.admits(b"from torch.distributed.fsdp.wrap import default_auto_wrap_policy")
+        True
+        >>> f.admits(b"import torch\ndefault_auto_wrap_policy = 1")
+        False
+    """
+    need = needs(rule)
+    if need.parameter is not None:  # the user's own functions: no import needed
+        return RuleFilter(frozenset(), word=need.parameter.encode())
+    roots = frozenset(root.encode() for root in need.roots)
+    names = tuple(sorted({_parent_and_leaf(name) for name in (*need.names, *need.calls)}))
+    word = need.word or (need.keyword if need.pattern is None else None)
+    pattern = re.compile(need.pattern.encode()) if need.pattern else None
+    return RuleFilter(roots, names, word=word.encode() if word else None, pattern=pattern)
+
+
+@functools.lru_cache(maxsize=16)
+def _filters(settings: Settings) -> tuple[RuleFilter, ...]:
+    return tuple(rule_filter(rule) for rule in REGISTRY if settings.enabled(rule))
+
+
+@dataclass(frozen=True)
+class _Group:
+    """The filters that one key text gates, and what else the key implies.
+
+    Attributes:
+        key: A package root, or a rootless filter's word; any finding of the group's
+            rules needs it in the file.
+        inside: Shorter keys inside ``key`` (``lightning`` in ``pytorch_lightning``):
+            where one of them is missing, ``key`` is too, unsearched.
+        shared: Parts of the module path that every old name under this root spells
+            (``distributed`` for torch's): a use of any of them spells each part,
+            in its import or its attribute chain.
+        filters: The filters themselves.
+    """
+
+    key: bytes
+    inside: tuple[bytes, ...]
+    shared: tuple[bytes, ...]
+    filters: tuple[RuleFilter, ...]
+
+
+@functools.lru_cache(maxsize=16)
+def _groups(settings: Settings) -> tuple[_Group, ...]:
+    """The enabled rules' filters, grouped by key, keys in a fixed order."""
+    rules = [rule for rule in REGISTRY if settings.enabled(rule)]
+    grouped: dict[bytes, list[RuleFilter]] = {}
+    paths: dict[bytes, list[set[str]]] = {}  # root -> the middle parts of each old name
+    for rule, f in zip(rules, _filters(settings)):
+        for key in f.roots or {f.word}:
+            grouped.setdefault(key, []).append(f)
+        if f.roots:
+            need = needs(rule)
+            for name in (*need.names, *need.calls):
+                root, *middle = name.split(".")[:-1] or [name]  # a package: its own root
+                paths.setdefault(root.encode(), []).append(set(middle))
+    return tuple(
+        _Group(
+            key,
+            tuple(other for other in grouped if other != key and other in key),
+            tuple(part.encode() for part in sorted(set.intersection(*paths.get(key, [set()])))),
+            tuple(filters),
+        )
+        for key, filters in sorted(grouped.items())
+    )
+
+
+def may_have_findings(source: bytes, settings: Settings) -> bool:
+    """False only where no rule enabled by ``settings`` can find anything in ``source``."""
+    scan = _Scan(source)
+    for group in _groups(settings):
+        # Most files hold none of the keys, or only "torch"; a package root counts only
+        # where an import may name it ("compatible" or a comment on Lightning do not).
+        rooted = group.filters[0].roots != frozenset()  # else the key is a rootless word
+        if (
+            all(scan.contains(part) for part in group.inside)
+            and (scan.imported(group.key) if rooted else scan.contains(group.key))
+            and all(scan.contains(part) for part in group.shared)
+            and any(f.admits(source, scan, imported=rooted) for f in group.filters)
+        ):
+            return True
+    return False
+
+
+def worth_parsing(source: bytes, settings: Settings) -> bool:
+    """Both stages: the text test, then :mod:`codemods.screen.namescan`'s ``ast`` scan."""
+    from codemods.screen import namescan
+
+    return may_have_findings(source, settings) and namescan.may_have_findings(source, settings)

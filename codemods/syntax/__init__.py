@@ -1,0 +1,1 @@
+"""Node helpers of both trees (``ast`` and libcst) side by side, and the gates."""

@@ -1,0 +1,239 @@
+"""Small questions about ``ast`` nodes that behaviours' ``ast`` halves ask.
+
+The counterparts of :mod:`codemods.syntax.cst_nodes`'s helpers for libcst nodes; free of libcst
+and of the registry, so rule modules can import them.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import re
+from typing import Any
+
+
+class Undecided(Exception):
+    """A construct the ``ast`` detector does not decide: the libcst engine takes the file.
+
+    Attributes:
+        rule: The rule code, where the reason is that rule's behaviour having no ``ast``
+            half (yet); None where it is a construct of the file.
+    """
+
+    def __init__(self, reason: str, rule: str | None = None) -> None:
+        super().__init__(reason)
+        self.rule = rule
+
+
+def dotted(node: ast.AST) -> str | None:
+    """``a.b.c`` for a name or attribute chain, else None."""
+    parts = []
+    while type(node) is ast.Attribute:
+        parts.append(node.attr)  # type: ignore[attr-defined]
+        node = node.value  # type: ignore[attr-defined]
+    if type(node) is not ast.Name:
+        return None
+    parts.append(node.id)  # type: ignore[attr-defined]
+    return ".".join(reversed(parts))
+
+
+#: Fields that hold no expression or statement (``Load()``, ``Add()``): never visited.
+_NOT_CHILDREN = frozenset({"ctx", "op", "ops", "type_ignores"})
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def children(node: ast.AST) -> list[ast.AST]:
+    """``ast.iter_child_nodes`` without the context and operator nodes, faster."""
+    kind = type(node)
+    fields = _FIELDS.get(kind)
+    if fields is None:
+        fields = _FIELDS[kind] = tuple(f for f in kind._fields if f not in _NOT_CHILDREN)
+    found: list[ast.AST] = []
+    for name in fields:
+        value = getattr(node, name, None)
+        if type(value) is list:
+            found.extend(item for item in value if isinstance(item, ast.AST))
+        elif isinstance(value, ast.AST):
+            found.append(value)
+    return found
+
+
+class TreeIndex:
+    """One walk's record of a module's tree: its nodes by type, each node's children.
+
+    Every pass after the first (the pre-filter's scan, the scopes, the detector's walk,
+    the rules' "all the calls" questions) reads this instead of walking the tree again:
+    looking a node's children up costs a small part of finding them.
+
+    Attributes:
+        by_type: Every node (the root too) by exact type, in source order per type.
+        below: ``id(node)`` -> the node's children (:func:`children`), in source order.
+
+    Example:
+        >>> index = TreeIndex(ast.parse("f(a.b); g(c)"))
+        >>> [ast.unparse(call) for call in index.by_type[ast.Call]]
+        ['f(a.b)', 'g(c)']
+    """
+
+    __slots__ = ("below", "by_type")
+
+    def __init__(self, tree: ast.AST) -> None:
+        by_type: dict[type, list[ast.AST]] = {}
+        below: dict[int, list[ast.AST]] = {}
+        stack = [tree]
+        pop, push = stack.pop, stack.extend
+        while stack:
+            node = pop()
+            same = by_type.get(type(node))
+            if same is None:
+                by_type[type(node)] = [node]
+            else:
+                same.append(node)
+            found = below[id(node)] = children(node)
+            push(reversed(found))
+        self.by_type = by_type
+        self.below = below
+
+
+@functools.lru_cache(maxsize=2)
+def tree_index(tree: ast.AST) -> TreeIndex:
+    """The :class:`TreeIndex` of ``tree``, kept for the last two trees (the file in hand)."""
+    return TreeIndex(tree)
+
+
+def arguments(call: ast.Call) -> list[ast.expr | ast.keyword]:
+    """A call's arguments in source order.
+
+    Positional ones (``Starred`` for ``*a``) and ``keyword`` nodes (``arg`` None for ``**k``).
+    """
+    if not call.keywords:
+        return list(call.args)
+    return sorted([*call.args, *call.keywords], key=lambda a: (a.lineno, a.col_offset))
+
+
+def keyword(arg: ast.expr | ast.keyword) -> str | None:
+    """The keyword of an argument (None for positional ones and ``*``/``**``)."""
+    return arg.arg if type(arg) is ast.keyword else None
+
+
+def star(arg: ast.expr | ast.keyword) -> bool:
+    """``*args`` or ``**kwargs``."""
+    return type(arg) is ast.Starred or (type(arg) is ast.keyword and arg.arg is None)
+
+
+def value(arg: ast.expr | ast.keyword) -> ast.expr:
+    """What an argument passes."""
+    return arg.value if type(arg) in (ast.keyword, ast.Starred) else arg  # type: ignore[union-attr,return-value]
+
+
+def is_bool(node: ast.AST) -> bool:
+    """The literal ``True`` or ``False``."""
+    return type(node) is ast.Constant and type(node.value) is bool  # type: ignore[attr-defined]
+
+
+_ONE_STRING = re.compile(r"""(?is)[a-z]{0,2}('''|\"\"\"|'|")(.*)\1""")
+
+
+def literal(detector: Any, node: ast.AST) -> Any:
+    """:func:`codemods.syntax.cst_nodes.literal` on ``ast``: an int, one string, a constant."""
+    if type(node) is not ast.Constant:
+        return None
+    found = node.value  # type: ignore[attr-defined]
+    if type(found) is str:
+        match = _ONE_STRING.fullmatch(detector.segment(node))
+        # "a" "b" is one Constant to ast and no SimpleString to libcst; undecided if unsure
+        if match is None or match.group(1) in match.group(2).replace("\\" + match.group(1), ""):
+            raise Undecided("a string literal spelled in parts")
+        return found
+    if type(found) is int or type(found) is bool or found is None:
+        return found
+    return None
+
+
+def spelled(node: ast.AST) -> str | None:
+    """:func:`codemods.syntax.cst_nodes.dotted` on ``ast`` (``True``, ``None`` are names there)."""
+    if type(node) is ast.Constant and node.value in (True, False, None):  # type: ignore[attr-defined]
+        if node.value is True or node.value is False or node.value is None:  # type: ignore[attr-defined]
+            return str(node.value)  # type: ignore[attr-defined]
+    return dotted(node)
+
+
+def plain_positional(arg: ast.expr | ast.keyword) -> bool:
+    """A positional argument that is not ``*args``."""
+    return type(arg) is not ast.keyword and type(arg) is not ast.Starred
+
+
+def flag(detector: Any, node: ast.AST) -> bool | None:
+    """The literal ``True`` or ``False``, else None."""
+    found = literal(detector, node)
+    return found if isinstance(found, bool) else None
+
+
+def _between(detector: Any, start: tuple[int, int], end: tuple[int, int]) -> bytes:
+    """The code between two (1-based line, byte column) positions that hold no string.
+
+    Comments are dropped: between a call's arguments only punctuation and comments lie.
+    """
+    lines = detector.lines()
+    if start[0] == end[0]:
+        parts = [lines[start[0] - 1][start[1] : end[1]]]
+    else:
+        parts = [lines[start[0] - 1][start[1] :], *lines[start[0] : end[0] - 1]]
+        parts.append(lines[end[0] - 1][: end[1]])
+    return b"\n".join(part.partition(b"#")[0] for part in parts)
+
+
+def _start(node: ast.AST) -> tuple[int, int]:
+    return node.lineno, node.col_offset  # type: ignore[attr-defined]
+
+
+def _end(node: ast.AST) -> tuple[int, int]:
+    return node.end_lineno, node.end_col_offset  # type: ignore[attr-defined]
+
+
+def _before(detector: Any, node: ast.AST) -> bytes:
+    """The significant character before ``node`` (empty at the module's start).
+
+    Undecided where a line passed over may end in a comment (a ``#`` anywhere on it).
+    """
+    lines = detector.lines()
+    line = node.lineno - 1  # type: ignore[attr-defined]
+    text = lines[line][: node.col_offset]  # type: ignore[attr-defined]
+    while True:
+        stripped = text.rstrip()
+        if stripped.endswith(b"\\"):  # a line continuation: the line before goes on
+            stripped = stripped[:-1].rstrip()
+        if stripped:
+            return stripped[-1:]
+        if line == 0:
+            return b""
+        line -= 1
+        text = lines[line]
+        if b"#" in text:
+            raise Undecided("a comment before a reported node")
+
+
+def unparenthesized(detector: Any, node: ast.AST) -> ast.AST:
+    """``node``, where libcst's position of it is ``ast``'s: it is not in parentheses.
+
+    ``ast`` starts a parenthesized expression inside its parentheses, libcst at them:
+    Undecided where ``node`` is, or may be, parenthesized. A call's callee and its
+    positional arguments are judged exactly (only punctuation and comments lie
+    between them), other nodes by the character before them.
+    """
+    parent = detector.parent(node)
+    if type(parent) is ast.Call and parent.func is node:  # type: ignore[attr-defined]
+        following = arguments(parent)[:1]  # type: ignore[arg-type]
+        stop = _start(following[0]) if following else _end(parent)
+        opened = _between(detector, _end(node), stop).lstrip(b" \t\n\\\f")
+        if opened.startswith(b"("):
+            return node
+    elif type(parent) is ast.Call and any(node is a for a in parent.args):  # type: ignore[attr-defined]
+        found = arguments(parent)  # type: ignore[arg-type]
+        index = next(i for i, a in enumerate(found) if a is node)
+        previous = found[index - 1] if index else parent.func  # type: ignore[attr-defined]
+        if _between(detector, _end(previous), _start(node)).count(b"(") == (0 if index else 1):
+            return node
+    elif _before(detector, node) != b"(":
+        return node
+    raise Undecided("a reported node may be in parentheses")

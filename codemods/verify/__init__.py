@@ -1,0 +1,1 @@
+"""The check a rewrite passes before it is written: no name left undefined or unused."""
