@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from codemods.batch import stopping
 from codemods.batch.files import discover
 from codemods.batch.runner import FileResult, process_files, process_source
-from codemods.cli import output as report
+from codemods.cli import output
 from codemods.cli.config import ConfigError
 from codemods.cli.options import (
     EXIT_CLEAN,
@@ -53,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--fix", action="store_true", help="apply the safe fixes")
     add_rule_options(parser)
     parser.add_argument(
-        "--output-format", choices=report.FORMATS, default="text", help="default: text"
+        "--output-format", choices=output.FORMATS, default="text", help="default: text"
     )
     parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings remain")
     parser.add_argument(
@@ -112,7 +112,7 @@ def _finish(
     # A fix counts once it is written; a file whose write failed (or was skipped, or
     # not reached) still holds its findings, and they are reported as remaining.
     items = [
-        report.Located(r.path, f)
+        output.Located(r.path, f)
         for r in results
         for f in r.findings
         if not (f.fixed and r.written)
@@ -147,7 +147,7 @@ def _stdin(args: argparse.Namespace, chosen: Choices) -> FileResult:
 def _print(
     args: argparse.Namespace,
     chosen: Choices,
-    items: list[report.Located],
+    items: list[output.Located],
     fixed: int,
     errors: list[str],
     files: int,
@@ -157,19 +157,19 @@ def _print(
     out = sys.stderr if args.fix and args.paths == ["-"] else sys.stdout
     settings = chosen.settings
     if args.output_format == "json":
-        out.write(report.as_json(items))
+        out.write(output.as_json(items))
     elif args.output_format == "github":
-        out.write(report.github(items))
+        out.write(output.github(items))
     elif args.output_format == "sarif":
-        out.write(report.sarif(items, errors))
+        out.write(output.sarif(items, errors))
     elif args.statistics:
-        out.write(report.statistics(items, settings))
+        out.write(output.statistics(items, settings))
     else:
-        out.write(report.text(items, settings))
+        out.write(output.text(items, settings))
         if not args.quiet:
             if not files and not errors:
                 out.write("No Python files found.\n")
-            out.write(report.summary(items, fixed, settings, *missed))
+            out.write(output.summary(items, fixed, settings, *missed))
     out.flush()
     for error in errors:
         print(f"error: {error}", file=sys.stderr)

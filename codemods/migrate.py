@@ -22,6 +22,7 @@ from pathlib import Path
 from codemods.batch import stopping
 from codemods.batch.files import discover
 from codemods.batch.runner import FileResult, process_files, process_source
+from codemods.cli import output
 from codemods.cli.config import ConfigError
 from codemods.cli.options import (
     EXIT_CLEAN,
@@ -34,8 +35,6 @@ from codemods.cli.options import (
     skipped_lines,
     stopped_lines,
 )
-from codemods.findings import Finding, applicability
-from codemods.registry import REGISTRY, FixSafety
 from codemods.settings import Settings
 
 
@@ -121,20 +120,6 @@ def _write_stdout(data: bytes) -> None:
         buffer.flush()
 
 
-def _line(path: str, finding: Finding) -> str:
-    """How a finding left by this run is listed: ``path:line:col CODE message``."""
-    hint = " [fix with --unsafe-fixes]" if _unsafe_fixable(finding) else ""
-    if finding.withheld:
-        hint = f" [{finding.withheld}]"
-    return f"{path}:{finding.line}:{finding.col} {finding.code} {finding.message}{hint}"
-
-
-def _unsafe_fixable(finding: Finding) -> bool:
-    safety = REGISTRY[finding.code].fix.value
-    unsafe = applicability(finding, safety) == FixSafety.UNSAFE.value
-    return not finding.fixed and not finding.withheld and unsafe
-
-
 def _report(path: Path, results: list[FileResult], summary: dict) -> None:
     data = {
         "summary": summary,
@@ -208,7 +193,7 @@ def summarize(
     skipped = sum(r.skipped is not None for r in results)
     missing = sum(not r.reached for r in results)
     left = sum(not f.fixed for r in results for f in r.findings)
-    unsafe = sum(_unsafe_fixable(f) for r in results for f in r.findings if not f.fixed)
+    unsafe = sum(output.needs_unsafe(f) for r in results for f in r.findings)
     fixes = sum(f.fixed for r in done for f in r.findings)
     withheld = sum(f.withheld is not None for r in results for f in r.findings)
     withheld_files = sum(any(f.withheld for f in r.findings) for r in results)
@@ -260,7 +245,7 @@ def _finish(
     for result in results:
         for finding in result.findings:
             if not finding.fixed:
-                print(_line(result.path, finding), file=sys.stderr)
+                print(output.finding_line(result.path, finding), file=sys.stderr)
     errors = problems + [f"{r.path}: {r.error}" for r in results if r.error]
     for error in errors:
         print(f"error: {error}", file=sys.stderr)
@@ -291,7 +276,7 @@ def _stdin(settings: Settings, write: bool) -> int:
     sys.stdout.buffer.write(result.new_source if write and result.new_source else source)
     for finding in result.findings:
         if not finding.fixed:
-            print(_line("-", finding), file=sys.stderr)
+            print(output.finding_line("-", finding), file=sys.stderr)
     left = any(not f.fixed for f in result.findings)
     return EXIT_FINDINGS if result.new_source is not None or left else EXIT_CLEAN
 

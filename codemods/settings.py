@@ -76,8 +76,28 @@ class Settings:
         """Whether ``rule`` is reported and has a fix usable here (safe or unsafe)."""
         return rule.fixable and self.enabled(rule) and self.fix_available(rule)
 
-    def applies_fix(self, rule: Rule) -> bool:
-        """Whether this run rewrites ``rule``'s findings."""
-        if not self.fix or not self.can_fix(rule):
+    def fixes(self, rule: Rule, fixable: bool = True, unsafe: bool = False) -> bool:
+        """Whether a fixing run with these settings rewrites a finding of ``rule``.
+
+        The one answer to "does this fix apply": the engine asks it as it reports, the
+        ``ast`` screening to know whether libcst must run, and lint's output for its
+        ``[*]`` marker (what ``--fix`` would do, this run's ``--unsafe-fixes`` kept).
+
+        Args:
+            rule: The finding's rule.
+            fixable: Its fix can rewrite this use (a finding's ``fixable``).
+            unsafe: The fix is unsafe here although the rule's is safe elsewhere.
+
+        Example:
+            >>> from codemods.registry import REGISTRY
+            >>> rule = REGISTRY["FSDP101"]  # a safe rename
+            >>> Settings().fixes(rule), Settings().fixes(rule, unsafe=True)
+            (True, False)
+        """
+        if not (fixable and self.can_fix(rule)):
             return False
-        return rule.fix is FixSafety.SAFE or self.unsafe_fixes
+        return (rule.fix is FixSafety.SAFE and not unsafe) or self.unsafe_fixes
+
+    def applies_fix(self, rule: Rule) -> bool:
+        """Whether this run rewrites ``rule``'s findings (where they are fixable and safe)."""
+        return self.fix and self.fixes(rule)

@@ -175,3 +175,79 @@ def test_the_checker_finds_cycles(tmp_path, files, cycles):
         (tmp_path / "pkg" / relative).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / "pkg" / relative).write_text(text)
     assert find_cycles(find_modules(tmp_path, ("pkg",))) == cycles
+
+
+#: The stages of ``codemods``, lowest first: a module imports only from its own stage's
+#: packages and from lower stages (``docs/contributing.md`` draws the same line).
+STAGES: tuple[tuple[str, ...], ...] = (
+    ("codemods.registry", "codemods._version", "codemods"),
+    ("codemods.settings", "codemods.findings"),
+    ("codemods.syntax", "codemods.verify"),
+    ("codemods.screen",),
+    ("codemods.rules",),
+    ("codemods.astlint",),
+    ("codemods.engine",),
+    ("codemods.batch", "codemods.census"),
+    ("codemods.cli", "codemods.lint", "codemods.migrate"),
+)
+
+
+def stage_of(name: str) -> tuple[int, str]:
+    """The stage of a ``codemods`` module, and the package (or module) that places it."""
+    best: tuple[int, str] | None = None
+    for index, members in enumerate(STAGES):
+        for member in members:
+            inside = name == member or name.startswith(member + ".")
+            if inside and (best is None or len(member) > len(best[1])):
+                best = (index, member)
+    assert best is not None, f"{name} belongs to no stage: add its package to STAGES"
+    return best
+
+
+CODEMODS = {name: path for name, path in MODULES.items() if name.split(".")[0] == "codemods"}
+
+
+@pytest.mark.parametrize("name", sorted(CODEMODS))
+def test_imports_point_down_the_stages(name):
+    index, home = stage_of(name)
+    upward = []
+    for target in direct_imports(name):
+        if target.split(".")[0] != "codemods":
+            continue
+        other, place = stage_of(target)
+        if place != home and other >= index and not (name == "codemods" or place == "codemods"):
+            upward.append(target)
+    # Within a stage, packages stay apart (cli's entry modules aside: they are its own).
+    same_stage = {"codemods.cli", "codemods.lint", "codemods.migrate"}
+    upward = [t for t in upward if not (home in same_stage and stage_of(t)[1] in same_stage)]
+    assert upward == []
+
+
+def test_the_packages_make_at_most_eight_layers():
+    """The longest chain of package imports (each package counted once) is 8 or fewer."""
+    packages = {stage_of(name)[1] for name in CODEMODS}
+    graph: dict[str, set[str]] = {package: set() for package in packages}
+    for name in CODEMODS:
+        home = stage_of(name)[1]
+        for target in direct_imports(name):
+            if target.split(".")[0] == "codemods" and stage_of(target)[1] != home:
+                graph[home].add(stage_of(target)[1])
+    graph["codemods"].discard("codemods._version")  # the package's own version number
+
+    depth: dict[str, int] = {}
+
+    def layer(package: str) -> int:
+        if package not in depth:
+            depth[package] = 1 + max((layer(t) for t in graph[package]), default=0)
+        return depth[package]
+
+    assert max(layer(package) for package in packages) <= 8
+
+
+def test_at_most_twelve_modules_stand_directly_in_codemods():
+    direct = [
+        name
+        for name in CODEMODS
+        if name.count(".") == 1 and not MODULES[name].name == "__init__.py"
+    ]
+    assert len(direct) + 1 <= 12, direct  # and the package's own __init__

@@ -68,7 +68,7 @@ def test_findings_for_a_human_exit_1_with_location(tmp_path, capsys):
     path = tmp_path / "fs.py"
     path.write_text(MANUAL)
     assert main([str(path)]) == 1
-    assert f"{path}:1:31 FSDP304 " in capsys.readouterr().err
+    assert f"{path}:1:31: FSDP304 " in capsys.readouterr().err
     assert path.read_text() == MANUAL
 
 
@@ -79,7 +79,7 @@ def test_findings_an_unsafe_fix_would_fix_are_marked(tmp_path, capsys):
     )
     assert main(["--diff", str(path)]) == 1
     err = capsys.readouterr().err
-    assert f"{path}:2:13 FSDP205 " in err and err.count("[fix with --unsafe-fixes]") == 1
+    assert f"{path}:2:13: FSDP205 " in err and err.count("[fix with --unsafe-fixes]") == 1
     assert "(1 of the findings can be fixed with --unsafe-fixes)" in err
     assert main(["--diff", "--unsafe-fixes", str(path)]) == 1
     out = capsys.readouterr().out

@@ -13,7 +13,7 @@ import pytest
 
 from codemods.astlint.lint import found_on_ast
 from codemods.engine import pruning
-from codemods.engine.pruning import Pruned, prune, survey
+from codemods.engine.pruning import Pruned, survey
 from codemods.engine.run import run
 from codemods.settings import Settings
 from tests import migrate_fixtures
@@ -91,7 +91,7 @@ def test_rule_examples(source: bytes, settings: Settings, prune_small: None):
 def test_most_sources_above_are_really_pruned(prune_small: None):
     """The comparisons above are not vacuous: most of those sources lose a body."""
     params = [*migrate_fixtures.sources(fix=True), *_rule_sources()]
-    pruned = [prune(_with_unrelated(p.values[0]), p.values[1]) is not None for p in params]
+    pruned = [_pruned(_with_unrelated(p.values[0]), p.values[1]) is not None for p in params]
     assert sum(pruned) >= len(params) * 3 // 4
 
 
@@ -222,10 +222,10 @@ def test_shapes(source: str, settings: Settings, prune_small: None):
 def test_a_body_that_reads_a_followed_name_is_kept(prune_small: None):
     """FSDP103 follows a module-level policy to its uses: none of them may be hidden."""
     source = _POLICY.format(use="").encode()
-    pruned = prune(source, SAFE)
+    pruned = _pruned(source, SAFE)
     assert pruned is None or b"return policy" in pruned.source
     kept = _IMPORT_ONLY_A_BODY_USES.encode()
-    pruned = prune(kept, SAFE)
+    pruned = _pruned(kept, SAFE)
     assert pruned is not None and b"(enable_wrap, FSDP,);" in pruned.source  # the use stays a use
     assert pruned.source.count(b"\n") == kept.count(b"\n")  # every line where it was
 
@@ -241,9 +241,9 @@ def test_a_body_that_reads_a_followed_name_is_kept(prune_small: None):
     ids=["latin-1", "bom", "mark-in-source", "lone-cr"],
 )
 def test_what_is_run_whole(source: bytes, prune_small: None):
-    assert prune(source, SAFE) is None
+    assert _pruned(source, SAFE) is None
     fit = source.replace(b"\r", b"\n").replace(b"\xef\xbb\xbf", b"").replace(b"\xe9", b"e")
-    assert prune(fit.replace(b"# fsdp-compat: pruned body 0", b""), SAFE) is not None
+    assert _pruned(fit.replace(b"# fsdp-compat: pruned body 0", b""), SAFE) is not None
 
 
 def test_a_changed_placeholder_runs_the_file_whole(prune_small: None, monkeypatch):
@@ -280,18 +280,23 @@ def test_the_visit_passes_over_what_the_detector_saw_nothing_in(monkeypatch):
     assert b"nonwrapped_numel" in whole.new_source
 
 
-def test_the_screening_pass_is_handed_to_the_pruning_once():
-    """A file the screening leaves to libcst is pruned on the same detector pass; one
-    the screening settles is not kept."""
-    from codemods.astlint import lint as astlint
+def test_the_screening_pass_is_handed_to_the_pruning():
+    """A file the screening leaves to libcst carries its detector pass to the pruning, which
+    prunes on it as on a pass of its own; a file the screening settles carries none."""
+    from codemods.astlint.lint import screen
 
     fixes = _LONG_TRAINING_FUNCTION.encode()
-    settled = b"import os\n\nprint(os.sep)\n"
-    assert found_on_ast(fixes, SAFE) is None  # a fix applies: libcst's
-    kept = astlint.last_detection(fixes, SAFE)
-    assert kept is not None and kept[0].body  # the tree, the detector and its walk
-    assert astlint.last_detection(fixes, SAFE) is None  # handed over once
-    assert found_on_ast(settled, SAFE) == []
-    assert astlint.last_detection(settled, SAFE) is None
-    assert found_on_ast(fixes, SAFE) is None
-    assert astlint.last_detection(fixes, Settings(fix=True, unsafe_fixes=True)) is None
+    screened = screen(fixes, SAFE)
+    assert screened.findings is None  # a fix applies: libcst's
+    assert screened.detection is not None and screened.detection.tree.body
+    assert survey(fixes, SAFE, screened.detection) == survey(fixes, SAFE)
+    settled = screen(b"import os\n\nprint(os.sep)\n", SAFE)
+    assert settled.findings == [] and settled.detection is None
+    linted = screen(fixes, Settings())  # nothing is fixed: lint's findings, no pass kept
+    assert linted.findings and linted.detection is None
+
+
+def _pruned(source: bytes, settings: Settings) -> Pruned | None:
+    """The pruned module :func:`survey` gives, or None."""
+    found = survey(source, settings)
+    return None if found is None else found.pruned

@@ -14,7 +14,8 @@ rule's module (``ast_call``, ``ast_partial``, ``ast_function``, ``ast_class_def`
 either way (``tests/test_astdetect.py`` proves it on every fixture and rule example).
 
 Code in a ``try: ... except ImportError:`` block or a version-gated ``if`` is not
-reported (:func:`is_fallback`), ``# noqa`` silences as it does for the engine.
+reported (:func:`codemods.syntax.gates.is_ast_fallback`), ``# noqa`` silences as it does
+for the engine.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ import io
 import re
 import tokenize
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from codemods.astlint.scopes import Names, Undecided, dotted
@@ -33,48 +33,9 @@ from codemods.registry import REGISTRY, Rule
 from codemods.rules.index import INDEX
 from codemods.screen.noqa import Suppressions
 from codemods.settings import Settings
-from codemods.syntax.ast_nodes import arguments, tree_index
-from codemods.syntax.cst_nodes import _GATE, _IMPORT_ERRORS
+from codemods.syntax.ast_nodes import tree_index
 
-__all__ = ["AstSite", "Detector", "Undecided", "is_fallback"]
-
-
-def is_fallback(node: ast.AST, detector: Detector) -> bool:
-    """:func:`codemods.syntax.cst_nodes.is_fallback` on ``ast``: an import fallback or a gate."""
-    kind = type(node)
-    if kind is ast.Try:
-        for handler in node.handlers:  # type: ignore[attr-defined]
-            if handler.type is None:
-                return True
-            types = handler.type.elts if type(handler.type) is ast.Tuple else [handler.type]
-            if any(dotted(t) in _IMPORT_ERRORS for t in types):
-                return True
-        return False
-    if kind is ast.If:
-        return _GATE.search(detector.segment(node.test)) is not None  # type: ignore[attr-defined]
-    return False
-
-
-@dataclass(frozen=True)
-class AstSite:
-    """One call of an old name, as a fix's ``certain`` sees it (see ``Site``).
-
-    Attributes:
-        resolver: The detector (``qualified``, ``applies``, ``names_a_class``).
-        old: The old qualified name the call refers to.
-        call: The call.
-        partial: The old name is ``partial(old, ...)``'s first argument.
-    """
-
-    resolver: Detector
-    old: str
-    call: ast.Call
-    partial: bool = False
-
-    @property
-    def arguments(self) -> list[ast.expr | ast.keyword]:
-        """The call's own arguments in source order (a partial's after the function)."""
-        return arguments(self.call)[1 if self.partial else 0 :]
+__all__ = ["Detector", "Undecided"]
 
 
 class Detector:
@@ -179,7 +140,7 @@ class Detector:
         if name is None or scope is None:
             return False
         root = name.split(".")[0]
-        binder = self.names._lookup(scope, root)
+        binder = self.names.lookup(scope, root)
         return binder is not None and root not in binder.nonclass
 
     def report(
@@ -249,7 +210,7 @@ class Detector:
     def _dotted_access(self, node: ast.Name) -> None:
         """Libcst resolves ``a`` of ``a.b.c`` to ``import a.b`` too: refuse where that matters."""
         scope = self.names.scope_of[id(node)]
-        binder = self.names._lookup(scope, node.id)
+        binder = self.names.lookup(scope, node.id)
         if binder is None:
             return
         start = node.id + "."

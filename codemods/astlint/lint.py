@@ -1,7 +1,9 @@
-"""Lint on the ``ast`` tree: :func:`lint` for the runner, :func:`detect` for one tree.
+"""Lint on the ``ast`` tree: :func:`screen` for the runner, :func:`lint` for one tree.
 
 The detector itself is :mod:`codemods.astlint.detector` (what hooks ask and tell) and
-:mod:`codemods.astlint.walk` (its pass); see there.
+:mod:`codemods.astlint.walk` (its pass); see there. What a screening learns is handed
+on as values: the tree the pre-filter parsed comes in as an argument, and the pass a
+fixing run's libcst stage reuses for its pruning goes out in :class:`Screened`.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import ast
 import io
 import tokenize
-from collections import OrderedDict
+from dataclasses import dataclass
 
 from codemods.astlint.detector import Detector, Undecided
 from codemods.astlint.walk import Walk
@@ -17,30 +19,65 @@ from codemods.findings import Finding
 from codemods.screen.noqa import Suppressions
 from codemods.settings import Settings
 
-__all__ = ["Undecided", "detect", "found_on_ast", "last_detection", "lint"]
-
-#: The last passes :func:`detect` made, kept for :func:`last_detection`: by source and
-#: settings, the tree, detector and walk; at most :data:`KEEP_BYTES` of sources.
-_kept: OrderedDict[tuple[bytes, Settings], tuple[ast.Module, Detector, Walk]] = OrderedDict()
-KEEP_BYTES = 2**20
+__all__ = ["Detection", "Screened", "Undecided", "detect", "found_on_ast", "lint", "screen"]
 
 
-def lint(source: bytes, settings: Settings) -> list[Finding]:
+@dataclass(frozen=True)
+class Detection:
+    """One pass of the ``ast`` detector over a module.
+
+    Attributes:
+        tree: The module.
+        detector: What the hooks asked and reported.
+        walk: The pass's record of what it met, in order.
+        findings: Sorted, none marked fixed.
+    """
+
+    tree: ast.Module
+    detector: Detector
+    walk: Walk
+    findings: list[Finding]
+
+
+@dataclass(frozen=True)
+class Screened:
+    """What the ``ast`` side makes of a module, for the runner.
+
+    Attributes:
+        findings: The findings, where the detector decides them and nothing is to be
+            fixed (the file stays as it is); None: the libcst engine decides.
+        detection: In a fixing run where a fix applies, the pass the engine's pruning
+            reuses (:func:`codemods.engine.pruning.survey`); else None.
+    """
+
+    findings: list[Finding] | None
+    detection: Detection | None = None
+
+
+def lint(source: bytes, settings: Settings, tree: ast.Module | None = None) -> list[Finding]:
     """What :func:`codemods.engine.run.run` finds in ``source`` when it fixes nothing, on ``ast``.
 
     With ``settings.fix``, what a fixing run finds where none of the fixes applies.
+    ``tree``: ``ast.parse(source)``, where the caller has it.
 
     Raises:
         Undecided: Where only the libcst engine decides (a construct the ``ast`` side
             does not model, a source ``ast`` cannot parse, one nested too deeply).
     """
-    from codemods.screen import namescan, noqa
+    found = _pass(source, settings, tree)
+    return [] if found is None else found.findings
+
+
+def _pass(source: bytes, settings: Settings, tree: ast.Module | None) -> Detection | None:
+    """The detector's pass over ``source``; None where ``noqa`` silences the whole file."""
+    from codemods.screen import noqa
 
     suppressions = noqa.parse(source)
     if suppressions.everything:
-        return []
+        return None
     try:
-        tree = namescan.parse(source)
+        if tree is None:
+            tree = ast.parse(source)
         # ast accepts some bytes its columns cannot be mapped back from (a latin-1
         # comment without a coding cookie): libcst reports such a file as undecodable
         _decoded(source)
@@ -52,28 +89,35 @@ def lint(source: bytes, settings: Settings) -> list[Finding]:
         raise Undecided("nested too deeply") from exc
 
 
-def found_on_ast(source: bytes, settings: Settings) -> list[Finding] | None:
-    """The findings, where the ``ast`` detector decides them and nothing is to be fixed.
+def screen(source: bytes, settings: Settings, tree: ast.Module | None = None) -> Screened:
+    """The findings where the ``ast`` detector decides them and nothing is to be fixed.
 
     A fixing run needs libcst only where a fix applies: where none does, its findings
-    are lint's (none marked fixed) and the file stays as it is. None: libcst decides.
+    are lint's (none marked fixed) and the file stays as it is.
     """
     try:
-        findings = lint(source, settings)
+        found = _pass(source, settings, tree)
     except Undecided:
-        return None
-    if settings.fix and any(_applies(f, settings) for f in findings):
-        return None  # libcst's: the pass just made is kept for its pruning
-    _kept.pop((source, settings), None)
-    return findings
+        return Screened(None)
+    if found is None:
+        return Screened([])
+    if settings.fix and any(_applies(f, settings) for f in found.findings):
+        return Screened(None, found)
+    return Screened(found.findings)
+
+
+def found_on_ast(
+    source: bytes, settings: Settings, tree: ast.Module | None = None
+) -> list[Finding] | None:
+    """:attr:`Screened.findings` of :func:`screen`: None where libcst decides."""
+    return screen(source, settings, tree).findings
 
 
 def _applies(finding: Finding, settings: Settings) -> bool:
     """Whether a fixing run with ``settings`` fixes ``finding``."""
     from codemods.registry import REGISTRY
 
-    applies = finding.fixable and settings.applies_fix(REGISTRY[finding.code])
-    return applies and (not finding.unsafe or settings.unsafe_fixes)
+    return settings.fixes(REGISTRY[finding.code], finding)
 
 
 def _decoded(source: bytes) -> str:
@@ -86,8 +130,8 @@ def _decoded(source: bytes) -> str:
 
 def detect(
     source: bytes, settings: Settings, suppressions: Suppressions, tree: ast.Module | None = None
-) -> list[Finding]:
-    """The findings of a run on ``source``, sorted, as the libcst engine gives them.
+) -> Detection:
+    """The detector's pass over ``source``: its findings sorted, as the libcst engine gives them.
 
     None is marked fixed: with ``settings.fix``, they are right only where no fix
     applies (see :func:`codemods.batch.runner.process_source`), and the file is unchanged.
@@ -101,26 +145,4 @@ def detect(
     detector = Detector(source, tree, settings, suppressions)
     walk = Walk(detector)
     walk.run()
-    if settings.fix:  # a fixing run may prune this source next
-        _keep(source, settings, (tree, detector, walk))
-    return sorted(detector.findings)
-
-
-def _keep(source: bytes, settings: Settings, detection: tuple[ast.Module, Detector, Walk]) -> None:
-    """Keep a pass for :func:`last_detection`, dropping the oldest beyond the budget."""
-    _kept[(source, settings)] = detection
-    total = sum(len(key[0]) for key in _kept)
-    while len(_kept) > 1 and total > KEEP_BYTES:
-        (oldest, _), _ = _kept.popitem(last=False)
-        total -= len(oldest)
-
-
-def last_detection(source: bytes, settings: Settings) -> tuple[ast.Module, Detector, Walk] | None:
-    """The tree, detector and walk of a recent :func:`detect` pass over ``source``, if any.
-
-    A fixing run screens a file on ``ast`` (:func:`found_on_ast`) and then, in the same
-    process, prunes it for libcst on the same detector pass (:mod:`codemods.engine.pruning`):
-    this hands that pass over once, instead of parsing and detecting again. The last
-    few passes are kept (a small run screens its files before it parses them).
-    """
-    return _kept.pop((source, settings), None)
+    return Detection(tree, detector, walk, sorted(detector.findings))

@@ -26,7 +26,7 @@ from __future__ import annotations
 import ast
 import builtins
 
-from codemods.syntax.ast_nodes import Undecided, dotted, tree_index
+from codemods.syntax.ast_nodes import Undecided, dotted, import_names, tree_index
 
 __all__ = ["Names", "Scope", "Undecided", "dotted", "import_names"]
 
@@ -92,41 +92,6 @@ class Scope:
         while parent is not None and parent.kind == CLASS:
             parent = parent.parent
         return parent
-
-
-def import_names(node: ast.Import | ast.ImportFrom, full: str) -> set[str]:
-    """What ``full`` (a dotted name starting with a name ``node`` binds) refers to.
-
-    libcst's ``ImportAssignment.get_qualified_names_for``, on ``ast`` nodes.
-
-    Example:
-        >>> sorted(import_names(ast.parse("from a.b import c as d").body[0], "d.e"))
-        ['a.b.c.e']
-    """
-    module = ""
-    if isinstance(node, ast.ImportFrom):
-        module = "." * node.level + (node.module or "")
-    results = set()
-    for alias in node.names:
-        if alias.name == "*":
-            continue
-        parts = alias.name.split(".")
-        for count in range(len(parts), 0, -1):
-            real = as_name = ".".join(parts[:count])
-            if module.endswith("."):
-                real = module + real
-            elif module:
-                real = f"{module}.{real}"
-            if alias.asname:
-                as_name = alias.asname
-            if full.startswith(as_name):
-                rest = full[len(as_name) :]
-                if rest and not rest.startswith("."):
-                    continue
-                rest = rest.lstrip(".")
-                results.add(f"{real}.{rest}" if rest else real)
-                break
-    return results
 
 
 def _builtin(name: str) -> set[str]:
@@ -276,14 +241,14 @@ class Names:
 
     # Questions ----------------------------------------------------------------------
 
-    def _lookup(self, scope: Scope, name: str) -> Scope | None:
+    def lookup(self, scope: Scope, name: str) -> Scope | None:
         """The scope whose binding of ``name`` a use in ``scope`` sees (None: unbound)."""
         current: Scope | None = scope
         while current is not None:
             if name in current.declared:  # `global name`: the module's binding
                 current = self.module
             elif name in current.nonlocals:
-                found = self._lookup(current.visible_parent() or self.module, name)
+                found = self.lookup(current.visible_parent() or self.module, name)
                 if found is not None and name in found.imports:
                     raise Undecided(f"`{name}` is imported and declared nonlocal")
                 return found
@@ -305,12 +270,12 @@ class Names:
         if scope is None or full is None:
             return set()
         if type(node) is ast.Name and type(node.ctx) is not ast.Load:  # type: ignore[attr-defined]
-            binder = self._lookup(scope, full)  # libcst: the binding's own name
+            binder = self.lookup(scope, full)  # libcst: the binding's own name
             prefix = binder.prefix if binder is not None else scope.prefix
             return {f"{prefix}.{full}" if prefix else full}
         prefix = full
         while True:
-            binder = self._lookup(scope, prefix)
+            binder = self.lookup(scope, prefix)
             if binder is not None or "." not in prefix:
                 break
             prefix = prefix.rpartition(".")[0]
@@ -354,7 +319,7 @@ class Names:
             return _builtin(name)
         if parent.kind == CLASS:
             raise Undecided(f"`{name}` is read before it is bound in a method")
-        outer = self._lookup(parent, name)
+        outer = self.lookup(parent, name)
         return _builtin(name) if outer is None else self._bound(outer, name, name)
 
     def references(self, scope: Scope, name: str) -> list[ast.Name]:
@@ -369,7 +334,7 @@ class Names:
         found = []
         for use in self.loads.get(name, ()):
             own = self.scope_of[id(use)]
-            if self._lookup(own, name) is not scope:
+            if self.lookup(own, name) is not scope:
                 continue
             if own is scope and (use.lineno, use.col_offset) < first:
                 continue

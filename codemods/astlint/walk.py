@@ -2,7 +2,7 @@
 
 One walk collects the uses and imports of old names, the calls, definitions and
 classes (each with whether it sits in a fallback block, see
-:func:`codemods.astlint.detector.is_fallback`), in the order the engine meets them (calls and
+:func:`codemods.syntax.gates.is_ast_fallback`), in the order the engine meets them (calls and
 classes as it leaves them). The plan (:mod:`codemods.rules.plan`'s rules: which renames are
 certain about every use) is settled from those, then each is reported and each
 behaviour's ``ast`` half is called.
@@ -15,14 +15,15 @@ import functools
 from collections.abc import Iterable
 from typing import Any, Callable
 
-from codemods.astlint.detector import AstSite, Detector, Undecided, is_fallback
+from codemods.astlint.detector import Detector, Undecided
 from codemods.astlint.scopes import dotted
 from codemods.registry import REGISTRY, Rule
-from codemods.rules.api import PARTIAL, Behaviour, unchanged
+from codemods.rules.api import PARTIAL, AstSite, Behaviour, unchanged
 from codemods.rules.index import INDEX, fix_for
 from codemods.rules.plan import Planner, new_name
 from codemods.screen.prefilter import rule_filter
 from codemods.syntax.ast_nodes import tree_index
+from codemods.syntax.gates import is_ast_fallback
 
 
 def hook(behaviour: Behaviour, name: str) -> Callable[..., Any]:
@@ -127,7 +128,7 @@ class Walk:
         if self.definitions and kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda):
             self.events.append(("function", node, fallback))
         if kind is ast.Try or kind is ast.If:
-            fallback = fallback or is_fallback(node, self.d)
+            fallback = fallback or is_ast_fallback(node, self.d.segment)
         for child in self.below[id(node)]:
             self._visit(child, fallback)
         if kind is ast.Call:

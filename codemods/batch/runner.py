@@ -22,13 +22,17 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from codemods.batch import stopping
 from codemods.batch.files import ChangedMeanwhile, write_atomic
 from codemods.batch.pool import Work, in_process, in_workers, one
 from codemods.findings import Finding
-from codemods.screen.prefilter import worth_parsing
+from codemods.screen.prefilter import screen
 from codemods.settings import Settings
+
+if TYPE_CHECKING:
+    from codemods.astlint.lint import Detection
 
 #: Below this many files one process does the work: a pool costs more to start than
 #: reading and filtering them (about half a millisecond each) takes...
@@ -93,20 +97,41 @@ class FileResult:
         return "unchanged" if self.new_source is None else "would change"
 
 
+@dataclass(frozen=True)
+class ToParse:
+    """A screened file that the libcst engine decides.
+
+    Attributes:
+        source: The bytes read.
+        detection: The screening's ``ast`` pass, which the engine's pruning reuses; only
+            within one process (None once the file goes to a worker).
+    """
+
+    source: bytes
+    detection: Detection | None = None
+
+
 def process_source(
-    path: str, source: bytes, settings: Settings, prefilter: bool = True, on_ast: bool = True
+    path: str,
+    source: bytes,
+    settings: Settings,
+    prefilter: bool = True,
+    on_ast: bool = True,
+    detection: Detection | None = None,
 ) -> FileResult:
     """Run the engine on one file's bytes; parse failures become ``error``.
 
-    ``on_ast=False``: the ``ast`` detector has had its say already (see :func:`_screen`).
+    ``on_ast=False``: the ``ast`` detector has had its say already (see :func:`_screen`),
+    and ``detection`` is its pass, where it made one.
     """
     result = FileResult(path, error=_not_python(source))
     if result.error:
         return result
     if on_ast:
         screened = _screen_source(path, source, settings, prefilter)
-        if screened is not None:
+        if isinstance(screened, FileResult):
             return screened
+        detection = screened.detection
     if len(source) > MAX_PARSE_BYTES:
         result.error = (
             f"too large to parse ({len(source) / 2**20:.1f} MiB; the limit is "
@@ -118,7 +143,7 @@ def process_source(
     from codemods.engine.run import run
 
     try:
-        outcome = run(source, settings, filename=path)
+        outcome = run(source, settings, filename=path, detection=detection)
     except libcst.ParserSyntaxError as exc:
         result.error = (
             f"cannot parse: {exc.message} (line {exc.raw_line}, column {exc.raw_column + 1})"
@@ -144,8 +169,8 @@ def _not_python(source: bytes) -> str | None:
     return None
 
 
-def _screen(path: Path, settings: Settings, prefilter: bool) -> FileResult | bytes:
-    """Read and pre-filter one file: its finished result, or the bytes to parse."""
+def _screen(path: Path, settings: Settings, prefilter: bool) -> FileResult | ToParse:
+    """Read and pre-filter one file: its finished result, or what the engine is to parse."""
     try:
         source = path.read_bytes()
     except OSError as exc:
@@ -153,32 +178,42 @@ def _screen(path: Path, settings: Settings, prefilter: bool) -> FileResult | byt
     error = _not_python(source)
     if error:
         return FileResult(str(path), error=error)
-    screened = _screen_source(str(path), source, settings, prefilter)
-    return source if screened is None else screened
+    return _screen_source(str(path), source, settings, prefilter)
 
 
 def _screen_source(
     path: str, source: bytes, settings: Settings, prefilter: bool
-) -> FileResult | None:
-    """The result of a file the pre-filter or the ``ast`` detector settles; None: libcst's.
+) -> FileResult | ToParse:
+    """The result of a file the pre-filter or the ``ast`` detector settles, else libcst's part.
 
     Both pre-filter stages first (they rule out most files of most trees without loading
     the rules' behaviours, and so libcst); then the ``ast`` detector on the tree the
     second stage parsed, cheap enough to run here: only what it leaves goes on to
     libcst, in workers where there are several.
     """
-    if prefilter and not worth_parsing(source, settings):
-        return FileResult(path)
-    from codemods.astlint.lint import found_on_ast  # not before a file passes the pre-filter
+    tree = None
+    if prefilter:
+        passed = screen(source, settings)
+        if passed is None:
+            return FileResult(path)
+        tree = passed.tree
+    if len(source) > MAX_PARSE_BYTES:
+        return ToParse(source)
+    from codemods.astlint import lint  # not before a file passes the pre-filter
 
-    findings = found_on_ast(source, settings) if len(source) <= MAX_PARSE_BYTES else None
-    return None if findings is None else FileResult(path, findings=findings)
+    screened = lint.screen(source, settings, tree)
+    if screened.findings is not None:
+        return FileResult(path, findings=screened.findings)
+    return ToParse(source, screened.detection)
 
 
 def _parse(args: Work) -> FileResult:
     """Run the engine on a screened file and (with ``write``) atomically rewrite it."""
-    path, source, settings, write, before_write = args
-    result = process_source(str(path), source, settings, prefilter=False, on_ast=False)
+    path, todo, settings, write, before_write = args
+    source = todo.source
+    result = process_source(
+        str(path), source, settings, prefilter=False, on_ast=False, detection=todo.detection
+    )
     if write and result.new_source is not None:
         if before_write is not None:
             before_write(path)
@@ -320,8 +355,10 @@ def process_files(
                     finished(index, result)
             else:
                 todo.append((index, (path, screened, s, write, before_write)))
-        # The parse stage's items hold the screened bytes in place of the pre-filter flag.
+        # The parse stage's items hold what the screening made of each file in place of
+        # the pre-filter flag; a worker gets the bytes only (it makes its own ast pass).
         if jobs > 1 and len(todo) >= PARSE_IN_WORKERS_FROM:
+            todo = [(i, (p, ToParse(d.source), s, w, h)) for i, (p, d, s, w, h) in todo]
             workers = min(jobs, len(todo))
             in_workers(_parse, todo, workers, finished, _chunksize(len(todo), workers), lost)
         else:

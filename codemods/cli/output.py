@@ -35,23 +35,47 @@ class Located:
         return applicability(self.finding, REGISTRY[self.finding.code].fix.value)
 
 
+def finding_line(path: str, finding: Finding, settings: Settings | None = None) -> str:
+    """How both commands print a finding: ``path:line:col: CODE [*] message [hint]``.
+
+    ``[*]``: ``--fix`` with this run's ``--unsafe-fixes`` (``settings``) fixes it; a
+    fixing run prints what it left, with no ``settings`` and no marker. The hint says
+    why a fix was withheld, or that only ``--unsafe-fixes`` would fix it.
+
+    Example:
+        >>> finding = Finding(3, 5, "FSDP101", "renamed", fixable=True)
+        >>> finding_line("a.py", finding, Settings())
+        'a.py:3:5: FSDP101 [*] renamed'
+    """
+    marker = settings is not None and not finding.fixed
+    marker = marker and fix_marker(Located(path, finding), settings)
+    hint = ""
+    if finding.withheld:
+        hint = f" [{finding.withheld}]"
+    elif not marker and needs_unsafe(finding):
+        hint = " [fix with --unsafe-fixes]"
+    return (
+        f"{path}:{finding.line}:{finding.col}: {finding.code} "
+        f"{'[*] ' if marker else ''}{finding.message}{hint}"
+    )
+
+
 def fix_marker(item: Located, settings: Settings) -> bool:
     """Whether ``--fix`` (with this run's ``--unsafe-fixes``) would fix ``item``."""
-    if item.finding.withheld:
-        return False
-    return item.applicability == "safe" or (
-        item.applicability == "unsafe" and settings.unsafe_fixes
-    )
+    finding = item.finding
+    rule = REGISTRY[finding.code]
+    return not finding.withheld and settings.fixes(rule, finding.fixable, finding.unsafe)
+
+
+def needs_unsafe(finding: Finding) -> bool:
+    """Whether the finding is left and an unsafe fix exists for it (``--unsafe-fixes``)."""
+    unsafe = applicability(finding, REGISTRY[finding.code].fix.value) == "unsafe"
+    return unsafe and not finding.fixed and not finding.withheld
 
 
 def text(items: Sequence[Located], settings: Settings) -> str:
-    """``path:line:col: CODE [*] message``, one line each (``[*]``: ``--fix`` fixes it)."""
-    return "".join(
-        f"{i.path}:{i.finding.line}:{i.finding.col}: {i.finding.code} "
-        f"{'[*] ' if fix_marker(i, settings) else ''}{i.finding.message}"
-        f"{f' ({i.finding.withheld})' if i.finding.withheld else ''}\n"
-        for i in items
-    )
+    """:func:`finding_line` for each item, one line each."""
+    return "".join(finding_line(i.path, i.finding, settings) + "\n" for i in items)
 
 
 def summary(

@@ -1,8 +1,8 @@
 """A fixing run's libcst pass over the parts of a module its fixes can reach.
 
-libcst's parse and its scope, parent and position metadata cost about a millisecond a
-line, most of a fixing run's time, and a file with one fix in it pays for all of its
-lines. Only the code the ``ast`` detector saw something in needs them: :func:`prune`
+libcst's parse and its scope, parent and position metadata are most of a fixing run's
+time (benchmarks/README.md), and a file with one fix in it pays for all of its lines.
+Only the code the ``ast`` detector saw something in needs them: :func:`survey`
 replaces the body of every other function, for the libcst pass, by a placeholder
 standing on the same lines: a tuple of the names the body reads, then a triple-quoted
 string holding a mark, the body's number and the body's line breaks (``(torch, nn,
@@ -39,19 +39,17 @@ import ast
 import io
 import re
 import tokenize
-from bisect import bisect_right
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from itertools import accumulate
 
+from codemods.astlint.lint import Detection, detect
 from codemods.settings import Settings
+from codemods.syntax.ast_nodes import Undecided
 from codemods.syntax.ast_nodes import children as _children
+from codemods.syntax.spans import Lines, Spans
 
-__all__ = ["Lines", "Pruned", "Spans", "Survey", "prune", "survey"]
-
-#: Sorted ``(first line, last line)`` spans.
-Spans = tuple[tuple[int, int], ...]
+__all__ = ["Pruned", "Survey", "survey"]
 
 #: Bodies of fewer lines are kept: a placeholder saves nothing on them.
 MIN_BODY_LINES = 2
@@ -109,42 +107,23 @@ class Survey:
     hot: Spans
 
 
-def prune(source: bytes, settings: Settings) -> Pruned | None:
-    """``source`` with the bodies no fix can reach replaced (see the module docstring).
-
-    None: run the whole file (the detector does not decide it, the file is not plain
-    UTF-8, or little would be saved).
-    """
-    found = survey(source, settings)
-    return None if found is None else found.pruned
-
-
-def survey(source: bytes, settings: Settings) -> Survey | None:
+def survey(source: bytes, settings: Settings, detection: Detection | None = None) -> Survey | None:
     """The pruned module and its hot spans; None where the detector does not decide it.
 
-    The detector's pass is the one the screening of the same source just made, where
-    there is one (:func:`codemods.astlint.lint.last_detection`).
+    ``detection``: the detector's pass over ``source`` where the screening made one
+    (:attr:`codemods.astlint.lint.Screened.detection`); else the pass is made here.
     """
     if _MARK in source or not _plain_utf8(source):
         return None
-    from codemods.astlint.detector import Detector, Undecided
-    from codemods.astlint.lint import last_detection
-    from codemods.astlint.walk import Walk
     from codemods.screen import noqa
 
     try:
-        known = last_detection(source, settings)
-        if known is not None:
-            tree, detector, walk = known
-        else:
+        if detection is None:
             suppressions = noqa.parse(source)
             if suppressions.everything:
                 return None
-            tree = ast.parse(source)
-            detector = Detector(source, tree, settings, suppressions)
-            walk = Walk(detector)
-            walk.run()
-        pruner = _Pruner(source, tree, detector, walk)
+            detection = detect(source, settings, suppressions)
+        pruner = _Pruner(source, detection.tree, detection.detector, detection.walk)
         return Survey(pruner.run(), pruner.hot())
     except (Undecided, SyntaxError, ValueError, RecursionError, AttributeError):
         return None
@@ -284,8 +263,6 @@ class _Pruner:
 
     def _reads(self, definition: ast.stmt, outer: object) -> list[str] | None:
         """The names the body reads from outside it, once per read; None: cannot tell."""
-        from codemods.astlint.detector import Undecided
-
         names = self.names
         if outer is None:
             return None
@@ -298,7 +275,7 @@ class _Pruner:
                     if scope is None:
                         return None
                     try:
-                        binder = names._lookup(scope, node.id)
+                        binder = names.lookup(scope, node.id)
                     except Undecided:
                         return None
                     if binder is not None and not _within(binder, scope, outer):
@@ -446,26 +423,6 @@ def _class_rules(detector) -> set[str]:
     from codemods.rules.index import INDEX
 
     return {b.rule.code for b in INDEX.classes if detector.settings.enabled(b.rule)}
-
-
-class Lines:
-    """Line spans, asked many times whether one of them meets a range of lines.
-
-    Example:
-        >>> lines = Lines([(12, 12), (3, 9), (5, 5)])
-        >>> lines.meet(6, 8), lines.meet(10, 11), lines.meet(11, 20)
-        (True, False, True)
-    """
-
-    def __init__(self, spans: Iterable[tuple[int, int]]) -> None:
-        spans = sorted(spans)
-        self._starts = [first for first, _ in spans]
-        self._reach = list(accumulate((last for _, last in spans), max))
-
-    def meet(self, first: int, last: int) -> bool:
-        """Whether a span overlaps lines ``first`` to ``last``."""
-        index = bisect_right(self._starts, last)
-        return index > 0 and self._reach[index - 1] >= first
 
 
 def _first_line(node: ast.stmt) -> int:

@@ -7,14 +7,15 @@ from dataclasses import dataclass, field
 
 from libcst.metadata import MetadataWrapper
 
+from codemods.astlint.lint import Detection, found_on_ast
 from codemods.engine.imports.finish import finish
 from codemods.engine.metadata.scopes import prime
-from codemods.engine.pruning import Spans
 from codemods.engine.transformer import Engine
 from codemods.findings import Finding
 from codemods.screen import noqa
 from codemods.settings import Settings
 from codemods.syntax.lazy_libcst import cst
+from codemods.syntax.spans import Spans
 from codemods.verify.check import breakages
 
 #: A fixing run repeats its pass until nothing changes, at most this many times (as
@@ -37,7 +38,11 @@ class Outcome:
 
 
 def run(
-    source: bytes, settings: Settings, filename: str = "<string>", prune: bool = True
+    source: bytes,
+    settings: Settings,
+    filename: str = "<string>",
+    prune: bool = True,
+    detection: Detection | None = None,
 ) -> Outcome:
     """Lint (and with ``settings.fix``, migrate) one module's source.
 
@@ -53,13 +58,16 @@ def run(
     unused, or an old name in use, no fix is written and each finding a fix would have
     handled says why (``withheld``).
 
+    ``detection``: the ``ast`` detector's pass over ``source``, where the screening
+    made one (:attr:`codemods.astlint.lint.Screened.detection`): the pruning reuses it.
+
     Raises:
         libcst.ParserSyntaxError: If the source does not parse.
     """
     if settings.fix and prune:
         from codemods.engine.pruning import survey
 
-        found = survey(source, settings)
+        found = survey(source, settings, detection)
         if found is not None:
             pruned = found.pruned
             outcome = _run(
@@ -105,8 +113,6 @@ def _settled(source: bytes, settings: Settings) -> bool:
     (:func:`codemods.astlint.lint.found_on_ast`), here saving the confirming pass, as costly
     as the one that rewrote the file.
     """
-    from codemods.astlint.lint import found_on_ast
-
     return found_on_ast(source, settings) is not None
 
 

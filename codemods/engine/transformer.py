@@ -27,7 +27,6 @@ from packaging.version import Version
 from codemods.engine.imports.finish import Edits
 from codemods.engine.imports.moves import ImportMoves
 from codemods.engine.metadata.positions import Positions, positions
-from codemods.engine.pruning import Lines, Spans
 from codemods.findings import Finding
 from codemods.registry import REGISTRY, Rule
 from codemods.rules.api import PARTIAL, Site
@@ -35,9 +34,11 @@ from codemods.rules.index import INDEX, fix_for
 from codemods.rules.plan import Found, Plan, Planner, new_name
 from codemods.screen.noqa import Suppressions
 from codemods.settings import Settings
-from codemods.syntax.cst_nodes import dotted, is_fallback
+from codemods.syntax.cst_nodes import dotted
 from codemods.syntax.cst_tree import parent_map
+from codemods.syntax.gates import is_fallback
 from codemods.syntax.lazy_libcst import cst
+from codemods.syntax.spans import Lines, Spans
 
 #: The statements :meth:`Engine.cold` may pass over.
 STATEMENTS = frozenset(
@@ -197,8 +198,7 @@ class Engine(ImportMoves, cst.CSTTransformer):
         if self.suppressions.silences(position.line, rule.code):
             return False
         fixable = fixable_here and self.settings.can_fix(rule)
-        applies = fixable and self.settings.applies_fix(rule)
-        applies = applies and (not unsafe_here or self.settings.unsafe_fixes)
+        applies = self.settings.fix and self.settings.fixes(rule, fixable, unsafe_here)
         if quiet:
             return applies and not withheld
         self.findings.append(

@@ -18,12 +18,18 @@ reported for a human and nothing is changed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import ast
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Protocol
 
 from codemods.registry import Rule
+from codemods.settings import Settings
+from codemods.syntax.ast_nodes import arguments
 from codemods.syntax.lazy_libcst import cst
+
+if TYPE_CHECKING:
+    from libcst.metadata import CodeRange
 
 #: The qualified name of ``functools.partial``.
 PARTIAL = "functools.partial"
@@ -58,21 +64,30 @@ class Engine(Resolver, Protocol):
 
     scratch: dict[str, Any]
     module: cst.Module
+    settings: Settings
 
     def report(
         self,
         node: cst.CSTNode,
         rule: Rule,
         fixable_here: bool = True,
+        quiet: bool = False,
         unsafe_here: bool = False,
         detail: str | None = None,
         withheld: str | None = None,
     ) -> bool:
         """Record a finding at ``node``; return whether this run applies its fix there.
 
+        ``quiet`` applies the fix without a finding of its own (another one reports it);
         ``detail`` is added to the message; ``withheld`` says why a fix this run would
         apply is not written (then the answer is False).
         """
+
+    def position(self, node: cst.CSTNode) -> CodeRange:
+        """Where an original node stands in the module."""
+
+    def silenced(self, node: cst.CSTNode, code: str) -> bool:
+        """Whether a ``noqa`` comment silences rule ``code`` on ``node``'s first line."""
 
     def target_at_least(self, release: str) -> bool:
         """Whether the torch the code must run on is ``release`` or later."""
@@ -128,6 +143,111 @@ class Site:
         return list(zip(self.original.args[start:], self.updated.args[start:]))
 
 
+class NameTable(Protocol):
+    """The ``ast`` detector's scopes (:class:`codemods.astlint.scopes.Names`), as rules use them.
+
+    Attributes:
+        deleted: Names some ``del`` statement unbinds.
+    """
+
+    deleted: set[str]
+
+    def qualified(self, node: ast.AST) -> set[str]:
+        """The fully qualified names ``node`` may refer to."""
+
+    def lookup(self, scope: Any, name: str) -> Any:
+        """The scope that binds ``name`` as seen from ``scope``, or None."""
+
+    def references(self, scope: Any, name: str) -> list[ast.Name]:
+        """Every use of ``name`` that ``scope``'s binding of it reaches."""
+
+    def scope_of_definition(self, node: ast.AST) -> Any:
+        """The scope a function or lambda opens."""
+
+
+class Detector(Protocol):
+    """What a behaviour's ``ast`` half may ask of, and tell, the ``ast`` detector.
+
+    The ``ast`` twin of :class:`Engine` (:class:`codemods.astlint.detector.Detector`
+    implements it): the same questions about names and nodes, on ``ast`` nodes.
+
+    Attributes:
+        settings: The run's settings.
+        scratch: State a behaviour keeps for the rest of the file, under its rule code.
+        source: The module's bytes.
+        tree: The module.
+        names: Its scopes.
+    """
+
+    settings: Settings
+    scratch: dict[str, Any]
+    source: bytes
+    tree: ast.Module
+    names: NameTable
+
+    def report(
+        self,
+        node: ast.AST,
+        rule: Rule,
+        fixable_here: bool = True,
+        quiet: bool = False,
+        unsafe_here: bool = False,
+    ) -> bool:
+        """Record a finding at ``node`` as :meth:`Engine.report` would; always False."""
+
+    def qualified(self, node: ast.AST) -> set[str]:
+        """The fully qualified names ``node`` may refer to."""
+
+    def parent(self, node: ast.AST) -> ast.AST | None:
+        """The parent of a node."""
+
+    def nodes(self, *kinds: type) -> list[ast.AST]:
+        """The module's nodes of the exact types ``kinds``."""
+
+    def scope(self, node: ast.AST) -> Any:
+        """The scope a name, attribute or call is in."""
+
+    def applies(self, code: str) -> bool:
+        """Whether rule ``code``'s fix is part of this (or a fixing) run."""
+
+    def class_set(self, node: ast.AST) -> ast.AST | None:
+        """:meth:`Engine.class_set` on ``ast``."""
+
+    def target_at_least(self, release: str) -> bool:
+        """Whether the torch the code must run on is ``release`` or later."""
+
+    def depends_on(self, nodes: Iterable[ast.AST]) -> None:
+        """Record nodes elsewhere that a hook's answer rests on (a fixing run keeps them)."""
+
+    def segment(self, node: ast.AST) -> str:
+        """The source text of ``node``."""
+
+    def lines(self) -> list[bytes]:
+        """The module's lines, UTF-8 encoded."""
+
+
+@dataclass(frozen=True)
+class AstSite:
+    """One call of an old name, as a fix's ``certain`` sees it (the ``ast`` twin of :class:`Site`).
+
+    Attributes:
+        resolver: The detector (``qualified``, ``applies``, ``class_set``).
+        old: The old qualified name the call refers to.
+        call: The call.
+        partial: The old name is ``partial(old, ...)``'s first argument.
+    """
+
+    resolver: Detector
+    old: str
+    call: ast.Call
+    partial: bool = False
+
+    @property
+    def arguments(self) -> list[ast.expr | ast.keyword]:
+        """The call's own arguments in source order (a partial's after the function)."""
+        return arguments(self.call)[1 if self.partial else 0 :]
+
+
 @dataclass(frozen=True)
 class Translation:
     """A call rewritten: its new arguments, and what else the new code needs.
@@ -177,7 +297,7 @@ class CallSiteFix:
     requires: tuple[str, ...] = ()
     blocked_by: tuple[str, ...] = ()
     supersedes: tuple[str, ...] = ()
-    certain: Callable[[Any], bool] | None = None
+    certain: Callable[[AstSite], bool] | None = None
 
 
 def unchanged(site: Site) -> Translation:

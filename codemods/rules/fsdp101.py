@@ -17,7 +17,7 @@ from codemods.syntax.cst_nodes import keyword
 from codemods.syntax.lazy_libcst import cst
 
 if TYPE_CHECKING:
-    from codemods.astlint.detector import AstSite
+    from codemods.rules.api import AstSite
 
 #: compat's size-based policies: called without a module they return a bound policy.
 _COMPAT_SIZE_POLICIES = (

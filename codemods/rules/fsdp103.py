@@ -12,11 +12,10 @@ cycle).
 from __future__ import annotations
 
 import ast
-from typing import Any
 
 from codemods.registry import REGISTRY
 from codemods.registry.names import COMPAT_FAIRSCALE
-from codemods.rules.api import PARTIAL, Behaviour, Engine
+from codemods.rules.api import PARTIAL, Behaviour, Detector, Engine
 from codemods.rules.kinds.parameter_rename import TORCH_POLICY_CONSUMERS
 from codemods.syntax import ast_nodes as on_ast
 from codemods.syntax.cst_nodes import dotted, keyword
@@ -81,7 +80,7 @@ def _lightning_takes_classes(engine: Engine, call: cst.Call) -> bool:
     return bool(engine.qualified(strategy.func) & set(fsdp209.old)) and engine.applies("FSDP209")
 
 
-def _ast_is_policy_argument(detector: Any, arg: ast.AST) -> bool:
+def _ast_is_policy_argument(detector: Detector, arg: ast.AST) -> bool:
     call = detector.parent(arg)
     return (
         type(arg) is ast.keyword
@@ -91,7 +90,7 @@ def _ast_is_policy_argument(detector: Any, arg: ast.AST) -> bool:
     )
 
 
-def ast_reaches_policy_consumers(detector: Any, value: ast.AST, depth: int = 0) -> bool:
+def ast_reaches_policy_consumers(detector: Detector, value: ast.AST, depth: int = 0) -> bool:
     """The ``ast`` half of :func:`reaches_policy_consumers`."""
     parent = detector.parent(value)
     if type(parent) is ast.IfExp and value is not parent.test and depth < 8:
@@ -112,16 +111,16 @@ def ast_reaches_policy_consumers(detector: Any, value: ast.AST, depth: int = 0) 
     )
 
 
-def _ast_imported_at_module_level(detector: Any, node: ast.AST) -> bool:
+def _ast_imported_at_module_level(detector: Detector, node: ast.AST) -> bool:
     name = on_ast.dotted(node)
     scope = detector.scope(node)
     if scope is None or name is None:
         return False
-    binder = detector.names._lookup(scope, name.split(".")[0])
+    binder = detector.names.lookup(scope, name.split(".")[0])
     return binder is not None and binder.parent is None
 
 
-def _ast_lightning_takes_classes(detector: Any, call: ast.Call) -> bool:
+def _ast_lightning_takes_classes(detector: Detector, call: ast.Call) -> bool:
     arg = detector.parent(call)
     strategy = detector.parent(arg) if type(arg) is ast.keyword else None
     if type(strategy) is not ast.Call or arg.arg != "auto_wrap_policy":
@@ -172,7 +171,7 @@ class PolicyPartial(Behaviour):
             args=[kept.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT)],
         )
 
-    def ast_partial(self, detector: Any, call: ast.Call) -> None:
+    def ast_partial(self, detector: Detector, call: ast.Call) -> None:
         if _ast_lightning_takes_classes(detector, call):
             return
         arguments = on_ast.arguments(call)
@@ -183,7 +182,7 @@ class PolicyPartial(Behaviour):
         unknown = exact and not certain and self._ast_exported(detector, call)
         detector.report(call, self.rule, fixable_here=certain or unknown, unsafe_here=unknown)
 
-    def _ast_exported(self, detector: Any, call: ast.Call) -> bool:
+    def _ast_exported(self, detector: Detector, call: ast.Call) -> bool:
         if self.rule.code != "FSDP103" or not detector.target_at_least(CALLABLE_SINCE):
             return False
         parent = detector.parent(call)

@@ -8,10 +8,9 @@ changes behaviour there). ``checkpoint_impl`` is the second parameter.
 from __future__ import annotations
 
 import ast
-from typing import Any
 
 from codemods.registry.names import CHECKPOINT_WRAPPER
-from codemods.rules.api import Engine
+from codemods.rules.api import Detector, Engine
 from codemods.rules.kinds.default_change import DefaultChange
 from codemods.syntax.cst_nodes import append_arg, dotted, new_keyword
 from codemods.syntax.lazy_libcst import cst
@@ -30,11 +29,11 @@ class Fsdp108(DefaultChange):
             engine.need_import(CHECKPOINT_WRAPPER, "CheckpointImpl")
         return updated.with_changes(args=append_arg(updated, list(updated.args), impl))
 
-    def ast_call(self, detector: Any, call: ast.Call) -> None:
+    def ast_call(self, detector: Detector, call: ast.Call) -> None:
         # The fix above reports the call as DefaultChange.fix does: the same ast half.
         DefaultChange.ast_call(self, detector, call)
 
-    def ast_partial(self, detector: Any, call: ast.Call) -> None:
+    def ast_partial(self, detector: Detector, call: ast.Call) -> None:
         DefaultChange.ast_partial(self, detector, call)
 
 

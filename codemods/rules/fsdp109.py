@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import ast
-from typing import Any
 
 from codemods.registry.names import TORCH_FSDP
-from codemods.rules.api import Behaviour, Engine
+from codemods.rules.api import Behaviour, Detector, Engine
 from codemods.syntax import ast_nodes as on_ast
 from codemods.syntax.cst_nodes import is_bool, keyword
 from codemods.syntax.lazy_libcst import cst
@@ -29,7 +28,7 @@ class Fsdp109(Behaviour):
                 engine.need_import(TORCH_FSDP, "CPUOffload")
         return updated.with_changes(args=args)
 
-    def ast_call(self, detector: Any, call: ast.Call) -> None:
+    def ast_call(self, detector: Detector, call: ast.Call) -> None:
         for arg in call.keywords:
             if arg.arg == self.rule.argument and on_ast.is_bool(arg.value):
                 detector.report(arg, self.rule)

@@ -13,7 +13,7 @@ from codemods.syntax.cst_nodes import is_bool, keyword, keyword_arg
 from codemods.syntax.lazy_libcst import cst
 
 if TYPE_CHECKING:
-    from codemods.astlint.detector import AstSite
+    from codemods.rules.api import AstSite
 
 
 def compat_fsdp_arguments(site: Site) -> Translation | None:

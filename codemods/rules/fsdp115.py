@@ -29,9 +29,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from codemods.rules.api import Behaviour, Engine
+from codemods.rules.api import Behaviour, Detector, Engine
 from codemods.rules.layout import indentation, wrapped_call
 from codemods.syntax.cst_nodes import dotted, is_plain_positional, keyword, literal
 from codemods.syntax.lazy_libcst import cst
@@ -232,7 +231,7 @@ def _unproven(function: str, options: str) -> bool:
 # what ``call`` does, with whether a plan exists and whether it is unproven.
 
 
-def _ast_from_fsdp(detector: Any, node: ast.AST, suffix: str) -> bool:
+def _ast_from_fsdp(detector: Detector, node: ast.AST, suffix: str) -> bool:
     return any(q.startswith(_FSDP) and q.endswith(suffix) for q in detector.qualified(node))
 
 
@@ -252,7 +251,7 @@ def _ast_arguments(call: ast.Call) -> dict[str, ast.expr] | None:
     return found
 
 
-def _ast_config_values(detector: Any, call: ast.expr) -> tuple[bool, bool] | None:
+def _ast_config_values(detector: Detector, call: ast.expr) -> tuple[bool, bool] | None:
     """:func:`_config_values` on ``ast``."""
     from codemods.syntax.ast_nodes import arguments, keyword, literal, star, value
 
@@ -272,14 +271,14 @@ def _ast_config_values(detector: Any, call: ast.expr) -> tuple[bool, bool] | Non
     return values["offload_to_cpu"], values["rank0_only"]
 
 
-def _ast_undeleted(detector: Any, name: str) -> None:
+def _ast_undeleted(detector: Detector, name: str) -> None:
     from codemods.syntax.ast_nodes import Undecided
 
     if name in detector.names.deleted:  # `del name` binds to astscope, not to libcst
         raise Undecided(f"`{name}` is deleted somewhere")
 
 
-def _ast_assignments(detector: Any) -> dict[tuple[int, int], ast.Assign]:
+def _ast_assignments(detector: Detector) -> dict[tuple[int, int], ast.Assign]:
     """The module's one-target assignments to a name, by the name's position."""
     found = detector.scratch.get("FSDP115:assigns")
     if found is None:
@@ -292,13 +291,13 @@ def _ast_assignments(detector: Any) -> dict[tuple[int, int], ast.Assign]:
     return found
 
 
-def _ast_named_config(detector: Any, name: ast.Name) -> ast.expr | None:
+def _ast_named_config(detector: Detector, name: ast.Name) -> ast.expr | None:
     """The config of :func:`_named_config` on ``ast`` (its statement: fixing runs only)."""
     scope = detector.scope(name)
     if scope is None:
         return None
     _ast_undeleted(detector, name.id)
-    binder = detector.names._lookup(scope, name.id)
+    binder = detector.names.lookup(scope, name.id)
     if binder is None or binder.count.get(name.id) != 1 or name.id in binder.imports:
         return None
     assign = _ast_assignments(detector).get(binder.others[name.id][0])
@@ -314,7 +313,7 @@ def _ast_named_config(detector: Any, name: ast.Name) -> ast.expr | None:
     return assign.value
 
 
-def _ast_body_statement(detector: Any, with_node: ast.With) -> ast.stmt | None:
+def _ast_body_statement(detector: Detector, with_node: ast.With) -> ast.stmt | None:
     """:func:`_body_statement` on ``ast``: comments around the block are Undecided."""
     from codemods.syntax.ast_nodes import Undecided
 
@@ -350,14 +349,14 @@ def _ast_body_statement(detector: Any, with_node: ast.With) -> ast.stmt | None:
     return statement
 
 
-def _ast_names_free(detector: Any, node: ast.AST, names: tuple[str, ...]) -> bool:
+def _ast_names_free(detector: Detector, node: ast.AST, names: tuple[str, ...]) -> bool:
     """:func:`_names_free` on ``ast``."""
     scope = detector.scope(node)
     if scope is None:
         return False
     for name in names:
         _ast_undeleted(detector, name)
-        binder = detector.names._lookup(scope, name)
+        binder = detector.names.lookup(scope, name)
         if binder is None:
             continue
         if binder.others.get(name):
@@ -368,7 +367,7 @@ def _ast_names_free(detector: Any, node: ast.AST, names: tuple[str, ...]) -> boo
     return True
 
 
-def _ast_plan(detector: Any, call: ast.Call) -> tuple[str, str] | None:
+def _ast_plan(detector: Detector, call: ast.Call) -> tuple[str, str] | None:
     """:func:`plan_for` on ``ast``: the plan's function and options, where it is certain."""
     from codemods.syntax.ast_nodes import spelled
 
@@ -400,7 +399,7 @@ def _ast_plan(detector: Any, call: ast.Call) -> tuple[str, str] | None:
 
 
 def _ast_statement_plan(
-    detector: Any,
+    detector: Detector,
     call: ast.Call,
     with_node: ast.With,
     module: ast.expr,
@@ -468,12 +467,12 @@ class Fsdp115(Behaviour):
             engine.need_import(DCP_STATE_DICT, "StateDictOptions")
         return updated
 
-    def ast_call(self, detector: Any, call: ast.Call) -> None:
+    def ast_call(self, detector: Detector, call: ast.Call) -> None:
         plan = _ast_plan(detector, call)
         unsafe = plan is not None and _unproven(*plan)
         detector.report(call, self.rule, fixable_here=plan is not None, unsafe_here=unsafe)
 
-    def ast_block(self, detector: Any, statements: list[ast.stmt]) -> None:
+    def ast_block(self, detector: Detector, statements: list[ast.stmt]) -> None:
         """Nothing to report: :meth:`block` applies the plans a fixing run made in ``call``."""
 
     def block(

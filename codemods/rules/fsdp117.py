@@ -16,7 +16,7 @@ import ast
 from collections.abc import Callable
 from typing import Any
 
-from codemods.rules.api import Behaviour, Engine
+from codemods.rules.api import Behaviour, Detector, Engine
 from codemods.syntax.cst_nodes import is_plain_positional, keep_ending, keyword
 from codemods.syntax.lazy_libcst import cst
 
@@ -106,7 +106,7 @@ class Fsdp117(Behaviour):
         kept = [a for i, a in enumerate(updated.args) if i != index]
         return updated.with_changes(args=keep_ending(kept, list(updated.args)))
 
-    def ast_call(self, detector: Any, call: ast.Call) -> None:
+    def ast_call(self, detector: Detector, call: ast.Call) -> None:
         from codemods.syntax.ast_nodes import arguments, plain_positional, star, unparenthesized
 
         names = detector.qualified(call.func) & set(self.rule.old)

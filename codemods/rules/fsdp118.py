@@ -9,10 +9,9 @@ case-insensitively as Lightning does (``ShardingStrategy[name.upper()]``):
 from __future__ import annotations
 
 import ast
-from typing import Any
 
 from codemods.registry.lightning_strategy_rules import FSDP_STRATEGY
-from codemods.rules.api import Engine
+from codemods.rules.api import Detector, Engine
 from codemods.rules.kinds.reference import Reported
 from codemods.syntax.cst_nodes import keyword, literal
 from codemods.syntax.lazy_libcst import cst
@@ -31,7 +30,7 @@ class Fsdp118(Reported):
                 engine.report(arg, self.rule)
         return updated
 
-    def ast_call(self, detector: Any, call: ast.Call) -> None:
+    def ast_call(self, detector: Detector, call: ast.Call) -> None:
         from codemods.syntax.ast_nodes import literal as literal_of
 
         for arg in call.keywords:

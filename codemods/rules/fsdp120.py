@@ -13,10 +13,9 @@ leave every use in the file for a human.
 from __future__ import annotations
 
 import ast
-from typing import Any
 
 from codemods.registry.names import DCP
-from codemods.rules.api import CallSiteFix, Site, Translation
+from codemods.rules.api import AstSite, CallSiteFix, Site, Translation
 from codemods.rules.kinds.reference import Renamed
 from codemods.syntax.cst_nodes import keep_ending, keyword, keyword_arg, literal
 from codemods.syntax.lazy_libcst import cst
@@ -80,10 +79,9 @@ def _translator(io: str, new: str):
     return translate
 
 
-def _ast_shadowed(site: Any, new: str) -> bool:
+def _ast_shadowed(site: AstSite, new: str) -> bool:
     """:func:`_shadowed` on ``ast`` (``site`` is an ``AstSite``)."""
-    from codemods.astlint.scopes import Undecided, import_names
-    from codemods.syntax.ast_nodes import arguments, value
+    from codemods.syntax.ast_nodes import Undecided, arguments, import_names, value
 
     func = value(arguments(site.call)[0]) if site.partial else site.call.func
     if type(func) is not ast.Name:
@@ -94,7 +92,7 @@ def _ast_shadowed(site: Any, new: str) -> bool:
         return True
     if new in names.deleted:  # `del new` binds to astscope, not to libcst
         raise Undecided(f"`{new}` is deleted somewhere")
-    binder = names._lookup(scope, new)
+    binder = names.lookup(scope, new)
     if binder is None:
         return False
     if binder.others.get(new):
@@ -109,7 +107,7 @@ def _ast_certain(io: str, new: str):
     """The ``ast`` half of :func:`_translator`: whether it translates the call."""
     parameters = tuple(p.format(io=io) for p in _PARAMETERS)
 
-    def certain(site: Any) -> bool:
+    def certain(site: AstSite) -> bool:
         from codemods.syntax.ast_nodes import keyword as keyword_of
         from codemods.syntax.ast_nodes import literal as literal_of
         from codemods.syntax.ast_nodes import star, value

@@ -14,10 +14,9 @@ on to its ``checkpoint_fn``, so ``checkpoint_wrapper(m, checkpoint_fn=checkpoint
 from __future__ import annotations
 
 import ast
-from typing import Any
 
 from codemods.registry.names import CHECKPOINT_WRAPPER
-from codemods.rules.api import Engine
+from codemods.rules.api import Detector, Engine
 from codemods.rules.kinds.default_change import DefaultChange
 from codemods.syntax.cst_nodes import append_arg, is_plain_positional, keyword, new_keyword
 from codemods.syntax.lazy_libcst import cst
@@ -27,7 +26,7 @@ WRAPPER = f"{CHECKPOINT_WRAPPER}.checkpoint_wrapper"
 _SEQUENTIAL_POSITION = 3
 
 
-def _ast_names(detector: Any, node: ast.expr) -> set[str]:
+def _ast_names(detector: Detector, node: ast.expr) -> set[str]:
     """``engine.qualified`` of a ``checkpoint_fn`` value, on ``ast``.
 
     libcst also names ``f(...)``, ``f[...]`` and ``f().g`` (as ``f``, ``f``, ``f.g``),
@@ -50,7 +49,7 @@ def _ast_names(detector: Any, node: ast.expr) -> set[str]:
         return set()
     prefix = ".".join([base.id, *reversed(parts)])
     while prefix:
-        binder = detector.names._lookup(scope, prefix)
+        binder = detector.names.lookup(scope, prefix)
         if binder is not None and prefix in binder.imports:
             raise Undecided("a checkpoint_fn named through a call or subscript of an import")
         prefix = prefix.rpartition(".")[0]
@@ -102,7 +101,7 @@ class Fsdp124(DefaultChange):
         value = new_keyword(self.rule.argument, "False" if recommended else "True")
         return updated.with_changes(args=append_arg(updated, list(updated.args), value))
 
-    def _ast_passes(self, detector: Any, func: ast.expr, args: list) -> bool:
+    def _ast_passes(self, detector: Detector, func: ast.expr, args: list) -> bool:
         """:meth:`_passes` on ``ast`` arguments (in source order)."""
         from codemods.syntax.ast_nodes import keyword, plain_positional, value
 
@@ -123,13 +122,13 @@ class Fsdp124(DefaultChange):
         positional_count = sum(plain_positional(a) for a in args)
         return sequential and positional_count > _SEQUENTIAL_POSITION
 
-    def ast_call(self, detector: Any, call: ast.Call) -> None:
+    def ast_call(self, detector: Detector, call: ast.Call) -> None:
         from codemods.syntax.ast_nodes import arguments
 
         if not self._ast_passes(detector, call.func, arguments(call)):
             detector.report(call, self.rule)
 
-    def ast_partial(self, detector: Any, call: ast.Call) -> None:
+    def ast_partial(self, detector: Detector, call: ast.Call) -> None:
         from codemods.syntax.ast_nodes import arguments, value
 
         found = arguments(call)

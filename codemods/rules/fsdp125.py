@@ -11,9 +11,8 @@ of that name are reported for a human; receivers the file does not shard are not
 from __future__ import annotations
 
 import ast
-from typing import Any
 
-from codemods.rules.api import Behaviour, Engine
+from codemods.rules.api import Behaviour, Detector, Engine
 from codemods.syntax.cst_nodes import is_plain_positional, keyword
 from codemods.syntax.lazy_libcst import cst
 
@@ -59,7 +58,7 @@ def _sharded_name(engine: Engine, call: cst.Call) -> cst.Name | None:
 # block; `a; b` on one line is one statement (a ``SimpleStatementLine``).
 
 
-def _ast_block(detector: Any, parent: ast.AST, child: ast.AST) -> list[ast.stmt] | None:
+def _ast_block(detector: Detector, parent: ast.AST, child: ast.AST) -> list[ast.stmt] | None:
     """The statement list of ``parent`` holding ``child``, where libcst makes it a block."""
     from codemods.syntax.ast_nodes import Undecided
 
@@ -93,7 +92,7 @@ def _ast_lines(statements: list[ast.stmt]) -> dict[int, int]:
     return found
 
 
-def _ast_statement(detector: Any, node: ast.AST) -> tuple[list[ast.stmt], int] | None:
+def _ast_statement(detector: Detector, node: ast.AST) -> tuple[list[ast.stmt], int] | None:
     """:func:`_statement` on ``ast``: the block holding ``node`` and its statement's index."""
     child, parent = node, detector.parent(node)
     while parent is not None:
@@ -104,7 +103,7 @@ def _ast_statement(detector: Any, node: ast.AST) -> tuple[list[ast.stmt], int] |
     return None
 
 
-def _ast_index(detector: Any, lines: dict[int, int], node: ast.AST) -> int | None:
+def _ast_index(detector: Detector, lines: dict[int, int], node: ast.AST) -> int | None:
     """:func:`_index` on ``ast``: the index of the block statement holding ``node``."""
     while node is not None:
         if id(node) in lines:
@@ -125,7 +124,7 @@ def _ast_at(block: list[ast.stmt], lines: dict[int, int], at: tuple[int, int]) -
     return None
 
 
-def _ast_sharded_name(detector: Any, call: ast.Call) -> str | None:
+def _ast_sharded_name(detector: Detector, call: ast.Call) -> str | None:
     """:func:`_sharded_name` on ``ast``."""
     from codemods.syntax.ast_nodes import arguments, keyword, plain_positional
 
@@ -186,7 +185,7 @@ class Fsdp125(Behaviour):
             self._found(engine, attribute, certain)
         return updated
 
-    def _ast_found(self, detector: Any, attribute: ast.Attribute, certain: bool) -> None:
+    def _ast_found(self, detector: Detector, attribute: ast.Attribute, certain: bool) -> None:
         seen = detector.scratch.setdefault(self.rule.code, set())
         if id(attribute) in seen:
             return
@@ -194,7 +193,7 @@ class Fsdp125(Behaviour):
         # libcst's position of a node leaves out its own parentheses, as ast's does
         detector.report(attribute, self.rule, fixable_here=certain)
 
-    def ast_call(self, detector: Any, call: ast.Call) -> None:
+    def ast_call(self, detector: Detector, call: ast.Call) -> None:
         from codemods.syntax.ast_nodes import Undecided
 
         parent = detector.parent(call)
@@ -213,7 +212,7 @@ class Fsdp125(Behaviour):
             raise Undecided(f"`{name}` is deleted somewhere")
         if name in scope.declared or name in scope.nonlocals:
             raise Undecided(f"`{name}` is declared global or nonlocal")  # its imports differ
-        if names._lookup(scope, f"{name}.{OLD_METHOD}") is not None:
+        if names.lookup(scope, f"{name}.{OLD_METHOD}") is not None:
             raise Undecided(f"`{name}.{OLD_METHOD}` is imported")  # libcst's access differs
         block, here = where
         lines = _ast_lines(block)

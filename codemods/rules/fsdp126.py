@@ -9,9 +9,8 @@ who adds the ``module`` parameter (the function may be called elsewhere too).
 from __future__ import annotations
 
 import ast
-from typing import Any
 
-from codemods.rules.api import Behaviour, Engine
+from codemods.rules.api import Behaviour, Detector, Engine
 from codemods.syntax.cst_nodes import is_plain_positional, keyword
 from codemods.syntax.lazy_libcst import cst
 
@@ -48,7 +47,7 @@ def _ast_arity(params: ast.arguments) -> int | None:
     return len(params.posonlyargs) + len(params.args)
 
 
-def _definitions(detector: Any) -> dict[tuple[int, int], ast.AST]:
+def _definitions(detector: Detector) -> dict[tuple[int, int], ast.AST]:
     """The module's ``def`` statements by position (as :mod:`codemods.astlint.scopes` has them)."""
     found = detector.scratch.get("FSDP126:defs")
     if found is None:
@@ -58,7 +57,7 @@ def _definitions(detector: Any) -> dict[tuple[int, int], ast.AST]:
     return found
 
 
-def ast_function_arity(detector: Any, value: ast.expr) -> int | None:
+def ast_function_arity(detector: Detector, value: ast.expr) -> int | None:
     """:func:`function_arity` on ``ast``: a lambda, or a name bound only by one ``def``."""
     from codemods.syntax.ast_nodes import Undecided
 
@@ -70,7 +69,7 @@ def ast_function_arity(detector: Any, value: ast.expr) -> int | None:
     name = value.id
     if name in detector.names.deleted:  # `del name` binds to astscope, not to libcst
         raise Undecided(f"`{name}` is deleted somewhere")
-    binder = detector.names._lookup(scope, name)
+    binder = detector.names.lookup(scope, name)
     if binder is None or binder.count.get(name) != 1 or name in binder.imports:
         return None
     definition = _definitions(detector).get(binder.others[name][0])
@@ -95,7 +94,7 @@ class Fsdp126(Behaviour):
                 engine.report(found[0], self.rule)
         return updated
 
-    def ast_call(self, detector: Any, call: ast.Call) -> None:
+    def ast_call(self, detector: Detector, call: ast.Call) -> None:
         from codemods.syntax.ast_nodes import plain_positional, unparenthesized
 
         positional = [a for a in call.args if plain_positional(a)]

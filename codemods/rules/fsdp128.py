@@ -10,9 +10,8 @@ prefixes each key with the submodule's name (the rule's recipe).
 from __future__ import annotations
 
 import ast
-from typing import Any
 
-from codemods.rules.api import Behaviour, Engine
+from codemods.rules.api import Behaviour, Detector, Engine
 from codemods.syntax.cst_nodes import is_plain_positional, keyword
 from codemods.syntax.lazy_libcst import cst
 
@@ -66,7 +65,7 @@ class Fsdp128(Behaviour):
             engine.report(found[0], self.rule)
         return updated
 
-    def ast_call(self, detector: Any, call: ast.Call) -> None:
+    def ast_call(self, detector: Detector, call: ast.Call) -> None:
         from codemods.syntax.ast_nodes import plain_positional, unparenthesized
 
         found: list[ast.AST] = [a for a in call.keywords if a.arg == "model_state_dict"]

@@ -14,7 +14,7 @@ from codemods.syntax.cst_nodes import dotted, keyword_arg, string_like
 from codemods.syntax.lazy_libcst import cst
 
 if TYPE_CHECKING:
-    from codemods.astlint.detector import AstSite
+    from codemods.rules.api import AstSite
 
 
 def ddp_fully_sharded_arguments(site: Site) -> Translation | None:

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import ast
-from typing import Any
 
-from codemods.rules.api import Behaviour, Engine
+from codemods.rules.api import Behaviour, Detector, Engine
 from codemods.syntax.cst_nodes import keyword
 from codemods.syntax.lazy_libcst import cst
 
@@ -29,7 +28,7 @@ class Fsdp208(Behaviour):
                 )
         return updated.with_changes(args=args)
 
-    def ast_call(self, detector: Any, call: ast.Call) -> None:
+    def ast_call(self, detector: Detector, call: ast.Call) -> None:
         for arg in call.keywords:
             if arg.arg == self.rule.argument:
                 fixable = detector.class_set(arg.value) is not None

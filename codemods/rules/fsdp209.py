@@ -7,10 +7,9 @@ Since Lightning 2.1 the strategy takes the layer classes as a set and builds the
 from __future__ import annotations
 
 import ast
-from typing import Any
 
 from codemods.registry.names import TORCH_WRAP
-from codemods.rules.api import PARTIAL, Behaviour, Engine
+from codemods.rules.api import PARTIAL, Behaviour, Detector, Engine
 from codemods.syntax import ast_nodes as on_ast
 from codemods.syntax.cst_nodes import keyword
 from codemods.syntax.lazy_libcst import cst
@@ -46,7 +45,7 @@ class Fsdp209(Behaviour):
                 args[index] = _keep_comment(args[index].with_changes(value=value), inner)
         return updated.with_changes(args=args)
 
-    def ast_call(self, detector: Any, call: ast.Call) -> None:
+    def ast_call(self, detector: Detector, call: ast.Call) -> None:
         for arg in call.keywords:
             inner = arg.value
             if arg.arg != self.rule.argument or type(inner) is not ast.Call:

@@ -26,7 +26,7 @@ from codemods.syntax.cst_nodes import (
 from codemods.syntax.lazy_libcst import cst
 
 if TYPE_CHECKING:
-    from codemods.astlint.detector import AstSite
+    from codemods.rules.api import AstSite
 
 _FSDP = TORCH_FSDP
 _PRECISION_DETAILS = FAIRSCALE_PRECISION_DETAILS

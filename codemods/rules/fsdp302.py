@@ -13,7 +13,7 @@ from codemods.syntax import ast_nodes as on_ast
 from codemods.syntax.cst_nodes import keep_ending, keyword
 
 if TYPE_CHECKING:
-    from codemods.astlint.detector import AstSite
+    from codemods.rules.api import AstSite
 
 _TORCH_FSDP = set(TORCH_FSDP_CLASSES)
 

@@ -10,7 +10,7 @@ from codemods.syntax import ast_nodes as on_ast
 from codemods.syntax.cst_nodes import is_plain_positional
 
 if TYPE_CHECKING:
-    from codemods.astlint.detector import AstSite
+    from codemods.rules.api import AstSite
 
 
 def wrap_arguments(site: Site) -> Translation | None:

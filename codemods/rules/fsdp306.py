@@ -24,7 +24,7 @@ from codemods.syntax.cst_nodes import (
 )
 
 if TYPE_CHECKING:
-    from codemods.astlint.detector import AstSite
+    from codemods.rules.api import AstSite
 
 _CHECKPOINT = CHECKPOINT_WRAPPER
 

@@ -12,7 +12,7 @@ from codemods.syntax.cst_nodes import keep_ending, keyword, keyword_arg
 from codemods.syntax.lazy_libcst import cst
 
 if TYPE_CHECKING:
-    from codemods.astlint.detector import AstSite
+    from codemods.rules.api import AstSite
 
 
 def _fabric(site: Site) -> bool:

@@ -14,12 +14,13 @@ Fixes that depend on each other (``requires``) or that another old name rules ou
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from codemods.engine.imports.moves import restyle
 from codemods.registry import REGISTRY, Rule
+from codemods.registry.names import COMPAT_STRATEGY_FLAVOURS
 from codemods.rules.api import PARTIAL, Resolver, Site, Translation
 from codemods.rules.index import fix_for
+from codemods.settings import Settings
 from codemods.syntax.cst_nodes import is_plain_positional
 from codemods.syntax.lazy_libcst import cst
 
@@ -62,12 +63,64 @@ class Plan:
     superseded: set[str] = field(default_factory=set)
 
 
+def restyle(new: str, old: str) -> str:
+    """``new`` under the package root ``old`` uses (``pytorch_lightning`` vs ``lightning``).
+
+    Example:
+        >>> restyle("lightning.pytorch.strategies.FSDPStrategy", "pytorch_lightning.strategies.X")
+        'pytorch_lightning.strategies.FSDPStrategy'
+        >>> restyle("lightning.pytorch.strategies.FSDPStrategy", "compat.strategies.fabric.X")
+        'lightning.fabric.strategies.FSDPStrategy'
+        >>> restyle("lightning.fabric.utilities.seed", "lightning_lite.utilities.seed")
+        'lightning_fabric.utilities.seed'
+        >>> restyle("lightning.fabric", "lightning_lite")
+        'lightning_fabric'
+    """
+    unified = "lightning.pytorch."
+    for flavour, root in COMPAT_STRATEGY_FLAVOURS:
+        if new.startswith(unified) and old.startswith(flavour):
+            new = root + new[len(unified) :]
+    for unified, standalone, target in (
+        ("lightning.pytorch.", "pytorch_lightning.", "pytorch_lightning."),
+        ("lightning.fabric.", "lightning_fabric.", "lightning_fabric."),
+        # Lightning Lite's standalone package became the standalone lightning_fabric.
+        ("lightning.fabric.", "lightning_lite", "lightning_fabric."),
+    ):
+        if f"{new}.".startswith(unified) and f"{old}.".startswith(standalone):
+            return (target + new[len(unified) :]).rstrip(".")
+    return new
+
+
 def new_name(rule: Rule, old: str) -> str | None:
     """What ``old`` is renamed to, or None where the fix renames nothing."""
     if fix_for(rule) is None:
         return None
     new = rule.new_for(old)
     return restyle(new, old) if new else None
+
+
+class PlanningEngine(Resolver, Protocol):
+    """What the planner asks of the libcst engine (:class:`codemods.engine.transformer.Engine`)."""
+
+    settings: Settings
+
+    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        """The parent of an original node."""
+
+    def find(self, node: cst.CSTNode) -> Found | None:
+        """The old name, rule and qualified name ``node`` refers to, if any."""
+
+    def imported(self, node: cst.Import | cst.ImportFrom) -> list[Any]:
+        """The aliases of an import that bring in an old name, with their rules."""
+
+    def new_name(self, rule: Rule, old: str) -> str | None:
+        """The name ``old`` becomes under ``rule``'s fix."""
+
+    def silenced(self, node: cst.CSTNode, code: str) -> bool:
+        """Whether a ``noqa`` comment silences rule ``code`` on ``node``'s first line."""
+
+    def cold(self, node: cst.CSTNode) -> bool:
+        """Whether the visit passes over ``node``: nothing the plan needs is in it."""
 
 
 class Planner:
@@ -80,7 +133,7 @@ class Planner:
             settings (``settings.can_fix``, ``settings.applies_fix``).
     """
 
-    def __init__(self, engine: Any) -> None:
+    def __init__(self, engine: PlanningEngine) -> None:
         self.resolver: Resolver = engine
         self.parent = engine.parent
         self.find = engine.find

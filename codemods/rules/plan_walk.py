@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from codemods.registry import Rule
-from codemods.syntax.cst_nodes import is_fallback
 from codemods.syntax.cst_tree import child_nodes
+from codemods.syntax.gates import is_fallback
 from codemods.syntax.lazy_libcst import cst
 
 

@@ -108,17 +108,6 @@ def _collect(tree: ast.AST) -> _Module:
     return module
 
 
-def referenced_names(tree: ast.AST) -> Iterator[str]:
-    r"""Every qualified name the module's imports let it spell, with a shadow-blind scan.
-
-    Example:
-        >>> tree = ast.parse("import pytorch_lightning as pl\npl.strategies.X()")
-        >>> sorted(set(referenced_names(tree)))
-        ['pytorch_lightning', 'pytorch_lightning.strategies', 'pytorch_lightning.strategies.X']
-    """
-    return _referenced(_collect(tree))
-
-
 def _referenced(module: _Module) -> Iterator[str]:
     yield from module.imported
     bound = module.bound
@@ -142,32 +131,14 @@ def _refers_to(name: str, targets: frozenset[str]) -> bool:
     return False
 
 
-def may_have_findings(source: bytes, settings: Settings) -> bool:
-    """False only where no rule enabled by ``settings`` can find anything in ``source``.
-
-    Sources ``ast`` cannot parse (Python 2, a newer syntax) go on to libcst, which reports
-    them properly.
-    """
-    try:
-        tree = parse(source)
-    except (SyntaxError, ValueError):
-        return True
+def may_have_findings(tree: ast.Module, settings: Settings) -> bool:
+    """False only where no rule enabled by ``settings`` can find anything in ``tree``."""
     targets = _targets(settings)
     module = _collect(tree)
     for name in _referenced(module):
         if _refers_to(name, targets.names) or module.keywords & targets.calls.get(name, set()):
             return True
     return bool(targets.parameters & (module.parameters | module.keywords))
-
-
-@functools.lru_cache(maxsize=2)
-def parse(source: bytes) -> ast.Module:
-    """``ast.parse(source)``, kept for the file's lint (:mod:`codemods.astlint.detector`).
-
-    Raises:
-        SyntaxError, ValueError: As :func:`ast.parse` does.
-    """
-    return ast.parse(source)
 
 
 def _all_arguments(node: ast.arguments) -> list[ast.arg]:

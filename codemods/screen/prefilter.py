@@ -22,6 +22,7 @@ finding is ruled out. Files that pass go through a second, ``ast``-based stage
 
 from __future__ import annotations
 
+import ast
 import functools
 import re
 from dataclasses import dataclass
@@ -285,8 +286,34 @@ def may_have_findings(source: bytes, settings: Settings) -> bool:
     return False
 
 
-def worth_parsing(source: bytes, settings: Settings) -> bool:
-    """Both stages: the text test, then :mod:`codemods.screen.namescan`'s ``ast`` scan."""
+@dataclass(frozen=True)
+class Passed:
+    """A source both stages let through, with the tree the second one parsed.
+
+    Attributes:
+        tree: ``ast.parse(source)``; None where ``ast`` cannot parse it (Python 2, a
+            newer syntax): libcst then reports why.
+    """
+
+    tree: ast.Module | None
+
+
+def screen(source: bytes, settings: Settings) -> Passed | None:
+    """Both stages: the text test, then :mod:`codemods.screen.namescan`'s ``ast`` scan.
+
+    None: no rule enabled by ``settings`` can find anything in ``source``.
+    """
+    if not may_have_findings(source, settings):
+        return None
     from codemods.screen import namescan
 
-    return may_have_findings(source, settings) and namescan.may_have_findings(source, settings)
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return Passed(None)
+    return Passed(tree) if namescan.may_have_findings(tree, settings) else None
+
+
+def worth_parsing(source: bytes, settings: Settings) -> bool:
+    """Whether :func:`screen` lets ``source`` through."""
+    return screen(source, settings) is not None

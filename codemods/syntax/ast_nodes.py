@@ -9,7 +9,23 @@ from __future__ import annotations
 import ast
 import functools
 import re
-from typing import Any
+from typing import Any, Protocol
+
+
+class SourceView(Protocol):
+    """What the helpers below read of a module: its lines, its text, the tree's parents.
+
+    The ``ast`` detector (:class:`codemods.rules.api.Detector`) is one.
+    """
+
+    def lines(self) -> list[bytes]:
+        """The module's lines, UTF-8 encoded (as ``ast`` counts columns)."""
+
+    def segment(self, node: ast.AST) -> str:
+        """The source text of ``node``."""
+
+    def parent(self, node: ast.AST) -> ast.AST | None:
+        """The parent of a node."""
 
 
 class Undecided(Exception):
@@ -38,6 +54,41 @@ def dotted(node: ast.AST) -> str | None:
 
 
 #: Fields that hold no expression or statement (``Load()``, ``Add()``): never visited.
+def import_names(node: ast.Import | ast.ImportFrom, full: str) -> set[str]:
+    """What ``full`` (a dotted name starting with a name ``node`` binds) refers to.
+
+    libcst's ``ImportAssignment.get_qualified_names_for``, on ``ast`` nodes.
+
+    Example:
+        >>> sorted(import_names(ast.parse("from a.b import c as d").body[0], "d.e"))
+        ['a.b.c.e']
+    """
+    module = ""
+    if isinstance(node, ast.ImportFrom):
+        module = "." * node.level + (node.module or "")
+    results = set()
+    for alias in node.names:
+        if alias.name == "*":
+            continue
+        parts = alias.name.split(".")
+        for count in range(len(parts), 0, -1):
+            real = as_name = ".".join(parts[:count])
+            if module.endswith("."):
+                real = module + real
+            elif module:
+                real = f"{module}.{real}"
+            if alias.asname:
+                as_name = alias.asname
+            if full.startswith(as_name):
+                rest = full[len(as_name) :]
+                if rest and not rest.startswith("."):
+                    continue
+                rest = rest.lstrip(".")
+                results.add(f"{real}.{rest}" if rest else real)
+                break
+    return results
+
+
 _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "type_ignores"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
@@ -134,7 +185,7 @@ def is_bool(node: ast.AST) -> bool:
 _ONE_STRING = re.compile(r"""(?is)[a-z]{0,2}('''|\"\"\"|'|")(.*)\1""")
 
 
-def literal(detector: Any, node: ast.AST) -> Any:
+def literal(detector: SourceView, node: ast.AST) -> Any:
     """:func:`codemods.syntax.cst_nodes.literal` on ``ast``: an int, one string, a constant."""
     if type(node) is not ast.Constant:
         return None
@@ -163,13 +214,13 @@ def plain_positional(arg: ast.expr | ast.keyword) -> bool:
     return type(arg) is not ast.keyword and type(arg) is not ast.Starred
 
 
-def flag(detector: Any, node: ast.AST) -> bool | None:
+def flag(detector: SourceView, node: ast.AST) -> bool | None:
     """The literal ``True`` or ``False``, else None."""
     found = literal(detector, node)
     return found if isinstance(found, bool) else None
 
 
-def _between(detector: Any, start: tuple[int, int], end: tuple[int, int]) -> bytes:
+def _between(detector: SourceView, start: tuple[int, int], end: tuple[int, int]) -> bytes:
     """The code between two (1-based line, byte column) positions that hold no string.
 
     Comments are dropped: between a call's arguments only punctuation and comments lie.
@@ -191,7 +242,7 @@ def _end(node: ast.AST) -> tuple[int, int]:
     return node.end_lineno, node.end_col_offset  # type: ignore[attr-defined]
 
 
-def _before(detector: Any, node: ast.AST) -> bytes:
+def _before(detector: SourceView, node: ast.AST) -> bytes:
     """The significant character before ``node`` (empty at the module's start).
 
     Undecided where a line passed over may end in a comment (a ``#`` anywhere on it).
@@ -213,7 +264,7 @@ def _before(detector: Any, node: ast.AST) -> bytes:
             raise Undecided("a comment before a reported node")
 
 
-def unparenthesized(detector: Any, node: ast.AST) -> ast.AST:
+def unparenthesized(detector: SourceView, node: ast.AST) -> ast.AST:
     """``node``, where libcst's position of it is ``ast``'s: it is not in parentheses.
 
     ``ast`` starts a parenthesized expression inside its parentheses, libcst at them:

@@ -3,22 +3,9 @@
 from __future__ import annotations
 
 import functools
-import re
 from typing import Any
 
 from codemods.syntax.lazy_libcst import cst
-
-_IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError"}
-#: What a test that gates code on a torch, Lightning or FairScale release or capability
-#: reads: ``torch.__version__``, ``version.parse(...)``, ``Version(...)``, flags like
-#: ``_TORCH_GREATER_EQUAL_2_0``, ``is_torch_2_0`` or ``HAVE_FAIRSCALE``, helpers like
-#: ``torch_version()``, ``hasattr(torch.distributed.fsdp, ...)``.
-_GATE = re.compile(
-    r"__version__|\bversion\b|\bVersion\b|parse_version|_GREATER_EQUAL|_LESS_THAN|_EQUAL_\d"
-    r"|\b_?(?:is|IS)_(?:torch|TORCH|pl|PL|lightning|LIGHTNING)\w*\d|torch_version"
-    r"|\b_?(?:HAVE|HAS|HAVE_NO)_\w*(?:FAIRSCALE|TORCH|LIGHTNING|FSDP)|_AVAILABLE\b"
-    r"|hasattr\(\s*(?:torch|lightning|pytorch_lightning|fairscale)\b"
-)
 
 
 def dotted(node: cst.BaseExpression) -> str | None:
@@ -117,54 +104,6 @@ def keep_ending(args: list[cst.Arg], original: list[cst.Arg]) -> list[cst.Arg]:
     if args and original and args[-1] is not original[-1]:
         args = [*args[:-1], take_ending(args[-1], original[-1])]
     return args
-
-
-def is_import_fallback(node: cst.Try) -> bool:
-    """Whether ``node`` is a ``try: ... except ImportError:`` (or bare ``except``) block."""
-    for handler in node.handlers:
-        if handler.type is None:
-            return True
-        elements = (
-            handler.type.elements
-            if isinstance(handler.type, cst.Tuple)
-            else [cst.Element(handler.type)]
-        )
-        if any(dotted(e.value) in _IMPORT_ERRORS for e in elements):
-            return True
-    return False
-
-
-def is_version_gate(node: cst.If) -> bool:
-    r"""Whether ``node``'s test reads a torch, Lightning or FairScale version or capability.
-
-    Example:
-        >>> gate = cst.parse_statement("if _TORCH_GREATER_EQUAL_2_0:\n    pass\n")
-        >>> is_version_gate(gate)
-        True
-        >>> is_version_gate(cst.parse_statement("if world_size > 1:\n    pass\n"))
-        False
-    """
-    return _GATE.search(cst.Module([]).code_for_node(node.test)) is not None
-
-
-def is_fallback(node: cst.CSTNode) -> bool:
-    """Whether ``node`` deliberately bridges API generations: code in it is left alone.
-
-    That is a ``try: ... except ImportError:`` block, or an ``if`` (with its ``elif``
-    and ``else`` branches) whose test reads a version or capability.
-    """
-    kind = type(node)
-    known = _TRY_OR_IF.get(kind)
-    if known is None:  # isinstance on libcst's classes goes through ABCMeta: once a class
-        known = _TRY_OR_IF[kind] = (issubclass(kind, cst.Try), issubclass(kind, cst.If))
-    is_try, is_if = known
-    if is_try:
-        return is_import_fallback(node)
-    return is_if and is_version_gate(node)
-
-
-#: A node class -> whether it is a ``try`` and whether an ``if`` (asked of every node).
-_TRY_OR_IF: dict[type, tuple[bool, bool]] = {}
 
 
 @functools.cache

@@ -14,37 +14,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from codemods.registry.names import COMPAT_STRATEGY_FLAVOURS
 from codemods.syntax.cst_nodes import dotted
 from codemods.syntax.lazy_libcst import cst
-
-
-def restyle(new: str, old: str) -> str:
-    """``new`` under the package root ``old`` uses (``pytorch_lightning`` vs ``lightning``).
-
-    Example:
-        >>> restyle("lightning.pytorch.strategies.FSDPStrategy", "pytorch_lightning.strategies.X")
-        'pytorch_lightning.strategies.FSDPStrategy'
-        >>> restyle("lightning.pytorch.strategies.FSDPStrategy", "compat.strategies.fabric.X")
-        'lightning.fabric.strategies.FSDPStrategy'
-        >>> restyle("lightning.fabric.utilities.seed", "lightning_lite.utilities.seed")
-        'lightning_fabric.utilities.seed'
-        >>> restyle("lightning.fabric", "lightning_lite")
-        'lightning_fabric'
-    """
-    unified = "lightning.pytorch."
-    for flavour, root in COMPAT_STRATEGY_FLAVOURS:
-        if new.startswith(unified) and old.startswith(flavour):
-            new = root + new[len(unified) :]
-    for unified, standalone, target in (
-        ("lightning.pytorch.", "pytorch_lightning.", "pytorch_lightning."),
-        ("lightning.fabric.", "lightning_fabric.", "lightning_fabric."),
-        # Lightning Lite's standalone package became the standalone lightning_fabric.
-        ("lightning.fabric.", "lightning_lite", "lightning_fabric."),
-    ):
-        if f"{new}.".startswith(unified) and f"{old}.".startswith(standalone):
-            return (target + new[len(unified) :]).rstrip(".")
-    return new
 
 
 class ImportMoves:

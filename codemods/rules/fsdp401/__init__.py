@@ -24,13 +24,15 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from codemods.registry import Rule
 from codemods.registry.names import COMPOSABLE_FSDP, TORCH_FSDP, TORCH_FSDP_CLASSES
-from codemods.rules.api import Behaviour, Engine
+from codemods.rules.api import Behaviour, Detector, Engine
 from codemods.rules.fsdp401.arguments import Keywords, Untranslatable, shown, translate
 from codemods.rules.fsdp401.policy import unit_classes
 from codemods.rules.fsdp401.uses import Use, rewrite
 from codemods.rules.layout import LINE_LENGTH, indentation, wrapped_call
-from codemods.syntax.cst_nodes import dotted, find_all, is_fallback, keyword
+from codemods.syntax.cst_nodes import dotted, find_all, keyword
+from codemods.syntax.gates import is_fallback
 from codemods.syntax.lazy_libcst import cst
 
 #: The builtin whose class argument FSDP2 spells ``FSDPModule``.
@@ -600,7 +602,7 @@ class Fsdp401(Behaviour):
         for hit in hits:
             engine.replace(hit, cst.Name("FSDPModule"))
 
-    def ast_function(self, detector: Any, node: Any) -> None:
+    def ast_function(self, detector: Detector, node: Any) -> None:
         """Nothing to report: annotations change only with the file's wrapper calls."""
 
 
@@ -620,7 +622,7 @@ def _use_fsdp_module(engine: Engine, replaced: list[cst.CSTNode]) -> None:
 
 
 def _module_listing(
-    engine: Engine, rule: Any, found: Survey, original: cst.Call, updated: cst.Call
+    engine: Engine, rule: Rule, found: Survey, original: cst.Call, updated: cst.Call
 ) -> cst.BaseExpression:
     """``FSDP.fsdp_modules(model)`` as the ``FSDPModule`` instances in ``model.modules()``.
 
@@ -640,7 +642,7 @@ def _module_listing(
 
 
 def _class_check(
-    engine: Engine, rule: Any, found: Survey, original: cst.Call, updated: cst.Call
+    engine: Engine, rule: Rule, found: Survey, original: cst.Call, updated: cst.Call
 ) -> cst.Call:
     """``isinstance(x, FSDP)`` as ``isinstance(x, FSDPModule)`` in a file that converts.
 

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import ast
-from typing import Any
 
-from codemods.rules.api import Behaviour, Engine
+from codemods.rules.api import Behaviour, Detector, Engine
 from codemods.syntax.cst_nodes import keyword
 from codemods.syntax.lazy_libcst import cst
 
@@ -22,7 +21,7 @@ class ArgumentReported(Behaviour):
                 engine.report(arg, self.rule)
         return updated
 
-    def ast_call(self, detector: Any, call: ast.Call) -> None:
+    def ast_call(self, detector: Detector, call: ast.Call) -> None:
         for arg in call.keywords:
             if arg.arg == self.rule.argument:
                 detector.report(arg, self.rule)

@@ -8,9 +8,9 @@ states the old or new value has a module of its own (see ``codemods.rules.fsdp10
 from __future__ import annotations
 
 import ast
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from codemods.rules.api import Behaviour, Engine
+from codemods.rules.api import Behaviour, Detector, Engine
 from codemods.syntax.cst_nodes import is_plain_positional, keyword
 from codemods.syntax.lazy_libcst import cst
 
@@ -63,13 +63,13 @@ class DefaultChange(Behaviour):
         positional = sum(type(a) is not ast.keyword and not star(a) for a in arguments)
         return self.position is not None and positional > self.position
 
-    def ast_call(self, detector: Any, call: ast.Call) -> None:
+    def ast_call(self, detector: Detector, call: ast.Call) -> None:
         from codemods.syntax.ast_nodes import arguments
 
         if not self.ast_passes(arguments(call)):
             detector.report(call, self.rule)
 
-    def ast_partial(self, detector: Any, call: ast.Call) -> None:
+    def ast_partial(self, detector: Detector, call: ast.Call) -> None:
         from codemods.syntax.ast_nodes import arguments
 
         if not self.ast_passes(arguments(call)[1:]):

@@ -8,9 +8,8 @@ with the old parameter name) renames the parameter there too, see
 from __future__ import annotations
 
 import ast
-from typing import Any
 
-from codemods.rules.api import Behaviour, Engine
+from codemods.rules.api import Behaviour, Detector, Engine
 from codemods.rules.kinds import parameter_rename
 from codemods.syntax.cst_nodes import keyword
 from codemods.syntax.lazy_libcst import cst
@@ -49,7 +48,7 @@ class KeywordRename(Behaviour):
     def function(self, engine: Engine, node: cst.FunctionDef | cst.Lambda) -> None:
         parameter_rename.rename_parameter(engine, self.rule, node)
 
-    def ast_call(self, detector: Any, call: ast.Call) -> None:
+    def ast_call(self, detector: Detector, call: ast.Call) -> None:
         # A partial's first argument is positional: its keywords are the same as a call's.
         for arg in call.keywords:
             if arg.arg == self.rule.argument:
@@ -57,5 +56,5 @@ class KeywordRename(Behaviour):
 
     ast_partial = ast_call
 
-    def ast_function(self, detector: Any, node: ast.AST) -> None:
+    def ast_function(self, detector: Detector, node: ast.AST) -> None:
         parameter_rename.ast_rename_parameter(detector, self.rule, node)

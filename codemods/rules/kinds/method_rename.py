@@ -9,9 +9,8 @@ directly or through classes of the same file (``class Base(LightningModule)`` th
 from __future__ import annotations
 
 import ast
-from typing import Any
 
-from codemods.rules.api import Behaviour, Engine
+from codemods.rules.api import Behaviour, Detector, Engine
 from codemods.syntax.lazy_libcst import cst
 
 #: Lightning's test helpers that are LightningModules (their names in every release).
@@ -48,7 +47,7 @@ class MethodRename(Behaviour):
             engine.scratch[key] = any(n.attr.value == self.old_name for n in attributes)
         return engine.scratch[key]
 
-    def ast_class_def(self, detector: Any, node: ast.ClassDef) -> None:
+    def ast_class_def(self, detector: Detector, node: ast.ClassDef) -> None:
         from codemods.syntax.ast_nodes import value
 
         local = detector.scratch.setdefault(self.rule.code, set())
@@ -71,7 +70,7 @@ class MethodRename(Behaviour):
                 fix = self.new_name not in defined and not called
                 detector.report(statement, self.rule, fixable_here=fix)
 
-    def _ast_called(self, detector: Any) -> bool:
+    def _ast_called(self, detector: Detector) -> bool:
         """:meth:`_called` on ``ast``: ``x.old`` anywhere, import paths included."""
         key = f"{self.rule.code}:called"
         if key not in detector.scratch:

@@ -23,7 +23,7 @@ from codemods.registry.names import (
     fabric_paths,
     trainer_paths,
 )
-from codemods.rules.api import PARTIAL, Engine
+from codemods.rules.api import PARTIAL, Detector, Engine
 from codemods.syntax.cst_nodes import keyword
 from codemods.syntax.lazy_libcst import cst
 
@@ -144,7 +144,7 @@ def _is_method(engine: Engine, node: cst.CSTNode) -> bool:
     return isinstance(block, cst.IndentedBlock) and isinstance(engine.parent(block), cst.ClassDef)
 
 
-def ast_rename_parameter(detector: Any, rule: Rule, node: ast.AST) -> None:
+def ast_rename_parameter(detector: Detector, rule: Rule, node: ast.AST) -> None:
     """The ``ast`` half of :func:`rename_parameter` (what a run that fixes nothing reports)."""
     args: ast.arguments = node.args  # type: ignore[attr-defined]
     params = {a.arg: a for a in (*args.posonlyargs, *args.args)}
@@ -172,7 +172,7 @@ def ast_rename_parameter(detector: Any, rule: Rule, node: ast.AST) -> None:
     detector.report(param, rule, fixable_here=certain)
 
 
-def _ast_bound_name(detector: Any, node: ast.AST, parent: ast.AST | None) -> tuple[Any, Any]:
+def _ast_bound_name(detector: Detector, node: ast.AST, parent: ast.AST | None) -> tuple[Any, Any]:
     """The scope and name a definition is bound to (``def f``, ``f = lambda ...``)."""
     if type(node) is not ast.Lambda:
         return detector.names.scope_of_definition(node), node.name  # type: ignore[attr-defined]
@@ -183,13 +183,15 @@ def _ast_bound_name(detector: Any, node: ast.AST, parent: ast.AST | None) -> tup
     return None, None
 
 
-def _ast_references(detector: Any, scope: Any, name: str) -> list[ast.AST] | None:
+def _ast_references(detector: Detector, scope: Any, name: str) -> list[ast.AST] | None:
     if scope is None or scope.count.get(name, 0) != 1:
         return None  # rebound: its uses may mean something else
     return detector.names.references(scope, name)
 
 
-def _ast_destinations(detector: Any, value: ast.AST, rule: Rule, depth: int = 0) -> list[tuple]:
+def _ast_destinations(
+    detector: Detector, value: ast.AST, rule: Rule, depth: int = 0
+) -> list[tuple]:
     """The ``ast`` half of :func:`destinations`."""
     from codemods.syntax.ast_nodes import arguments, keyword
 
@@ -248,7 +250,7 @@ def _value(arg: ast.AST) -> ast.AST:
     return arg.value if type(arg) in (ast.keyword, ast.Starred) else arg  # type: ignore[attr-defined]
 
 
-def _ast_keyword_calls(detector: Any, rule: Rule) -> list[ast.keyword]:
+def _ast_keyword_calls(detector: Detector, rule: Rule) -> list[ast.keyword]:
     """The ``ast`` half of :func:`_keyword_calls`."""
     key = f"{rule.code}:keyword calls"
     if key not in detector.scratch:
