@@ -182,8 +182,11 @@ def _explain(code: str) -> int:
         print(f"error: {exc.args[0]}", file=sys.stderr)
         return EXIT_ERROR
     from codemods.registry.render import explain
+    from codemods.rules.index import where_it_lives
 
     print(explain(rule))
+    print("\n## Where it lives")
+    print("\n".join(f"- `{path}`" for path in where_it_lives(rule)))
     return EXIT_CLEAN
 
 

@@ -181,8 +181,7 @@ def test_the_checker_finds_cycles(tmp_path, files, cycles):
 #: packages and from lower stages (``docs/contributing.md`` draws the same line).
 STAGES: tuple[tuple[str, ...], ...] = (
     ("codemods.registry", "codemods._version", "codemods"),
-    ("codemods.settings", "codemods.findings"),
-    ("codemods.syntax", "codemods.verify"),
+    ("codemods.settings", "codemods.findings", "codemods.syntax", "codemods.verify"),
     ("codemods.screen",),
     ("codemods.rules",),
     ("codemods.astlint",),

@@ -8,12 +8,15 @@ and runs the tools as a user would.
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import sys
 from collections.abc import Callable, Iterator
 from types import ModuleType
 
 import pytest
 
+import codemods
 import codemods.registry
 from codemods import lint, migrate
 from codemods.engine.run import run
@@ -110,6 +113,10 @@ def registry_with(monkeypatch) -> Iterator[Callable[..., Registry]]:
     """Install a registry with extra rules wherever codemods holds the registry."""
 
     def install(*rules: Rule) -> Registry:
+        # A module first imported while the copy is installed would keep it for good
+        # (`from codemods.rules.index import INDEX` binds at import): import them all now.
+        for module in pkgutil.walk_packages(codemods.__path__, "codemods."):
+            importlib.import_module(module.name)
         real, real_index = codemods.registry.REGISTRY, behaviours.INDEX
         registry = Registry(rules=real.rules + rules, capabilities=real.capabilities)
         index = behaviours.Index(registry.rules)

@@ -107,7 +107,7 @@ def in_workers(
     dead worker) nothing more is handed out, the batches not yet started are taken back,
     and the workers' stop byte tells those under way to stop after the file in hand.
     """
-    # Imported here: about 50 ms that a run on a few files (a commit hook) never needs.
+    # Imported here: a run on a few files (a commit hook) never needs it.
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
@@ -140,7 +140,7 @@ def guided(items: list[Any], size: int, jobs: int) -> list[list[Any]]:
 
     Each batch is at most a quarter of what is left per worker, so that the last files
     go out one or two at a time and no worker is left with a long batch while the
-    others have nothing to do (a fixing run's files take 50 to 400 ms each).
+    others have nothing to do (a fixing run's files differ several times in cost).
 
     Example:
         >>> [len(b) for b in guided(list(range(20)), 4, 2)]

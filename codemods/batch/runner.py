@@ -35,17 +35,16 @@ if TYPE_CHECKING:
     from codemods.astlint.lint import Detection
 
 #: Below this many files one process does the work: a pool costs more to start than
-#: reading and filtering them (about half a millisecond each) takes...
+#: reading and filtering them takes...
 POOL_THRESHOLD = 256
 #: ... unless they hold this many bytes: files full of FSDP pass the pre-filter, and
-#: parsing them and running the ``ast`` detector costs about 2 ms per 1,000 bytes,
-#: against a pool's start of a few tens of milliseconds.
+#: parsing them and running the ``ast`` detector soon costs more than a pool's start.
 POOL_BYTES = 128 * 2**10
 #: Files that need parsing and are larger than this are reported and skipped: libcst's
 #: name resolution takes minutes on them (generated code, as a rule).
 MAX_PARSE_BYTES = 4 * 2**20
 #: In a small run, this many files to parse go to worker processes; fewer are parsed
-#: here (each worker loads libcst, about 0.2 s, before its first file).
+#: here (each worker loads libcst before its first file).
 PARSE_IN_WORKERS_FROM = 8
 #: What separates the words of a path (directories, extension, snake case is kept whole).
 _PATH_PARTS = re.compile(r"[/\\.\-]+")

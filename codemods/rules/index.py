@@ -8,7 +8,9 @@ suite requires every rule not marked manual to turn its example into its ``after
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Iterable
+from pathlib import Path
 
 from codemods.registry import REGISTRY, ChangeKind, Rule
 from codemods.registry.names import MODULES_NAMED_LIKE_FUNCTIONS
@@ -40,6 +42,33 @@ def behaviour_for(rule: Rule) -> Behaviour:
     if rule.kind is ChangeKind.CALL_REWRITE:
         return (ArgumentReported if rule.argument else Reported)(rule)
     return _BY_KIND[rule.kind](rule)
+
+
+def where_it_lives(rule: Rule) -> list[str]:
+    """The files a rule is written in: its registry entry, then its behaviour's module.
+
+    Paths are relative to the directory holding ``codemods`` where they are inside it.
+
+    Example:
+        >>> from codemods.registry import REGISTRY
+        >>> where_it_lives(REGISTRY["FSDP208"])
+        ['codemods/registry/lightning_strategy_rules.py', 'codemods/rules/fsdp208.py']
+    """
+    package = Path(__file__).resolve().parents[1]
+    entry = f'code="{rule.code}"'
+    files = [
+        path
+        for path in sorted((package / "registry").glob("*.py"))
+        if entry in path.read_text(encoding="utf-8")
+    ]
+    source = inspect.getsourcefile(type(behaviour_for(rule)))
+    if source is not None:
+        files.append(Path(source).resolve())
+    return [_shown(path, package.parent) for path in files]
+
+
+def _shown(path: Path, root: Path) -> str:
+    return path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
 
 
 def fix_for(rule: Rule) -> CallSiteFix | None:

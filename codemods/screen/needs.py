@@ -5,7 +5,7 @@ The pre-filter's two stages (:mod:`codemods.screen.prefilter`, a text test, and
 libcst. They ask every rule the same question through :func:`needs` and never branch on
 the kind of change themselves: each kind declares its answer once, in :data:`_BY_KIND`.
 This module stays free of libcst, which costs more to import than most runs spend
-screening (about 0.27 s).
+screening.
 
 Example:
     >>> from codemods.registry import REGISTRY

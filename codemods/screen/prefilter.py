@@ -1,6 +1,6 @@
 """The cheap text test that decides which files are worth parsing at all.
 
-libcst parses about 15 times slower than ``ast``, so a file is parsed only if its bytes
+libcst parses many times slower than ``ast``, so a file is parsed only if its bytes
 could hold a finding. A use of an old name ``a.b.P.X`` needs an import of its package
 ``a``, and wherever the name is bound, its text shows either ``P.X`` (a dotted use or
 import) or ``P`` on an import line with ``X`` spelled somewhere (``from a.b.P import X

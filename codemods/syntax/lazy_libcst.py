@@ -1,11 +1,11 @@
 """libcst, loaded on first use: lint's ``ast`` path never pays for its import.
 
-Every behaviour module holds both halves of its rule (the libcst one and the ``ast``
-one) and so names libcst at its top. Importing libcst costs about 0.2 s, as much as
-linting a 2,000-line file on ``ast``; a file the ``ast`` detector decides needs none
-of it. ``cst`` here is libcst itself, whose body runs the first time an attribute of
-it is read (:class:`importlib.util.LazyLoader`); a module-level statement must not
-read one, or every lint run loads libcst again (``tests/test_lazy_libcst.py`` checks).
+Every behaviour module holds both halves of its rule (the libcst one and the ``ast`` one)
+and so names libcst at its top. Importing libcst costs as much as linting a long file on
+``ast``; a file the ``ast`` detector decides needs none of it. ``cst`` here is libcst
+itself, whose body runs the first time an attribute of it is read
+(:class:`importlib.util.LazyLoader`); a module-level statement must not read one, or every
+lint run loads libcst again (``tests/test_lazy_libcst.py`` checks).
 
 Example:
     >>> from codemods.syntax.lazy_libcst import cst
@@ -19,7 +19,7 @@ import importlib.util
 import sys
 from types import ModuleType
 
-__all__ = ["cst", "loaded"]
+__all__ = ["cst"]
 
 
 def _lazy(name: str) -> ModuleType:
@@ -35,11 +35,6 @@ def _lazy(name: str) -> ModuleType:
     sys.modules[name] = module
     loader.exec_module(module)
     return module
-
-
-def loaded() -> bool:
-    """Whether libcst's body has run in this process (what lint on ``ast`` avoids)."""
-    return "libcst._nodes.base" in sys.modules
 
 
 cst = _lazy("libcst")

@@ -1,9 +1,9 @@
 """Adding the imports a fixing pass needs, as libcst's ``AddImportsVisitor`` adds them.
 
-The visitor is a matcher-decorated codemod transformer: loading ``libcst.codemod`` for
-it costs about 0.2 s a process, and each one built inspects every attribute of its
-class (15 to 20 ms, twice: it builds an import gatherer too) before it copies and
-visits the module, about 30 ms an import line on a training script, more than the fix.
+The visitor is a matcher-decorated codemod transformer: it needs ``libcst.codemod``
+loaded, and each one built inspects every attribute of its class (twice: it builds an
+import gatherer too) before it copies and visits the module, which costs more than the
+fix on a training script.
 :func:`add_imports` gives the same module from the statements alone:
 
 - A name from a module the top import block already imports from (``from m import

@@ -5,7 +5,7 @@ order is that of a libcst ``CodemodCommand``: renames, then added imports, then 
 removal of imports left unused. Imports are added by :mod:`codemods.engine.imports.adding`
 and removed line by line by :mod:`codemods.engine.imports.removal`, as libcst's visitors
 would; only a rename, or a removal the module's text leaves open, loads
-``libcst.codemod`` (about 0.2 s, most of it its matchers) for libcst's own tools.
+``libcst.codemod`` (most of its load is its matchers) for libcst's own tools.
 """
 
 from __future__ import annotations
@@ -205,15 +205,15 @@ def _remove_unused_imports(
 ) -> cst.Module:
     """Libcst's ``RemoveImportsVisitor`` on ``tree``, on the import lines alone where it may.
 
-    The visitor decides which queued imports are unused from the whole module's scopes
-    (about 2 s for a 600-line script). Two cases are certain without them: a name that
-    only imports bind and that the code reads (:func:`_read_names`) stays, as the
-    visitor would keep it; a name that appears nowhere in the module's text outside
+    The visitor decides which queued imports are unused from the whole module's scopes,
+    which costs as much as the fix itself on a long script. Two cases are certain without
+    them: a name that only imports bind and that the code reads (:func:`_read_names`) stays,
+    as the visitor would keep it; a name that appears nowhere in the module's text outside
     its top-level import lines (no code, string, comment or ``__all__`` can use it) is
-    unused, and removing it changes only its own line. Where every queued import is
-    one or the other, each import line goes without them as the visitor leaves it
-    alone with its line (:func:`codemods.engine.imports.removal.without_unused`, or the visitor
-    itself on the line); otherwise the visitor gets the whole module.
+    unused, and removing it changes only its own line. Where every queued import is one or
+    the other, each import line goes without them as the visitor leaves it alone with its
+    line (:func:`codemods.engine.imports.removal.without_unused`, or the visitor itself on
+    the line); otherwise the visitor gets the whole module.
     """
     code = code_of(tree)
     read = _read_names(code)

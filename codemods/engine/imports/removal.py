@@ -2,9 +2,9 @@
 
 libcst's ``RemoveImportsVisitor`` and the ``RemovedNodeVisitor`` behind
 ``remove_unused_import_by_node`` are matcher-decorated visitors: each one built
-inspects every attribute of its class, 20 to 40 ms, more than the rest of the work
-on a pruned module's import line, besides loading ``libcst.codemod`` (about 0.2 s a
-process). The import pass (:mod:`codemods.engine.imports.finish`) would build one per node it
+inspects every attribute of its class, which costs more than the rest of the work
+on a pruned module's import line, besides loading ``libcst.codemod`` once a process.
+The import pass (:mod:`codemods.engine.imports.finish`) would build one per node it
 forgets and one per import line it edits. Here are the same two steps, each without
 a visitor:
 

@@ -2,7 +2,7 @@
 
 libcst's provider generates the module's code and, at every token, works out the
 line and column reached, and at every node builds two ``CodePosition`` and a
-``CodeRange``: about five times the cost of generating the code. A fixing run asks
+``CodeRange``: several times the cost of generating the code. A fixing run asks
 for the positions of a few hundred nodes (the statements it may pass over, the
 nodes it reports on). :class:`Positions` generates the code once, noting for each
 node only how many tokens came before its start and end (with the provider's rules:
