@@ -23,6 +23,9 @@ class Settings:
             or removed there is reported, and a fix only where its new form exists
             there. None: the current release.
         target_lightning: The same for Lightning rules.
+        fsdp2_bridge: The FSDP1-to-FSDP2 fix (FSDP401) may rewrite a wrapper call it
+            cannot translate with certainty to one call of ``compat``'s FSDP1 bridge;
+            False: such calls stay for a human, with their recipes.
     """
 
     select: tuple[str, ...] = ()
@@ -31,6 +34,7 @@ class Settings:
     unsafe_fixes: bool = False
     target_torch: str | None = None
     target_lightning: str | None = None
+    fsdp2_bridge: bool = True
 
     def enabled(self, rule: Rule) -> bool:
         """Whether ``rule`` is reported under these settings."""

@@ -8,6 +8,7 @@ Example ``pyproject.toml``::
     exclude = ["third_party/*", "legacy_*.py"]
     target-torch = "2.2"
     target-lightning = "2.1"
+    fsdp2-bridge = false
 
     [tool.fsdp-compat.per-file-ignores]
     "tests/*" = ["FSDP1"]
@@ -32,7 +33,8 @@ from packaging.version import InvalidVersion, Version
 SECTION = "fsdp-compat"
 _LISTS = ("select", "extend-select", "ignore", "exclude")
 _VERSIONS = ("target-torch", "target-lightning")
-_KNOWN = {*_LISTS, *_VERSIONS, "per-file-ignores"}
+_FLAGS = ("fsdp2-bridge",)
+_KNOWN = {*_LISTS, *_VERSIONS, *_FLAGS, "per-file-ignores"}
 
 
 class ConfigError(ValueError):
@@ -52,6 +54,8 @@ class Config:
         per_file_ignores: ``(glob, codes)`` pairs: codes ignored in matching files.
         target_torch: The torch release the code must run on.
         target_lightning: The Lightning release the code must run on.
+        fsdp2_bridge: Whether FSDP401 may rewrite a call to ``compat``'s FSDP1 bridge
+            (None: not set here).
     """
 
     path: Path | None = None
@@ -62,6 +66,7 @@ class Config:
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = field(default=())
     target_torch: str | None = None
     target_lightning: str | None = None
+    fsdp2_bridge: bool | None = None
 
     @property
     def root(self) -> Path:
@@ -146,6 +151,11 @@ def load(path: Path | None) -> Config:
     for key in _VERSIONS:
         if key in table:
             values[key.replace("-", "_")] = _version(path, key, table[key])
+    for key in _FLAGS:
+        if key in table:
+            if not isinstance(table[key], bool):
+                raise ConfigError(f"{path}: {key} must be true or false, got {table[key]!r}")
+            values[key.replace("-", "_")] = table[key]
     ignores = table.get("per-file-ignores", {})
     if not isinstance(ignores, dict):
         raise ConfigError(f"{path}: per-file-ignores must be a table of glob = [codes]")

@@ -59,6 +59,14 @@ def add_rule_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--target-lightning", metavar="VERSION", help="the same, for Lightning")
     parser.add_argument(
+        "--no-fsdp2-bridge",
+        dest="fsdp2_bridge",
+        action="store_false",
+        default=None,
+        help="FSDP401 writes plain FSDP2 code only: a call it cannot translate with certainty "
+        "stays for a human instead of becoming a call of compat's FSDP1 bridge",
+    )
+    parser.add_argument(
         "--config",
         type=Path,
         metavar="FILE",
@@ -126,9 +134,15 @@ def choices(args: argparse.Namespace, paths: list[str], fix: bool) -> Choices:
         ignore=config.ignore if ignore is None else ignore,
         fix=fix,
         unsafe_fixes=args.unsafe_fixes,
+        fsdp2_bridge=_first_set(args.fsdp2_bridge, config.fsdp2_bridge, True),
         **targets,
     )
     return Choices(config, settings)
+
+
+def _first_set(*values: bool | None) -> bool:
+    """The first value that is not None (the command line, the file, the default)."""
+    return next(value for value in values if value is not None)
 
 
 def _default_codes() -> tuple[str, ...]:
