@@ -38,9 +38,10 @@ class Located:
 def finding_line(path: str, finding: Finding, settings: Settings | None = None) -> str:
     """How both commands print a finding: ``path:line:col: CODE [*] message [hint]``.
 
-    ``[*]``: ``--fix`` with this run's ``--unsafe-fixes`` (``settings``) fixes it; a
-    fixing run prints what it left, with no ``settings`` and no marker. The hint says
-    why a fix was withheld, or that only ``--unsafe-fixes`` would fix it.
+    ``[*]``: ``--fix`` with this run's ``--unsafe-fixes`` (``settings``) fixes it (lint's
+    summary counts the fixes ``--unsafe-fixes`` would add). A fixing run prints what it
+    left, with no ``settings``: no marker, and a hint where only ``--unsafe-fixes``
+    would fix it. A withheld fix's reason is shown either way.
 
     Example:
         >>> finding = Finding(3, 5, "FSDP101", "renamed", fixable=True)
@@ -52,7 +53,7 @@ def finding_line(path: str, finding: Finding, settings: Settings | None = None) 
     hint = ""
     if finding.withheld:
         hint = f" [{finding.withheld}]"
-    elif not marker and needs_unsafe(finding):
+    elif settings is None and needs_unsafe(finding):
         hint = " [fix with --unsafe-fixes]"
     return (
         f"{path}:{finding.line}:{finding.col}: {finding.code} "
