@@ -30,7 +30,8 @@ rule example and realistic module both ways).
 :func:`survey` also gives the lines the detector saw something in (``hot``): the pass
 enters only the statements on those lines, or with a rewrite registered inside, and
 passes over the rest of a kept function (:meth:`codemods.engine.transformer.Engine.cold`). The
-detector's pass is the one the screening made just before, where there is one.
+detector's pass is the one the screening made just before, where there is one. What a
+body or statement reads and binds is :mod:`codemods.engine.tree_reads`.
 """
 
 from __future__ import annotations
@@ -39,14 +40,12 @@ import ast
 import io
 import re
 import tokenize
-from collections import deque
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 from codemods.astlint.lint import Detection, detect
+from codemods.engine.tree_reads import BLOCKS, FUNCTIONS, TreeReads, module_statements
 from codemods.settings import Settings
 from codemods.syntax.ast_nodes import Undecided
-from codemods.syntax.ast_nodes import children as _children
 from codemods.syntax.spans import Lines, Spans
 
 __all__ = ["Pruned", "Survey", "survey"]
@@ -57,8 +56,6 @@ MIN_BODY_LINES = 2
 MIN_SAVED_LINES = 40
 
 _MARK = b"fsdp-compat: pruned body"
-_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-_BLOCKS = ("body", "orelse", "finalbody", "handlers")
 _LINE_BREAK = re.compile(rb"\r\n|\n")
 
 
@@ -143,16 +140,13 @@ def _plain_utf8(source: bytes) -> bool:
     return encoding == "utf-8"
 
 
-class _Pruner:
+class _Pruner(TreeReads):
     """Which bodies to replace in one module, and the module with them replaced."""
 
     def __init__(self, source: bytes, tree: ast.Module, detector, walk) -> None:
-        from codemods.syntax.ast_nodes import tree_index
-
         self.source = source
         self.tree = tree
-        self.below = tree_index(tree).below  # the detector's, where it is still kept
-        self.names = detector.names
+        super().__init__(tree, detector.names)
         self.lines = source.splitlines(keepends=True)
         starts, total = [], 0
         for line in self.lines:
@@ -193,7 +187,7 @@ class _Pruner:
         reads = {}
         for definition, outer in candidates:
             if not self._kept_alone(definition):
-                found = self._reads(definition, outer)
+                found = self.reads(definition, outer)
                 if found is not None:
                     reads[id(definition)] = (definition, found)
         followed = self._followed()
@@ -216,7 +210,7 @@ class _Pruner:
         """
         for statement in body:
             kind = type(statement)
-            if kind in _FUNCTIONS:
+            if kind in FUNCTIONS:
                 into.append((statement, self.names.scope_of.get(id(statement))))
             elif kind is ast.ClassDef:
                 first, last = _first_line(statement), statement.end_lineno
@@ -225,7 +219,7 @@ class _Pruner:
                 elif not self.class_reports.meet(first, last):
                     self._collect(statement.body, into, None)
             else:
-                for field in _BLOCKS:
+                for field in BLOCKS:
                     for child in getattr(statement, field, ()) or ():
                         if type(child) is ast.ExceptHandler:
                             self._collect(child.body, into, outer)
@@ -241,7 +235,7 @@ class _Pruner:
         start = _first_line(body[0])
         if body[-1].end_lineno - start + 1 < MIN_BODY_LINES:
             return True
-        if any(type(n) in (ast.Global, ast.Nonlocal) for s in body for n in self._walk(s)):
+        if any(type(n) in (ast.Global, ast.Nonlocal) for s in body for n in self.walk(s)):
             return True
         return self._body_start(definition) is None
 
@@ -261,39 +255,6 @@ class _Pruner:
             return None
         return self.starts[line_number - 1] + indent
 
-    def _reads(self, definition: ast.stmt, outer: object) -> list[str] | None:
-        """The names the body reads from outside it, once per read; None: cannot tell."""
-        names = self.names
-        if outer is None:
-            return None
-        found: list[str] = []
-        for statement in definition.body:
-            for node in self._walk(statement):
-                kind = type(node)
-                if kind is ast.Name and type(node.ctx) is ast.Load:
-                    scope = names.scope_of.get(id(node))
-                    if scope is None:
-                        return None
-                    try:
-                        binder = names.lookup(scope, node.id)
-                    except Undecided:
-                        return None
-                    if binder is not None and not _within(binder, scope, outer):
-                        found.append(node.id)
-                elif kind is ast.Constant and type(node.value) is str and self._annotation(node):
-                    found += _annotation_names(node.value)
-        return found
-
-    def _annotation(self, node: ast.AST) -> bool:
-        """Whether a string sits in a type annotation (libcst reads the names in it)."""
-        parents = self.names.parents
-        child, parent = node, parents.get(id(node))
-        while isinstance(parent, (ast.Subscript, ast.Tuple, ast.BinOp, ast.Attribute, ast.List)):
-            child, parent = parent, parents.get(id(parent))
-        if type(parent) is ast.AnnAssign or type(parent) is ast.arg:
-            return parent.annotation is child
-        return type(parent) in _FUNCTIONS and parent.returns is child
-
     def _followed(self) -> set[str]:
         """Module-level names seen or bound where the detector saw something, and more.
 
@@ -302,24 +263,24 @@ class _Pruner:
         place it is passed), so a function that reads one is kept; a module-level
         statement or definition that reads one binds followed names in turn.
         """
-        statements = list(_module_statements(self.tree.body))
-        reads = {id(s): self._read(s) for s in statements}
+        statements = list(module_statements(self.tree.body))
+        reads = {id(s): self.read(s) for s in statements}
         # What a seen node reads of the module's own variables (a state-dict config): a
         # rule may look at all their uses. (A class or function: at its binding only.)
         own = set().union(
-            *(self._bound(s) for s in statements if type(s) not in (*_FUNCTIONS, ast.ClassDef))
+            *(self.bound(s) for s in statements if type(s) not in (*FUNCTIONS, ast.ClassDef))
         )
         followed = {
             n.id
             for node in self.seen
-            for n in self._walk(node)
+            for n in self.walk(node)
             if type(n) is ast.Name and type(n.ctx) is ast.Load and n.id in own
         }
         changed = True
         while changed:
             changed = False
             for statement in statements:
-                bound = self._bound(statement)
+                bound = self.bound(statement)
                 if not bound or bound <= followed:
                     continue
                 seen = self._hit(_first_line(statement), statement.end_lineno)
@@ -327,53 +288,6 @@ class _Pruner:
                     followed |= bound
                     changed = True
         return followed
-
-    # Walks over the detector's record of the tree ----------------------------------
-
-    def _walk(self, node: ast.AST) -> Iterator[ast.AST]:
-        """``ast.walk`` (the same order) over the detector's record of each node's children.
-
-        Its children leave out the context and operator nodes (``Load()``): nothing here
-        looks for those.
-        """
-        below = self.below
-        todo = deque([node])
-        while todo:
-            node = todo.popleft()
-            found = below.get(id(node))
-            todo.extend(_children(node) if found is None else found)
-            yield node
-
-    def _own_nodes(self, statement: ast.stmt) -> Iterator[ast.AST]:
-        """The statement's nodes, not into nested statements, functions or lambdas."""
-        below = self.below
-        stack: list[ast.AST] = [statement]
-        while stack:
-            node = stack.pop()
-            yield node
-            found = below.get(id(node))
-            for child in _children(node) if found is None else found:
-                if not isinstance(child, (ast.stmt, ast.Lambda, ast.ExceptHandler)):
-                    stack.append(child)
-
-    def _bound(self, statement: ast.stmt) -> set[str]:
-        """The module-level names a statement binds other than by importing.
-
-        A definition binds its name.
-        """
-        if type(statement) in (*_FUNCTIONS, ast.ClassDef):
-            return {statement.name}
-        # Not an import's names: every use of an old name an import binds is seen already.
-        nodes = self._own_nodes(statement)
-        return {n.id for n in nodes if type(n) is ast.Name and type(n.ctx) is ast.Store}
-
-    def _read(self, statement: ast.stmt) -> set[str]:
-        """The names a statement reads (a definition: anywhere inside it)."""
-        if type(statement) in (*_FUNCTIONS, ast.ClassDef):
-            nodes = self._walk(statement)
-        else:
-            nodes = self._own_nodes(statement)
-        return {n.id for n in nodes if type(n) is ast.Name and type(n.ctx) is ast.Load}
 
     # The replacement -------------------------------------------------------------------
 
@@ -429,38 +343,3 @@ def _first_line(node: ast.stmt) -> int:
     """The statement's first line, its decorators included."""
     decorators = getattr(node, "decorator_list", None) or ()
     return min([node.lineno, *(d.lineno for d in decorators)])
-
-
-def _within(binder, scope, outer) -> bool:
-    """Whether ``binder`` is ``scope`` or a scope between it and ``outer`` (the body's)."""
-    current = scope
-    while current is not None and current is not outer:
-        if current is binder:
-            return True
-        current = current.parent
-    return False
-
-
-def _annotation_names(text: str) -> list[str]:
-    """The names a string reads if it is a type annotation (libcst resolves those)."""
-    if not text.isprintable() or len(text) > 200:
-        return []
-    try:
-        expression = ast.parse(text.strip(), mode="eval")
-    except (SyntaxError, ValueError):
-        return []
-    return [n.id for n in ast.walk(expression) if type(n) is ast.Name]
-
-
-def _module_statements(body: list[ast.stmt]):
-    """Module-level statements and definitions, through module-level blocks."""
-    for statement in body:
-        yield statement
-        if type(statement) in (*_FUNCTIONS, ast.ClassDef):
-            continue
-        for field in _BLOCKS:
-            for child in getattr(statement, field, ()) or ():
-                if type(child) is ast.ExceptHandler:
-                    yield from _module_statements(child.body)
-                elif isinstance(child, ast.stmt):
-                    yield from _module_statements([child])

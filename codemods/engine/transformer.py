@@ -14,50 +14,35 @@ reported or touched: such code deliberately bridges API generations.
 
 Given the lines the ``ast`` detector saw something in (``hot``, from
 :mod:`codemods.engine.pruning`), the visit enters only the statements on them or with a
-rewrite registered inside (:meth:`Engine.cold`).
+rewrite registered inside (:meth:`Engine.cold`, :mod:`codemods.engine.cold`).
+What the engine answers about the module (names, parents, positions, scopes) is
+:mod:`codemods.engine.lookups`.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
-from libcst.metadata import CodeRange, Scope, ScopeProvider
+from libcst.metadata import ScopeProvider
 from packaging.version import Version
 
+from codemods.engine.cold import ColdStatements
 from codemods.engine.imports.finish import Edits
 from codemods.engine.imports.moves import ImportMoves
-from codemods.engine.metadata.positions import Positions, positions
+from codemods.engine.lookups import Lookups
 from codemods.findings import Finding
 from codemods.registry import REGISTRY, Rule
 from codemods.rules.api import PARTIAL, Site
 from codemods.rules.index import INDEX, fix_for
-from codemods.rules.plan import Found, Plan, Planner, new_name
+from codemods.rules.plan import Plan, Planner
 from codemods.screen.noqa import Suppressions
 from codemods.settings import Settings
-from codemods.syntax.cst_nodes import dotted
-from codemods.syntax.cst_tree import parent_map
 from codemods.syntax.gates import is_fallback
 from codemods.syntax.lazy_libcst import cst
 from codemods.syntax.spans import Lines, Spans
 
-#: The statements :meth:`Engine.cold` may pass over.
-STATEMENTS = frozenset(
-    {
-        cst.SimpleStatementLine,
-        cst.FunctionDef,
-        cst.ClassDef,
-        cst.If,
-        cst.For,
-        cst.While,
-        cst.Try,
-        cst.TryStar,
-        cst.With,
-        cst.Match,
-    }
-)
 
-
-class Engine(ImportMoves, cst.CSTTransformer):
+class Engine(Lookups, ColdStatements, ImportMoves, cst.CSTTransformer):
     """Find (and, with ``settings.fix``, rewrite) every registry finding in a module.
 
     A plain transformer (see :func:`codemods.engine.run.run`): libcst's matcher-decorated
@@ -114,54 +99,6 @@ class Engine(ImportMoves, cst.CSTTransformer):
         self._passed: set[int] = set()
 
     # What behaviours ask and tell ---------------------------------------------------
-
-    def qualified(self, node: cst.CSTNode) -> set[str]:
-        """The fully qualified names ``node`` may refer to (libcst's scope resolution)."""
-        names = self._qualified.get(id(node))
-        if names is None:
-            scope = self.get_metadata(ScopeProvider, node, None)
-            found = scope.get_qualified_names_for(node) if scope is not None else ()
-            names = self._qualified[id(node)] = {q.name for q in found}
-        return names
-
-    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
-        """The parent of an original node (None for the module)."""
-        found = self._parents.get(node)
-        if found is None and not self._whole and node is not self.module:
-            self._walk_whole()
-            found = self._parents.get(node)
-        return found
-
-    def nodes(self, kind: type) -> list[cst.CSTNode]:
-        """Every node of class ``kind`` in the original module, in no set order."""
-        if not self._whole:
-            self._walk_whole()
-        return self._by_type.get(kind, [])
-
-    def _walk_whole(self) -> None:
-        """Every node's parent, and the nodes by class, from one walk of the module."""
-        self._parents = parent_map(self.module, self._by_type)
-        self._whole = True
-
-    def position(self, node: cst.CSTNode) -> CodeRange:
-        """The syntactic range of an original node (libcst's ``PositionProvider``'s)."""
-        if self._positions is None:
-            self._positions = positions(self.module)
-        return self._positions[node]
-
-    def code_for(self, new: cst.Module) -> str:
-        """``new.code`` for a module this visit made, reusing the positions' code generation.
-
-        See :meth:`codemods.engine.metadata.positions.Positions.code_for`: the statements the visit
-        passed over are not generated again.
-        """
-        if isinstance(self._positions, Positions):
-            return self._positions.code_for(new)
-        return new.code
-
-    def scope(self, node: cst.CSTNode) -> Scope | None:
-        """The scope an original node is in."""
-        return self.get_metadata(ScopeProvider, node, None)
 
     def applies(self, code: str) -> bool:
         """Whether rule ``code``'s fix is part of this run (of a fixing run, when linting)."""
@@ -258,93 +195,6 @@ class Engine(ImportMoves, cst.CSTTransformer):
         self._name_renames[id(node)] = new
         self.mark(node)
 
-    def mark(self, node: cst.CSTNode) -> None:
-        """Make sure the visit reaches the original node ``node``: a rewrite waits there."""
-        if self._hot is None:
-            return
-        current: cst.CSTNode | None = node
-        while current is not None and id(current) not in self._dirty:
-            self._dirty.add(id(current))
-            current = self.parent(current)
-
-    def cold(self, node: cst.CSTNode) -> bool:
-        """Whether the visit may pass over the original node ``node`` without entering it.
-
-        That is a statement the ``ast`` detector saw nothing in (no use or import of an
-        old name, no call a rule inspects, nothing a rule reported on: the parts
-        :mod:`codemods.engine.pruning` keeps for the same reason) with no rewrite registered in
-        it. Every hook of the visit acts on such a part or on a registered node, so
-        passing over the rest changes nothing, and saves most of a long function's
-        visit where one line of it is to be fixed.
-        """
-        if type(node) not in STATEMENTS or self._hot is None or id(node) in self._dirty:
-            return False
-        cold = self._cold.get(id(node))
-        if cold is None:
-            where = self.position(node)
-            first = where.start.line
-            decorators = getattr(node, "decorators", None)
-            if decorators:  # a definition's range starts at `def` or `class`
-                first = self.position(decorators[0]).start.line
-            cold = self._cold[id(node)] = not self._hot.meet(first, where.end.line)
-        return cold
-
-    def class_set(
-        self, original: cst.BaseExpression, updated: cst.BaseExpression | None = None
-    ) -> cst.BaseExpression | None:
-        """``{...}`` for a class, or a list/tuple/set display of classes; else None.
-
-        ``original`` is looked up (metadata lives on original nodes); ``updated`` is
-        what goes into the new code.
-        """
-        value = original if updated is None else updated
-        if isinstance(value, cst.Set):
-            return value
-        if isinstance(value, (cst.List, cst.Tuple)) and value.elements:
-            return cst.Set(elements=value.elements)
-        if isinstance(value, (cst.Name, cst.Attribute)) and self._names_a_class(original):
-            return cst.Set(elements=[cst.Element(value=value)])
-        return None
-
-    def _names_a_class(self, node: cst.BaseExpression) -> bool:
-        # Timid: only a name bound by a class statement or an import can be a class here.
-        scope = self.scope(node)
-        name = dotted(node)
-        if scope is None or name is None:
-            return False
-        assignments = scope[name.split(".")[0]]  # resolved through enclosing scopes
-        kinds = (cst.ClassDef, cst.Import, cst.ImportFrom)
-        return bool(assignments) and all(
-            isinstance(getattr(a, "node", None), kinds) for a in assignments
-        )
-
-    def silenced(self, node: cst.CSTNode, code: str) -> bool:
-        """Whether a ``noqa`` comment silences rule ``code`` at ``node``."""
-        line = self.position(node).start.line
-        return self.suppressions.silences(line, code)
-
-    def find(self, node: cst.BaseExpression) -> Found | None:
-        """The old name, rule and qualified name ``node`` refers to, if any.
-
-        A name bound to an old API on one path and to something else on another
-        (``try: import new / except ImportError: import old``) is not a use of the old API.
-        """
-        found = None
-        parent = self.parent(node)
-        namespace = isinstance(parent, cst.Attribute) and parent.value is node  # `node.x`
-        for qualified in sorted(self.qualified(node)):
-            match = INDEX.reference(qualified, module=namespace)
-            if match is None:
-                return None
-            found = found or (match[0], match[1], qualified)
-        return found
-
-    def imported(self, node: cst.Import | cst.ImportFrom) -> list[tuple[str, Rule]]:
-        """The old names (with their rules) an import brings in."""
-        return [(old, rule) for _, rule, old in self._imported_names(node)]
-
-    new_name = staticmethod(new_name)
-
     # Traversal -------------------------------------------------------------------------
 
     def visit_Module(self, node: cst.Module) -> None:
@@ -408,25 +258,6 @@ class Engine(ImportMoves, cst.CSTTransformer):
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
         return self._reference(node)
-
-    @staticmethod
-    def _imported_names(
-        node: cst.Import | cst.ImportFrom,
-    ) -> list[tuple[cst.ImportAlias, Rule, str]]:
-        """The aliases of an import that bring in an old name, with its rule and name."""
-        if isinstance(node, cst.ImportFrom):
-            if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
-                return []
-            prefix = f"{dotted(node.module)}."
-        else:
-            prefix = ""
-        found = []
-        for alias in node.names:
-            name = prefix + (dotted(alias.name) or "")
-            match = INDEX.reference(name, module=isinstance(node, cst.Import))
-            if match is not None:
-                found.append((alias, match[1], match[0]))
-        return found
 
     def _visit_import(self, node: cst.Import | cst.ImportFrom) -> bool:
         for alias, rule, old in self._imported_names(node):

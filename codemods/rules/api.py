@@ -14,22 +14,40 @@ the new class only with their arguments translated. Such a rule has a
 The engine applies the fix to a file only where every use of the old names there is
 one the fix is certain about (pyupgrade's "intentionally timid"); otherwise each use is
 reported for a human and nothing is changed.
+
+This is the one module a rule author imports from: what the hooks may ask of the
+engines that run them (:class:`Engine`, :class:`Detector` and their parts) is defined
+in :mod:`codemods.rules.protocols` and re-exported here.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Protocol
+from typing import Callable, ClassVar
 
 from codemods.registry import Rule
-from codemods.settings import Settings
+from codemods.rules.protocols import Detector, Engine, NameTable, Resolver
 from codemods.syntax.ast_nodes import arguments
 from codemods.syntax.lazy_libcst import cst
 
-if TYPE_CHECKING:
-    from libcst.metadata import CodeRange
+__all__ = [
+    "PARTIAL",
+    "PLAIN_RENAME",
+    "AstSite",
+    "Behaviour",
+    "CallSiteFix",
+    "Detector",
+    "Engine",
+    "Import",
+    "NameTable",
+    "Resolver",
+    "Site",
+    "Translation",
+    "Translator",
+    "unchanged",
+]
 
 #: The qualified name of ``functools.partial``.
 PARTIAL = "functools.partial"
@@ -37,84 +55,6 @@ PARTIAL = "functools.partial"
 #: An import a translation needs: ``(module, name)`` for ``from module import name``,
 #: ``(module, None)`` for ``import module``.
 Import = tuple[str, "str | None"]
-
-
-class Resolver(Protocol):
-    """What a translator may ask about the file (the engine answers from libcst metadata)."""
-
-    def qualified(self, node: cst.CSTNode) -> set[str]:
-        """The fully qualified names ``node`` may refer to."""
-
-    def class_set(
-        self, original: cst.BaseExpression, updated: cst.BaseExpression | None = None
-    ) -> cst.BaseExpression | None:
-        """``{...}`` for a class or a list/tuple/set display of classes; else None."""
-
-    def applies(self, code: str) -> bool:
-        """Whether this run applies rule ``code``'s fix."""
-
-
-class Engine(Resolver, Protocol):
-    """What a behaviour's hooks may ask of, and tell, the engine visiting the file.
-
-    Attributes:
-        scratch: State a behaviour keeps for the rest of the file, under its rule code.
-        module: The module being visited (original nodes).
-    """
-
-    scratch: dict[str, Any]
-    module: cst.Module
-    settings: Settings
-
-    def report(
-        self,
-        node: cst.CSTNode,
-        rule: Rule,
-        fixable_here: bool = True,
-        quiet: bool = False,
-        unsafe_here: bool = False,
-        detail: str | None = None,
-        withheld: str | None = None,
-    ) -> bool:
-        """Record a finding at ``node``; return whether this run applies its fix there.
-
-        ``quiet`` applies the fix without a finding of its own (another one reports it);
-        ``detail`` is added to the message; ``withheld`` says why a fix this run would
-        apply is not written (then the answer is False).
-        """
-
-    def position(self, node: cst.CSTNode) -> CodeRange:
-        """Where an original node stands in the module."""
-
-    def silenced(self, node: cst.CSTNode, code: str) -> bool:
-        """Whether a ``noqa`` comment silences rule ``code`` on ``node``'s first line."""
-
-    def target_at_least(self, release: str) -> bool:
-        """Whether the torch the code must run on is ``release`` or later."""
-
-    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
-        """The parent of an original node."""
-
-    def nodes(self, kind: type) -> list[cst.CSTNode]:
-        """Every node of class ``kind`` in the original module, in no set order."""
-
-    def scope(self, node: cst.CSTNode) -> cst.metadata.Scope | None:
-        """The scope an original node is in."""
-
-    def need_import(self, module: str, name: str | None, asname: str | None = None) -> None:
-        """Queue an import the rewritten file needs."""
-
-    def forget(self, node: cst.BaseExpression) -> None:
-        """Queue the import behind ``node`` for removal where the file no longer uses it."""
-
-    def replace(self, node: cst.CSTNode, new: cst.CSTNode | Callable[[Any], Any]) -> None:
-        """Put ``new`` (or ``new(updated node)``) in place of the original ``node``."""
-
-    def insert_before(self, line: cst.SimpleStatementLine, statements: list[cst.CSTNode]) -> None:
-        """Put ``statements`` before the original statement line ``line``."""
-
-    def rename_name(self, node: cst.Name, new: str) -> None:
-        """Give the original ``Name`` node ``node`` the value ``new`` as the visit leaves it."""
 
 
 @dataclass(frozen=True)
@@ -141,89 +81,6 @@ class Site:
         """The call's own arguments (a partial's after the function), original and updated."""
         start = 1 if self.partial else 0
         return list(zip(self.original.args[start:], self.updated.args[start:]))
-
-
-class NameTable(Protocol):
-    """The ``ast`` detector's scopes (:class:`codemods.astlint.scopes.Names`), as rules use them.
-
-    Attributes:
-        deleted: Names some ``del`` statement unbinds.
-    """
-
-    deleted: set[str]
-
-    def qualified(self, node: ast.AST) -> set[str]:
-        """The fully qualified names ``node`` may refer to."""
-
-    def lookup(self, scope: Any, name: str) -> Any:
-        """The scope that binds ``name`` as seen from ``scope``, or None."""
-
-    def references(self, scope: Any, name: str) -> list[ast.Name]:
-        """Every use of ``name`` that ``scope``'s binding of it reaches."""
-
-    def scope_of_definition(self, node: ast.AST) -> Any:
-        """The scope a function or lambda opens."""
-
-
-class Detector(Protocol):
-    """What a behaviour's ``ast`` half may ask of, and tell, the ``ast`` detector.
-
-    The ``ast`` twin of :class:`Engine` (:class:`codemods.astlint.detector.Detector`
-    implements it): the same questions about names and nodes, on ``ast`` nodes.
-
-    Attributes:
-        settings: The run's settings.
-        scratch: State a behaviour keeps for the rest of the file, under its rule code.
-        source: The module's bytes.
-        tree: The module.
-        names: Its scopes.
-    """
-
-    settings: Settings
-    scratch: dict[str, Any]
-    source: bytes
-    tree: ast.Module
-    names: NameTable
-
-    def report(
-        self,
-        node: ast.AST,
-        rule: Rule,
-        fixable_here: bool = True,
-        quiet: bool = False,
-        unsafe_here: bool = False,
-    ) -> bool:
-        """Record a finding at ``node`` as :meth:`Engine.report` would; always False."""
-
-    def qualified(self, node: ast.AST) -> set[str]:
-        """The fully qualified names ``node`` may refer to."""
-
-    def parent(self, node: ast.AST) -> ast.AST | None:
-        """The parent of a node."""
-
-    def nodes(self, *kinds: type) -> list[ast.AST]:
-        """The module's nodes of the exact types ``kinds``."""
-
-    def scope(self, node: ast.AST) -> Any:
-        """The scope a name, attribute or call is in."""
-
-    def applies(self, code: str) -> bool:
-        """Whether rule ``code``'s fix is part of this (or a fixing) run."""
-
-    def class_set(self, node: ast.AST) -> ast.AST | None:
-        """:meth:`Engine.class_set` on ``ast``."""
-
-    def target_at_least(self, release: str) -> bool:
-        """Whether the torch the code must run on is ``release`` or later."""
-
-    def depends_on(self, nodes: Iterable[ast.AST]) -> None:
-        """Record nodes elsewhere that a hook's answer rests on (a fixing run keeps them)."""
-
-    def segment(self, node: ast.AST) -> str:
-        """The source text of ``node``."""
-
-    def lines(self) -> list[bytes]:
-        """The module's lines, UTF-8 encoded."""
 
 
 @dataclass(frozen=True)

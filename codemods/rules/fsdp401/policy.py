@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from codemods.registry.names import TORCH_WRAP
 from codemods.rules.api import PARTIAL, Engine
-from codemods.rules.fsdp401.arguments import Untranslatable, bound_once, shown
+from codemods.rules.fsdp401.keywords import Untranslatable
+from codemods.rules.fsdp401.values import bound_once, shown
 from codemods.syntax.cst_nodes import dotted, find_all, keyword
 from codemods.syntax.lazy_libcst import cst
 

@@ -1,0 +1,163 @@
+"""What the engine answers about the original module, and which old name a node is.
+
+Qualified names come from libcst's scopes on demand, parents and the nodes of each class
+from one walk of the module's fields (:mod:`codemods.syntax.cst_tree`), positions from
+:mod:`codemods.engine.metadata.positions`; each is computed the first time a behaviour
+asks. :meth:`Lookups.find` and :meth:`Lookups.imported` say which old name of the
+registry a reference or an import is (:mod:`codemods.rules.index`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from libcst.metadata import CodeRange, Scope, ScopeProvider
+
+from codemods.engine.metadata.positions import Positions, positions
+from codemods.registry import Rule
+from codemods.rules.index import INDEX
+from codemods.rules.plan import Found, new_name
+from codemods.screen.noqa import Suppressions
+from codemods.syntax.cst_nodes import dotted
+from codemods.syntax.cst_tree import parent_map
+from codemods.syntax.lazy_libcst import cst
+
+
+class Lookups:
+    """The engine's answers about the original module.
+
+    A mixin of :class:`codemods.engine.transformer.Engine`: it uses the engine's
+    ``module``, ``suppressions`` and scope metadata (``get_metadata``), and keeps what it
+    computes in the engine's caches.
+    """
+
+    module: cst.Module
+    suppressions: Suppressions
+    _qualified: dict[int, set[str]]
+    _parents: dict[cst.CSTNode, cst.CSTNode]
+    _whole: bool
+    _by_type: dict[type, list[cst.CSTNode]]
+    _positions: Any
+
+    def qualified(self, node: cst.CSTNode) -> set[str]:
+        """The fully qualified names ``node`` may refer to (libcst's scope resolution)."""
+        names = self._qualified.get(id(node))
+        if names is None:
+            scope = self.get_metadata(ScopeProvider, node, None)
+            found = scope.get_qualified_names_for(node) if scope is not None else ()
+            names = self._qualified[id(node)] = {q.name for q in found}
+        return names
+
+    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        """The parent of an original node (None for the module)."""
+        found = self._parents.get(node)
+        if found is None and not self._whole and node is not self.module:
+            self._walk_whole()
+            found = self._parents.get(node)
+        return found
+
+    def nodes(self, kind: type) -> list[cst.CSTNode]:
+        """Every node of class ``kind`` in the original module, in no set order."""
+        if not self._whole:
+            self._walk_whole()
+        return self._by_type.get(kind, [])
+
+    def _walk_whole(self) -> None:
+        """Every node's parent, and the nodes by class, from one walk of the module."""
+        self._parents = parent_map(self.module, self._by_type)
+        self._whole = True
+
+    def position(self, node: cst.CSTNode) -> CodeRange:
+        """The syntactic range of an original node (libcst's ``PositionProvider``'s)."""
+        if self._positions is None:
+            self._positions = positions(self.module)
+        return self._positions[node]
+
+    def code_for(self, new: cst.Module) -> str:
+        """``new.code`` for a module this visit made, reusing the positions' code generation.
+
+        See :meth:`codemods.engine.metadata.positions.Positions.code_for`: the statements the visit
+        passed over are not generated again.
+        """
+        if isinstance(self._positions, Positions):
+            return self._positions.code_for(new)
+        return new.code
+
+    def scope(self, node: cst.CSTNode) -> Scope | None:
+        """The scope an original node is in."""
+        return self.get_metadata(ScopeProvider, node, None)
+
+    def class_set(
+        self, original: cst.BaseExpression, updated: cst.BaseExpression | None = None
+    ) -> cst.BaseExpression | None:
+        """``{...}`` for a class, or a list/tuple/set display of classes; else None.
+
+        ``original`` is looked up (metadata lives on original nodes); ``updated`` is
+        what goes into the new code.
+        """
+        value = original if updated is None else updated
+        if isinstance(value, cst.Set):
+            return value
+        if isinstance(value, (cst.List, cst.Tuple)) and value.elements:
+            return cst.Set(elements=value.elements)
+        if isinstance(value, (cst.Name, cst.Attribute)) and self._names_a_class(original):
+            return cst.Set(elements=[cst.Element(value=value)])
+        return None
+
+    def _names_a_class(self, node: cst.BaseExpression) -> bool:
+        # Timid: only a name bound by a class statement or an import can be a class here.
+        scope = self.scope(node)
+        name = dotted(node)
+        if scope is None or name is None:
+            return False
+        assignments = scope[name.split(".")[0]]  # resolved through enclosing scopes
+        kinds = (cst.ClassDef, cst.Import, cst.ImportFrom)
+        return bool(assignments) and all(
+            isinstance(getattr(a, "node", None), kinds) for a in assignments
+        )
+
+    def silenced(self, node: cst.CSTNode, code: str) -> bool:
+        """Whether a ``noqa`` comment silences rule ``code`` at ``node``."""
+        line = self.position(node).start.line
+        return self.suppressions.silences(line, code)
+
+    def find(self, node: cst.BaseExpression) -> Found | None:
+        """The old name, rule and qualified name ``node`` refers to, if any.
+
+        A name bound to an old API on one path and to something else on another
+        (``try: import new / except ImportError: import old``) is not a use of the old API.
+        """
+        found = None
+        parent = self.parent(node)
+        namespace = isinstance(parent, cst.Attribute) and parent.value is node  # `node.x`
+        for qualified in sorted(self.qualified(node)):
+            match = INDEX.reference(qualified, module=namespace)
+            if match is None:
+                return None
+            found = found or (match[0], match[1], qualified)
+        return found
+
+    def imported(self, node: cst.Import | cst.ImportFrom) -> list[tuple[str, Rule]]:
+        """The old names (with their rules) an import brings in."""
+        return [(old, rule) for _, rule, old in self._imported_names(node)]
+
+    new_name = staticmethod(new_name)
+
+    @staticmethod
+    def _imported_names(
+        node: cst.Import | cst.ImportFrom,
+    ) -> list[tuple[cst.ImportAlias, Rule, str]]:
+        """The aliases of an import that bring in an old name, with its rule and name."""
+        if isinstance(node, cst.ImportFrom):
+            if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+                return []
+            prefix = f"{dotted(node.module)}."
+        else:
+            prefix = ""
+        found = []
+        for alias in node.names:
+            name = prefix + (dotted(alias.name) or "")
+            match = INDEX.reference(name, module=isinstance(node, cst.Import))
+            if match is not None:
+                found.append((alias, match[1], match[0]))
+        return found

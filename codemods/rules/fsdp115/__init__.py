@@ -1,0 +1,145 @@
+"""FSDP115: ``FSDP.state_dict_type(...)`` blocks as distributed-checkpoint calls.
+
+The fix rewrites one shape, where the result is certain::
+
+    with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT, config):
+        state = model.state_dict()          # or: model.load_state_dict(state)
+
+into ``state = get_model_state_dict(model, options=StateDictOptions(...))`` (or
+``set_model_state_dict(model, state, options=...)``). ``config`` is absent, a
+``FullStateDictConfig(...)`` with literal ``offload_to_cpu`` / ``rank0_only``, or a
+name bound to one by an earlier statement of the same block and used nowhere else
+(that statement goes too, outside module level). What each config becomes was checked
+on two gloo ranks (``tests/test_state_dict_fix_runs.py``):
+
+- saving with ``offload_to_cpu=False, rank0_only=False`` (the default) is
+  ``full_state_dict=True``: equal dicts on every rank, a safe fix;
+- saving with ``offload_to_cpu=True, rank0_only=True`` is ``full_state_dict=True,
+  cpu_offload=True`` by torch's own code (``_verify_options`` builds exactly that
+  config), but FSDP1 cannot run either form on CPU, so no run here proves it: the fix
+  is unsafe (``--unsafe-fixes``);
+- loading with either of those configs is ``full_state_dict=True``: the model ends equal.
+
+Everything else (sharded types, the mixed configs, ``set_state_dict_type``, an
+optimizer state dict in the block, more statements in the block) is reported.
+
+The decision is :mod:`codemods.rules.fsdp115.plan` (libcst) and
+:mod:`codemods.rules.fsdp115.ast_plan` (its ``ast`` twin, for lint); this module holds
+the hooks and writes the new statement.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Sequence
+
+from codemods.rules.api import Behaviour, Detector, Engine
+from codemods.rules.fsdp115.ast_plan import ast_plan_for
+from codemods.rules.fsdp115.plan import DCP_STATE_DICT, Plan, call_arguments, plan_for, unproven
+from codemods.rules.layout import indentation, wrapped_call
+from codemods.syntax.lazy_libcst import cst
+
+
+class Fsdp115(Behaviour):
+    """Report every ``state_dict_type`` / ``set_state_dict_type`` call; fix the certain blocks."""
+
+    blocks = True
+
+    def calls(self) -> tuple[str, ...]:
+        return self.rule.old
+
+    def call(self, engine: Engine, original: cst.Call, updated: cst.Call) -> cst.Call:
+        plan = plan_for(engine, original)
+        unsafe = plan is not None and unproven(plan.function, plan.options)
+        applies = engine.report(
+            original, self.rule, fixable_here=plan is not None, unsafe_here=unsafe
+        )
+        if applies and plan is not None:
+            plans = engine.scratch.setdefault(self.rule.code, {})
+            plans[id(plan.with_node)] = plan
+            if plan.config_statement is not None:
+                # Dropped once every block that uses it is rewritten (see block).
+                left = plans.get(id(plan.config_statement), plan.config_uses)
+                plans[id(plan.config_statement)] = left - 1
+                engine.forget(plan.config_statement.body[0].value.func)
+            else:
+                config = call_arguments(original).get("state_dict_config")
+                if isinstance(config, cst.Call):
+                    engine.forget(config.func)
+            engine.forget(original.func)
+            engine.forget(call_arguments(original)["state_dict_type"])
+            engine.need_import(DCP_STATE_DICT, plan.function)
+            engine.need_import(DCP_STATE_DICT, "StateDictOptions")
+        return updated
+
+    def ast_call(self, detector: Detector, call: ast.Call) -> None:
+        plan = ast_plan_for(detector, call)
+        unsafe = plan is not None and unproven(*plan)
+        detector.report(call, self.rule, fixable_here=plan is not None, unsafe_here=unsafe)
+
+    def ast_block(self, detector: Detector, statements: list[ast.stmt]) -> None:
+        """Nothing to report: :meth:`block` applies the plans a fixing run made in ``call``."""
+
+    def block(
+        self,
+        engine: Engine,
+        original: Sequence[cst.BaseStatement],
+        updated: Sequence[cst.BaseStatement],
+    ) -> Sequence[cst.BaseStatement]:
+        plans = engine.scratch.get(self.rule.code)
+        if not plans or len(original) != len(updated):
+            return updated
+        if not any(id(statement) in plans for statement in original):
+            return updated
+        out: list[cst.BaseStatement] = []
+        carried: list[cst.EmptyLine] = []  # the lines above a dropped statement
+        for before, after in zip(original, updated):
+            entry = plans.get(id(before))
+            if entry == 0 and not isinstance(entry, Plan):  # a config whose uses are gone
+                carried.extend(after.leading_lines)
+                continue
+            if isinstance(entry, Plan):
+                statement = _rewrite(entry, after, engine, indentation(engine, before))
+            else:
+                statement = after
+            if carried:
+                lines = _merged([*carried, *statement.leading_lines])
+                statement = statement.with_changes(leading_lines=lines)
+                carried = []
+            out.append(statement)
+        return out
+
+
+def _merged(lines: list[cst.EmptyLine]) -> list[cst.EmptyLine]:
+    """``lines`` with their comments, and no two blank lines in a row."""
+    kept: list[cst.EmptyLine] = []
+    for line in lines:
+        if line.comment is None and kept and kept[-1].comment is None:
+            continue
+        kept.append(line)
+    return kept
+
+
+def _rewrite(plan: Plan, updated: cst.With, engine: Engine, indent: str) -> cst.SimpleStatementLine:
+    """The block's one statement, as the distributed-checkpoint call.
+
+    Laid out as formatters do where one line would be long (:mod:`codemods.rules.layout`).
+    """
+    line = updated.body.body[0]
+    small = line.body[0]
+    call = small.value
+    code = engine.module.code_for_node
+    args = [code(call.func.value)]
+    if plan.loaded is not None:
+        args.append(code(call.args[0].value))
+    args.append(f"options={plan.options}")
+    taken = len(code(small.with_changes(value=cst.Name("_")))) - 1  # `state = `, `return `
+    one = engine.module.default_indent
+    text = wrapped_call(plan.function, args, one, indent, taken)
+    new_call = cst.parse_expression(text, engine.module.config_for_parsing)
+    return line.with_changes(
+        body=[small.with_changes(value=new_call)], leading_lines=updated.leading_lines
+    )
+
+
+BEHAVIOUR = Fsdp115

@@ -1,0 +1,205 @@
+"""Whether, and as what, FSDP115's fix rewrites a ``state_dict_type`` block (libcst).
+
+:func:`plan_for` gives the :class:`Plan` of a ``with FSDP.state_dict_type(...):`` block
+where the rewrite is certain (the shapes :mod:`codemods.rules.fsdp115` describes), and
+None elsewhere; :func:`unproven` says which plans are unsafe fixes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from codemods.rules.api import Engine
+from codemods.syntax.cst_nodes import dotted, is_plain_positional, keyword, literal
+from codemods.syntax.lazy_libcst import cst
+
+#: Where ``torch.distributed.checkpoint.state_dict`` first exists.
+DCP_STATE_DICT_SINCE = "2.2"
+DCP_STATE_DICT = "torch.distributed.checkpoint.state_dict"
+#: The package of FSDP1's state-dict API.
+FSDP_PACKAGE = "torch.distributed.fsdp"
+#: ``state_dict_type``'s parameters, in order.
+PARAMETERS = ("module", "state_dict_type", "state_dict_config", "optim_state_dict_config")
+
+
+@dataclass
+class Plan:
+    """One ``with`` block the fix replaces, and the config statement it drops."""
+
+    with_node: cst.With
+    function: str  # get_model_state_dict / set_model_state_dict
+    options: str  # the StateDictOptions(...) source
+    module: cst.BaseExpression  # original node of the model expression
+    loaded: cst.BaseExpression | None  # original node of the dict loaded, if loading
+    config_statement: cst.CSTNode | None = None  # `name = FullStateDictConfig(...)`
+    config_uses: int = 0  # how many state_dict_type calls pass that name
+
+
+def _from_fsdp(engine: Engine, node: cst.CSTNode, suffix: str) -> bool:
+    return any(q.startswith(FSDP_PACKAGE) and q.endswith(suffix) for q in engine.qualified(node))
+
+
+def call_arguments(call: cst.Call) -> dict[str, cst.BaseExpression] | None:
+    """The call's arguments by parameter name, or None where that is not certain."""
+    found: dict[str, cst.BaseExpression] = {}
+    for index, arg in enumerate(call.args):
+        name = keyword(arg) if not is_plain_positional(arg) else None
+        if arg.star or (name is None and index >= len(PARAMETERS)):
+            return None
+        name = name or PARAMETERS[index]
+        if name in found or name not in PARAMETERS:
+            return None
+        found[name] = arg.value
+    return found
+
+
+def _config_values(engine: Engine, call: cst.BaseExpression) -> tuple[bool, bool] | None:
+    """``(offload_to_cpu, rank0_only)`` of a ``FullStateDictConfig(...)`` with literals."""
+    if not isinstance(call, cst.Call) or not _from_fsdp(engine, call.func, ".FullStateDictConfig"):
+        return None
+    values = {"offload_to_cpu": False, "rank0_only": False}
+    for index, arg in enumerate(call.args):
+        name = keyword(arg) or (
+            ("offload_to_cpu", "rank0_only")[index] if index < 2 and not arg.star else None
+        )
+        value = literal(arg.value)
+        if name not in values or not isinstance(value, bool):
+            return None
+        values[name] = value
+    return values["offload_to_cpu"], values["rank0_only"]
+
+
+def _named_config(engine: Engine, name: cst.Name, with_node: cst.With):
+    """The config ``name`` is bound to, and the statement to drop with the block (or None).
+
+    Certain where the name has one binding, ``name = FullStateDictConfig(...)``, and every
+    use passes it to ``state_dict_type`` (nothing changes it). Its statement goes where
+    every block that uses it is rewritten, in the same function; at module level it
+    stays (other modules may import it). Returns the config, the statement and its
+    number of uses.
+    """
+    scope = engine.scope(name)
+    if scope is None or name.value not in scope:
+        return None
+    assignments = list(scope[name.value])
+    if len(assignments) != 1 or not isinstance(assignments[0].node, cst.Name):
+        return None
+    target = engine.parent(assignments[0].node)
+    assign = engine.parent(target) if isinstance(target, cst.AssignTarget) else None
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
+        return None
+    references = list(assignments[0].references)
+    for reference in references:
+        arg = engine.parent(reference.node)
+        call = engine.parent(arg) if isinstance(arg, cst.Arg) else None
+        if not isinstance(call, cst.Call) or not _from_fsdp(engine, call.func, ".state_dict_type"):
+            return None
+    statement = engine.parent(assign)
+    drop = (
+        assignments[0].scope is scope
+        and not isinstance(scope, cst.metadata.GlobalScope)
+        and isinstance(statement, cst.SimpleStatementLine)
+        and len(statement.body) == 1
+    )
+    return assign.value, statement if drop else None, len(references)
+
+
+def _same(a: cst.BaseExpression, b: cst.BaseExpression) -> bool:
+    return dotted(a) is not None and dotted(a) == dotted(b)
+
+
+def _body_statement(with_node: cst.With) -> cst.BaseSmallStatement | None:
+    """The one simple statement of the block, where it has no comment to lose."""
+    body = with_node.body
+    if not isinstance(body, cst.IndentedBlock) or len(body.body) != 1 or body.header.comment:
+        return None
+    line = body.body[0]
+    if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
+        return None
+    if any(empty.comment for empty in line.leading_lines) or body.footer:
+        return None
+    return line.body[0]
+
+
+def _names_free(engine: Engine, node: cst.CSTNode, names: tuple[str, ...]) -> bool:
+    """Whether ``names`` are unbound at ``node`` or bound only by imports from DCP."""
+    scope = engine.scope(node)
+    if scope is None:
+        return False
+    for name in names:
+        for assignment in scope[name] if name in scope else ():
+            statement = getattr(assignment, "node", None)
+            if not (
+                isinstance(statement, cst.ImportFrom) and dotted(statement.module) == DCP_STATE_DICT
+            ):
+                return False
+    return True
+
+
+def plan_for(engine: Engine, call: cst.Call) -> Plan | None:
+    """The rewrite of the ``with`` block ``call`` opens, where it is certain."""
+    if not _from_fsdp(engine, call.func, ".state_dict_type"):
+        return None
+    item, with_node = engine.parent(call), None
+    if isinstance(item, cst.WithItem) and item.asname is None:
+        with_node = engine.parent(item)
+    if not isinstance(with_node, cst.With) or len(with_node.items) != 1:
+        return None
+    if with_node.asynchronous is not None or not engine.target_at_least(DCP_STATE_DICT_SINCE):
+        return None
+    args = call_arguments(call)
+    if args is None or "optim_state_dict_config" in args or "state_dict_type" not in args:
+        return None
+    module = args.get("module")
+    if module is None or dotted(module) is None:
+        return None
+    if not _from_fsdp(engine, args["state_dict_type"], "StateDictType.FULL_STATE_DICT"):
+        return None
+    config, statement, uses = args.get("state_dict_config"), None, 0
+    if isinstance(config, cst.Name):
+        named = _named_config(engine, config, with_node)
+        if named is None:
+            return None
+        config, statement, uses = named
+    values = (False, False) if config is None else _config_values(engine, config)
+    plan = _statement_plan(engine, with_node, module, values)
+    if plan is not None:
+        plan.config_statement, plan.config_uses = statement, uses
+    return plan
+
+
+def _statement_plan(
+    engine: Engine,
+    with_node: cst.With,
+    module: cst.BaseExpression,
+    values: tuple[bool, bool] | None,
+) -> Plan | None:
+    """The plan for the block's one statement, given the config's values."""
+    small = _body_statement(with_node)
+    value = small.value if isinstance(small, (cst.Assign, cst.Expr)) else None
+    if isinstance(small, cst.Assign) and (
+        len(small.targets) != 1 or not isinstance(small.targets[0].target, cst.Name)
+    ):
+        return None
+    if not isinstance(value, cst.Call) or not isinstance(value.func, cst.Attribute):
+        return None
+    if not _same(value.func.value, module) or values not in ((False, False), (True, True)):
+        return None
+    method = value.func.attr.value
+    if method == "state_dict" and isinstance(small, cst.Assign) and not value.args:
+        options = "full_state_dict=True, cpu_offload=True" if values[0] else "full_state_dict=True"
+        function, loaded = "get_model_state_dict", None
+    elif method == "load_state_dict" and len(value.args) == 1:
+        if not is_plain_positional(value.args[0]):
+            return None
+        options, function, loaded = "full_state_dict=True", "set_model_state_dict", value.args[0]
+    else:
+        return None
+    if not _names_free(engine, with_node, (function, "StateDictOptions")):
+        return None
+    return Plan(with_node, function, f"StateDictOptions({options})", module, loaded)
+
+
+def unproven(function: str, options: str) -> bool:
+    """Saving with ``cpu_offload``: equal by torch's code, not by a run (see the module)."""
+    return function == "get_model_state_dict" and "cpu_offload" in options

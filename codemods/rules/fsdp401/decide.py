@@ -1,0 +1,276 @@
+"""Whether, and how, the FSDP1 wrapper calls of a file convert, for FSDP401.
+
+:func:`survey` looks at the whole file once: each wrapper call's :class:`Conversion`
+(or why it has none), the uses of a wrapped model rewritten with it, and why the file
+must stay FSDP1 where something does (a call that cannot be translated, a use of the
+wrapped model that only FSDP1 has).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from codemods.rules.api import Engine
+from codemods.rules.fsdp401.arguments import translate
+from codemods.rules.fsdp401.keywords import Keywords, Untranslatable
+from codemods.rules.fsdp401.lookups import (
+    annotates,
+    before_wrapping,
+    fresh,
+    fsdp1_reference,
+    gated,
+    in_import,
+    in_loop,
+    line_of,
+    local_name,
+    module_list,
+    tested_class,
+)
+from codemods.rules.fsdp401.policy import unit_classes
+from codemods.rules.fsdp401.uses import Use, rewrite
+from codemods.rules.fsdp401.values import shown
+from codemods.syntax.cst_nodes import dotted, find_all, keyword
+from codemods.syntax.lazy_libcst import cst
+
+#: Attributes of an FSDP1-wrapped model that an FSDP2 model does not have (or that mean
+#: something else there): a file using one on the wrapped model is left as FSDP1.
+FSDP1_ONLY = (
+    "clip_grad_norm_",
+    "no_sync",
+    "summon_full_params",
+    "module",
+    "_fsdp_wrapped_module",
+    "check_is_root",
+    "sharding_strategy",
+    "mixed_precision",
+    "cpu_offload",
+    "params",
+)
+
+
+#: Methods both have that mean something else on an FSDP2 model, and what to write.
+CHANGED_MEANING = {
+    "state_dict": (
+        "FSDP1 gathers a full state dict, FSDP2 returns DTensor shards: use "
+        "`get_model_state_dict(model, options=StateDictOptions(full_state_dict=True))`"
+    ),
+    "load_state_dict": (
+        "FSDP2 loads DTensor shards: use `set_model_state_dict(model, state, "
+        "options=StateDictOptions(full_state_dict=True))`"
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Conversion:
+    """How one wrapper call becomes FSDP2.
+
+    Attributes:
+        call: The original wrapper call.
+        line: The original statement line holding the call (the loop goes before it).
+        root: Source of the module sharded last (a name or attribute).
+        before: Source of a statement binding ``root`` first, if the call built it.
+        classes: Source of each unit class (none: the root is the only unit).
+        keywords: The ``fully_shard`` keywords.
+    """
+
+    call: cst.Call
+    line: cst.SimpleStatementLine
+    root: str
+    before: str | None
+    classes: tuple[str, ...]
+    keywords: Keywords
+
+
+@dataclass
+class Survey:
+    """Every FSDP1 wrapper call of a file, and why the file must stay FSDP1 (if it must).
+
+    Attributes:
+        conversions: Each wrapper call's conversion, or why it has none (by ``id``).
+        uses: The calls on each wrapped model that are rewritten with it.
+        blocker: Why no FSDP4 fix is written in the file, or None.
+        module_lists: The ``FSDP.fsdp_modules(module)`` calls (``id``): a comprehension
+            of the ``FSDPModule`` instances in ``module.modules()`` on FSDP2.
+        class_checks: The FSDP1 classes ``isinstance`` tests or a function's annotations
+            name (``id`` of the reference): ``FSDPModule`` on FSDP2, the class every
+            ``fully_shard``-ed module takes on.
+    """
+
+    conversions: dict[int, Conversion | str]
+    uses: dict[int, list[Use]]
+    blocker: str | None
+    class_checks: frozenset[int] = frozenset()
+    module_lists: frozenset[int] = frozenset()
+
+    def converts(self) -> bool:
+        """Whether the file is converted (in a run that applies the family's fixes)."""
+        return self.blocker is None and any(
+            isinstance(c, Conversion) for c in self.conversions.values()
+        )
+
+
+def _statement(engine: Engine, call: cst.Call) -> tuple[cst.SimpleStatementLine, cst.CSTNode]:
+    """The statement line holding ``call`` and the small statement it is part of."""
+    node: cst.CSTNode = call
+    while True:
+        parent = engine.parent(node)
+        if isinstance(parent, cst.Arg) and parent.value is node:
+            node = engine.parent(parent)  # the call taking it
+            continue
+        if (
+            isinstance(parent, (cst.Assign, cst.AnnAssign, cst.Return, cst.Expr))
+            and getattr(parent, "value", None) is node
+        ):
+            line = engine.parent(parent)
+            if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1:
+                return line, parent
+        raise Untranslatable(
+            "the call is part of an expression the rewrite does not split: "
+            "assign the wrapped model to a name first"
+        )
+
+
+def _convert(engine: Engine, call: cst.Call) -> Conversion:
+    """How ``call`` becomes FSDP2.
+
+    Raises:
+        Untranslatable: Where it cannot be rewritten with certainty, saying why: every
+            reason found, so that a user porting it by hand has the whole list.
+    """
+    reasons: list[str] = []
+    try:
+        line, small = _statement(engine, call)
+    except Untranslatable as why:
+        reasons += why.reasons
+        line, small = None, None
+    args = list(call.args)
+    modules = [arg for arg in args if keyword(arg) == "module"]
+    if modules:  # `FSDP(module=model, ...)`
+        args = modules + [arg for arg in args if arg is not modules[0]]
+    if not args or keyword(args[0]) not in (None, "module") or args[0].star:
+        raise Untranslatable(*reasons, "the module is not the first positional argument")
+    rest = args[1:]
+    if any(arg.star or keyword(arg) is None for arg in rest):
+        reasons.append("arguments passed by position or with `*`/`**`")
+    named = [arg for arg in rest if keyword(arg) is not None]
+    policies = [arg for arg in named if keyword(arg) == "auto_wrap_policy"]
+    classes: list[cst.BaseExpression] = []
+    keywords = None
+    try:
+        classes = unit_classes(engine, policies[0].value) if policies else []
+    except Untranslatable as why:
+        reasons += why.reasons
+    try:
+        keywords = translate(engine, [arg for arg in named if keyword(arg) != "auto_wrap_policy"])
+    except Untranslatable as why:
+        reasons += why.reasons
+    code = engine.module.code_for_node
+    root, before = code(args[0].value), None
+    if dotted(args[0].value) is None and small is not None:
+        if getattr(small, "value", None) is not call:
+            reasons.append("the module is an expression: assign it to a name first")
+        else:
+            # The call is the statement's value, so its module is what the statement
+            # evaluates first: binding it to a name just before changes no order.
+            targets = getattr(small, "targets", ())
+            target = targets[0].target if len(targets) == 1 else None
+            root = (
+                code(target) if target is not None and dotted(target) else local_name(engine, call)
+            )
+            before = f"{root} = {code(args[0].value)}"
+    if reasons or line is None or keywords is None:
+        raise Untranslatable(*reasons)
+    return Conversion(call, line, root, before, tuple(code(c) for c in classes), keywords)
+
+
+def _use_of(
+    engine: Engine, node: cst.Attribute, bound: dict[tuple[int, str], list[tuple[int, int]]]
+) -> tuple[int, Use] | None:
+    """The wrapper call whose result ``node``'s call is certainly on, and its rewrite."""
+    call = engine.parent(node)
+    if not isinstance(call, cst.Call) or call.func is not node or gated(engine, call):
+        return None  # a version-gated branch is not visited for rewriting: it stays FSDP1
+    receiver = engine.module.code_for_node(node.value)
+    line = line_of(engine, node)
+    before = [b for b in bound.get((id(engine.scope(node)), receiver), []) if b[0] < line]
+    if not before:
+        return None
+    use = rewrite(engine, call, receiver)
+    return None if use is None else (max(before)[1], use)
+
+
+def survey(engine: Engine, rule_code: str) -> Survey:
+    """Each FSDP1 wrapper call of the module: its conversion, or why it has none."""
+    module = engine.module
+    calls = [
+        n
+        for n in find_all(module, lambda n: isinstance(n, cst.Call))
+        if fsdp1_reference(engine, n.func)
+    ]
+    conversions: dict[int, Conversion | str] = {}
+    uses: dict[int, list[Use]] = {}
+    blockers = []
+    wrapped = set()
+    # (scope, name) -> (line, wrapper call) where a wrapper call's result is bound
+    bound: dict[tuple[int, str], list[tuple[int, int]]] = {}
+    # name -> (scope, line, in a loop) of each wrapper call that makes it FSDP
+    sites: dict[str, list[tuple[Any, int, bool]]] = {}
+    for call in calls:
+        if gated(engine, call) or engine.silenced(call, rule_code):
+            blockers.append(f"the FSDP1 call at line {line_of(engine, call)} is kept on purpose")
+            continue
+        try:
+            conversion = _convert(engine, call)
+        except Untranslatable as why:
+            conversions[id(call)] = str(why)
+            blockers.append(f"the FSDP1 call at line {line_of(engine, call)} stays: {why}")
+            continue
+        conversions[id(call)] = conversion
+        wrapped.add(conversion.root)
+        site = (engine.scope(call), line_of(engine, call), in_loop(engine, call))
+        sites.setdefault(conversion.root, []).append(site)
+        statement = conversion.line.body[0]
+        for target in getattr(statement, "targets", ()):
+            name = module.code_for_node(target.target)
+            wrapped.add(name)
+            sites.setdefault(name, []).append(site)
+            if getattr(statement, "value", None) is call:
+                key = (id(engine.scope(call)), name)
+                bound.setdefault(key, []).append((line_of(engine, call), id(call)))
+    funcs = {id(call.func) for call in calls}
+    checks = set()
+    lists = set()
+    for node in find_all(module, lambda n: isinstance(n, (cst.Name, cst.Attribute))):
+        if id(node) in funcs or in_import(engine, node):
+            continue
+        if fsdp1_reference(engine, node):
+            if (tested_class(engine, node) or annotates(engine, node)) and not gated(engine, node):
+                checks.add(id(node))
+                continue
+            listing = module_list(engine, node)
+            if listing is not None and not gated(engine, node):
+                lists.add(id(listing))
+                continue
+            text = shown(engine, node)
+            blockers.append(f"`{text}` at line {line_of(engine, node)} is FSDP1 only")
+            continue
+        if not isinstance(node, cst.Attribute) or module.code_for_node(node.value) not in wrapped:
+            continue
+        method = node.attr.value
+        if method not in FSDP1_ONLY and method not in CHANGED_MEANING:
+            continue
+        if before_wrapping(engine, node, sites[module.code_for_node(node.value)]):
+            continue  # the plain module still: the same on FSDP1 and FSDP2
+        found = _use_of(engine, node, bound)
+        if found is not None:
+            uses.setdefault(found[0], []).append(found[1])
+            continue
+        why = CHANGED_MEANING.get(method, "exists only on FSDP1 models")
+        blockers.append(f"`{shown(engine, node)}` at line {line_of(engine, node)}: {why}")
+    if (checks or lists) and fresh(engine, "FSDPModule") != "FSDPModule":
+        blockers.append("`FSDPModule`, which FSDP2 code needs, is a name here")
+    return Survey(
+        conversions, uses, blockers[0] if blockers else None, frozenset(checks), frozenset(lists)
+    )

@@ -1,0 +1,84 @@
+"""What translating an FSDP1 wrapper call's keywords gives, for FSDP401.
+
+The ``fully_shard`` keywords with what they need (:class:`Keywords`), the earlier
+bindings rewritten with them (:class:`Rebinding`), or why the call has no certain
+translation (:class:`Untranslatable`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from codemods.syntax.lazy_libcst import cst
+
+
+class Untranslatable(Exception):
+    """The call has arguments without a certain FSDP2 translation: the message says why.
+
+    Attributes:
+        reasons: Each thing that stands in the way (the message joins them).
+    """
+
+    def __init__(self, *reasons: str) -> None:
+        super().__init__(joined(list(reasons)))
+        self.reasons = list(reasons)
+
+
+@dataclass(frozen=True)
+class Rebinding:
+    """An earlier binding of a name the call passes, rewritten in place with the call.
+
+    Attributes:
+        value: The value bound (``MixedPrecision(...)`` or ``None``), an original node.
+        dropped: Of a ``MixedPrecision(...)`` call, the arguments FSDP2 has no twin for
+            (by position); the call keeps its layout and comments otherwise.
+    """
+
+    value: cst.BaseExpression
+    dropped: tuple[int, ...] = ()
+
+    def replacement(self, updated: cst.BaseExpression) -> cst.BaseExpression:
+        """What takes the place of the value (given as the visit updated it).
+
+        Example:
+            >>> call = cst.parse_expression("MixedPrecision(param_dtype=a, buffer_dtype=b)")
+            >>> new = Rebinding(call, (1,)).replacement(call)
+            >>> cst.Module([]).code_for_node(new)
+            'MixedPrecisionPolicy(param_dtype=a)'
+        """
+        if not isinstance(updated, cst.Call):
+            return cst.parse_expression("MixedPrecisionPolicy()")  # FSDP1's None
+        args = [arg for index, arg in enumerate(updated.args) if index not in self.dropped]
+        if args and len(args) < len(updated.args):
+            # the last argument kept ends the way the call's last one did
+            args[-1] = args[-1].with_changes(comma=updated.args[-1].comma)
+        return updated.with_changes(func=cst.Name("MixedPrecisionPolicy"), args=args)
+
+
+@dataclass
+class Keywords:
+    """A wrapper call's FSDP2 keywords, the imports they need and the notes to report.
+
+    Attributes:
+        code: ``name=value`` source texts, in order.
+        imports: FSDP2 names the values use (imported from the FSDP2 module).
+        notes: What was dropped and changes something.
+        rebindings: Bindings of the names passed that are rewritten too.
+    """
+
+    code: list[str] = field(default_factory=list)
+    imports: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    rebindings: list[Rebinding] = field(default_factory=list)
+
+
+def joined(reasons: list[str]) -> str:
+    """Several reasons as one message, numbered where there are more than one.
+
+    Example:
+        >>> joined(["a"]), joined(["a", "b"])
+        ('a', '(1) a; (2) b')
+    """
+    if len(reasons) == 1:
+        return reasons[0]
+    return "; ".join(f"({number}) {why}" for number, why in enumerate(reasons, 1))

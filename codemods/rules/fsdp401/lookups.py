@@ -1,0 +1,144 @@
+"""What FSDP401 asks about where a node of the file stands, and which names are free.
+
+Whether a reference is to torch's FSDP1 class and where it stands (the class an
+``isinstance`` tests, an annotation, an ``fsdp_modules`` call), whether code is gated,
+in an import or in a loop, whether a use runs before the model is wrapped; and names
+that new code may bind.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from codemods.registry.names import TORCH_FSDP_CLASSES
+from codemods.rules.api import Engine
+from codemods.syntax.cst_nodes import find_all, keyword
+from codemods.syntax.gates import is_fallback
+from codemods.syntax.lazy_libcst import cst
+
+#: The builtin whose class argument FSDP2 spells ``FSDPModule``.
+ISINSTANCE = "builtins.isinstance"
+
+
+def line_of(engine: Engine, node: cst.CSTNode) -> int:
+    """The line an original node starts on."""
+    return engine.position(node).start.line
+
+
+def local_name(engine: Engine, node: cst.CSTNode) -> str:
+    """A name for the module that nothing in ``node``'s scope uses (``model`` if free)."""
+    scope = engine.scope(node)
+    name = "model"
+    while scope is not None and (name in scope or any(a.node for a in scope.accesses[name])):
+        name += "_"
+    return name
+
+
+def fsdp1_reference(engine: Engine, node: cst.CSTNode) -> bool:
+    """Whether ``node`` is a name or attribute that refers to torch's FSDP1 class."""
+    return isinstance(node, (cst.Name, cst.Attribute)) and bool(
+        engine.qualified(node) & set(TORCH_FSDP_CLASSES)
+    )
+
+
+def gated(engine: Engine, node: cst.CSTNode | None) -> bool:
+    """Whether ``node`` is in an import fallback or a version-gated branch."""
+    while node is not None:
+        if is_fallback(node):
+            return True
+        node = engine.parent(node)
+    return False
+
+
+def in_import(engine: Engine, node: cst.CSTNode | None) -> bool:
+    """Whether ``node`` is part of an import statement."""
+    while node is not None and not isinstance(node, cst.BaseStatement):
+        if isinstance(node, (cst.Import, cst.ImportFrom)):
+            return True
+        node = engine.parent(node)
+    return False
+
+
+def in_loop(engine: Engine, node: cst.CSTNode) -> bool:
+    """Whether ``node`` is in a ``for`` or ``while`` body of its own function or module."""
+    node = engine.parent(node)
+    while node is not None and not isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+        if isinstance(node, (cst.For, cst.While)):
+            return True
+        node = engine.parent(node)
+    return False
+
+
+def before_wrapping(
+    engine: Engine, node: cst.Attribute, sites: list[tuple[Any, int, bool]]
+) -> bool:
+    """Whether ``node`` (``model.attr``) certainly runs before ``model`` is wrapped.
+
+    That is where every wrapper call making ``model`` FSDP is in the same scope, on a
+    later line and in no loop there: the code in between runs once, in order, so the
+    use sees the plain module (loading weights before wrapping, in real scripts).
+    """
+    scope, line = engine.scope(node), line_of(engine, node)
+    return all(s is scope and line < at and not looped for s, at, looped in sites)
+
+
+def module_list(engine: Engine, node: cst.CSTNode) -> cst.Call | None:
+    """The call ``node.fsdp_modules(module)`` where ``node`` is the FSDP1 class.
+
+    Only the plain form: one positional module, no ``root_only`` (the roots have no
+    FSDP2 counterpart one can list).
+    """
+    attribute = engine.parent(node)
+    if not (isinstance(attribute, cst.Attribute) and attribute.value is node):
+        return None
+    call = engine.parent(attribute)
+    if not (isinstance(call, cst.Call) and call.func is attribute):
+        return None
+    if attribute.attr.value != "fsdp_modules" or len(call.args) != 1:
+        return None
+    (arg,) = call.args
+    return call if keyword(arg) in (None, "module") and not arg.star else None
+
+
+def annotates(engine: Engine, node: cst.CSTNode) -> bool:
+    """Whether ``node`` is in the annotation of a function's parameter or return."""
+    parent = engine.parent(node)
+    while parent is not None and not isinstance(parent, (cst.Annotation, cst.BaseStatement)):
+        parent = engine.parent(parent)
+    if not isinstance(parent, cst.Annotation):
+        return False
+    owner = engine.parent(parent)
+    return isinstance(owner, cst.Param) or (
+        isinstance(owner, cst.FunctionDef) and owner.returns is parent
+    )
+
+
+def tested_class(engine: Engine, node: cst.CSTNode) -> bool:
+    """Whether ``node`` is the class of ``isinstance(x, node)``, alone or in a tuple."""
+    parent = engine.parent(node)
+    if isinstance(parent, cst.Element):
+        display = engine.parent(parent)
+        if not isinstance(display, cst.Tuple):
+            return False
+        node, parent = display, engine.parent(display)
+    if not (isinstance(parent, cst.Arg) and parent.value is node and not parent.star):
+        return False
+    call = engine.parent(parent)
+    return (
+        isinstance(call, cst.Call)
+        and len(call.args) == 2
+        and call.args[1] is parent
+        and keyword(parent) is None
+        and ISINSTANCE in engine.qualified(call.func)
+    )
+
+
+def fresh(engine: Engine, wanted: str) -> str:
+    """``wanted``, with ``_`` appended until no name in the module is spelled so."""
+    used = engine.scratch.get("FSDP401-names")
+    if used is None:
+        nodes = find_all(engine.module, lambda n: isinstance(n, cst.Name))
+        used = engine.scratch["FSDP401-names"] = {n.value for n in nodes}
+    while wanted in used:
+        wanted += "_"
+    return wanted

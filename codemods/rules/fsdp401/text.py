@@ -1,0 +1,115 @@
+"""The FSDP2 statements FSDP401 writes before a wrapper call that converts.
+
+The root's binding, the keyword values bound once and the loop sharding each unit, laid
+out as formatters do where a line would be long (:mod:`codemods.rules.layout`); the call
+itself becomes ``fully_shard(root, ...)`` in the hook (:mod:`codemods.rules.fsdp401`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from codemods.rules.api import Engine
+from codemods.rules.fsdp401.decide import Conversion
+from codemods.rules.fsdp401.lookups import fresh
+from codemods.rules.layout import LINE_LENGTH, wrapped_call
+from codemods.syntax.lazy_libcst import cst
+
+#: A keyword value written as it is at every ``fully_shard`` call: a name, an attribute
+#: chain or a constant; anything else is bound to a name before the loop.
+_PLAIN_VALUE = re.compile(r"[A-Za-z_][\w.]*|-?\d+(\.\d*)?|'[^'\\]*'|\"[^\"\\]*\"")
+
+
+def bound_first(engine: Engine, conversion: Conversion, indent: str) -> tuple[list[str], list[str]]:
+    """The statements binding the loop's computed keyword values, and the keywords.
+
+    FSDP1 evaluates each argument once; the loop calls ``fully_shard`` once per unit,
+    so a value that is more than a name or a constant (``MixedPrecisionPolicy(...)``)
+    is bound to a name first, in the arguments' order, as FSDP2 code usually shares
+    one policy object: evaluated once, as before, and written once.
+    """
+    keywords = conversion.keywords.code
+    if not conversion.classes:
+        return [], keywords  # one call: each value is evaluated once as it is
+    bindings, out = [], []
+    for text in keywords:
+        name, _, value = text.partition("=")
+        if _PLAIN_VALUE.fullmatch(value):
+            out.append(text)
+            continue
+        var = fresh(engine, name)
+        bindings.append(f"{var} = {_laid_out(engine, value, indent, len(var) + 3)}")
+        out.append(f"{name}={var}")
+    return bindings, out
+
+
+def _laid_out(engine: Engine, value: str, indent: str, taken: int) -> str:
+    """A call's source on more lines where its line would be long (else as it is)."""
+    if len(indent) + taken + len(value) <= LINE_LENGTH or "\n" in value:
+        return value
+    call = cst.parse_expression(value, engine.module.config_for_parsing)
+    if not isinstance(call, cst.Call):
+        return value
+    code = engine.module.code_for_node
+    args = [code(arg.with_changes(comma=cst.MaybeSentinel.DEFAULT)) for arg in call.args]
+    return wrapped_call(code(call.func), args, engine.module.default_indent, indent, taken)
+
+
+def statements_before(
+    engine: Engine, conversion: Conversion, indent: str, bindings: list[str], keywords: list[str]
+) -> list[cst.CSTNode]:
+    """The statements put before the call's line, in the order they run.
+
+    The root's binding (where the call built it), ``bindings`` (:func:`bound_first`)
+    and, where the call has unit classes, the loop sharding each unit.
+    """
+    config = engine.module.config_for_parsing
+    out = []
+    if conversion.before:
+        out.append(cst.parse_statement(f"{conversion.before}\n", config))
+    for binding in bindings:
+        out.append(cst.parse_statement(f"{binding}\n", config))
+    if conversion.classes:
+        one = engine.module.default_indent
+        var = fresh(engine, "submodule")
+        classes = conversion.classes
+        kinds = classes[0] if len(classes) == 1 else f"({', '.join(classes)})"
+        root = conversion.root
+        if len(indent + one * 2 + f"if isinstance({var}, {kinds}):") > LINE_LENGTH:
+            # Many classes: named once before the loop, one a line, as formatters do.
+            kinds = fresh(engine, "unit_classes")
+            listed = "".join(f"{one}{name},\n" for name in classes)
+            out.append(cst.parse_statement(f"{kinds} = (\n{listed})\n", config))
+        shard = wrapped_call(
+            "fully_shard", [var, *keywords], one, "", len(indent + one * 2), one * 2, False
+        )
+        tests = [f"isinstance({var}, {kinds})", f"{var} is not {root}"]
+        loop = (
+            f"for {var} in reversed(list({root}.modules())):  # descendants before ancestors\n"
+            f"{one}{_condition(tests, one, one, len(indent + one))}\n"
+            f"{one}{one}{shard}\n"
+        )
+        out.append(cst.parse_statement(loop, config))
+    return out
+
+
+def _condition(tests: list[str], base: str, one: str, taken: int = 0) -> str:
+    """``if a and b:``, one test a line (as formatters do) where one line would be long.
+
+    ``base`` is the indentation of the ``if`` relative to the statement being built
+    (libcst adds the block's own); ``taken`` is the length of its real indentation.
+
+    Example:
+        >>> _condition(["a", "b"], "    ", "    ")
+        'if a and b:'
+        >>> print(_condition(["x" * 50, "y" * 50], "    ", "    "))
+        if (
+                xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx
+                and yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy
+            ):
+    """
+    flat = f"if {' and '.join(tests)}:"
+    if taken + len(flat) <= LINE_LENGTH:
+        return flat
+    inner = f"\n{base}{one}and ".join(tests)
+    return f"if (\n{base}{one}{inner}\n{base}):"
