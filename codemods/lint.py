@@ -165,11 +165,12 @@ def _print(
     elif args.statistics:
         out.write(output.statistics(items, settings))
     else:
-        out.write(output.text(items, settings))
+        out.write(output.text(items, settings, chosen.settings_for))
         if not args.quiet:
             if not files and not errors:
                 out.write("No Python files found.\n")
             out.write(output.summary(items, fixed, settings, *missed))
+            out.write("".join(line + "\n" for line in chosen.summary_lines()))
     out.flush()
     for error in errors:
         print(f"error: {error}", file=sys.stderr)

@@ -29,6 +29,7 @@ from codemods.cli.options import (
     EXIT_ERROR,
     EXIT_FINDINGS,
     EXIT_SIGNAL_BASE,
+    Choices,
     add_rule_options,
     base_parser,
     choices,
@@ -175,7 +176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         if progress is not None and stop.signum:
             print(file=sys.stderr)  # end the progress line
-        return _finish(args, write, results, [str(p) for p in problems], stop)
+        return _finish(args, write, results, [str(p) for p in problems], stop, chosen)
 
 
 def summarize(
@@ -238,22 +239,32 @@ def _finish(
     results: list[FileResult],
     problems: list[str],
     stop: stopping.Stop,
+    chosen: Choices | None = None,
 ) -> int:
-    """Print the diffs, findings, errors and summary; write the report; the exit code."""
+    """Print the diffs, findings, errors and summary; write the report; the exit code.
+
+    The summary names the targets used and where they came from (``chosen``'s record:
+    the command line, the configuration, or each project's declared floors).
+    """
     if args.diff:
         _write_stdout(b"".join(_diff(r) for r in results if r.new_source is not None))
     for result in results:
+        target = chosen.settings_for(result.path) if chosen is not None else None
         for finding in result.findings:
             if not finding.fixed:
-                print(output.finding_line(result.path, finding), file=sys.stderr)
+                print(output.finding_line(result.path, finding, target=target), file=sys.stderr)
     errors = problems + [f"{r.path}: {r.error}" for r in results if r.error]
     for error in errors:
         print(f"error: {error}", file=sys.stderr)
     for line in skipped_lines(results):
         print(line, file=sys.stderr)
     summary, line = summarize(results, write, problems, stop.signal_name)
+    if chosen is not None and chosen.targets is not None:
+        summary["targets"] = chosen.targets.report()
     if not args.quiet:
         print(line, file=sys.stderr)
+        for note in chosen.summary_lines() if chosen is not None else []:
+            print(note, file=sys.stderr)
     if stop.signum or summary["files_not_reached"]:
         print("\n".join(stopped_lines(stop.signal_name, results, write)), file=sys.stderr)
     if args.report:
@@ -276,7 +287,7 @@ def _stdin(settings: Settings, write: bool) -> int:
     sys.stdout.buffer.write(result.new_source if write and result.new_source else source)
     for finding in result.findings:
         if not finding.fixed:
-            print(output.finding_line("-", finding), file=sys.stderr)
+            print(output.finding_line("-", finding, target=settings), file=sys.stderr)
     left = any(not f.fixed for f in result.findings)
     return EXIT_FINDINGS if result.new_source is not None or left else EXIT_CLEAN
 

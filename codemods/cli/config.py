@@ -14,8 +14,10 @@ Example ``pyproject.toml``::
     "tests/*" = ["FSDP1"]
 
 Command-line flags override the file (``--extend-select`` adds to whichever ``select``
-applies). ``exclude`` adds to the built-in excludes (``.git``, virtual environments,
-``build``, ``dist``, ...); a file named on the command line is always checked.
+applies). A target set neither here nor on the command line is the oldest release the
+file's project declares (:mod:`codemods.cli.targets`). ``exclude`` adds to the built-in
+excludes (``.git``, virtual environments, ``build``, ``dist``, ...); a file named on the
+command line is always checked.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from codemods._version import __version__
 from codemods.cli import config as configuration
+from codemods.cli.targets import ProjectTargets
 from codemods.settings import Settings
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ def add_rule_options(parser: argparse.ArgumentParser) -> None:
         "--target-torch",
         metavar="VERSION",
         help="the torch the code must run on: report what is deprecated there, fix only "
-        "to forms it has",
+        "to forms it has (default: the oldest its project declares, else the current one)",
     )
     parser.add_argument("--target-lightning", metavar="VERSION", help="the same, for Lightning")
     parser.add_argument(
@@ -86,18 +87,32 @@ class Choices:
 
     Attributes:
         config: The ``[tool.fsdp-compat]`` table (or the defaults).
-        settings: The settings for a file with no ``per-file-ignores``.
+        settings: The settings for a file with no ``per-file-ignores`` and no declared
+            target (the command line and the configuration only).
+        targets: Each file's target releases where neither the command line nor the
+            configuration sets them (its project's declared floors), recorded for the
+            summary; None: none are looked up.
     """
 
     config: configuration.Config
     settings: Settings
+    targets: ProjectTargets | None = dataclasses.field(default=None, compare=False)
 
     def settings_for(self, path: str | Path) -> Settings:
-        """The settings for ``path``: its ``per-file-ignores`` added."""
+        """The settings for ``path``: its ``per-file-ignores`` and its project's targets."""
+        settings = self.settings
         extra = self.config.ignored_in(path)
-        if not extra:
-            return self.settings
-        return dataclasses.replace(self.settings, ignore=self.settings.ignore + extra)
+        if extra:
+            settings = dataclasses.replace(settings, ignore=settings.ignore + extra)
+        declared = self.targets.for_file(path) if self.targets is not None else {}
+        return dataclasses.replace(settings, **declared) if declared else settings
+
+    def summary_lines(self) -> list[str]:
+        """The targets used and where they came from, for the run's summary.
+
+        See :meth:`codemods.cli.targets.ProjectTargets.summary_lines`.
+        """
+        return self.targets.summary_lines() if self.targets is not None else []
 
     def skip(self) -> Callable[[Path], bool] | None:
         """The configuration's excludes, for walking directories."""
@@ -122,13 +137,15 @@ def choices(args: argparse.Namespace, paths: list[str], fix: bool) -> Choices:
     if extend:  # an empty select means every rule that is not opt-in: extend those
         select = (*(select or _default_codes()), *extend)
     ignore = _codes(args.ignore)
-    targets = {
-        "target_torch": args.target_torch or config.target_torch,
-        "target_lightning": args.target_lightning or config.target_lightning,
+    command_line = {
+        framework: configuration.check_version(value, f"--target-{framework}") if value else None
+        for framework, value in (("torch", args.target_torch), ("lightning", args.target_lightning))
     }
-    for key, value in targets.items():
-        if value is not None:
-            targets[key] = configuration.check_version(value, "--" + key.replace("_", "-"))
+    configured = {"torch": config.target_torch, "lightning": config.target_lightning}
+    targets = {
+        f"target_{framework}": command_line[framework] or configured[framework]
+        for framework in command_line
+    }
     settings = Settings(
         select=tuple(select),
         ignore=config.ignore if ignore is None else ignore,
@@ -137,7 +154,9 @@ def choices(args: argparse.Namespace, paths: list[str], fix: bool) -> Choices:
         fsdp2_bridge=_first_set(args.fsdp2_bridge, config.fsdp2_bridge, True),
         **targets,
     )
-    return Choices(config, settings)
+    # A target neither sets is the floor the file's project declares (per file: one run
+    # may cover several projects), else the current release.
+    return Choices(config, settings, ProjectTargets(command_line, configured, config.path))
 
 
 def _first_set(*values: bool | None) -> bool:

@@ -7,13 +7,13 @@ the same data prints the same way from lint and from its tests.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from codemods._version import __version__
 from codemods.findings import Finding, applicability
-from codemods.registry import REGISTRY, FixSafety
+from codemods.registry import REGISTRY, FixSafety, Framework
 from codemods.settings import Settings
 
 FORMATS = ("text", "json", "github", "sarif")
@@ -35,13 +35,16 @@ class Located:
         return applicability(self.finding, REGISTRY[self.finding.code].fix.value)
 
 
-def finding_line(path: str, finding: Finding, settings: Settings | None = None) -> str:
+def finding_line(
+    path: str, finding: Finding, settings: Settings | None = None, target: Settings | None = None
+) -> str:
     """How both commands print a finding: ``path:line:col: CODE [*] message [hint]``.
 
     ``[*]``: ``--fix`` with this run's ``--unsafe-fixes`` (``settings``) fixes it (lint's
     summary counts the fixes ``--unsafe-fixes`` would add). A fixing run prints what it
     left, with no ``settings``: no marker, and a hint where only ``--unsafe-fixes``
-    would fix it. A withheld fix's reason is shown either way.
+    would fix it. A withheld fix's reason is shown either way, and so is a fix the
+    file's target release (``target``, else ``settings``) is too old for.
 
     Example:
         >>> finding = Finding(3, 5, "FSDP101", "renamed", fixable=True)
@@ -51,10 +54,13 @@ def finding_line(path: str, finding: Finding, settings: Settings | None = None) 
     marker = settings is not None and not finding.fixed
     marker = marker and fix_marker(Located(path, finding), settings)
     hint = ""
+    too_old = target_too_old(finding, target or settings)
     if finding.withheld:
         hint = f" [{finding.withheld}]"
     elif settings is None and needs_unsafe(finding):
         hint = " [fix with --unsafe-fixes]"
+    elif too_old:
+        hint = f" [{too_old}]"
     return (
         f"{path}:{finding.line}:{finding.col}: {finding.code} "
         f"{'[*] ' if marker else ''}{finding.message}{hint}"
@@ -68,15 +74,44 @@ def fix_marker(item: Located, settings: Settings) -> bool:
     return not finding.withheld and settings.fixes(rule, finding.fixable, finding.unsafe)
 
 
+def target_too_old(finding: Finding, settings: Settings | None) -> str:
+    """Why a finding left unfixed has no fix at the target release, or ``""``.
+
+    Example:
+        >>> finding = Finding(2, 1, "FSDP121", "deprecated")
+        >>> target_too_old(finding, Settings(target_torch="2.2"))
+        'no fix before torch 2.4: the target is torch 2.2'
+        >>> target_too_old(finding, Settings())
+        ''
+    """
+    if settings is None or finding.fixed or finding.fixable:
+        return ""
+    rule = REGISTRY[finding.code]
+    if not rule.fixable or settings.fix_available(rule):
+        return ""
+    lightning = rule.version_framework is Framework.LIGHTNING
+    title = "Lightning" if lightning else "torch"
+    target = settings.target_lightning if lightning else settings.target_torch
+    return f"no fix before {title} {rule.introduced}: the target is {title} {target}"
+
+
 def needs_unsafe(finding: Finding) -> bool:
     """Whether the finding is left and an unsafe fix exists for it (``--unsafe-fixes``)."""
     unsafe = applicability(finding, REGISTRY[finding.code].fix.value) == "unsafe"
     return unsafe and not finding.fixed and not finding.withheld
 
 
-def text(items: Sequence[Located], settings: Settings) -> str:
-    """:func:`finding_line` for each item, one line each."""
-    return "".join(finding_line(i.path, i.finding, settings) + "\n" for i in items)
+def text(
+    items: Sequence[Located],
+    settings: Settings,
+    settings_for: Callable[[str], Settings] | None = None,
+) -> str:
+    """:func:`finding_line` for each item, one line each (``settings_for``: each file's)."""
+    return "".join(
+        finding_line(i.path, i.finding, settings, settings_for(i.path) if settings_for else None)
+        + "\n"
+        for i in items
+    )
 
 
 def summary(

@@ -1,0 +1,237 @@
+r"""The oldest torch and Lightning releases a project declares it supports.
+
+ruff reads ``requires-python`` to pick its default target; fsdp-compat does the same for
+the frameworks it migrates. This module reads a project's declared requirements, without
+importing or running anything of the project, and returns the lowest release each
+framework's requirements admit: a fix that needs a newer release than that is withheld.
+
+Files read, all relative to the project root (see :func:`find_project_root`), in this
+order (:mod:`codemods.cli.requirement_files` reads them):
+
+1. ``pyproject.toml``: ``[project] dependencies``, every group of
+   ``[project.optional-dependencies]``, every group of ``[dependency-groups]`` (PEP 735),
+   ``[tool.poetry.dependencies]``, ``[tool.poetry.dev-dependencies]`` and every
+   ``[tool.poetry.group.<name>.dependencies]`` (caret, tilde, ``>=``, exact and wildcard
+   constraints, ``||`` unions).
+2. ``setup.cfg``: ``[options] install_requires`` and ``[options.extras_require]`` (a
+   ``file:`` value is read as a requirements file).
+3. ``setup.py``: the ``install_requires`` and ``extras_require`` keywords of its
+   ``setup(...)`` call, read with :mod:`ast` and never executed (see
+   :mod:`codemods.cli.setup_py`); anything but a literal is reported as a problem.
+4. ``requirements*.txt`` in the root, then ``requirements/*.txt``, each in name order,
+   following ``-r``/``--requirement`` includes (relative to the including file, each file
+   read once, a cycle reported).
+
+Which distributions count and how one requirement's floor is taken is in
+:mod:`codemods.cli.specifiers`. Environment markers are ignored and the requirement
+kept: ``torch>=1.12; python_version < "3.11"`` still says the project runs on torch 1.12
+somewhere. When several declarations name a framework, the floor is the lowest of theirs
+(the oldest release the project claims to support), and ``sources`` names that
+declaration (the first one read, on a tie).
+
+Example:
+    >>> import pathlib, tempfile
+    >>> root = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (root / "requirements.txt").write_text("numpy\ntorch>=1.12.0  # LTS\n")
+    >>> floors = declared_floors(root)
+    >>> floors.torch, floors.sources["torch"]
+    (<Version('1.12.0')>, 'requirements.txt:2: torch>=1.12.0')
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from packaging.version import Version
+
+from codemods.cli.requirement_files import Reader
+from codemods.cli.specifiers import FRAMEWORKS, TITLES, poetry_floor, specifier_floor
+
+__all__ = [
+    "FRAMEWORKS",
+    "ROOT_MARKERS",
+    "DeclaredFloors",
+    "choose_target",
+    "declared_floors",
+    "describe",
+    "find_project_root",
+    "is_project_root",
+    "poetry_floor",
+    "specifier_floor",
+]
+
+#: Files whose presence makes a directory a project root (besides ``requirements*.txt``).
+ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py")
+
+
+@dataclass(frozen=True)
+class DeclaredFloors:
+    """The oldest torch and Lightning releases a project declares.
+
+    Attributes:
+        torch: The lowest torch release the project's requirements admit (None: no
+            requirement bounds torch from below).
+        lightning: The same for Lightning (``lightning``, ``pytorch-lightning``,
+            ``lightning-fabric``).
+        sources: Framework (``"torch"``, ``"lightning"``) -> the declaration the floor
+            came from, e.g. ``"requirements.txt:3: torch>=1.12.0"``.
+        problems: One message per requirement, file or line that could not be read
+            (and so did not count), naming the file and, where known, the line.
+    """
+
+    torch: Version | None = None
+    lightning: Version | None = None
+    sources: dict[str, str] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+
+def is_project_root(directory: Path) -> bool:
+    """Whether ``directory`` holds a root marker or a ``requirements*.txt`` file."""
+    if any((directory / marker).is_file() for marker in ROOT_MARKERS):
+        return True
+    return any(candidate.is_file() for candidate in directory.glob("requirements*.txt"))
+
+
+def find_project_root(path: str | os.PathLike[str]) -> Path | None:
+    """The project directory whose declared requirements apply to ``path``.
+
+    The rule: from ``path`` (a directory, or the directory of a file), walk up to the
+    first directory that holds any of ``pyproject.toml``, ``setup.cfg``, ``setup.py`` or a
+    ``requirements*.txt`` file; the closest one wins, whichever marker it holds (ruff
+    likewise uses the closest ``pyproject.toml``). A ``requirements/`` folder alone does
+    not make a root.
+
+    Args:
+        path: A file or directory; it need not exist.
+
+    Returns:
+        That directory, resolved, or None when no directory up to the file-system root
+        has one.
+
+    Example:
+        >>> import pathlib, tempfile
+        >>> root = pathlib.Path(tempfile.mkdtemp()).resolve()
+        >>> _ = (root / "setup.py").write_text("")
+        >>> find_project_root(root / "pkg" / "sub" / "module.py") == root
+        True
+    """
+    start = Path(path).resolve()
+    if not start.is_dir():
+        start = start.parent
+    for directory in (start, *start.parents):
+        if is_project_root(directory):
+            return directory
+    return None
+
+
+def declared_floors(root: str | os.PathLike[str]) -> DeclaredFloors:
+    """Read the requirements declared in ``root`` and return each framework's floor.
+
+    See the module's documentation for the files read, their order, and how a floor is
+    taken. Nothing is imported or executed; a file that cannot be read adds a message to
+    ``problems`` and the rest is still read.
+
+    Args:
+        root: The project directory (see :func:`find_project_root`); a file means its
+            directory.
+
+    Returns:
+        The floors, where each came from, and the problems met.
+    """
+    directory = Path(root)
+    if directory.is_file():
+        directory = directory.parent
+    reader = Reader(directory)
+    reader.read()
+    floors: dict[str, Version] = {}
+    sources: dict[str, str] = {}
+    for declaration in reader.declarations:  # strictly lower only: the first read wins a tie
+        current = floors.get(declaration.framework)
+        if current is None or declaration.floor < current:
+            floors[declaration.framework] = declaration.floor
+            sources[declaration.framework] = declaration.source
+    return DeclaredFloors(
+        torch=floors.get("torch"),
+        lightning=floors.get("lightning"),
+        sources=sources,
+        problems=list(reader.problems),
+    )
+
+
+def describe(floors: DeclaredFloors) -> str:
+    """One line on a project's floors: each framework's floor and where it came from.
+
+    Args:
+        floors: What :func:`declared_floors` returned.
+
+    Returns:
+        The line, e.g. ``target torch 1.12 (from requirements.txt:3: torch>=1.12), ...``.
+
+    Example:
+        >>> from packaging.version import Version
+        >>> floors = DeclaredFloors(
+        ...     torch=Version("1.12"),
+        ...     sources={"torch": "setup.cfg [options] install_requires: torch>=1.12"},
+        ... )
+        >>> print(describe(floors))
+        target torch 1.12 (from setup.cfg [options] install_requires: torch>=1.12), Lightning latest (no floor declared)
+    """  # noqa: E501
+    parts = []
+    for framework, title in TITLES.items():
+        floor = getattr(floors, framework)
+        if floor is None:
+            parts.append(f"{title} latest (no floor declared)")
+        else:
+            parts.append(f"{title} {floor} (from {floors.sources[framework]})")
+    line = "target " + ", ".join(parts)
+    if floors.problems:
+        count = len(floors.problems)
+        line += f"; {count} declaration{'s' if count != 1 else ''} not read"
+    return line
+
+
+def choose_target(
+    framework: str,
+    command_line: str | None,
+    config: str | None,
+    floors: DeclaredFloors,
+) -> tuple[str | None, str]:
+    """The target release of ``framework`` for a run, and where it came from.
+
+    An explicit ``--target-<framework>`` wins, then ``target-<framework>`` in
+    ``[tool.fsdp-compat]``, then the declared floor; without any of these the target is
+    None (the current release).
+
+    Args:
+        framework: ``"torch"`` or ``"lightning"``.
+        command_line: The ``--target-...`` value, if given.
+        config: The ``[tool.fsdp-compat]`` value, if given.
+        floors: The project's declared floors.
+
+    Returns:
+        ``(target, origin)``: the release as a string (or None) and a phrase for the
+        summary.
+
+    Raises:
+        ValueError: For a framework other than ``"torch"`` and ``"lightning"``.
+
+    Example:
+        >>> from packaging.version import Version
+        >>> floors = DeclaredFloors(torch=Version("1.12"), sources={"torch": "setup.cfg"})
+        >>> choose_target("torch", None, None, floors)
+        ('1.12', 'setup.cfg')
+        >>> choose_target("torch", "2.2", None, floors)
+        ('2.2', '--target-torch')
+    """
+    if framework not in TITLES:
+        raise ValueError(f"unknown framework {framework!r}; known: {', '.join(TITLES)}")
+    if command_line:
+        return command_line, f"--target-{framework}"
+    if config:
+        return config, f"[tool.fsdp-compat] target-{framework}"
+    floor = getattr(floors, framework)
+    if floor is not None:
+        return str(floor), floors.sources[framework]
+    return None, "default: the current release"
