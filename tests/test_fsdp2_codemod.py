@@ -359,7 +359,7 @@ def test_a_call_left_for_a_human_lists_everything_in_the_way():
         ("isinstance(model, FSDP) or FSDP", "`FSDP` at line 6 is FSDP1 only"),
         ("isinstance(model, klass=FSDP)", "`FSDP` at line 6 is FSDP1 only"),
         (
-            "if torch_version >= (2, 0):\n    assert isinstance(model, FSDP)",
+            "if torch_version < (2, 0):\n    assert isinstance(model, FSDP)",
             "`FSDP` at line 7 is FSDP1 only",
         ),
         ("FSDP.clip_grad_norm_(model, 1.0)", "`FSDP` at line 6 is FSDP1 only"),
@@ -561,11 +561,11 @@ def test_the_guide_shows_the_rules_own_mapping():
     assert mapping_table() in guide
 
 
-def test_a_use_in_a_version_gated_branch_keeps_the_file_fsdp1():
+def test_a_use_in_a_version_gates_older_branch_keeps_the_file_fsdp1():
     new, findings = _migrate(
         """\
         model = FSDP(model, auto_wrap_policy={Block})
-        if torch.__version__ >= "2.0":
+        if torch.__version__ < "2.0":
             norm = model.clip_grad_norm_(1.0)
         """
     )
@@ -573,6 +573,19 @@ def test_a_use_in_a_version_gated_branch_keeps_the_file_fsdp1():
     assert findings[0].withheld == (
         "fix withheld: `model.clip_grad_norm_` at line 7: exists only on FSDP1 models"
     )
+
+
+def test_a_use_in_a_version_gates_newer_branch_is_converted_like_any_code():
+    """The branch for the newer release is current code (issue 32): converted with the call."""
+    new, _ = _migrate(
+        """\
+        model = FSDP(model, auto_wrap_policy={Block})
+        if torch.__version__ >= "2.0":
+            norm = model.clip_grad_norm_(1.0)
+        """
+    )
+    assert new is not None
+    assert 'if torch.__version__ >= "2.0":\n    norm = torch.nn.utils.clip_grad_norm_(' in new
 
 
 _LOOP = (

@@ -14,7 +14,7 @@ rule's module (``ast_call``, ``ast_partial``, ``ast_function``, ``ast_class_def`
 either way (``tests/test_astdetect.py`` proves it on every fixture and rule example).
 
 Code in a ``try: ... except ImportError:`` block or a version-gated ``if`` is not
-reported (:func:`codemods.syntax.gates.is_ast_fallback`), ``# noqa`` silences as it does
+reported (:func:`codemods.syntax.gates.ast_fallback_regions`), ``# noqa`` silences as it does
 for the engine.
 """
 

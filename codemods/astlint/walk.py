@@ -2,7 +2,7 @@
 
 One walk collects the uses and imports of old names, the calls, definitions and
 classes (each with whether it sits in a fallback block, see
-:func:`codemods.syntax.gates.is_ast_fallback`), in the order the engine meets them (calls and
+:func:`codemods.syntax.gates.ast_fallback_regions`), in the order the engine meets them (calls and
 classes as it leaves them). The plan (:mod:`codemods.rules.plan`'s rules: which renames are
 certain about every use) is settled from those, then each is reported and each
 behaviour's ``ast`` half is called.
@@ -23,7 +23,7 @@ from codemods.rules.index import INDEX, fix_for
 from codemods.rules.plan import Planner, new_name
 from codemods.screen.prefilter import rule_filter
 from codemods.syntax.ast_nodes import tree_index
-from codemods.syntax.gates import is_ast_fallback
+from codemods.syntax.gates import ast_fallback_regions
 
 
 def hook(behaviour: Behaviour, name: str) -> Callable[..., Any]:
@@ -127,10 +127,12 @@ class Walk:
             return
         if self.definitions and kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda):
             self.events.append(("function", node, fallback))
+        regions: set[int] = set()
         if kind is ast.Try or kind is ast.If:
-            fallback = fallback or is_ast_fallback(node, self.d.segment)
+            regions = {id(r) for r in ast_fallback_regions(node, self.d.segment)}
+            fallback = fallback or id(node) in regions
         for child in self.below[id(node)]:
-            self._visit(child, fallback)
+            self._visit(child, fallback or id(child) in regions)
         if kind is ast.Call:
             self.events.append(("call", node, fallback))
         elif kind is ast.ClassDef:

@@ -37,7 +37,7 @@ from codemods.rules.index import INDEX, fix_for
 from codemods.rules.plan import Plan, Planner
 from codemods.screen.noqa import Suppressions
 from codemods.settings import Settings
-from codemods.syntax.gates import is_fallback
+from codemods.syntax.gates import fallback_regions, is_fallback
 from codemods.syntax.lazy_libcst import cst
 from codemods.syntax.spans import Lines, Spans
 
@@ -72,6 +72,7 @@ class Engine(Lookups, ColdStatements, ImportMoves, cst.CSTTransformer):
         self.renames: dict[str, str] = {}  # old qualified name -> new, where this run renames
         self._plan = Plan()
         self._fallback_depth = 0
+        self._older: set[int] = set()  # the older branches of the version gates met
         self._name_renames: dict[int, str] = {}  # id of a Name node -> its new value
         self._moved_in: set[tuple[str, str, str | None]] = set()  # imports moved in place
         # id of an annotation in quotes -> (old name, new name)
@@ -205,19 +206,34 @@ class Engine(Lookups, ColdStatements, ImportMoves, cst.CSTTransformer):
             behaviour.module(self, node)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        self._fallback_depth += is_fallback(node)
+        self._fallback_depth += self._starts_fallback(node)
         if self.cold(node):
             self._passed.add(id(node))
             return False
         return super().on_visit(node)
 
+    def _starts_fallback(self, node: cst.CSTNode) -> bool:
+        """Whether code in ``node`` is left alone (a fallback, a gate's older branch).
+
+        A version gate that says which branch is newer leaves only the other alone: its
+        older branch is noted here, and counted when the visit enters it.
+        """
+        regions = fallback_regions(node)
+        if regions and regions[0] is not node:
+            self._older.update(id(region) for region in regions)
+        return bool(regions) and regions[0] is node or id(node) in self._older
+
+    def _ends_fallback(self, node: cst.CSTNode) -> bool:
+        """:meth:`_starts_fallback` as the visit leaves ``node``."""
+        return id(node) in self._older or is_fallback(node)
+
     def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> Any:
         if self._passed and id(original_node) in self._passed:
             self._passed.discard(id(original_node))
-            self._fallback_depth -= is_fallback(original_node)
+            self._fallback_depth -= self._ends_fallback(original_node)
             return updated_node
         result = super().on_leave(original_node, updated_node)
-        self._fallback_depth -= is_fallback(original_node)
+        self._fallback_depth -= self._ends_fallback(original_node)
         if self._replacements:
             new = self._replacements.pop(id(original_node), result)
             result = new(result) if callable(new) else new

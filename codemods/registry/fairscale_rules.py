@@ -78,6 +78,14 @@ RULES = (
                 "from fairscale.nn import FullyShardedDataParallel as FSDP\n"
                 "model = FSDP(model, bucket_cap_mb=50, verbose=True)\n"
             ),
+            # FairScale as an optional dependency (no other implementation): current code,
+            # reported; the name is rebound, so its rename is left for a human
+            Example.reported_only(
+                "try:\n"
+                "    from fairscale.nn import FullyShardedDataParallel\n"
+                "except ImportError:\n"
+                "    FullyShardedDataParallel = None\n"
+            ),
         ),
         untouched=(
             (
@@ -90,10 +98,11 @@ RULES = (
                 "model = FSDP(model, sharding_strategy=ShardingStrategy.SHARD_GRAD_OP)\n"
             ),
             (
+                # a fallback between two real implementations: left alone
                 "try:\n"
                 "    from fairscale.nn import FullyShardedDataParallel\n"
                 "except ImportError:\n"
-                "    FullyShardedDataParallel = None\n"
+                "    from torch.distributed.fsdp import FullyShardedDataParallel\n"
             ),
         ),
     ),

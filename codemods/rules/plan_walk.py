@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 
 from codemods.registry import Rule
 from codemods.syntax.cst_tree import child_nodes
-from codemods.syntax.gates import is_fallback
+from codemods.syntax.gates import fallback_regions
 from codemods.syntax.lazy_libcst import cst
 
 
@@ -56,8 +56,11 @@ class Collector:
         stack: list[tuple[cst.CSTNode, int]] = [(module, 0)]
         while stack:
             node, fallback = stack.pop()
-            # Inside how many fallback blocks (import fallbacks, version gates) it is.
-            fallback += is_fallback(node)
+            # Inside how many fallback blocks (import fallbacks, version gates' older
+            # branches) it is.
+            regions = fallback_regions(node)
+            if regions and regions[0] is node:
+                fallback, regions = fallback + 1, ()
             self._fallback = fallback
             if self.cold(node):  # a statement with no old name in it
                 continue
@@ -67,7 +70,7 @@ class Collector:
             elif kind not in expressions or self._visit(node):
                 for child in child_nodes(node):
                     parents[child] = node
-                    stack.append((child, fallback))
+                    stack.append((child, fallback + any(r is child for r in regions)))
 
     def _visit_import(self, node: cst.Import | cst.ImportFrom) -> None:
         # Not entered: names in an import are not uses.

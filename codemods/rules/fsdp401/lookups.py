@@ -13,7 +13,7 @@ from typing import Any
 from codemods.registry.names import TORCH_FSDP_CLASSES
 from codemods.rules.api import Engine
 from codemods.syntax.cst_nodes import find_all, keyword
-from codemods.syntax.gates import is_fallback
+from codemods.syntax.gates import fallback_regions, is_fallback
 from codemods.syntax.lazy_libcst import cst
 
 #: The builtin whose class argument FSDP2 spells ``FSDPModule``.
@@ -42,11 +42,14 @@ def fsdp1_reference(engine: Engine, node: cst.CSTNode) -> bool:
 
 
 def gated(engine: Engine, node: cst.CSTNode | None) -> bool:
-    """Whether ``node`` is in an import fallback or a version-gated branch."""
+    """Whether ``node`` is in an import fallback or a version gate's older branch."""
     while node is not None:
-        if is_fallback(node):
+        parent = engine.parent(node)
+        if is_fallback(node) or (
+            parent is not None and any(region is node for region in fallback_regions(parent))
+        ):
             return True
-        node = engine.parent(node)
+        node = parent
     return False
 
 
