@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import warnings
 
 import pytest
@@ -21,12 +20,15 @@ if not current().fsdp2:
     pytest.skip("this torch has no FSDP2", allow_module_level=True)
 
 from torch.distributed.fsdp import CPUOffload, MixedPrecision, ShardingStrategy  # noqa: E402
+from torch.distributed.fsdp.wrap import ModuleWrapPolicy  # noqa: E402
 
-from compat import FSDPDeprecationWarning  # noqa: E402
 from compat.fsdp2 import fsdp2_module, translate_fsdp1_arguments  # noqa: E402
-from tests import distributed  # noqa: E402
-from tests.equivalence import warning_codes  # noqa: E402
-from tests.models import Block, Head, batch, is_block, legacy_policy, make_model  # noqa: E402
+from tests.models import Block, Head, make_model  # noqa: E402
+
+#: The bridge's meshes and runs need torch.distributed.fsdp.fully_shard (2.6), on CPU 2.7.
+needs_bridge = pytest.mark.skipif(
+    not current().fsdp2_on_cpu, reason="the bridge on CPU ranks needs torch >= 2.7"
+)
 
 
 def _translate(**kwargs):
@@ -51,9 +53,37 @@ def test_sharding_strategy_becomes_reshard_after_forward(strategy, reshard):
     assert out == {"reshard_after_forward": reshard} and not caught
 
 
-def test_no_shard_has_no_fsdp2_equivalent():
-    with pytest.raises(ValueError, match="NO_SHARD has no FSDP2 equivalent"):
-        translate_fsdp1_arguments(sharding_strategy=ShardingStrategy.NO_SHARD)
+@pytest.fixture
+def one_rank():
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    yield
+    dist.destroy_process_group()
+
+
+@needs_bridge
+def test_no_shard_replicates_on_a_world_by_one_mesh(one_rank):
+    # It used to raise: NO_SHARD is fully_shard over (replicate=world, shard=1).
+    out, caught = _translate(sharding_strategy=ShardingStrategy.NO_SHARD)
+    mesh = out["mesh"]
+    assert (mesh.mesh_dim_names, tuple(mesh.shape)) == (("replicate", "shard"), (1, 1))
+    assert out["reshard_after_forward"] is False and not caught
+
+
+@needs_bridge
+def test_hybrid_shard_sizes_shard_groups_by_device_count_not_local_world_size(
+    one_rank, monkeypatch
+):
+    # FSDP1 shards within torch.<device>.device_count() ranks (1 on CPU); LOCAL_WORLD_SIZE
+    # (which the helper used to read) says nothing to FSDP1.
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
+    out, _ = _translate(
+        sharding_strategy=ShardingStrategy.HYBRID_SHARD, device_id=torch.device("cpu")
+    )
+    mesh = out["mesh"]
+    assert (mesh.mesh_dim_names, tuple(mesh.shape)) == (("replicate", "shard"), (1, 1))
+    assert out["reshard_after_forward"] is True
 
 
 def test_cpu_offload_becomes_an_offload_policy():
@@ -63,31 +93,65 @@ def test_cpu_offload_becomes_an_offload_policy():
     assert "offload_policy" not in out
 
 
-def test_mixed_precision_becomes_a_policy():
+def test_mixed_precision_becomes_a_policy_that_casts_the_roots_inputs():
+    # FSDP1's MixedPrecision has cast_forward_inputs=False, but its root casts its inputs
+    # (cast_root_forward_inputs=True): the root's policy must cast, or an fp32 input to a
+    # bf16 model fails. (The helper used to pass cast_forward_inputs=False through.)
     precision = MixedPrecision(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
     out, caught = _translate(mixed_precision=precision)
     policy = out["mp_policy"]
     assert (policy.param_dtype, policy.reduce_dtype) == (torch.bfloat16, torch.float32)
-    assert not caught
-    _, caught = _translate(mixed_precision=MixedPrecision(buffer_dtype=torch.float16))
-    assert warning_codes(caught) == {"FSDP401"} and "buffer_dtype" in str(caught[0].message)
+    assert policy.cast_forward_inputs is True and not caught
+
+
+@needs_bridge
+def test_an_fp32_input_to_a_bf16_model_runs_as_under_fsdp1(one_rank):
+    from torch.distributed.fsdp import FullyShardedDataParallel
+
+    from compat.fsdp2 import fully_shard_like_fsdp1
+
+    precision = MixedPrecision(param_dtype=torch.bfloat16)  # cast_forward_inputs=False
+    cpu = torch.device("cpu")
+    x = torch.randn(4, 8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fsdp1 = FullyShardedDataParallel(
+            make_model(),
+            auto_wrap_policy=ModuleWrapPolicy({Block}),
+            mixed_precision=precision,
+            device_id=cpu,
+        )
+    fsdp2 = fully_shard_like_fsdp1(
+        make_model(), auto_wrap_policy={Block}, mixed_precision=precision, device_id=cpu
+    )
+    torch.testing.assert_close(fsdp2(x), fsdp1(x), atol=0, rtol=0)
 
 
 @pytest.mark.parametrize(
-    "argument",
-    [
-        "backward_prefetch",
-        "forward_prefetch",
-        "sync_module_states",
-        "use_orig_params",
-        "limit_all_gathers",
-        "device_id",
-        "param_init_fn",
-    ],
+    "argument", ["backward_prefetch", "forward_prefetch", "use_orig_params", "limit_all_gathers"]
 )
-def test_arguments_without_fsdp2_meaning_warn_by_name(argument):
-    _, caught = _translate(**{argument: None})
-    assert warning_codes(caught) == {"FSDP401"} and f"`{argument}`" in str(caught[0].message)
+def test_arguments_that_change_no_numbers_are_accepted_silently(argument):
+    out, caught = _translate(**{argument: True})
+    assert out == {"reshard_after_forward": True} and not caught
+
+
+@pytest.mark.parametrize(
+    ("argument", "value"), [("sync_module_states", True), ("param_init_fn", lambda m: None)]
+)
+def test_steps_before_fully_shard_are_not_dropped(argument, value):
+    # The helper used to drop them with a warning; they are the bridge's to carry out.
+    with pytest.raises(
+        ValueError, match=f"{argument} is a step before fully_shard.*fully_shard_like_fsdp1"
+    ):
+        translate_fsdp1_arguments(**{argument: value})
+    out, _ = _translate(**{argument: None if argument == "param_init_fn" else False})
+    assert out == {"reshard_after_forward": True}
+
+
+@needs_bridge
+def test_device_id_sets_the_meshs_device_type(one_rank):
+    out, _ = _translate(device_id=torch.device("cpu"))
+    assert out["mesh"].device_type == "cpu" and out["mesh"].ndim == 1
 
 
 def test_unknown_argument_is_a_type_error():
@@ -105,135 +169,6 @@ def test_ignored_modules():
             translate_fsdp1_arguments(ignored_modules=[head])
 
 
-# Real runs: FSDP1 and fully_shard_by_policy on the same model, seed and data ----------------
-
-STEPS = 5
-
-
-def _policies():
-    from torch.distributed.fsdp.wrap import CustomPolicy, ModuleWrapPolicy
-
-    import compat.fsdp.wrap as cw
-
-    return {
-        "classes": {Block},
-        "module-wrap-policy": ModuleWrapPolicy({Block, Head}),
-        "custom-policy": CustomPolicy(is_block),
-        "size-based": cw.size_based_auto_wrap_policy(min_nonwrapped_numel=500),
-        "size-based-small": functools.partial(
-            cw.size_based_auto_wrap_policy, min_nonwrapped_numel=100
-        ),
-        "legacy-callable": legacy_policy,
-    }
-
-
-def _train(model, rank):
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    losses = []
-    for step in range(STEPS):
-        x, y = batch(rank, step)
-        loss = torch.nn.functional.mse_loss(model(x), y)
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
-        losses.append(loss.item())
-    return losses
-
-
-def _compare(rank: int, world_size: int) -> dict:
-    from torch.distributed.fsdp import FullyShardedDataParallel
-
-    from compat.checkpointing import apply_activation_checkpointing, clean_name
-    from compat.fsdp2 import fsdp2_unit_names, fully_shard_by_policy
-    from compat.policies import normalize_policy
-    from tests.equivalence import native_fsdp
-
-    results = {}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FSDPDeprecationWarning)  # the legacy callable's
-        for name, policy in _policies().items():
-            fsdp1 = native_fsdp(make_model(), auto_wrap_policy=normalize_policy(policy))
-            fsdp2 = fully_shard_by_policy(make_model(), policy)
-            results[name] = {
-                "fsdp1_units": sorted(
-                    clean_name(n)
-                    for n, m in fsdp1.named_modules()
-                    if isinstance(m, FullyShardedDataParallel)
-                ),
-                "fsdp2_units": sorted(fsdp2_unit_names(fsdp2)),
-                "fsdp1_losses": _train(fsdp1, rank),
-                "fsdp2_losses": _train(fsdp2, rank),
-            }
-        # One node of 2 ranks: HYBRID_SHARD is a (1 replicate x 2 shard) mesh, so it must
-        # train exactly like FULL_SHARD. (FSDP1's own HYBRID_SHARD is no reference on CPU:
-        # it sizes the node by CUDA devices, finds none and falls back to NO_SHARD.)
-        hybrid = fully_shard_by_policy(
-            make_model(), {Block}, sharding_strategy=ShardingStrategy.HYBRID_SHARD
-        )
-        results["hybrid"] = {
-            "mesh": dict(
-                zip(
-                    hybrid.embed.weight.device_mesh.mesh_dim_names,
-                    hybrid.embed.weight.device_mesh.shape,
-                )
-            ),
-            "losses": _train(hybrid, rank),
-        }
-        # Activation checkpointing on both sharded models.
-        fsdp1 = native_fsdp(make_model(), auto_wrap_policy=normalize_policy({Block}))
-        fsdp2 = fully_shard_by_policy(
-            make_model(), {Block}, sharding_strategy=ShardingStrategy.SHARD_GRAD_OP
-        )
-        results["checkpointed"] = {
-            "fsdp1": apply_activation_checkpointing(fsdp1, Block),
-            "fsdp2": apply_activation_checkpointing(fsdp2, Block),
-            "fsdp1_again": apply_activation_checkpointing(fsdp1, Block),
-            "fsdp1_losses": _train(fsdp1, rank),
-            "fsdp2_losses": _train(fsdp2, rank),
-        }
-    return results
-
-
-@pytest.fixture(scope="module")
-def runs():
-    if not current().fsdp2_on_cpu and not torch.cuda.is_available():
-        pytest.skip("this torch runs FSDP2 only on CUDA")
-    return distributed.run(_compare, backend=distributed.backend_for_tests(), timeout=400)
-
-
-@pytest.mark.distributed
-@pytest.mark.parametrize(
-    "policy",
-    [
-        "classes",
-        "module-wrap-policy",
-        "custom-policy",
-        "size-based",
-        "size-based-small",
-        "legacy-callable",
-    ],
-)
-def test_fully_shard_by_policy_matches_fsdp1(runs, policy):
-    if policy == "custom-policy" and not current().custom_policy:
-        pytest.skip("CustomPolicy needs torch >= 2.1")
-    for rank_result in runs:
-        result = rank_result[policy]
-        assert result["fsdp2_units"] == result["fsdp1_units"] and len(result["fsdp1_units"]) > 1
-        assert result["fsdp2_losses"] == pytest.approx(result["fsdp1_losses"], abs=1e-5)
-
-
-@pytest.mark.distributed
-def test_activation_checkpointing_on_fsdp1_and_fsdp2_models(runs):
-    for rank_result in runs:
-        result = rank_result["checkpointed"]
-        assert result["fsdp1"] == result["fsdp2"] == ["blocks.0", "blocks.1", "blocks.2"]
-        assert result["fsdp1_again"] == []
-        assert result["fsdp2_losses"] == pytest.approx(result["fsdp1_losses"], abs=1e-5)
-
-
-@pytest.mark.distributed
-def test_hybrid_shard_is_a_2d_mesh_training_like_full_shard_on_one_node(runs):
-    for rank_result in runs:
-        assert rank_result["hybrid"]["mesh"] == {"replicate": 1, "shard": 2}
-        expected = rank_result["classes"]["fsdp1_losses"]
-        assert rank_result["hybrid"]["losses"] == pytest.approx(expected, abs=1e-5)
+# The real runs of fully_shard_by_policy against FSDP1 (every policy form, activation
+# checkpointing) are in tests/test_fsdp2_bridge.py, inside its 2-rank spawn: the helper is
+# the bridge's policy-first spelling, and one spawn serves both.
