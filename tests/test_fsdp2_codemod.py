@@ -23,7 +23,15 @@ HEAD = (
 
 
 def _migrate(body: str, **settings) -> tuple[str | None, list]:
-    options = {"fix": True, "unsafe_fixes": True, "select": ("FSDP4",), **settings}
+    # The plain form and its recipes: the bridge is off here (tests/test_fsdp2_bridge_form.py
+    # covers a call that goes to compat's FSDP1 bridge instead).
+    options = {
+        "fix": True,
+        "unsafe_fixes": True,
+        "select": ("FSDP4",),
+        "fsdp2_bridge": False,
+        **settings,
+    }
     outcome = run((HEAD + textwrap.dedent(body)).encode(), Settings(**options))
     new = outcome.new_source.decode() if outcome.new_source is not None else None
     return new, outcome.findings

@@ -47,7 +47,10 @@ def test_fixture_lint_marks_what_migrate_fixes(name):
     fixture = FIXTURES[name]
     settings = fixture.settings
     migrated = run(fixture.source.encode(), settings).findings
-    linted = run(fixture.source.encode(), Settings(select=settings.select)).findings
+    linted = run(
+        fixture.source.encode(),
+        Settings(select=settings.select, fsdp2_bridge=settings.fsdp2_bridge),
+    ).findings
     assert [(f.line, f.col, f.code) for f in linted] == [(f.line, f.col, f.code) for f in migrated]
     fixable = [
         f.fixable

@@ -121,19 +121,52 @@ RULES = (
                     "mp_policy=mp_policy)\n"
                 ),
             ),
-            Example.reported_only(
-                _IMPORT + "from torch.distributed.fsdp import ShardingStrategy\n\n"
-                "model = FSDP(model, sharding_strategy=ShardingStrategy.HYBRID_SHARD)\n"
+            # No certain plain FSDP2 code (hybrid sharding needs the run's device count; a
+            # size policy names no classes): one call of compat's FSDP1 bridge, which does
+            # what FSDP1 does on FSDP2 at run time; the finding lists what is left by hand.
+            Example(
+                before=(
+                    _IMPORT + "from torch.distributed.fsdp import ShardingStrategy\n\n"
+                    "model = FSDP(model, sharding_strategy=ShardingStrategy.HYBRID_SHARD)\n"
+                ),
+                after=(
+                    "from torch.distributed.fsdp import ShardingStrategy\n"
+                    "from compat.fsdp2 import fully_shard_like_fsdp1\n\n"
+                    "model = fully_shard_like_fsdp1(model, "
+                    "sharding_strategy=ShardingStrategy.HYBRID_SHARD)\n"
+                ),
             ),
-            Example.reported_only(
-                _IMPORT + "from torch.distributed.fsdp.wrap import size_based_auto_wrap_policy\n\n"
-                "model = FSDP(model, auto_wrap_policy=size_based_auto_wrap_policy)\n"
+            Example(
+                before=(
+                    _IMPORT
+                    + "from torch.distributed.fsdp.wrap import size_based_auto_wrap_policy\n\n"
+                    "model = FSDP(model, auto_wrap_policy=size_based_auto_wrap_policy)\n"
+                ),
+                after=(
+                    "from torch.distributed.fsdp.wrap import size_based_auto_wrap_policy\n"
+                    "from compat.fsdp2 import fully_shard_like_fsdp1\n\n"
+                    "model = fully_shard_like_fsdp1("
+                    "model, auto_wrap_policy=size_based_auto_wrap_policy)\n"
+                ),
             ),
-            Example.reported_only(
-                # One call cannot be rewritten: the file stays FSDP1 as a whole.
-                _IMPORT + _WRAP + _MODEL + "\n"
-                "encoder = FSDP(encoder, auto_wrap_policy=ModuleWrapPolicy({Block}))\n"
-                "decoder = FSDP(decoder, sync_module_states=True)\n"
+            Example(
+                # One call has a plain FSDP2 form, the other goes to the bridge (with
+                # --no-fsdp2-bridge the file stays FSDP1 as a whole).
+                before=(
+                    _IMPORT + _WRAP + _MODEL + "\n"
+                    "encoder = FSDP(encoder, auto_wrap_policy=ModuleWrapPolicy({Block}))\n"
+                    "decoder = FSDP(decoder, sync_module_states=True)\n"
+                ),
+                after=(
+                    "from torch.distributed.fsdp import fully_shard\n" + _MODEL + ""
+                    "from compat.fsdp2 import fully_shard_like_fsdp1\n\n"
+                    "for submodule in reversed(list(encoder.modules())):  "
+                    "# descendants before ancestors\n"
+                    "    if isinstance(submodule, Block) and submodule is not encoder:\n"
+                    "        fully_shard(submodule)\n"
+                    "encoder = fully_shard(encoder)\n"
+                    "decoder = fully_shard_like_fsdp1(decoder, sync_module_states=True)\n"
+                ),
             ),
             Example(
                 before=(
@@ -228,14 +261,24 @@ RULES = (
                     "    model.set_requires_gradient_sync(True)\n"
                 ),
             ),
-            Example.reported_only(
+            Example(
                 # FSDP2's ignored parameters stay plain tensors beside DTensors: an
-                # optimizer over both fails in a foreach step, so a human decides.
-                _IMPORT + _WRAP + _MODEL + "\n"
-                "model = FSDP(\n"
-                "    model, auto_wrap_policy=ModuleWrapPolicy({Block}), "
-                "ignored_modules=[model.head]\n"
-                ")\n"
+                # optimizer over both fails in a foreach step, so the plain form is left
+                # to a human; the bridge keeps FSDP1's arguments and the finding says so.
+                before=(
+                    _IMPORT + _WRAP + _MODEL + "\n"
+                    "model = FSDP(\n"
+                    "    model, auto_wrap_policy=ModuleWrapPolicy({Block}), "
+                    "ignored_modules=[model.head]\n"
+                    ")\n"
+                ),
+                after=(
+                    _WRAP + _MODEL + "from compat.fsdp2 import fully_shard_like_fsdp1\n\n"
+                    "model = fully_shard_like_fsdp1(\n"
+                    "    model, auto_wrap_policy=ModuleWrapPolicy({Block}), "
+                    "ignored_modules=[model.head]\n"
+                    ")\n"
+                ),
             ),
             Example.reported_only(
                 # a no_sync context kept for later has no certain FSDP2 spelling

@@ -32,7 +32,7 @@ from typing import Any
 from codemods.registry import Rule
 from codemods.registry.names import COMPOSABLE_FSDP, TORCH_FSDP, TORCH_FSDP_CLASSES
 from codemods.rules.api import Behaviour, Detector, Engine
-from codemods.rules.fsdp401.decide import Conversion, Survey, survey
+from codemods.rules.fsdp401.decide import Bridged, Conversion, Survey, survey
 from codemods.rules.fsdp401.lookups import ISINSTANCE, fresh
 from codemods.rules.fsdp401.text import bound_first, statements_before
 from codemods.rules.layout import indentation, wrapped_call
@@ -75,6 +75,8 @@ class Fsdp401(Behaviour):
         if isinstance(conversion, str):
             engine.report(original, self.rule, fixable_here=False, detail=conversion)
             return updated
+        if isinstance(conversion, Bridged):
+            return _bridge(engine, self.rule, found, original, updated, conversion)
         notes = "; ".join(conversion.keywords.notes) or None
         withheld = f"fix withheld: {found.blocker}" if found.blocker else None
         if not engine.report(original, self.rule, detail=notes, withheld=withheld):
@@ -162,6 +164,37 @@ def _use_fsdp_module(engine: Engine, replaced: list[cst.CSTNode]) -> None:
     engine.need_import(home, "FSDPModule")
     for node in replaced:
         engine.forget(node)
+
+
+#: Where the FSDP1 bridge lives, and its name (:func:`compat.fsdp2.fully_shard_like_fsdp1`).
+BRIDGE_HOME, BRIDGE = "compat.fsdp2", "fully_shard_like_fsdp1"
+#: What a bridged call's finding says before its list of what is left to do by hand.
+BRIDGED = "on compat's FSDP1 bridge; to finish by hand"
+
+
+def _bridge(
+    engine: Engine,
+    rule: Rule,
+    found: Survey,
+    original: cst.Call,
+    updated: cst.Call,
+    bridged: Bridged,
+) -> cst.BaseExpression:
+    """The call as one call of the bridge, with the call's own arguments.
+
+    The finding lists what kept it from plain FSDP2 code, each with its recipe.
+    """
+    withheld = f"fix withheld: {found.blocker}" if found.blocker else None
+    detail = f"{BRIDGED}: {bridged.why}"
+    if not engine.report(original, rule, detail=detail, withheld=withheld):
+        return updated
+    engine.need_import(BRIDGE_HOME, BRIDGE)
+    engine.forget(original.func)
+    for use in found.uses.get(id(original), ()):
+        engine.replace(use.call, use.replacement())
+        for module, name in use.imports:
+            engine.need_import(module, name)
+    return updated.with_changes(func=cst.Name(BRIDGE))
 
 
 def _module_listing(

@@ -83,6 +83,22 @@ class Conversion:
     keywords: Keywords
 
 
+@dataclass(frozen=True)
+class Bridged:
+    """A wrapper call that becomes one call of ``compat``'s FSDP1 bridge.
+
+    Its arguments stay as they are: the bridge takes FSDP1's own and applies FSDP1's
+    semantics on FSDP2 at run time (:func:`compat.fsdp2.fully_shard_like_fsdp1`).
+
+    Attributes:
+        call: The original wrapper call.
+        why: What kept it from plain FSDP2 code, each with the recipe to finish by hand.
+    """
+
+    call: cst.Call
+    why: str
+
+
 @dataclass
 class Survey:
     """Every FSDP1 wrapper call of a file, and why the file must stay FSDP1 (if it must).
@@ -98,7 +114,7 @@ class Survey:
             ``fully_shard``-ed module takes on.
     """
 
-    conversions: dict[int, Conversion | str]
+    conversions: dict[int, Conversion | Bridged | str]
     uses: dict[int, list[Use]]
     blocker: str | None
     class_checks: frozenset[int] = frozenset()
@@ -107,7 +123,7 @@ class Survey:
     def converts(self) -> bool:
         """Whether the file is converted (in a run that applies the family's fixes)."""
         return self.blocker is None and any(
-            isinstance(c, Conversion) for c in self.conversions.values()
+            isinstance(c, (Conversion, Bridged)) for c in self.conversions.values()
         )
 
 
@@ -201,6 +217,35 @@ def _use_of(
     return None if use is None else (max(before)[1], use)
 
 
+def bridges(engine: Engine) -> bool:
+    """Whether a call with no certain FSDP2 translation goes to ``compat``'s bridge.
+
+    The setting allows it (``--no-fsdp2-bridge`` does not) and the target torch has
+    FSDP2's public home, which the bridge runs on (2.6).
+    """
+    return engine.settings.fsdp2_bridge and engine.target_at_least("2.6")
+
+
+def _bridged_names(engine: Engine, call: cst.Call) -> list[str]:
+    """The names that hold the bridged model after ``call``: its result's, its module's.
+
+    The bridge shards the module it is given in place and returns it, as ``fully_shard``
+    does, so a dotted first argument is the sharded model afterwards too.
+    """
+    code = engine.module.code_for_node
+    names = []
+    parent = engine.parent(call)
+    if isinstance(parent, cst.Assign) and parent.value is call:
+        names += [code(t.target) for t in parent.targets if dotted(t.target)]
+    elif isinstance(parent, cst.AnnAssign) and parent.value is call and dotted(parent.target):
+        names.append(code(parent.target))
+    first = call.args[0] if call.args else None
+    if first is not None and keyword(first) in (None, "module") and not first.star:
+        if dotted(first.value):
+            names.append(code(first.value))
+    return names
+
+
 def survey(engine: Engine, rule_code: str) -> Survey:
     """Each FSDP1 wrapper call of the module: its conversion, or why it has none."""
     module = engine.module
@@ -209,7 +254,7 @@ def survey(engine: Engine, rule_code: str) -> Survey:
         for n in find_all(module, lambda n: isinstance(n, cst.Call))
         if fsdp1_reference(engine, n.func)
     ]
-    conversions: dict[int, Conversion | str] = {}
+    conversions: dict[int, Conversion | Bridged | str] = {}
     uses: dict[int, list[Use]] = {}
     blockers = []
     wrapped = set()
@@ -224,6 +269,15 @@ def survey(engine: Engine, rule_code: str) -> Survey:
         try:
             conversion = _convert(engine, call)
         except Untranslatable as why:
+            if bridges(engine):
+                conversions[id(call)] = Bridged(call, str(why))
+                site = (engine.scope(call), line_of(engine, call), in_loop(engine, call))
+                for name in _bridged_names(engine, call):
+                    wrapped.add(name)
+                    sites.setdefault(name, []).append(site)
+                    key = (id(engine.scope(call)), name)
+                    bound.setdefault(key, []).append((line_of(engine, call), id(call)))
+                continue
             conversions[id(call)] = str(why)
             blockers.append(f"the FSDP1 call at line {line_of(engine, call)} stays: {why}")
             continue
