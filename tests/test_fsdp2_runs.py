@@ -12,6 +12,7 @@ Two parts, each one spawn of 2 gloo ranks (NCCL where GPUs are):
 
 from __future__ import annotations
 
+import dataclasses
 import types
 from pathlib import Path
 
@@ -271,11 +272,21 @@ def test_fsdp1s_clip_grad_norm_in_another_function_keeps_the_file_fsdp1():
 
 
 def test_ignored_modules_keep_the_file_fsdp1_with_the_recipe():
+    """Plain code only (no bridge): the call stays FSDP1 and its finding has the recipe."""
     source = (FIXTURES / "ignored_modules.py").read_bytes()
-    outcome = run(source, SETTINGS)
+    outcome = run(source, dataclasses.replace(SETTINGS, fsdp2_bridge=False))
     assert outcome.new_source is None
     (finding,) = outcome.findings
     assert not finding.fixed and "foreach=False" in finding.message
+
+
+def test_ignored_modules_go_to_the_bridge_with_the_recipe():
+    """With the bridge, the call keeps its arguments on compat's FSDP1 bridge."""
+    source = (FIXTURES / "ignored_modules.py").read_bytes()
+    outcome = run(source, SETTINGS)
+    assert b"fully_shard_like_fsdp1(" in outcome.new_source
+    (finding,) = outcome.findings
+    assert finding.fixed and "foreach=False" in finding.message
 
 
 def _foreach_steps(rank: int, world_size: int) -> dict:
