@@ -51,8 +51,9 @@ def finding_line(
         >>> finding_line("a.py", finding, Settings())
         'a.py:3:5: FSDP101 [*] renamed'
     """
-    marker = settings is not None and not finding.fixed
-    marker = marker and fix_marker(Located(path, finding), settings)
+    # A finding fixed in a file that could not be written is still there, and --fix
+    # still fixes it: it keeps its marker.
+    marker = settings is not None and fix_marker(Located(path, finding), settings)
     hint = ""
     too_old = target_too_old(finding, target or settings)
     if finding.withheld:
