@@ -65,14 +65,30 @@ def _bound_name(engine: Engine, node: cst.FunctionDef | cst.Lambda) -> cst.Name 
 
 
 def _references(engine: Engine, name: cst.Name) -> list[cst.CSTNode] | None:
-    """Every use of the binding ``name`` makes; None where that is not certain."""
+    """Every use of the binding ``name`` makes; None where that is not certain.
+
+    A name bound more than once (``policy = mine`` on one branch of an ``if``, a torch
+    policy on the others) is followed where every binding is such an assignment: each
+    use then reads one of those values, so where every use reaches torch, so does this
+    one. Another kind of binding (an import, a parameter, a loop) stops it.
+    """
     scope = engine.scope(name)
     if scope is None:
         return None
     assignments = [a for a in scope.assignments[name.value] if getattr(a, "node", None)]
-    if len(assignments) != 1:
-        return None  # rebound: its uses may mean something else
-    return [access.node for access in assignments[0].references]
+    if len(assignments) == 1:
+        return [access.node for access in assignments[0].references]
+    if not all(_plain_assignment(engine, a.node) for a in assignments):
+        return None  # rebound otherwise: its uses may mean something else
+    uses = {id(access.node): access.node for a in assignments for access in a.references}
+    return list(uses.values())
+
+
+def _plain_assignment(engine: Engine, node: cst.CSTNode) -> bool:
+    """Whether ``node`` is the one target of ``name = value``."""
+    target = engine.parent(node)
+    statement = engine.parent(target) if isinstance(target, cst.AssignTarget) else None
+    return isinstance(statement, cst.Assign) and len(statement.targets) == 1
 
 
 def destinations(engine: Engine, value: cst.CSTNode, rule: Rule, depth: int = 0) -> list[tuple]:
@@ -184,8 +200,22 @@ def _ast_bound_name(detector: Detector, node: ast.AST, parent: ast.AST | None) -
 
 
 def _ast_references(detector: Detector, scope: Any, name: str) -> list[ast.AST] | None:
-    if scope is None or scope.count.get(name, 0) != 1:
-        return None  # rebound: its uses may mean something else
+    """The ``ast`` half of :func:`_references`."""
+    if scope is None or name in scope.imports:
+        return None
+    count = scope.count.get(name, 0)
+    if count != 1:
+        plain = [
+            node
+            for node in detector.nodes(ast.Name)
+            if node.id == name  # type: ignore[attr-defined]
+            and type(node.ctx) is ast.Store  # type: ignore[attr-defined]
+            and detector.scope(node) is scope
+            and type(parent := detector.parent(node)) is ast.Assign
+            and parent.targets == [node]  # type: ignore[attr-defined]
+        ]
+        if len(plain) != count:
+            return None  # rebound otherwise: its uses may mean something else
     return detector.names.references(scope, name)
 
 
