@@ -76,9 +76,11 @@ class TrainerOnCPU:
     adapt_arguments: Callable[[dict[str, Any]], dict[str, Any]] = staticmethod(dict)
 
     def _setup_model(self, model: torch.nn.Module) -> torch.nn.Module:
-        model = _prewrap_on_cpu(self, model, self.kwargs)
-        with _policy_set_aside(self.kwargs):
+        wrapped = _prewrap_on_cpu(self, model, self.kwargs)
+        if wrapped is model:  # on a GPU: Lightning wraps, with the policy
             return super()._setup_model(model)
+        with _policy_set_aside(self.kwargs):
+            return super()._setup_model(wrapped)
 
     @contextlib.contextmanager
     def model_sharded_context(self) -> Iterator[None]:
@@ -98,9 +100,11 @@ class FabricOnCPU:
 
     def setup_module(self, module: torch.nn.Module) -> torch.nn.Module:
         """Wrap ``module`` with ``device_id=cpu`` on CPU, then let Fabric finish its setup."""
-        module = _prewrap_on_cpu(self, module, self._fsdp_kwargs)
-        with _policy_set_aside(self._fsdp_kwargs):
+        wrapped = _prewrap_on_cpu(self, module, self._fsdp_kwargs)
+        if wrapped is module:  # on a GPU: Fabric wraps, with the policy
             return super().setup_module(module)
+        with _policy_set_aside(self._fsdp_kwargs):
+            return super().setup_module(wrapped)
 
     def module_sharded_context(self):
         """Fabric's context, or on CPU torch's ``enable_wrap`` with ``device_id=cpu``."""
