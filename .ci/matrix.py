@@ -59,6 +59,8 @@ class Run:
     skipped: int = 0
     distributed_run: int = 0
     distributed_skipped: int = 0
+    #: Tests that ran ranks on each backend (tests/conftest.py records it per test).
+    backends: collections.Counter = field(default_factory=collections.Counter)
     skips: collections.Counter = field(default_factory=collections.Counter)
     failures: list[str] = field(default_factory=list)
     by_file: dict[str, collections.Counter] = field(default_factory=dict)
@@ -107,6 +109,12 @@ def read(path: Path) -> Run:
     )
     for case in suite.iter("testcase"):
         markers = {p.get("value") for p in case.iter("property") if p.get("name") == "markers"}
+        used = {
+            part.split(":")[0]
+            for p in case.iter("property")
+            if p.get("name") == "backend"
+            for part in (p.get("value") or "").split(",")
+        }
         names = {name for m in markers if m for name in m.split(",")}
         # A GPU test skipped on a CPU run belongs to the GPU leg, not to this row's count.
         distributed = "distributed" in names and (run.gpu or "gpu" not in names)
@@ -116,6 +124,8 @@ def read(path: Path) -> Run:
         # test), not junit's "file", which is where a shared test function is written.
         where = file_of(case.get("classname") or case.get("name") or "")
         counts = run.by_file.setdefault(where, collections.Counter())
+        if not any(child.tag == "skipped" for child in outcome):
+            run.backends.update(used)
         if any(child.tag in ("failure", "error") for child in outcome):
             run.failed += 1
             run.failures.append(name)
@@ -158,6 +168,9 @@ def _notes(runs: list[Run], label: str = "") -> list[str]:
     lines = []
     for run in runs:
         lines += [f"### torch {run.torch}, {run.device}{label}", ""]
+        if run.backends:
+            on = ", ".join(f"{run.backends[b]} on {b}" for b in sorted(run.backends))
+            lines += [f"Tests whose ranks ran: {on}.", ""]
         if not run.skips and not run.failures:
             lines.append("Nothing skipped, nothing failed.")
         for reason, count in sorted(run.skips.items(), key=lambda kv: (-kv[1], kv[0])):
@@ -215,7 +228,10 @@ def render(runs: list[Run], focused: list[Run] | None = None) -> str:
         "tests run where FSDP1 runs on CPU (torch 2.2+), FSDP2 ones where FSDP2 does "
         "(2.7+); GPU tests (marker `gpu`, NCCL, one rank per GPU) where CUDA is present. "
         "*distributed* counts the multi-process tests that ran (real process groups) and "
-        "those skipped (on a CPU row, not counting the GPU tests).",
+        "those skipped (on a CPU row, not counting the GPU tests). A GPU row is the whole "
+        "suite on a lent GPU machine (`.ci/gpu.sh`, added with `--add`): there each "
+        "multi-process test runs on NCCL where the machine has a GPU for each of its ranks "
+        "and on gloo (CPU) otherwise, and its notes count the tests by backend.",
         "",
         *_HEADER,
         *_rows(runs),
@@ -281,12 +297,39 @@ def matrix_envs() -> list[str]:
     return [env.strip() for env in match.group(1).split(",")] if match else []
 
 
+def summary(run: Run) -> str:
+    """A few lines on one junit file: the GPU leg prints it after its run.
+
+    Example:
+        >>> print(summary(Run("2.11.0", "cpu", "3.12", "", passed=3, distributed_run=1)))
+        torch 2.11.0 on cpu (python 3.12): 3 passed, 0 failed, 0 skipped
+        multi-process tests: 1 ran, 0 skipped (100%)
+    """
+    total = run.distributed_run + run.distributed_skipped
+    share = f" ({100 * run.distributed_run / total:.0f}%)" if total else ""
+    lines = [
+        f"torch {run.torch} on {run.device} (python {run.python}): {run.passed} passed, "
+        f"{run.failed} failed, {run.skipped} skipped",
+        f"multi-process tests: {run.distributed_run} ran, {run.distributed_skipped} skipped"
+        + share,
+    ]
+    if run.backends:
+        lines.append(
+            "tests whose ranks ran on: "
+            + ", ".join(f"{b} {run.backends[b]}" for b in sorted(run.backends))
+        )
+    lines += [f"skipped {n}: {reason}" for reason, n in run.skips.most_common()]
+    lines += [f"FAILED {name}" for name in run.failures]
+    return "\n".join(lines)
+
+
 def main(argv: list[str]) -> int:
     """Run the command line."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("envs", nargs="*", help="tox environments (default: the matrix label)")
     parser.add_argument("--add", nargs="*", type=Path, default=[], help="junit files to add")
     parser.add_argument("--render", action="store_true", help="only rebuild the page")
+    parser.add_argument("--summary", type=Path, help="print a junit file's counts; nothing else")
     parser.add_argument(
         "--focused",
         action="store_true",
@@ -302,6 +345,10 @@ def main(argv: list[str]) -> int:
         help="tox's work directory (passed to tox as --workdir; default: .tox)",
     )
     args = parser.parse_args(argv)
+    if args.summary:
+        run = read(args.summary)
+        print(summary(run))
+        return 1 if run.failed else 0
     workdir = args.workdir.resolve() if args.workdir else None
     results = FOCUSED if args.focused else RESULTS
     tests = FOCUSED_TESTS if args.focused else ()

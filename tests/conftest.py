@@ -1,7 +1,8 @@
 """Shared fixtures: a clean slate for compat's warnings, and what the matrix records.
 
 Each run records its environment (torch, Python, device) as junit test-suite
-properties and each test's markers as test-case properties, so that
+properties (from pytest-xdist's controller when the run is parallel) and each test's
+markers as test-case properties, so that
 ``.ci/matrix.py`` builds ``docs/matrix.md`` from the junit output alone. Tests marked
 ``gpu`` are skipped where CUDA is absent.
 """
@@ -11,6 +12,8 @@ from __future__ import annotations
 import platform
 
 import pytest
+
+from tests import xdist_plan
 
 
 def _cuda_devices() -> int:
@@ -24,6 +27,7 @@ def _cuda_devices() -> int:
 _RECORDED_MARKERS = {"distributed", "gpu", "slow"}
 
 
+@pytest.hookimpl(trylast=True)  # on the tests that will run, once deselection is done
 def pytest_collection_modifyitems(config, items):
     # Recorded here, not in a fixture: a test skipped by a mark never runs its fixtures,
     # and the matrix counts the distributed tests each release skips.
@@ -31,6 +35,7 @@ def pytest_collection_modifyitems(config, items):
         markers = sorted({m.name for m in item.iter_markers()} & _RECORDED_MARKERS)
         if markers:
             item.user_properties.append(("markers", ",".join(markers)))
+    xdist_plan.record(config, items)
     if _cuda_devices():
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU")
@@ -39,17 +44,75 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _record_environment(record_testsuite_property):
+# pytest-xdist: how the tests are handed out to the workers (tests/xdist_plan.py).
+
+
+def pytest_configure(config):
+    xdist_plan.start(config)
+
+
+def pytest_unconfigure(config):
+    xdist_plan.finish(config)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    xdist_plan.tell(node)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    return xdist_plan.scheduler(config, log)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session):
+    # The environment goes into the junit file from the process that writes it: the only
+    # one in a plain run, pytest-xdist's controller in a parallel one (its workers write
+    # no junit file, so ``record_testsuite_property`` there records nothing).
+    from _pytest.junitxml import xml_key
+
+    xml = session.config.stash.get(xml_key, None)
+    if xml is None:
+        return
     try:
         import torch
     except ImportError:
         torch = None
-    record_testsuite_property("python", platform.python_version())
-    record_testsuite_property("torch", torch.__version__ if torch else "none")
+    xml.add_global_property("python", platform.python_version())
+    xml.add_global_property("torch", torch.__version__ if torch else "none")
     gpus = _cuda_devices()
     device = f"cuda:{gpus}x {torch.cuda.get_device_name(0)}" if gpus else "cpu"
-    record_testsuite_property("device", device)
+    xml.add_global_property("device", device)
+
+
+_BACKENDS_BY_MODULE: dict[str, set[tuple[str, str]]] = {}
+
+
+@pytest.fixture(autouse=True)
+def _record_backends(request):
+    """Record on the test's junit entry the backends and devices its ranks ran on.
+
+    The runs made since the last test (this test's, or a module fixture's set up for
+    it) are its own; a distributed test that made none reads its module's shared runs.
+    """
+    import sys
+
+    yield
+    harness = sys.modules.get("tests.distributed")
+    if harness is None:
+        return
+    runs = set(harness.RUNS)
+    harness.RUNS.clear()
+    module = request.node.nodeid.split("::")[0]
+    if runs:
+        _BACKENDS_BY_MODULE.setdefault(module, set()).update(runs)
+    elif request.node.get_closest_marker("distributed"):
+        runs = _BACKENDS_BY_MODULE.get(module, set())
+    if runs:
+        request.node.user_properties.append(
+            ("backend", ",".join(sorted(f"{backend}:{device}" for backend, device in runs)))
+        )
 
 
 @pytest.fixture(autouse=True)

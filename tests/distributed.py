@@ -1,8 +1,12 @@
 """One harness for every multi-process test: real process groups, gloo on CPU, NCCL on GPU.
 
-``run(fn, *args)`` spawns ``world_size`` ranks on a free port, calls
+``run(fn, *args, world_size=N)`` spawns N ranks on a free port, calls
 ``fn(rank, world_size, *args)`` in each with the default process group initialised,
-and returns the ranks' return values in rank order. A rank that raises has its
+and returns the ranks' return values in rank order. The backend follows the machine:
+NCCL with one GPU per rank where there are N GPUs, gloo on the CPU otherwise, with
+the GPUs hidden from those ranks (FSDP1 on a machine with CUDA otherwise moves a CPU
+model's compute to a GPU, and a CPU reference no longer compares). ``fn`` builds on
+:func:`device_for` its rank, so one test runs on either. A rank that raises has its
 traceback put into the AssertionError the test sees; a hung run is killed at the
 timeout; the process group is destroyed even when ``fn`` fails.
 
@@ -41,7 +45,43 @@ def device_for(rank: int) -> torch.device:
     return torch.device("cpu")
 
 
-def _worker(rank, world_size, port, backend, fn, args, results) -> None:
+def _context() -> Any:
+    """Where the ranks come from: a fork server that has imported torch, once.
+
+    Every rank imports torch before it runs anything of its own (this module does); a
+    spawned rank spends seconds on it. The fork server makes that import once and each
+    rank starts as a fork of it: a new process, as a spawned one, that already has torch
+    (and nothing else: no CUDA, no process group, the test's environment and working
+    directory). ``spawn`` stays where there is no fork server.
+    """
+    if "forkserver" not in mp.get_all_start_methods():
+        return mp.get_context("spawn")
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(["torch", "torch.distributed", "torch.multiprocessing"])
+    return ctx
+
+
+#: What each :func:`run` of this process used, ``(backend, device)``: conftest records
+#: it on the test's junit entry, so the matrix page counts the tests that ran on NCCL.
+RUNS: list[tuple[str, str]] = []
+
+
+def choose_backend(world_size: int) -> str:
+    """NCCL where there is a GPU for each of ``world_size`` ranks, else gloo.
+
+    Example:
+        >>> choose_backend(10_000)
+        'gloo'
+    """
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    return "nccl" if gpus >= world_size and dist.is_nccl_available() else "gloo"
+
+
+def _worker(rank, world_size, port, backend, fn, args, results, environment) -> None:
+    # The test's environment as it is now (the fork server's is the one it started with),
+    # set before anything here asks CUDA for its devices.
+    os.environ.clear()
+    os.environ.update(environment)
     # The variables torchrun sets: Lightning reads them and then launches nothing itself.
     os.environ.update(
         MASTER_ADDR="127.0.0.1",
@@ -93,7 +133,7 @@ def run(
     fn: Callable[..., Any],
     *args: Any,
     world_size: int | None = None,
-    backend: str = "gloo",
+    backend: str | None = None,
     timeout: float = DEFAULT_TIMEOUT_S,
 ) -> list[Any]:
     """Run ``fn(rank, world_size, *args)`` on ``world_size`` real ranks.
@@ -101,8 +141,9 @@ def run(
     Args:
         fn: A module-level function.
         *args: Picklable arguments passed after rank and world size.
-        world_size: How many processes (default: :func:`world_size_for` the backend).
-        backend: ``"gloo"`` (CPU) or ``"nccl"`` (one process per GPU).
+        world_size: How many processes (default: :func:`world_size_for` the backend,
+            two where the backend is left to the machine).
+        backend: ``"gloo"`` or ``"nccl"``; default :func:`choose_backend`.
         timeout: Seconds before the ranks still running are killed.
 
     Returns:
@@ -112,12 +153,22 @@ def run(
         AssertionError: If a rank raised (its traceback is in the message) or the run
             timed out.
     """
+    if backend is None:
+        world_size = world_size or 2
+        backend = choose_backend(world_size)
     world_size = world_size or world_size_for(backend)
-    ctx = mp.get_context("spawn")
+    ctx = _context()
     results = ctx.Queue()
     port = free_port()
+    environment = dict(os.environ)
+    if backend == "gloo":  # the CPU: see the module's docstring
+        environment["CUDA_VISIBLE_DEVICES"] = ""
+    RUNS.append((backend, "cuda" if backend == "nccl" else "cpu"))
     procs = [
-        ctx.Process(target=_worker, args=(rank, world_size, port, backend, fn, args, results))
+        ctx.Process(
+            target=_worker,
+            args=(rank, world_size, port, backend, fn, args, results, environment),
+        )
         for rank in range(world_size)
     ]
     for proc in procs:
@@ -159,5 +210,13 @@ def world_size_for(backend: str) -> int:
 
 
 def backend_for_tests() -> str:
-    """NCCL when CUDA GPUs are present and the test asks for them, else gloo."""
-    return "nccl" if torch.cuda.is_available() and dist.is_nccl_available() else "gloo"
+    """NCCL on every GPU where there is one (one rank each), else gloo."""
+    return choose_backend(1)
+
+
+def cpu_environment() -> dict[str, str]:
+    """``os.environ`` for a subprocess written for gloo and the CPU: no GPU visible.
+
+    As in :func:`run`'s gloo ranks: FSDP1 would otherwise compute a CPU model on a GPU.
+    """
+    return {**os.environ, "CUDA_VISIBLE_DEVICES": ""}

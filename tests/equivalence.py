@@ -3,7 +3,8 @@
 A test module defines ``CASES = {name: Case(...)}`` with module-level builders
 (``model -> wrapped model``), then calls :func:`run_all` once (one spawn for all its
 cases) and asserts each case with :func:`assert_equivalent` and
-:func:`assert_matches_reference`.
+:func:`assert_matches_reference`. Everything runs on the rank's device (its GPU under
+NCCL): the models, the batches and the unsharded reference, which rank 0 trains too.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pytest
 import torch
 
 from tests import distributed
-from tests.models import make_model, reference_summary, summary, train
+from tests.models import local_device, make_model, reference_summary, summary, train
 
 Builder = Callable[[torch.nn.Module], torch.nn.Module]
 
@@ -79,8 +80,9 @@ def _run_side(build: Builder, rank: int, trains: bool = False) -> dict[str, Any]
         if trains:
             result = build(rank)
         else:
-            model = build(make_model())
-            result = summary(model, train(model, [rank]))
+            device = local_device()
+            model = build(make_model().to(device))
+            result = summary(model, train(model, [rank], device=device))
     result["codes"] = warning_codes(caught)
     return result
 
@@ -97,18 +99,18 @@ def _run_cases(rank: int, world_size: int, module_name: str, names: list[str]) -
             "legacy": _run_side(case.legacy, rank, case.legacy_trains),
             "native": _run_side(case.native, rank),
         }
+        if rank == 0:
+            reference = case.reference or (lambda model: model)
+            results[name]["reference"] = reference_summary(reference, world_size, local_device())
     return results
 
 
 def run_all(module_name: str, cases: dict[str, Case], timeout: float = 400) -> list[dict[str, Any]]:
-    """Run every case of ``module_name`` on 2 real ranks; return each rank's results."""
-    return distributed.run(
-        _run_cases,
-        module_name,
-        list(cases),
-        backend=distributed.backend_for_tests(),
-        timeout=timeout,
-    )
+    """Run every case of ``module_name`` on 2 real ranks; return each rank's results.
+
+    NCCL where the machine has two GPUs, else gloo on the CPU (tests/distributed.py).
+    """
+    return distributed.run(_run_cases, module_name, list(cases), world_size=2, timeout=timeout)
 
 
 def assert_equivalent(runs: list[dict[str, Any]], name: str, case: Case) -> None:
@@ -127,7 +129,7 @@ def assert_equivalent(runs: list[dict[str, Any]], name: str, case: Case) -> None
 
 def assert_matches_reference(runs: list[dict[str, Any]], name: str, case: Case) -> None:
     """The legacy sharded run equals an unsharded run over all ranks' data."""
-    reference = reference_summary(case.reference or (lambda model: model), len(runs))
+    reference = runs[0][name]["reference"]
     legacy = runs[0][name]["legacy"]
     assert legacy["checkpointed"] == reference["checkpointed"]
     for key, value in reference["state"].items():

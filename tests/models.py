@@ -168,8 +168,37 @@ def without_prefix(result: dict[str, Any], prefix: str) -> dict[str, Any]:
 
 
 def reference_summary(
-    build: Callable[[nn.Module], nn.Module] = lambda m: m, world_size: int = 2
+    build: Callable[[nn.Module], nn.Module] = lambda m: m,
+    world_size: int = 2,
+    device: torch.device | None = None,
 ) -> dict[str, Any]:
-    """An unsharded single-process run over every rank's data."""
-    model = build(make_model())
-    return summary(model, train(model, list(range(world_size))))
+    """An unsharded single-process run over every rank's data (on ``device``)."""
+    model = build(make_model().to(device or "cpu"))
+    return summary(model, train(model, list(range(world_size)), device=device))
+
+
+def lightning_module_class(lightning_pkg: str = "lightning.pytorch") -> tuple[Any, type]:
+    """``(the Lightning package, a LightningModule over make_model() that keeps its losses)``.
+
+    The loss is taken in float32, as :func:`train` takes it (a bf16 run's included).
+    """
+    import importlib
+
+    L = importlib.import_module(lightning_pkg)
+
+    class LitNet(L.LightningModule):
+        def __init__(self) -> None:
+            super().__init__()
+            self.net = make_model()
+            self.losses: list[float] = []
+
+        def training_step(self, data, index):
+            x, y = data
+            loss = nn.functional.mse_loss(self.net(x).float(), y)
+            self.losses.append(loss.item())
+            return loss
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    return L, LitNet

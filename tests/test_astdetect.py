@@ -49,7 +49,7 @@ def _rule_sources() -> list:
 
 def _tree_sources() -> list:
     return [
-        pytest.param(source, Settings(), id=path)
+        pytest.param(source, Settings(), id=path, marks=pytest.mark.slow)
         for path, source in sorted(build_tree(TREE_FILES).items())
     ]
 
@@ -87,6 +87,7 @@ def test_realistic_tree_agrees(source: bytes, settings: Settings):
     assert _agree(source, settings), "the ast detector left a realistic file to libcst"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "settings",
     [Settings(target_torch="2.0"), Settings(target_torch="2.2", unsafe_fixes=True)],
@@ -199,6 +200,7 @@ def test_an_opt_in_rule_without_an_ast_half_routes_only_runs_that_select_it():
     assert any(f.code == "FSDP401" for f in run(source, selected).findings)
 
 
+@pytest.mark.slow
 def test_the_realistic_tree_is_decided_on_ast():
     """Every file of the tree the benchmarks time is decided without libcst."""
     for path, source in build_tree(60).items():

@@ -95,6 +95,7 @@ def test_an_empty_file_and_a_directory_without_python(tmp_path, capsys):
     assert (tmp_path / "empty.py").read_bytes() == b""
 
 
+@pytest.mark.slow
 def test_a_file_too_large_to_parse_is_reported_not_parsed(tmp_path, capsys):
     path = tmp_path / "generated.py"
     padding = b"x = 1  # generated\n" * (MAX_PARSE_BYTES // 19 + 1)

@@ -219,6 +219,7 @@ def test_cli_rejects_a_missing_root_and_unparsable_source(tmp_path, capsys):
     assert "cannot parse torch/utils/checkpoint.py:1" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_the_census_imports_neither_torch_nor_lightning():
     code = (
         "import sys\n"

@@ -28,7 +28,16 @@ from tests.equivalence import (  # noqa: E402
     native_fsdp,
     warning_codes,
 )
-from tests.models import Block, Head, batch, make_model, summary, without_prefix  # noqa: E402
+from tests.models import (  # noqa: E402
+    Block,
+    Head,
+    batch,
+    lightning_module_class,
+    local_device,
+    make_model,
+    summary,
+    without_prefix,
+)
 
 
 def _made(cls, *args, **kwargs):
@@ -209,6 +218,7 @@ def test_fabric_flavour_uses_fabrics_argument_names():
         translate.for_fabric({"checkpoint_io": object()})
 
 
+@pytest.mark.slow
 def test_import_without_lightning_says_what_to_install(run_without_torch):
     code = (
         "class _NoLightning:\n"
@@ -225,34 +235,11 @@ def test_import_without_lightning_says_what_to_install(run_without_torch):
 # Real runs ------------------------------------------------------------------------------
 
 
-def _lightning_module_class(lightning_pkg: str):
-    import importlib
-
-    L = importlib.import_module(lightning_pkg)
-
-    class LitNet(L.LightningModule):
-        def __init__(self) -> None:
-            super().__init__()
-            self.net = make_model()
-            self.losses: list[float] = []
-
-        def training_step(self, data, index):
-            x, y = data
-            loss = torch.nn.functional.mse_loss(self.net(x), y)
-            self.losses.append(loss.item())
-            return loss
-
-        def configure_optimizers(self):
-            return torch.optim.SGD(self.parameters(), lr=0.1)
-
-    return L, LitNet
-
-
 def _fit(rank: int, lightning_pkg: str, strategy) -> dict:
-    L, LitNet = _lightning_module_class(lightning_pkg)
+    L, LitNet = lightning_module_class(lightning_pkg)
     trainer = L.Trainer(
         strategy=strategy,
-        accelerator="cpu",
+        accelerator=local_device().type,  # the rank's: cuda under NCCL
         devices=2,
         max_steps=3,
         logger=False,
@@ -262,7 +249,7 @@ def _fit(rank: int, lightning_pkg: str, strategy) -> dict:
         use_distributed_sampler=False,
     )
     module = LitNet()
-    data = [batch(rank, step) for step in range(3)]
+    data = [batch(rank, step, local_device()) for step in range(3)]
     trainer.fit(module, torch.utils.data.DataLoader(data, batch_size=None))
     return without_prefix(summary(trainer.strategy.model, module.losses), "net.")
 
@@ -298,13 +285,14 @@ def _fabric_native(rank):
 
     from compat.strategies.fabric import DDPFullyShardedNativeStrategy as FabricStrategy
 
-    fabric = Fabric(accelerator="cpu", devices=2, strategy=FabricStrategy(auto_wrap_policy={Block}))
+    strategy = FabricStrategy(auto_wrap_policy={Block})
+    fabric = Fabric(accelerator=local_device().type, devices=2, strategy=strategy)
     fabric.launch()  # the ranks exist already: this only marks Fabric as launched
     model = fabric.setup_module(make_model())
     optimizer = fabric.setup_optimizers(torch.optim.SGD(model.parameters(), lr=0.1))
     losses = []
     for step in range(3):
-        x, y = batch(rank, step)
+        x, y = batch(rank, step, fabric.device)
         loss = torch.nn.functional.mse_loss(model(x), y)
         fabric.backward(loss)
         optimizer.step()

@@ -100,6 +100,7 @@ def test_message_says_what_since_instead_and_how(rule):
     assert text.endswith(f"(seen in a test) [{rule.code}]")
 
 
+@pytest.mark.slow
 def test_shown_by_default_filters(tmp_path):
     script = tmp_path / "user.py"
     script.write_text("from compat import warn_deprecated\nwarn_deprecated('FSDP203')\n")

@@ -64,6 +64,7 @@ def migrate(cwd: Path, *args: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "names",
     [[name] for name in FILES if name != "pkg/unchanged.py"] + [sorted(FILES)],

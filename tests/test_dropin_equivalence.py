@@ -16,7 +16,7 @@ import torch
 from compat.features import current
 from tests import distributed
 from tests.equivalence import warning_codes
-from tests.models import make_model, summary, train
+from tests.models import local_device, make_model, summary, train
 
 pytestmark = pytest.mark.distributed
 
@@ -34,8 +34,9 @@ def _builders() -> dict:
 
 
 def _train(build, rank: int) -> dict:
-    model = build(make_model())
-    return summary(model, train(model, [rank]))
+    device = local_device()  # the rank's GPU under NCCL
+    model = build(make_model().to(device))
+    return summary(model, train(model, [rank], device=device))
 
 
 def _with_and_without(rank: int, world_size: int) -> dict:

@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# Every test starts Python processes that import torch: seconds each.
+pytestmark = pytest.mark.slow
 
 _SHOW = """\
 import json, sys

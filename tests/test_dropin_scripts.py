@@ -18,7 +18,6 @@ distributed sampler deals each rank.
 from __future__ import annotations
 
 import functools
-import os
 import re
 import shutil
 import subprocess
@@ -69,7 +68,7 @@ def launch(how: str, script: Path, out: Path, *args: str) -> subprocess.Complete
             "compat",
         ],
     }[how]
-    environment = {**os.environ, "PYTHONPATH": str(ROOT), "MASTER_PORT": port}
+    environment = {**distributed.cpu_environment(), "PYTHONPATH": str(ROOT), "MASTER_PORT": port}
     environment.pop("FSDP_COMPAT_INSTALL", None)
     run = subprocess.run(
         [*prefix, str(script), "--out", str(out), *args],
@@ -195,12 +194,20 @@ def _native_lightning(rank: int, world_size: int, policy: bool) -> dict:
 LIGHTNING = {"fairscale": (True, {"FSDP202"}), "native": (False, {"FSDP204"})}
 
 
+@pytest.fixture(scope="module")
+def native_lightning() -> dict[str, list[dict]]:
+    """Each strategy's torch FSDP reference run, shared by both ways of launching."""
+    pytest.importorskip("pytorch_lightning")
+    return {
+        strategy: distributed.run(_native_lightning, policy, backend="gloo")
+        for strategy, (policy, _) in LIGHTNING.items()
+    }
+
+
 @pytest.mark.parametrize("how", ["compat", "torchrun"])
 @pytest.mark.parametrize("strategy", list(LIGHTNING))
-def test_lightning_1_9_script_trains_as_torch_fsdp(strategy, how, tmp_path):
-    pytest.importorskip("pytorch_lightning")
-    policy, codes = LIGHTNING[strategy]
+def test_lightning_1_9_script_trains_as_torch_fsdp(strategy, how, native_lightning, tmp_path):
+    codes = LIGHTNING[strategy][1]
     run = launch(how, SCRIPTS / "lightning_1_9" / "legacy.py", tmp_path, "--strategy", strategy)
-    expected = distributed.run(_native_lightning, policy, backend="gloo")
-    assert_same_training(results(tmp_path), expected)
+    assert_same_training(results(tmp_path), native_lightning[strategy])
     assert warnings_of(run) == codes

@@ -116,6 +116,7 @@ def test_adds_as_the_visitor_does(source: str) -> None:
     assert compared > 50
 
 
+@pytest.mark.slow
 def test_adds_to_realistic_modules_as_the_visitor_does() -> None:
     rng = random.Random(1)
     tree_files = build_tree(files=12)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from tests.realistic_tree import write_tree
 
 # A FairScale wrapper and a renamed policy: findings the ast detector decides.
@@ -63,6 +65,7 @@ def test_a_fix_loads_libcst(tmp_path):
     assert "size_based_auto_wrap_policy" in (tmp_path / "train.py").read_text()
 
 
+@pytest.mark.slow
 def test_the_realistic_tree_lints_without_libcst(tmp_path):
     """Every file of the benchmarks' tree, in one process: all rules' halves are run."""
     tree = tmp_path / "tree"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 
 import libcst
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -149,6 +150,7 @@ def strategy_code(draw) -> str:
 LEGACY_CODE = st.one_of(trainer_code(), policy_code(), custom_policy_code(), strategy_code())
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(st.lists(LEGACY_CODE, min_size=1, max_size=3))
 def test_migrated_code_parses_is_stable_and_has_nothing_fixable_left(snippets):

@@ -42,7 +42,10 @@ def _sources() -> list:
             for side, text in (("before", example.before), ("after", example.after)):
                 params.append(pytest.param(text.encode(), id=f"{rule.code}-{index}-{side}"))
     tree = build_tree(files=12)
-    params += [pytest.param(source, id=str(path)) for path, source in sorted(tree.items())]
+    slow = pytest.mark.slow  # modules of up to 2,250 lines: seconds each
+    params += [
+        pytest.param(source, id=str(path), marks=slow) for path, source in sorted(tree.items())
+    ]
     return params
 
 
@@ -161,6 +164,7 @@ def test_every_kind_of_statement(code: str, newline: str) -> None:
     test_primed_scopes_are_libcsts(code.replace("\n", newline).encode())
 
 
+@pytest.mark.slow
 def test_prime_where_libcsts_visitor_is_laid_out_otherwise(monkeypatch) -> None:
     """Without the quicker visitor, prime runs the provider's own: the same scopes."""
     import codemods.engine.metadata.scopes as primed_scopes

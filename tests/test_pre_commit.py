@@ -1,13 +1,16 @@
 """The pre-commit hooks, run by the real pre-commit from this repository (try-repo).
 
 A user's repository with legacy code staged: ``fsdp-lint`` fails naming the rule codes,
-``fsdp-migrate`` rewrites the files, and once those are staged ``fsdp-lint`` passes. An
+``fsdp-migrate`` rewrites the files (both in one run of every hook), and once those are
+staged ``fsdp-lint`` passes. An
 environment pre-commit builds the same way holds fsdp-compat and no torch.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -27,6 +30,10 @@ trainer = Trainer(strategy="fsdp_native", precision=16)
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(shutil.which("git") is None, reason="pre-commit needs git"),
+    # The `test` extra installs it; a machine with only torch (the GPU leg) may lack it.
+    pytest.mark.skipif(
+        importlib.util.find_spec("pre_commit") is None, reason="pre-commit is not installed"
+    ),
 ]
 
 
@@ -45,9 +52,9 @@ def test_hooks_fail_on_legacy_code_and_pass_after_migrate(tmp_path):
     _git(repo, "add", "-A")
     env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "cache"), "PRE_COMMIT_COLOR": "never"}
 
-    def hook(name: str) -> subprocess.CompletedProcess[str]:
+    def hook(*name: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "pre_commit", "try-repo", str(ROOT), name, "--verbose"],
+            [sys.executable, "-m", "pre_commit", "try-repo", str(ROOT), *name, "--verbose"],
             cwd=repo,
             env=env,
             capture_output=True,
@@ -55,15 +62,18 @@ def test_hooks_fail_on_legacy_code_and_pass_after_migrate(tmp_path):
             timeout=600,
         )
 
-    lint = hook("fsdp-lint")
-    assert lint.returncode == 1, lint.stdout + lint.stderr
+    # Every hook of the repository, in its order (each try-repo builds its environment
+    # anew): fsdp-lint reports, then fsdp-migrate rewrites.
+    first = hook()
+    assert first.returncode == 1, first.stdout + first.stderr
+    outputs = _outputs(first.stdout)
+    assert list(outputs) == ["fsdp-lint", "fsdp-migrate"], first.stdout
+    lint, migrate = outputs["fsdp-lint"], outputs["fsdp-migrate"]
+    assert "- exit code: 1" in lint, first.stdout
     for expected in ("train.py:2:41: FSDP101", "train.py:5:19: FSDP204", "train.py:5:43: FSDP206"):
-        assert expected in lint.stdout
-    assert "README.md" not in lint.stdout  # only Python files are passed to the hook
-
-    migrate = hook("fsdp-migrate")
-    assert migrate.returncode == 1, migrate.stdout + migrate.stderr  # files were modified
-    assert "files were modified by this hook" in migrate.stdout
+        assert expected in lint
+    assert "README.md" not in first.stdout  # only Python files are passed to the hooks
+    assert "files were modified by this hook" in migrate  # and migrate exits 1 for it
     migrated = (repo / "train.py").read_text()
     assert 'Trainer(strategy="fsdp", precision="16-mixed")' in migrated
     assert "size_based_auto_wrap_policy" in migrated
@@ -85,6 +95,12 @@ def test_hooks_fail_on_legacy_code_and_pass_after_migrate(tmp_path):
     )
     assert check.returncode == 0, check.stdout + check.stderr
     assert "codemods from the hook environment" in check.stdout
+
+
+def _outputs(stdout: str) -> dict[str, str]:
+    """Each hook's part of a verbose run's output, by hook id, in the order they ran."""
+    parts = re.split(r"^- hook id: (\S+)$", stdout, flags=re.MULTILINE)
+    return dict(zip(parts[1::2], parts[2::2]))
 
 
 NO_TORCH_HOOK = """\

@@ -95,6 +95,7 @@ def test_most_sources_above_are_really_pruned(prune_small: None):
     assert sum(pruned) >= len(params) * 3 // 4
 
 
+@pytest.mark.slow
 def test_realistic_tree():
     """Every module of the tree the same; most of those with a fix really pruned."""
     pruned = fixed = 0
@@ -106,6 +107,7 @@ def test_realistic_tree():
     assert pruned >= fixed * 3 // 4
 
 
+@pytest.mark.slow
 def test_realistic_tree_everything_selected():
     """With FSDP401 (no ``ast`` half) selected, its files run whole: the same anyway."""
     for source in build_tree(TREE_FILES).values():

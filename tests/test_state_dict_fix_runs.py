@@ -4,7 +4,8 @@ Each shape is a small function written the legacy way; the codemod rewrites it (
 FSDP117, unsafe fixes allowed) and the test requires that it did. Then, on two real
 gloo ranks (one rank per GPU under NCCL), both versions run on identically built and
 trained FSDP1 models, and each rank's results must have the same keys and
-tensor-equal values (an empty dict on a rank where the original gave one).
+tensor-equal values (an empty dict on a rank where the original gave one). The shapes
+run one after another in one spawn of the ranks (each builds and trains its own models).
 
 This is the evidence behind each fix's safety: a shape that a run cannot prove (saving
 with ``offload_to_cpu=True, rank0_only=True``, which FSDP1 cannot gather on CPU in either
@@ -13,8 +14,10 @@ form) is the unsafe one, and runs here only where CUDA is present.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import textwrap
+import traceback
 import warnings
 
 import pytest
@@ -158,15 +161,42 @@ def _compare(rank: int, world_size: int, old: str, new: str) -> dict:
     }
 
 
-@pytest.mark.parametrize("name", sorted(SHAPES))
-def test_rewritten_code_gives_the_same_dicts(name: str):
+def _compare_each(rank: int, world_size: int, pairs: dict[str, tuple[str, str]]) -> dict:
+    """:func:`_compare` for every shape, in one process group (a spawn costs seconds)."""
+    compared = {}
+    for name, (old, new) in pairs.items():
+        try:
+            compared[name] = _compare(rank, world_size, old, new)
+        except Exception:  # noqa: BLE001 - the shape's own test reports it
+            compared[name] = {"error": traceback.format_exc()}
+    return compared
+
+
+def _runnable(backend: str) -> list[str]:
+    return [name for name in sorted(SHAPES) if name not in CUDA_ONLY or backend == "nccl"]
+
+
+@pytest.fixture(scope="module")
+def runs() -> list[dict]:
+    """Each rank's comparison of every shape this backend runs, by shape: one spawn."""
     backend = distributed.backend_for_tests()
-    if name in CUDA_ONLY and backend != "nccl":
+    pairs = {}
+    for name in _runnable(backend):
+        old = _HEADER + textwrap.dedent(SHAPES[name])
+        with contextlib.suppress(AssertionError):  # the shape's test says what went wrong
+            pairs[name] = (old, _migrated(old))
+    return distributed.run(_compare_each, pairs, backend=backend)
+
+
+@pytest.mark.distributed
+@pytest.mark.parametrize("name", sorted(SHAPES))
+def test_rewritten_code_gives_the_same_dicts(name: str, runs: list[dict]):
+    if name not in _runnable(distributed.backend_for_tests()):
         pytest.skip("FSDP1 cannot gather with rank0_only=True on CPU, in either form")
-    old = _HEADER + textwrap.dedent(SHAPES[name])
-    new = _migrated(old)
-    outcomes = distributed.run(_compare, old, new, backend=backend)
+    _migrated(_HEADER + textwrap.dedent(SHAPES[name]))
+    outcomes = [compared[name] for compared in runs]
     for rank, outcome in enumerate(outcomes):
+        assert "error" not in outcome, f"rank {rank} failed:\n{outcome['error']}"
         if name in CUDA_ONLY:
             # The unsafe rewrite promises code that runs, not the same tensors: on one
             # GPU (torch 2.11, one NCCL rank, FSDP1 falling back to NO_SHARD) rank 0's

@@ -9,6 +9,7 @@ functions against their parameters (issue 15's defect 3).
 from __future__ import annotations
 
 import ast
+import functools
 import re
 
 from pyflakes import checker, messages
@@ -27,10 +28,30 @@ def flakes(source: str, kinds: tuple[type, ...]) -> set[tuple[str, str]]:
     >>> sorted(flakes("import os\\nprint(x)\\n", UNDEFINED + UNUSED))
     [('UndefinedName', 'x'), ('UnusedImport', 'os')]
     """
+    return {(kind.__name__, name) for kind, name in _flakes(source) if issubclass(kind, kinds)}
+
+
+# Each source is measured once: a file's original is held against both modes' outputs,
+# and pyflakes' messages serve two checks (the answers are small; sources are keys by value).
+@functools.cache
+def _flakes(source: str) -> tuple[tuple[type, str], ...]:
     found = checker.Checker(ast.parse(source), filename="<migrated>").messages
-    return {(type(m).__name__, str(m.message_args[0])) for m in found if isinstance(m, kinds)}
+    return tuple((type(m), str(m.message_args[0])) for m in found)
 
 
+def _once(check):
+    """``check``, run once per source; each caller gets its own copy of the answer."""
+    cached = functools.cache(check)
+
+    @functools.wraps(check)
+    def measured(source: str):
+        found = cached(source)
+        return type(found)(found)
+
+    return measured
+
+
+@_once
 def fallbacks(source: str) -> list[str]:
     """The gated ``if`` statements and ``try: ... except ImportError`` blocks, dumped.
 
@@ -54,6 +75,7 @@ def _catches_import_error(handler: ast.ExceptHandler) -> bool:
     return any(isinstance(k, ast.Name) and k.id in _IMPORT_ERRORS for k in kinds)
 
 
+@_once
 def keyword_mismatches(source: str) -> set[tuple[str, str]]:
     """(function, keyword) pairs where a call passes a keyword the function lacks.
 
@@ -102,6 +124,7 @@ def _is_partial(func: ast.expr) -> bool:
     )
 
 
+@_once
 def fairscale_mismatches(source: str) -> set[tuple[str, str]]:
     """What FairScale's wrappers are handed that only suits torch (issue 15's defects 2, 9).
 

@@ -1,0 +1,103 @@
+"""How pytest-xdist hands out the suite: test by test, shared fixtures kept whole.
+
+``--dist loadgroup`` would keep an ``xdist_group`` on one worker, but it marks the group
+in the test's node id, which pytest 9.2 no longer lets a plugin change
+(pytest-dev/pytest-xdist#1386): the groups are silently lost. So the workers write down
+what they collected instead (:func:`record`): for each test, the group it must run in
+(the tests of a module that share a module- or session-scoped fixture of the module's
+own, or an explicit ``xdist_group``). The controller's scheduler (:func:`scheduler`)
+hands out each group whole, largest first, and every other test alone.
+
+A run without pytest-xdist (``-n 0``, ``-p no:xdist``) does none of this.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+#: Where the workers' plans go: an attribute of the controller's ``config.option``, and
+#: a key of each worker's ``config.workerinput``.
+OPTION = "fsdp_compat_xdist_plan"
+
+
+def start(config: pytest.Config) -> None:
+    """On the controller of a parallel ``--dist loadgroup`` run: a folder for the plans."""
+    if hasattr(config, "workerinput") or not config.pluginmanager.hasplugin("xdist"):
+        return
+    if config.getoption("numprocesses", None) and config.getoption("dist") == "loadgroup":
+        setattr(config.option, OPTION, tempfile.mkdtemp(prefix="pytest-xdist-plan-"))
+
+
+def tell(node: Any) -> None:
+    """On the controller, as a worker starts: where it writes its plan."""
+    folder = getattr(node.config.option, OPTION, None)
+    if folder:
+        node.workerinput[OPTION] = folder
+
+
+def finish(config: pytest.Config) -> None:
+    folder = getattr(config.option, OPTION, None)
+    if folder and not hasattr(config, "workerinput"):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def group_of(item: pytest.Item) -> str | None:
+    """The group ``item`` must run in, or None where it may run anywhere."""
+    mark = item.get_closest_marker("xdist_group")
+    if mark is not None:
+        return str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+    info = getattr(item, "_fixtureinfo", None)
+    module = item.nodeid.split("::")[0]
+    for definitions in info.name2fixturedefs.values() if info else ():
+        for definition in definitions:
+            if definition.scope != "function" and definition.baseid.split("::")[0] == module:
+                return module
+    return None
+
+
+def record(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On a worker, after collection: each test's group, for the controller."""
+    folder = getattr(config, "workerinput", {}).get(OPTION)
+    if not folder:
+        return
+    plan = {}
+    for item in items:
+        plan[item.nodeid] = [group_of(item)]
+    path = Path(folder) / f"{config.workerinput['workerid']}.json"
+    partial = path.with_suffix(".part")
+    partial.write_text(json.dumps(plan), encoding="utf-8")
+    os.replace(partial, path)
+
+
+def scheduler(config: pytest.Config, log: Any) -> Any:
+    """The controller's scheduler for a run :func:`start` prepared, or None (xdist's own)."""
+    if getattr(config.option, OPTION, None) is None:
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    folder = Path(getattr(config.option, OPTION))
+    plan: dict[str, list] = {}
+
+    class PlannedScheduling(LoadScopeScheduling):
+        """xdist's scope scheduling, each test its own scope except the plan's groups.
+
+        xdist hands out the largest scopes first (``--loadscope-reorder``), so the
+        groups, which hold the expensive shared fixtures, start first.
+        """
+
+        def _split_scope(self, nodeid: str) -> str:
+            if not plan:
+                # Every worker collected the same tests (xdist checks): any plan serves.
+                found = sorted(folder.glob("*.json"))
+                plan.update(json.loads(found[0].read_text(encoding="utf-8")) if found else {})
+            group = plan.get(nodeid, [None])[0]
+            return f"group:{group}" if group else nodeid
+
+    return PlannedScheduling(config, log)
