@@ -102,6 +102,7 @@ def _choices() -> list:
     return out
 
 
+@pytest.mark.slow  # about 2 s a module: out of the quick loop (docs/contributing.md)
 @pytest.mark.parametrize("source", MODULES, ids=range(len(MODULES)))
 def test_adds_as_the_visitor_does(source: str) -> None:
     tree = cst.parse_module(source)
