@@ -327,7 +327,11 @@ RULES = (
             "FairScale's wrapper is reentrant-style and takes `offload_to_cpu`; torch's takes "
             "`checkpoint_impl` and offloads through a separate `offload_wrapper`. The fix "
             "asks for non-reentrant checkpointing, as compat runs it and torch recommends; "
-            "`offload_to_cpu=True` is left for a human."
+            "`offload_to_cpu=True` is left for a human. FairScale's wrapper patches the "
+            "module in place; torch's wraps it, so seen from a parent `named_parameters()` "
+            "names gain `._checkpoint_wrapped_module.` (`layers.0._checkpoint_wrapped_module"
+            ".weight`), while state-dict keys stay as they were (the wrapper strips the "
+            "prefix): code that picks parameters by their full name needs a look."
         ),
         example=Example(
             before=(

@@ -476,4 +476,84 @@ RULES = (
             'strategy = make_strategy(sharding_strategy="NO_SHARD")\n',
         ),
     ),
+    Rule(
+        code="FSDP132",
+        name="optim-state-dict-to-load-order",
+        framework=Framework.TORCH,
+        kind=ChangeKind.CALL_REWRITE,
+        old=tuple(f"{cls}.optim_state_dict_to_load" for cls in _CLASSES),
+        new=TORCH_FSDP_CLASSES[0],
+        message=(
+            "`optim_state_dict_to_load` took `(optim_state_dict, model, optim)` in torch 2.0 "
+            "and takes `(model, optim, optim_state_dict)` since 2.1: pass them by keyword"
+        ),
+        why=(
+            "torch 2.1 reordered the method's positional parameters (pytorch/pytorch#96534) "
+            "with no shim and no warning, so a 2.0-style call hands a dict to `model` and "
+            "fails deep inside; torch's own 2.1 docstrings still showed the old order. The "
+            "keyword form means the same on every release. The fix names the arguments "
+            "where their names make the order certain (`osd` or `...state...`, `model`, "
+            "`optim...`), in either order; a call whose names do not tell is reported. A "
+            "call in the new order is reported only where the target is older than 2.1."
+        ),
+        example=Example(
+            before=(
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "osd = FSDP.optim_state_dict_to_load(optim_state_dict, model, optimizer)\n"
+            ),
+            after=(
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "osd = FSDP.optim_state_dict_to_load(optim_state_dict=optim_state_dict, "
+                "model=model, optim=optimizer)\n"
+            ),
+        ),
+        fix=FixSafety.SAFE,
+        introduced="2.0",
+        references=("https://github.com/pytorch/pytorch/pull/96534",),
+        cases=(
+            Example(
+                "import torch.distributed.fsdp as fsdp\n"
+                "flat = fsdp.FullyShardedDataParallel.optim_state_dict_to_load(\n"
+                '    checkpoint["optim_state"],  # saved by rank 0\n'
+                "    self.model,\n"
+                "    self.optim,\n"
+                ")\n",
+                "import torch.distributed.fsdp as fsdp\n"
+                "flat = fsdp.FullyShardedDataParallel.optim_state_dict_to_load(\n"
+                '    optim_state_dict=checkpoint["optim_state"],  # saved by rank 0\n'
+                "    model=self.model,\n"
+                "    optim=self.optim,\n"
+                ")\n",
+            ),
+            Example(
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "osd = FSDP.optim_state_dict_to_load(osd, model, opt, True, group=pg)\n",
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "osd = FSDP.optim_state_dict_to_load(optim_state_dict=osd, model=model, "
+                "optim=opt, is_named_optimizer=True, group=pg)\n",
+            ),
+            # The names do not tell which order the author meant.
+            Example.reported_only(
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "loaded = FSDP.optim_state_dict_to_load(a, b, c)\n"
+            ),
+            Example.reported_only(
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "loaded = FSDP.optim_state_dict_to_load(*parts)\n"
+            ),
+        ),
+        untouched=(
+            (
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "osd = FSDP.optim_state_dict_to_load(model, optimizer, osd)\n"
+            ),
+            (
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "osd = FSDP.optim_state_dict_to_load(\n"
+                "    model=model, optim=optimizer, optim_state_dict=osd\n"
+                ")\n"
+            ),
+            "osd = loader.optim_state_dict_to_load(osd, model, optimizer)\n",
+        ),
+    ),
 )
