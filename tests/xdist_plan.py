@@ -5,8 +5,9 @@ in the test's node id, which pytest 9.2 no longer lets a plugin change
 (pytest-dev/pytest-xdist#1386): the groups are silently lost. So the workers write down
 what they collected instead (:func:`record`): for each test, the group it must run in
 (the tests of a module that share a module- or session-scoped fixture of the module's
-own, or an explicit ``xdist_group``). The controller's scheduler (:func:`scheduler`)
-hands out each group whole, largest first, and every other test alone.
+own, or an explicit ``xdist_group``), and sort them heaviest unit first (``slow`` and
+``distributed`` tests weigh more). The controller's scheduler (:func:`scheduler`) hands
+out each group whole and every other test alone, in that order.
 
 A run without pytest-xdist (``-n 0``, ``-p no:xdist``) does none of this.
 """
@@ -62,11 +63,30 @@ def group_of(item: pytest.Item) -> str | None:
     return None
 
 
+#: How much more a ``slow`` or ``distributed`` test weighs than another.
+HEAVY = 20
+
+
 def record(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """On a worker, after collection: each test's group, for the controller."""
+    """On a worker, after collection: each test's group, for the controller.
+
+    The tests are also put in order, heaviest unit (group or lone test) first: the
+    controller hands the units out in that order, so the long ones start at once and
+    the last minutes are not one worker's long test while the other idles. Every
+    worker sorts the same collection the same way, as xdist requires.
+    """
     folder = getattr(config, "workerinput", {}).get(OPTION)
     if not folder:
         return
+    units = [group_of(item) or item.nodeid for item in items]
+    weight: dict[str, int] = {}
+    first: dict[str, int] = {}
+    for index, (item, unit) in enumerate(zip(items, units)):
+        heavy = item.get_closest_marker("slow") or item.get_closest_marker("distributed")
+        weight[unit] = weight.get(unit, 0) + (HEAVY if heavy else 1)
+        first.setdefault(unit, index)
+    order = sorted(range(len(items)), key=lambda i: (-weight[units[i]], first[units[i]], i))
+    items[:] = [items[i] for i in order]
     plan = {}
     for item in items:
         plan[item.nodeid] = [group_of(item)]
@@ -84,12 +104,13 @@ def scheduler(config: pytest.Config, log: Any) -> Any:
 
     folder = Path(getattr(config.option, OPTION))
     plan: dict[str, list] = {}
+    config.option.loadscopereorder = False  # keep the collection's (weighted) order
 
     class PlannedScheduling(LoadScopeScheduling):
         """xdist's scope scheduling, each test its own scope except the plan's groups.
 
-        xdist hands out the largest scopes first (``--loadscope-reorder``), so the
-        groups, which hold the expensive shared fixtures, start first.
+        The units go out in the order the workers collected them (:func:`record`
+        sorted them by weight), not by xdist's count of tests per scope.
         """
 
         def _split_scope(self, nodeid: str) -> str:
