@@ -222,6 +222,35 @@ class Detector:
                     if any(INDEX.reference(n, module=True) for n in import_names(statement, key)):
                         raise Undecided(f"`{key}` is imported as a module with a rule")
 
+    def answered_by_import(self, node: ast.AST, rule: Rule) -> bool:
+        """``Engine.answered_by_import``: a use whose finding is at its import."""
+        from codemods.rules.plan import keeps_spelling
+
+        root = node
+        while type(root) is ast.Attribute:
+            root = root.value  # type: ignore[attr-defined]
+        if type(root) is not ast.Name:
+            return False
+        name = root.id  # type: ignore[attr-defined]
+        binder = self.names.lookup(self.names.scope_of[id(root)], name)
+        if binder is None or binder.others.get(name) or not binder.imports.get(name):
+            return False
+        for statement in binder.imports[name]:
+            kept = False
+            for alias, found, old in self.imported(statement):
+                if alias.asname is not None:
+                    local, imported = alias.asname, None
+                elif type(statement) is ast.ImportFrom:
+                    local = alias.name
+                    imported = f"{statement.module}.{alias.name}"  # type: ignore[attr-defined]
+                else:
+                    continue  # `import old.mod`: its uses spell the module
+                if local == name and found is rule and keeps_spelling(rule, old, imported):
+                    kept = True
+            if not kept:
+                return False
+        return True
+
     @staticmethod
     def imported(node: ast.Import | ast.ImportFrom) -> list[tuple[ast.alias, Rule, str]]:
         """The aliases of an import that bring in an old name, with its rule and name."""

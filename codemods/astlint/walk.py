@@ -77,7 +77,8 @@ class Walk:
                 for alias, rule, _ in d.imported(node):
                     self._renaming(alias, rule, fixable)
             elif kind == "ref":
-                self._renaming(node, event[3][1], fixable)
+                rule = event[3][1]
+                self._renaming(node, rule, fixable, d.answered_by_import(node, rule))
             elif kind == "call":
                 self._call(node)
             elif kind == "function":
@@ -140,11 +141,11 @@ class Walk:
 
     # Reporting -------------------------------------------------------------------------
 
-    def _renaming(self, node: ast.AST, rule: Rule, fixable: set[str]) -> None:
+    def _renaming(self, node: ast.AST, rule: Rule, fixable: set[str], quiet: bool = False) -> None:
         if fix_for(rule) is None:
-            self.d.report(node, rule)
+            self.d.report(node, rule, quiet=quiet)
         else:
-            self.d.report(node, rule, fixable_here=rule.code in fixable)
+            self.d.report(node, rule, fixable_here=rule.code in fixable, quiet=quiet)
 
     def _call(self, call: ast.Call) -> None:
         d = self.d

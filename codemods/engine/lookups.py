@@ -16,7 +16,7 @@ from libcst.metadata import CodeRange, Scope, ScopeProvider
 from codemods.engine.metadata.positions import Positions, positions
 from codemods.registry import Rule
 from codemods.rules.index import INDEX
-from codemods.rules.plan import Found, new_name
+from codemods.rules.plan import Found, keeps_spelling, new_name
 from codemods.screen.noqa import Suppressions
 from codemods.syntax.cst_nodes import dotted
 from codemods.syntax.cst_tree import parent_map
@@ -135,6 +135,47 @@ class Lookups:
             if match is None:
                 return None
             found = found or (match[0], match[1], qualified)
+        return found
+
+    def answered_by_import(self, node: cst.BaseExpression, rule: Rule) -> bool:
+        """Whether a use of ``rule``'s old name is its import's finding, not one of its own.
+
+        As ruff's import rules do: where every binding of the use's first name is an
+        import in this file that brings in an old name of ``rule`` (reported there), and
+        the rename leaves the name the use spells unchanged (``from old import A`` ->
+        ``from new import A``, or an ``as`` alias), the finding is at the import. A use
+        whose text the fix changes (``import old`` then ``old.f()``), or of a name with
+        no rename, is still reported.
+        """
+        root = node
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        scope = self.scope(root) if isinstance(root, cst.Name) else None
+        if scope is None:
+            return False
+        referents = [r for access in scope.accesses[root] for r in access.referents]
+        return bool(referents) and all(
+            isinstance(r.node, (cst.Import, cst.ImportFrom))
+            and any(
+                found is rule and keeps_spelling(rule, old, full)
+                for local, found, old, full in self._bound_names(r.node)
+                if local == root.value
+            )
+            for r in referents
+        )
+
+    def _bound_names(self, node: cst.Import | cst.ImportFrom) -> list[tuple]:
+        """``(local name, rule, old name, imported name or None for an alias)`` per alias.
+
+        ``import old.mod`` (no alias) is left out: its uses spell the module.
+        """
+        found = []
+        for alias, rule, old in self._imported_names(node):
+            if alias.asname is not None:
+                found.append((dotted(alias.asname.name), rule, old, None))
+            elif isinstance(node, cst.ImportFrom):
+                local = dotted(alias.name)
+                found.append((local, rule, old, f"{dotted(node.module)}.{local}"))
         return found
 
     def imported(self, node: cst.Import | cst.ImportFrom) -> list[tuple[str, Rule]]:

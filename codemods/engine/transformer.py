@@ -255,7 +255,9 @@ class Engine(Lookups, ColdStatements, ImportMoves, cst.CSTTransformer):
         if found is None:
             return True
         old, rule, qualified = found
-        renaming = self._renaming(node, rule, quiet=id(node) in self._inside_reported)
+        # Reported already: at an enclosing node, or at the import that binds its name.
+        quiet = id(node) in self._inside_reported or self.answered_by_import(node, rule)
+        renaming = self._renaming(node, rule, quiet=quiet)
         if qualified != old:
             # `Old.attr`: reported here; the part that names `Old` is renamed when visited.
             value = node.value if isinstance(node, cst.Attribute) else None

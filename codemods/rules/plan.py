@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from codemods.registry import REGISTRY, Rule
 from codemods.registry.names import COMPAT_STRATEGY_FLAVOURS
-from codemods.rules.api import PARTIAL, Resolver, Site, Translation
+from codemods.rules.api import PARTIAL, Resolver, Site, Translation, unchanged
 from codemods.rules.index import fix_for
 from codemods.settings import Settings
 from codemods.syntax.cst_nodes import is_plain_positional
@@ -97,6 +97,31 @@ def new_name(rule: Rule, old: str) -> str | None:
         return None
     new = rule.new_for(old)
     return restyle(new, old) if new else None
+
+
+def keeps_spelling(rule: Rule, old: str, imported: str | None) -> bool:
+    """Whether uses of a name an import binds read the same after ``rule``'s rename.
+
+    Only a plain rename: a fix that also rewrites the calls (FSDP112's arguments)
+    changes its uses, and they are reported.
+
+    ``old`` is the old name the import matched; ``imported`` the full name a
+    from-import brings in under its own last name (None: bound by an ``as`` alias,
+    which the fix keeps).
+
+    Example:
+        >>> from codemods.registry import REGISTRY
+        >>> old = "torch.distributed._tensor.DTensor"
+        >>> keeps_spelling(REGISTRY["FSDP123"], old, old)
+        True
+    """
+    new = new_name(rule, old)
+    if new is None or fix_for(rule).translate is not unchanged:
+        return False  # no rename (each use is for a human), or calls are rewritten too
+    if imported is None:
+        return True
+    renamed = new + imported[len(old) :] if imported.startswith(old) else new
+    return renamed.rpartition(".")[2] == imported.rpartition(".")[2]
 
 
 class PlanningEngine(Resolver, Protocol):

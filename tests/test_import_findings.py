@@ -1,0 +1,81 @@
+"""One finding per legacy import, at the import: its uses are reported only where they change.
+
+As ruff's import rules do: a plain rename whose fix is at the import (FSDP107, FSDP123,
+FSDP214, ...) reports the import and not every later use of the name it binds, where
+the use reads the same after the fix. A use the fix rewrites (``import lightning_lite``
+then ``lightning_lite.Fabric()``) or one of a name with no rename stays a finding. Both
+detectors (libcst's, which fixes, and the ``ast`` one lint uses) agree.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from codemods.astlint.lint import lint
+from codemods.engine.run import run
+from codemods.settings import Settings
+
+CASES = {
+    "from-import, uses unchanged": (
+        """
+        from torch.distributed._tensor import DTensor, Shard
+        weight = DTensor.from_local(local, mesh, [Shard(0)])
+        bias = DTensor.from_local(local_bias, mesh, [Shard(0)])
+        """,
+        [(1, "FSDP123"), (1, "FSDP123")],
+    ),
+    "module alias, uses unchanged": (
+        """
+        import torch.distributed._composable.fsdp as composable
+        composable.fully_shard(block)
+        composable.fully_shard(model)
+        """,
+        [(1, "FSDP107")],
+    ),
+    "a name bound in a function, used there": (
+        """
+        def shard(model):
+            from torch.distributed._composable.fsdp import fully_shard
+            for block in model.blocks:
+                fully_shard(block)
+            return fully_shard(model)
+        """,
+        [(2, "FSDP107")],
+    ),
+    "plain module import: every use spells the old module": (
+        """
+        import lightning_lite
+        fabric = lightning_lite.Fabric()
+        """,
+        [(1, "FSDP214"), (2, "FSDP214")],
+    ),
+    "a use of the old name spelled out in full": (
+        """
+        import torch
+        from torch.distributed._tensor import DTensor
+        x = torch.distributed._tensor.DTensor.from_local(t, mesh)
+        """,
+        [(2, "FSDP123"), (3, "FSDP123")],
+    ),
+    "a fix that rewrites the calls too: each call is its own": (
+        """
+        from compat.fsdp import FullyShardedDataParallel
+        model = FullyShardedDataParallel(model, auto_wrap_policy={Block})
+        """,
+        [(1, "FSDP112"), (2, "FSDP112")],
+    ),
+}
+
+
+def _lines(findings) -> list[tuple[int, str]]:
+    return sorted((f.line, f.code) for f in findings)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_uses_that_read_the_same_are_the_imports_finding(name: str):
+    source, expected = CASES[name]
+    code = textwrap.dedent(source).lstrip().encode()
+    assert _lines(run(code, Settings()).findings) == expected
+    assert _lines(lint(code, Settings())) == expected
