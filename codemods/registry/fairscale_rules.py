@@ -187,10 +187,27 @@ RULES = (
         ),
         new="torch.distributed.fsdp.wrap.wrap",
         message="use torch's `wrap` inside torch's `enable_wrap`",
-        why="torch's `wrap` reads the configuration of torch's `enable_wrap` context.",
+        why=(
+            "torch's `wrap` reads the configuration of torch's `enable_wrap` context and, "
+            "outside one, returns the module unwrapped, silently. So the swap is made only "
+            "where the file itself enters torch's `enable_wrap` around the call, in the "
+            "same function (or FairScale's, rewritten to torch's in the same run); a `wrap` "
+            "whose context is entered elsewhere, such as FairScale's in another module, is "
+            "reported and keeps FairScale's."
+        ),
         example=Example(
-            before="from fairscale.nn.wrap import wrap\nblock = wrap(block)\n",
-            after="from torch.distributed.fsdp.wrap import wrap\nblock = wrap(block)\n",
+            before=(
+                "from fairscale.nn.wrap import wrap\n"
+                "from torch.distributed.fsdp.wrap import enable_wrap\n"
+                "with enable_wrap(wrapper_cls=FSDP):\n"
+                "    block = wrap(block)\n"
+            ),
+            after=(
+                "from torch.distributed.fsdp.wrap import wrap\n"
+                "from torch.distributed.fsdp.wrap import enable_wrap\n"
+                "with enable_wrap(wrapper_cls=FSDP):\n"
+                "    block = wrap(block)\n"
+            ),
         ),
         fix=FixSafety.UNSAFE,
         introduced="1.11",
@@ -198,12 +215,28 @@ RULES = (
             Example(
                 before=(
                     "from fairscale.nn.wrap import wrap as shard\n"
-                    "blocks = [shard(block) for block in blocks]\n"
+                    "from torch.distributed.fsdp.wrap import enable_wrap\n"
+                    "def build(blocks):\n"
+                    "    with enable_wrap(wrapper_cls=FSDP):\n"
+                    "        return [shard(block) for block in blocks]\n"
                 ),
                 after=(
                     "from torch.distributed.fsdp.wrap import wrap as shard\n"
-                    "blocks = [shard(block) for block in blocks]\n"
+                    "from torch.distributed.fsdp.wrap import enable_wrap\n"
+                    "def build(blocks):\n"
+                    "    with enable_wrap(wrapper_cls=FSDP):\n"
+                    "        return [shard(block) for block in blocks]\n"
                 ),
+            ),
+            # The context is entered elsewhere (FairScale's, perhaps): torch's `wrap`
+            # would return the block unwrapped.
+            Example.reported_only("from fairscale.nn.wrap import wrap\nblock = wrap(block)\n"),
+            Example.reported_only(
+                "from fairscale.nn.wrap import wrap\n"
+                "from torch.distributed.fsdp.wrap import enable_wrap\n"
+                "with enable_wrap(wrapper_cls=FSDP):\n"
+                "    def shard(block):\n"
+                "        return wrap(block)\n"
             ),
         ),
         untouched=(

@@ -1,21 +1,77 @@
-"""FSDP303: FairScale's ``wrap`` as torch's, inside torch's ``enable_wrap`` (unsafe)."""
+"""FSDP303: FairScale's ``wrap`` as torch's, inside torch's ``enable_wrap`` (unsafe).
+
+torch's ``wrap`` wraps only inside torch's own ``enable_wrap`` context and returns the
+module unwrapped anywhere else, silently. So the swap is certain only for a call the
+file itself puts inside ``with enable_wrap(...)`` (in the same function), where that
+``enable_wrap`` is torch's or FairScale's rewritten to torch's in this run (FSDP302).
+A ``wrap`` whose context is entered elsewhere (another module, a caller) keeps
+FairScale's and is reported with FSDP302's reason.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import ast
+from typing import TYPE_CHECKING, Any
 
+from codemods.registry import REGISTRY
+from codemods.registry.names import TORCH_WRAP
 from codemods.rules.api import CallSiteFix, Site, Translation
 from codemods.rules.kinds.reference import Renamed
 from codemods.syntax import ast_nodes as on_ast
 from codemods.syntax.cst_nodes import is_plain_positional
+from codemods.syntax.lazy_libcst import cst
 
 if TYPE_CHECKING:
     from codemods.rules.api import AstSite
 
+#: torch's context manager, the only one torch's ``wrap`` reads.
+TORCH_ENABLE_WRAP = f"{TORCH_WRAP}.enable_wrap"
+
+
+def _torch_context(resolver: Any, manager: Any, call_kind: type) -> bool:
+    """Whether a ``with`` item is torch's ``enable_wrap(...)`` once this run's fixes apply."""
+    if type(manager) is not call_kind:
+        return False
+    names = resolver.qualified(manager.func)
+    fairscale = set(REGISTRY["FSDP302"].old)
+    return TORCH_ENABLE_WRAP in names or bool(names & fairscale and resolver.applies("FSDP302"))
+
+
+def _entered_here(resolver: Any, call: cst.Call) -> bool:
+    """Whether ``call`` runs inside a ``with`` of torch's ``enable_wrap``, in its function."""
+    node = resolver.parent(call)
+    while node is not None and not isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+        if isinstance(node, cst.With) and any(
+            _torch_context(resolver, item.item, cst.Call) for item in node.items
+        ):
+            return True
+        node = resolver.parent(node)
+    return False
+
+
+def _ast_entered_here(resolver: Any, call: ast.Call) -> bool:
+    """The ``ast`` half of :func:`_entered_here` (no libcst on the lint path)."""
+    node = resolver.parent(call)
+    while node is not None and type(node) not in _AST_SCOPES:
+        if type(node) in (ast.With, ast.AsyncWith) and any(
+            _torch_context(resolver, item.context_expr, ast.Call) for item in node.items
+        ):
+            return True
+        node = resolver.parent(node)
+    return False
+
+
+_AST_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
 
 def wrap_arguments(site: Site) -> Translation | None:
-    """``wrap(module)``: certain without overrides (they would be FairScale arguments)."""
+    """``wrap(module)`` inside torch's ``enable_wrap``: certain without overrides.
+
+    Overrides would be FairScale arguments.
+    """
     if site.partial or len(site.pairs) != 1 or not is_plain_positional(site.pairs[0][0]):
+        return None
+    if not _entered_here(site.resolver, site.original):
         return None
     return Translation(list(site.updated.args))
 
@@ -23,7 +79,12 @@ def wrap_arguments(site: Site) -> Translation | None:
 def wrap_certain(site: AstSite) -> bool:
     """The ``ast`` half of :func:`wrap_arguments`."""
     arguments = site.arguments
-    return not site.partial and len(arguments) == 1 and on_ast.plain_positional(arguments[0])
+    return (
+        not site.partial
+        and len(arguments) == 1
+        and on_ast.plain_positional(arguments[0])
+        and _ast_entered_here(site.resolver, site.call)
+    )
 
 
 class Fsdp303(Renamed):
