@@ -54,11 +54,25 @@ RULES = (
                     "fabric = Fabric(accelerator='cuda', strategy='fsdp_cpu_offload')\n"
                 ),
             ),
+            # A name bound once to the old name, used only as the argument: reported at
+            # each call (the literal is in another statement: for a human).
+            Example.reported_only(
+                "from lightning.pytorch import Trainer\n"
+                'STRATEGY = "fsdp_native"\n'
+                "def fit(model):\n"
+                "    Trainer(strategy=STRATEGY).fit(model)\n"
+            ),
         ),
         untouched=(
             (
                 "from lightning.pytorch import Trainer\n"
                 'trainer = Trainer(strategy="fsdp", devices=2)\n'
+            ),
+            (
+                "from lightning.pytorch import Trainer\n"
+                'strategy = "fsdp_native"\n'
+                'print(f"using {strategy}")  # used otherwise too: not only the argument\n'
+                "trainer = Trainer(strategy=strategy)\n"
             ),
             ('from my_project.launch import Trainer\ntrainer = Trainer(strategy="fsdp_native")\n'),
             (

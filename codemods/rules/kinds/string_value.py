@@ -1,12 +1,57 @@
-"""String and number values of one argument: ``Trainer(strategy="fsdp_native")``."""
+"""String and number values of one argument: ``Trainer(strategy="fsdp_native")``.
+
+The value may also come through a name bound once to the literal
+(``strategy = "fsdp_native"`` ... ``Trainer(strategy=strategy)``): where that one
+binding is a plain assignment and every use of the name is this argument of one of the
+rule's calls, each call is a finding, for a human (the literal sits in another
+statement, which the call's fix does not reach).
+"""
 
 from __future__ import annotations
 
 import ast
+from typing import Any
 
+from codemods.registry import Rule
 from codemods.rules.api import Behaviour, Detector, Engine
 from codemods.syntax.cst_nodes import keyword, literal, string_like
 from codemods.syntax.lazy_libcst import cst
+
+
+def _old_value(value: Any, mapping: dict) -> bool:
+    # 16 and "16" are distinct keys, and True == 1: match the type too.
+    return value in mapping and type(value) in (str, int)
+
+
+def _bound_value(engine: Engine, name: cst.Name, rule: Rule) -> cst.BaseExpression | None:
+    """The value of the one ``name = value`` binding that ``name`` reads, or None.
+
+    None unless the name is bound once in its scope, by that plain assignment, and
+    every use of it passes ``rule.argument=`` to one of ``rule.old``.
+    """
+    scope = engine.scope(name)
+    if scope is None:
+        return None
+    referents = {id(r): r for access in scope.accesses[name] for r in access.referents}
+    if len(referents) != 1:
+        return None
+    (assignment,) = referents.values()
+    target = engine.parent(assignment.node)
+    statement = engine.parent(target) if isinstance(target, cst.AssignTarget) else None
+    if not isinstance(statement, cst.Assign) or len(statement.targets) != 1:
+        return None
+    if len(assignment.scope.assignments[name.value]) != 1:
+        return None  # rebound: another value may reach some use
+    for access in assignment.references:
+        arg = engine.parent(access.node)
+        call = engine.parent(arg) if isinstance(arg, cst.Arg) else None
+        if (
+            not isinstance(call, cst.Call)
+            or keyword(arg) != rule.argument
+            or not engine.qualified(call.func) & set(rule.old)
+        ):
+            return None
+    return statement.value
 
 
 class StringValue(Behaviour):
@@ -22,10 +67,14 @@ class StringValue(Behaviour):
             if keyword(arg) != self.rule.argument:
                 continue
             old = literal(arg.value)
-            # 16 and "16" are distinct keys, and True == 1: match the type too.
-            if old in mapping and type(old) in (str, int) and engine.report(arg, self.rule):
+            if _old_value(old, mapping) and engine.report(arg, self.rule):
                 value = string_like(arg.value, mapping[old])
                 args[index] = args[index].with_changes(value=value)
+            elif isinstance(arg.value, cst.Name):
+                bound = _bound_value(engine, arg.value, self.rule)
+                old = None if bound is None else literal(bound)
+                if _old_value(old, mapping):
+                    engine.report(arg, self.rule, fixable_here=False)
         return updated.with_changes(args=args)
 
     def ast_call(self, detector: Detector, call: ast.Call) -> None:
@@ -36,5 +85,38 @@ class StringValue(Behaviour):
             if arg.arg != self.rule.argument:
                 continue
             old = literal(detector, arg.value)
-            if old in mapping and type(old) in (str, int):
+            if _old_value(old, mapping):
                 detector.report(arg, self.rule)
+            elif type(arg.value) is ast.Name:
+                statement = _ast_binding(detector, arg.value, self.rule)
+                bound = None if statement is None else literal(detector, statement.value)
+                if _old_value(bound, mapping):
+                    detector.report(arg, self.rule, fixable_here=False)
+
+
+def _ast_binding(detector: Detector, name: ast.Name, rule: Rule) -> ast.Assign | None:
+    """The ``ast`` half of :func:`_bound_value`: the ``name = value`` statement."""
+    names = detector.names
+    binder = names.lookup(names.scope_of[id(name)], name.id)
+    if binder is None or binder.count.get(name.id) != 1 or name.id in binder.imports:
+        return None
+    stores = [
+        node
+        for node in detector.nodes(ast.Name)
+        if node.id == name.id  # type: ignore[attr-defined]
+        and type(node.ctx) is ast.Store  # type: ignore[attr-defined]
+        and names.lookup(names.scope_of[id(node)], name.id) is binder
+    ]
+    statement = detector.parent(stores[0]) if len(stores) == 1 else None
+    if type(statement) is not ast.Assign or statement.targets != stores:  # type: ignore[attr-defined]
+        return None
+    for use in names.references(binder, name.id):
+        keyword_node = detector.parent(use)
+        call = detector.parent(keyword_node) if type(keyword_node) is ast.keyword else None
+        if (
+            type(call) is not ast.Call
+            or keyword_node.arg != rule.argument  # type: ignore[union-attr]
+            or not detector.qualified(call.func) & set(rule.old)  # type: ignore[union-attr]
+        ):
+            return None
+    return statement  # type: ignore[return-value]
