@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 
 #: torch's context manager, the only one torch's ``wrap`` reads.
 TORCH_ENABLE_WRAP = f"{TORCH_WRAP}.enable_wrap"
+#: FairScale's, which FSDP302 rewrites to torch's.
+FAIRSCALE_ENABLE_WRAP = frozenset(REGISTRY["FSDP302"].old)
 
 
 def _torch_context(resolver: Any, manager: Any, call_kind: type) -> bool:
@@ -33,8 +35,9 @@ def _torch_context(resolver: Any, manager: Any, call_kind: type) -> bool:
     if type(manager) is not call_kind:
         return False
     names = resolver.qualified(manager.func)
-    fairscale = set(REGISTRY["FSDP302"].old)
-    return TORCH_ENABLE_WRAP in names or bool(names & fairscale and resolver.applies("FSDP302"))
+    if TORCH_ENABLE_WRAP in names:
+        return True
+    return bool(names & FAIRSCALE_ENABLE_WRAP) and resolver.applies("FSDP302")
 
 
 def _entered_here(resolver: Any, call: cst.Call) -> bool:

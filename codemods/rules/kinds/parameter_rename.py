@@ -24,6 +24,7 @@ from codemods.registry.names import (
     trainer_paths,
 )
 from codemods.rules.api import PARTIAL, Detector, Engine
+from codemods.rules.assignments import assign_of, ast_assigns
 from codemods.syntax.cst_nodes import keyword
 from codemods.syntax.lazy_libcst import cst
 
@@ -78,17 +79,10 @@ def _references(engine: Engine, name: cst.Name) -> list[cst.CSTNode] | None:
     assignments = [a for a in scope.assignments[name.value] if getattr(a, "node", None)]
     if len(assignments) == 1:
         return [access.node for access in assignments[0].references]
-    if not all(_plain_assignment(engine, a.node) for a in assignments):
+    if not all(assign_of(engine, a.node) for a in assignments):
         return None  # rebound otherwise: its uses may mean something else
     uses = {id(access.node): access.node for a in assignments for access in a.references}
     return list(uses.values())
-
-
-def _plain_assignment(engine: Engine, node: cst.CSTNode) -> bool:
-    """Whether ``node`` is the one target of ``name = value``."""
-    target = engine.parent(node)
-    statement = engine.parent(target) if isinstance(target, cst.AssignTarget) else None
-    return isinstance(statement, cst.Assign) and len(statement.targets) == 1
 
 
 def destinations(engine: Engine, value: cst.CSTNode, rule: Rule, depth: int = 0) -> list[tuple]:
@@ -203,19 +197,8 @@ def _ast_references(detector: Detector, scope: Any, name: str) -> list[ast.AST] 
     """The ``ast`` half of :func:`_references`."""
     if scope is None or name in scope.imports:
         return None
-    count = scope.count.get(name, 0)
-    if count != 1:
-        plain = [
-            node
-            for node in detector.nodes(ast.Name)
-            if node.id == name  # type: ignore[attr-defined]
-            and type(node.ctx) is ast.Store  # type: ignore[attr-defined]
-            and detector.scope(node) is scope
-            and type(parent := detector.parent(node)) is ast.Assign
-            and parent.targets == [node]  # type: ignore[attr-defined]
-        ]
-        if len(plain) != count:
-            return None  # rebound otherwise: its uses may mean something else
+    if scope.count.get(name, 0) != 1 and ast_assigns(detector, scope, name) is None:
+        return None  # rebound otherwise: its uses may mean something else
     return detector.names.references(scope, name)
 
 

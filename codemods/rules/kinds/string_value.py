@@ -14,6 +14,7 @@ from typing import Any
 
 from codemods.registry import Rule
 from codemods.rules.api import Behaviour, Detector, Engine
+from codemods.rules.assignments import assign_of, ast_assigns
 from codemods.syntax.cst_nodes import keyword, literal, string_like
 from codemods.syntax.lazy_libcst import cst
 
@@ -36,9 +37,8 @@ def _bound_value(engine: Engine, name: cst.Name, rule: Rule) -> cst.BaseExpressi
     if len(referents) != 1:
         return None
     (assignment,) = referents.values()
-    target = engine.parent(assignment.node)
-    statement = engine.parent(target) if isinstance(target, cst.AssignTarget) else None
-    if not isinstance(statement, cst.Assign) or len(statement.targets) != 1:
+    statement = assign_of(engine, assignment.node)
+    if statement is None:
         return None
     if len(assignment.scope.assignments[name.value]) != 1:
         return None  # rebound: another value may reach some use
@@ -98,17 +98,8 @@ def _ast_binding(detector: Detector, name: ast.Name, rule: Rule) -> ast.Assign |
     """The ``ast`` half of :func:`_bound_value`: the ``name = value`` statement."""
     names = detector.names
     binder = names.lookup(names.scope_of[id(name)], name.id)
-    if binder is None or binder.count.get(name.id) != 1 or name.id in binder.imports:
-        return None
-    stores = [
-        node
-        for node in detector.nodes(ast.Name)
-        if node.id == name.id  # type: ignore[attr-defined]
-        and type(node.ctx) is ast.Store  # type: ignore[attr-defined]
-        and names.lookup(names.scope_of[id(node)], name.id) is binder
-    ]
-    statement = detector.parent(stores[0]) if len(stores) == 1 else None
-    if type(statement) is not ast.Assign or statement.targets != stores:  # type: ignore[attr-defined]
+    statements = ast_assigns(detector, binder, name.id)
+    if statements is None or len(statements) != 1:
         return None
     for use in names.references(binder, name.id):
         keyword_node = detector.parent(use)
@@ -119,4 +110,4 @@ def _ast_binding(detector: Detector, name: ast.Name, rule: Rule) -> ast.Assign |
             or not detector.qualified(call.func) & set(rule.old)  # type: ignore[union-attr]
         ):
             return None
-    return statement  # type: ignore[return-value]
+    return statements[0]
