@@ -41,6 +41,8 @@ SCRIPTS = (
     "gradient_accumulation_no_sync",
     "optimizer_state_resume",
     "precision_chosen_by_flag",
+    "clip_grad_norm_method",
+    "trainer_class_checkpoints",
 )
 STEPS = 4
 SETTINGS = Settings(fix=True, unsafe_fixes=True, select=("FSDP4",))
@@ -261,14 +263,28 @@ def test_the_rewritten_script_trains_like_the_fsdp1_script(runs, script):
         _same_state(result["fsdp1_state"], result["loaded"])
 
 
-def test_fsdp1s_clip_grad_norm_in_another_function_keeps_the_file_fsdp1():
+def test_fsdp1s_methods_where_the_model_is_not_followed_put_the_file_on_the_bridge():
+    """The bridge's model keeps them; with the bridge off, the file stays FSDP1."""
     source = (FIXTURES / "clip_grad_norm_method.py").read_bytes()
     outcome = run(source, SETTINGS)
+    (finding,) = outcome.findings
+    assert finding.fixed and "`model.clip_grad_norm_` at line 25" in finding.message
+    assert b"= fully_shard_like_fsdp1(" in outcome.new_source
+    assert b"model.clip_grad_norm_(1.0)" in outcome.new_source
+    outcome = run(source, dataclasses.replace(SETTINGS, fsdp2_bridge=False))
     assert outcome.new_source is None
     (finding,) = outcome.findings
     assert finding.withheld == (
-        "fix withheld: `model.clip_grad_norm_` at line 23: exists only on FSDP1 models"
+        "fix withheld: `model.clip_grad_norm_` at line 25: exists only on FSDP1 models"
     )
+
+
+def test_fsdp1s_class_calls_go_to_compats_fsdp1_api():
+    source = (FIXTURES / "trainer_class_checkpoints.py").read_bytes()
+    new = run(source, SETTINGS).new_source.decode()
+    assert "FSDP." not in new and "import FullyShardedDataParallel" not in new
+    assert new.count("FSDP1Api.state_dict_type(") == 2
+    assert "FSDP1Api.optim_state_dict_to_load(" in new
 
 
 def test_ignored_modules_keep_the_file_fsdp1_with_the_recipe():

@@ -280,11 +280,58 @@ RULES = (
                     ")\n"
                 ),
             ),
+            Example(
+                # A no_sync context kept for later has no certain FSDP2 spelling: the
+                # bridge's model keeps FSDP1's methods, so the call goes there.
+                before=(
+                    _IMPORT + _WRAP + _MODEL + "\n"
+                    "model = FSDP(model, auto_wrap_policy=ModuleWrapPolicy({Block}))\n"
+                    "context = model.no_sync()\n"
+                ),
+                after=(
+                    _WRAP + _MODEL + "from compat.fsdp2 import fully_shard_like_fsdp1\n\n"
+                    "model = fully_shard_like_fsdp1("
+                    "model, auto_wrap_policy=ModuleWrapPolicy({Block}))\n"
+                    "context = model.no_sync()\n"
+                ),
+            ),
+            Example(
+                # FSDP1's class calls on the model: compat's FSDP1Api makes them on the
+                # bridge's model, whose state_dict() follows the type they set.
+                before=(
+                    _IMPORT + "from torch.distributed.fsdp import StateDictType\n\n"
+                    "model = FSDP(model)\n"
+                    "with FSDP.state_dict_type(model, StateDictType.SHARDED_STATE_DICT):\n"
+                    "    state = {'model': model.state_dict(), "
+                    "'optim': FSDP.optim_state_dict(model, optim)}\n"
+                ),
+                after=(
+                    "from torch.distributed.fsdp import StateDictType\n"
+                    "from compat.fsdp2 import FSDP1Api, fully_shard_like_fsdp1\n\n"
+                    "model = fully_shard_like_fsdp1(model)\n"
+                    "with FSDP1Api.state_dict_type(model, StateDictType.SHARDED_STATE_DICT):\n"
+                    "    state = {'model': model.state_dict(), "
+                    "'optim': FSDP1Api.optim_state_dict(model, optim)}\n"
+                ),
+            ),
             Example.reported_only(
-                # a no_sync context kept for later has no certain FSDP2 spelling
+                # FSDP1's flat parameters exist on no FSDP2 model, the bridge's included.
                 _IMPORT + _WRAP + _MODEL + "\n"
                 "model = FSDP(model, auto_wrap_policy=ModuleWrapPolicy({Block}))\n"
-                "context = model.no_sync()\n"
+                "flat = model.params\n"
+            ),
+            Example.reported_only(
+                # FSDP1's private modules act on FSDP1's own state, which no FSDP2 unit has.
+                "import torch\n" + _IMPORT + "\n"
+                "model = FSDP(model)\n"
+                "for unit in FSDP.fsdp_modules(model):\n"
+                "    torch.distributed.fsdp._runtime_utils._reshard(unit, unit._handle, True)\n"
+            ),
+            Example.reported_only(
+                # LOCAL_STATE_DICT is FSDP1's flat shards: FSDP2 has no such state dict.
+                _IMPORT + "from torch.distributed.fsdp import StateDictType\n\n"
+                "model = FSDP(model)\n"
+                "FSDP.set_state_dict_type(model, StateDictType.LOCAL_STATE_DICT)\n"
             ),
         ),
         untouched=(

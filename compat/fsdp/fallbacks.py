@@ -22,7 +22,7 @@ import dataclasses
 import types
 import weakref
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Callable
 
 import torch
 import torch.distributed as dist
@@ -67,14 +67,23 @@ def runs_on_cpu(module: nn.Module) -> bool:
     return bool(units) and all(d is not None and d.type == "cpu" for d in devices)
 
 
-def _to_cpu(value: Any) -> Any:
+def map_tensors(value: Any, change: Callable[[torch.Tensor], torch.Tensor]) -> Any:
+    """``value`` with ``change`` applied to every tensor in it (dicts, lists, tuples walked).
+
+    The containers are new: a state dict handed to torch's ``set_`` functions through
+    ``map_tensors(state, lambda t: t)`` leaves the caller's own as it was.
+    """
     if isinstance(value, torch.Tensor):
-        return value.cpu()
+        return change(value)
     if isinstance(value, dict):
-        return {key: _to_cpu(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_to_cpu(item) for item in value]
+        return {key: map_tensors(item, change) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(map_tensors(item, change) for item in value)
     return value
+
+
+def _to_cpu(value: Any) -> Any:
+    return map_tensors(value, torch.Tensor.cpu)
 
 
 def _default_group_only(group: Any, method: str) -> None:

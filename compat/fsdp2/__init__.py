@@ -54,7 +54,8 @@ Modules: :mod:`~compat.fsdp2.units` (which units, in which order),
 :mod:`~compat.fsdp2.mesh` (devices and meshes), :mod:`~compat.fsdp2.materialize`
 (what happens to a unit's tensors before sharding), :mod:`~compat.fsdp2.precision`
 (mixed precision), :mod:`~compat.fsdp2.availability` (which torch has FSDP2),
-:mod:`~compat.fsdp2.bridge` (the calls).
+:mod:`~compat.fsdp2.bridge` (the calls), :mod:`~compat.fsdp2.fsdp1_api` (FSDP1's
+methods and class-level calls on a bridged model).
 """
 
 from compat.fsdp2.availability import fsdp2_module
@@ -63,12 +64,14 @@ from compat.fsdp2.bridge import (
     fully_shard_like_fsdp1,
     translate_fsdp1_arguments,
 )
+from compat.fsdp2.fsdp1_api import FSDP1Api
 from compat.fsdp2.materialize import RankMismatchWarning
 from compat.fsdp2.units import fsdp2_unit_names
 
 # Their public home is here: documented and doctested as compat.fsdp2's (the examples
 # run only where FSDP2 runs on CPU), and pickled by this name.
 for _public in (
+    FSDP1Api,
     RankMismatchWarning,
     fsdp2_module,
     fsdp2_unit_names,
@@ -80,6 +83,7 @@ for _public in (
 del _public
 
 __all__ = [
+    "FSDP1Api",
     "RankMismatchWarning",
     "fsdp2_module",
     "fsdp2_unit_names",

@@ -17,6 +17,7 @@ import torch.nn as nn
 import compat.fsdp2.materialize as mat
 from compat.features import import_fsdp_module
 from compat.fsdp2.availability import fsdp2_module, require_bridge
+from compat.fsdp2.fsdp1_api import group_rank, keep_fsdp1_methods
 from compat.fsdp2.mesh import (
     Sharding,
     family,
@@ -106,7 +107,9 @@ def fully_shard_like_fsdp1(
         device_mesh: A 1-D mesh, or a 2-D one with a hybrid strategy.
 
     Returns:
-        ``module``, now the root FSDP2 unit.
+        ``module``, now the root FSDP2 unit, which keeps the FSDP1 methods FSDP1 code
+        calls on it (:class:`compat.fsdp2.fsdp1_api.FSDP1Methods`: ``state_dict``
+        full by default, ``clip_grad_norm_``, ``no_sync``, ``module``).
 
     Raises:
         ImportError: torch < 2.6 (no ``torch.distributed.fsdp.fully_shard``), or CPU
@@ -181,6 +184,9 @@ def fully_shard_like_fsdp1(
         cast_buffers(cast)
         arguments = _fully_shard_arguments(plan.unit, sharding, device, ignored_params)
         fsdp2.fully_shard(plan.unit.module, **arguments)
+    # FSDP1's code calls FSDP1's methods on the model it wrapped, often far from here.
+    group = sharding.sync_groups[0] if sharding.family == "replicate" else sharding.shard_group
+    keep_fsdp1_methods(module, group_rank(group))
     return module
 
 

@@ -33,6 +33,7 @@ from codemods.registry import Rule
 from codemods.registry.names import COMPOSABLE_FSDP, TORCH_FSDP, TORCH_FSDP_CLASSES
 from codemods.rules.api import Behaviour, Detector, Engine
 from codemods.rules.fsdp401.decide import Bridged, Conversion, Survey, survey
+from codemods.rules.fsdp401.kept import FSDP1_API
 from codemods.rules.fsdp401.lookups import ISINSTANCE, fresh
 from codemods.rules.fsdp401.text import bound_first, statements_before
 from codemods.rules.layout import indentation, wrapped_call
@@ -41,6 +42,8 @@ from codemods.syntax.lazy_libcst import cst
 
 #: FSDP1's list of the FSDP modules under a module, by each spelling of the class.
 FSDP_MODULES = tuple(f"{name}.fsdp_modules" for name in TORCH_FSDP_CLASSES)
+#: FSDP1's class-level calls ``compat``'s ``FSDP1Api`` takes, by each spelling.
+API_CALLS = tuple(f"{name}.{call}" for name in TORCH_FSDP_CLASSES for call in FSDP1_API)
 
 
 def _forget_fsdp1_names(engine: Engine, call: cst.Call) -> None:
@@ -58,7 +61,7 @@ class Fsdp401(Behaviour):
     modules = True  # earlier bindings of a precision the call passes
 
     def calls(self) -> tuple[str, ...]:
-        return (*TORCH_FSDP_CLASSES, ISINSTANCE, *FSDP_MODULES)
+        return (*TORCH_FSDP_CLASSES, ISINSTANCE, *FSDP_MODULES, *API_CALLS)
 
     def call(self, engine: Engine, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         if not engine.settings.enabled(self.rule):
@@ -69,6 +72,8 @@ class Fsdp401(Behaviour):
             return _class_check(engine, self.rule, found, original, updated)
         if called & set(FSDP_MODULES):
             return _module_listing(engine, self.rule, found, original, updated)
+        if called & set(API_CALLS):
+            return _api_call(engine, self.rule, found, original, updated)
         conversion = found.conversions.get(id(original))
         if conversion is None:
             return updated
@@ -195,6 +200,28 @@ def _bridge(
         for module, name in use.imports:
             engine.need_import(module, name)
     return updated.with_changes(func=cst.Name(BRIDGE))
+
+
+#: ``compat``'s home of FSDP1's class-level calls for bridged models.
+API = "FSDP1Api"
+
+
+def _api_call(
+    engine: Engine, rule: Rule, found: Survey, original: cst.Call, updated: cst.Call
+) -> cst.BaseExpression:
+    """``FSDP.state_dict_type(model, ...)`` as ``FSDP1Api.state_dict_type(model, ...)``.
+
+    The file's models are on the bridge (a call like this puts them there), whose
+    ``FSDP1Api`` does FSDP1's call on them (and FSDP1's own on an FSDP1 model).
+    """
+    if id(original) not in found.api_calls or not found.converts():
+        return updated
+    if not engine.report(original, rule, quiet=True):
+        return updated
+    engine.need_import(BRIDGE_HOME, API)
+    engine.forget(original.func)
+    func = cst.Attribute(value=cst.Name(API), attr=updated.func.attr)
+    return updated.with_changes(func=func)
 
 
 def _module_listing(

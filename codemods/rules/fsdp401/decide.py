@@ -13,6 +13,14 @@ from typing import Any
 
 from codemods.rules.api import Engine
 from codemods.rules.fsdp401.arguments import translate
+from codemods.rules.fsdp401.kept import (
+    BRIDGE_KEEPS,
+    NO_LOCAL,
+    api_call,
+    fsdp1_internals,
+    kept_reason,
+    local_state_dict,
+)
 from codemods.rules.fsdp401.keywords import Keywords, Untranslatable
 from codemods.rules.fsdp401.lookups import (
     annotates,
@@ -109,6 +117,8 @@ class Survey:
         blocker: Why no FSDP4 fix is written in the file, or None.
         module_lists: The ``FSDP.fsdp_modules(module)`` calls (``id``): a comprehension
             of the ``FSDPModule`` instances in ``module.modules()`` on FSDP2.
+        api_calls: The ``FSDP.state_dict_type(model, ...)``-like calls (``id``): the same
+            call of ``compat``'s ``FSDP1Api`` where the file's models are bridged.
         class_checks: The FSDP1 classes ``isinstance`` tests or a function's annotations
             name (``id`` of the reference): ``FSDPModule`` on FSDP2, the class every
             ``fully_shard``-ed module takes on.
@@ -119,6 +129,7 @@ class Survey:
     blocker: str | None
     class_checks: frozenset[int] = frozenset()
     module_lists: frozenset[int] = frozenset()
+    api_calls: frozenset[int] = frozenset()
 
     def converts(self) -> bool:
         """Whether the file is converted (in a run that applies the family's fixes)."""
@@ -217,6 +228,20 @@ def _use_of(
     return None if use is None else (max(before)[1], use)
 
 
+def _onto_the_bridge(
+    conversions: dict[int, Conversion | Bridged | str], kept: list[tuple[str, str]]
+) -> None:
+    """Put every plainly convertible call of the file on the bridge, which keeps ``kept``.
+
+    FSDP1 code reaches the model through ``self.model``, parameters and class calls the
+    rewrite cannot follow; the bridge's model answers them as FSDP1 did.
+    """
+    why = kept_reason(kept)
+    for key, conversion in conversions.items():
+        if isinstance(conversion, Conversion):
+            conversions[key] = Bridged(conversion.call, why)
+
+
 def bridges(engine: Engine) -> bool:
     """Whether a call with no certain FSDP2 translation goes to ``compat``'s bridge.
 
@@ -296,8 +321,18 @@ def survey(engine: Engine, rule_code: str) -> Survey:
     funcs = {id(call.func) for call in calls}
     checks = set()
     lists = set()
+    api_calls = set()
+    # What only the bridge's model answers: where, its kind, why it blocks without it.
+    kept: list[tuple[str, str, str]] = []
     for node in find_all(module, lambda n: isinstance(n, (cst.Name, cst.Attribute))):
         if id(node) in funcs or in_import(engine, node):
+            continue
+        if local_state_dict(engine, node):
+            blockers.append(f"`{shown(engine, node)}` at line {line_of(engine, node)}: {NO_LOCAL}")
+            continue
+        if fsdp1_internals(engine, node) and not gated(engine, node):
+            where = f"`{shown(engine, node)}` at line {line_of(engine, node)}"
+            blockers.append(f"{where} is FSDP1's internals, which FSDP2 models do not have")
             continue
         if fsdp1_reference(engine, node):
             if (tested_class(engine, node) or annotates(engine, node)) and not gated(engine, node):
@@ -307,8 +342,13 @@ def survey(engine: Engine, rule_code: str) -> Survey:
             if listing is not None and not gated(engine, node):
                 lists.add(id(listing))
                 continue
-            text = shown(engine, node)
-            blockers.append(f"`{text}` at line {line_of(engine, node)} is FSDP1 only")
+            api = api_call(engine, node)
+            where = f"`{shown(engine, api or node)}` at line {line_of(engine, node)}"
+            if api is not None and not gated(engine, node):
+                api_calls.add(id(api))
+                kept.append((where, "api", f"{where} is FSDP1 only"))
+                continue
+            blockers.append(f"{where} is FSDP1 only")
             continue
         if not isinstance(node, cst.Attribute) or module.code_for_node(node.value) not in wrapped:
             continue
@@ -322,9 +362,29 @@ def survey(engine: Engine, rule_code: str) -> Survey:
             uses.setdefault(found[0], []).append(found[1])
             continue
         why = CHANGED_MEANING.get(method, "exists only on FSDP1 models")
-        blockers.append(f"`{shown(engine, node)}` at line {line_of(engine, node)}: {why}")
+        where = f"`{shown(engine, node)}` at line {line_of(engine, node)}"
+        if method in BRIDGE_KEEPS:
+            kept.append((where, method, f"{where}: {why}"))
+            continue
+        blockers.append(f"{where}: {why}")
     if (checks or lists) and fresh(engine, "FSDPModule") != "FSDPModule":
         blockers.append("`FSDPModule`, which FSDP2 code needs, is a name here")
+    if api_calls and fresh(engine, "FSDP1Api") != "FSDP1Api":
+        blockers.append("`FSDP1Api`, which the bridged calls need, is a name here")
+    if kept and not bridges(engine):
+        blockers += [why for _, _, why in kept]
+    elif kept and not blockers:
+        _onto_the_bridge(conversions, [(where, kind) for where, kind, _ in kept])
+    for key, conversion in conversions.items():
+        if isinstance(conversion, Bridged) and key in uses:
+            # The bridge's model keeps FSDP1's state-dict methods, and the type that
+            # FSDP1Api.state_dict_type sets for them: those calls stay as written.
+            uses[key] = [use for use in uses[key] if use.method not in CHANGED_MEANING]
     return Survey(
-        conversions, uses, blockers[0] if blockers else None, frozenset(checks), frozenset(lists)
+        conversions,
+        uses,
+        blockers[0] if blockers else None,
+        frozenset(checks),
+        frozenset(lists),
+        frozenset(api_calls),
     )

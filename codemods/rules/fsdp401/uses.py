@@ -9,6 +9,7 @@ both; anywhere else it keeps the file FSDP1.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -28,12 +29,14 @@ class Use:
         code: The replacement's source, for an expression.
         imports: ``(module, name)`` imports the replacement needs.
         build: For a statement: what takes the place of the updated node.
+        method: The FSDP1 method called.
     """
 
     call: cst.CSTNode
     code: str
     imports: tuple[tuple[str, str | None], ...]
     build: Callable[[Any], Any] | None = None
+    method: str = ""
 
     def replacement(self) -> cst.CSTNode | Callable[[Any], Any]:
         """What :meth:`Engine.replace` puts in the original node's place."""
@@ -49,6 +52,11 @@ def _plain(call: cst.Call, most: int, keywords: tuple[str, ...] = ()) -> bool:
 
 def rewrite(engine: Engine, call: cst.Call, receiver: str) -> Use | None:
     """The FSDP2 spelling of ``receiver.method(...)``, or None where it is not certain."""
+    use = _rewrite(engine, call, receiver)
+    return None if use is None else dataclasses.replace(use, method=call.func.attr.value)
+
+
+def _rewrite(engine: Engine, call: cst.Call, receiver: str) -> Use | None:
     method = call.func.attr.value
     args = [engine.module.code_for_node(arg).rstrip(", ") for arg in call.args]
     if method == "clip_grad_norm_" and _plain(call, 2, ("max_norm", "norm_type")):

@@ -1,0 +1,91 @@
+"""What a bridged model keeps of FSDP1's API, and what nothing on FSDP2 keeps, for FSDP401.
+
+The bridge's model (``compat.fsdp2.fsdp1_api``) answers FSDP1's methods and class calls
+as FSDP1 did, so a use of one where the rewrite cannot follow the model puts the file's
+calls on the bridge instead of keeping the file FSDP1. FSDP1's flat-parameter state
+dicts and its private modules have no FSDP2 form at all and keep the file FSDP1.
+"""
+
+from __future__ import annotations
+
+from codemods.rules.api import Engine
+from codemods.syntax.lazy_libcst import cst
+
+#: FSDP1's class-level calls that ``compat``'s ``FSDP1Api`` takes for a bridged model.
+FSDP1_API = (
+    "state_dict_type",
+    "set_state_dict_type",
+    "get_state_dict_type",
+    "optim_state_dict",
+    "optim_state_dict_to_load",
+)
+
+#: FSDP1 methods the bridge's model keeps (``compat.fsdp2.fsdp1_api.FSDP1Methods``): used
+#: where the rewrite cannot follow the model, they put the file's calls on the bridge.
+BRIDGE_KEEPS = frozenset({"clip_grad_norm_", "no_sync", "state_dict", "load_state_dict", "module"})
+
+#: What to write by hand for each FSDP1 call the bridge's model answers.
+KEPT_RECIPES = {
+    "clip_grad_norm_": "`torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)`",
+    "no_sync": "`model.set_requires_gradient_sync(False)` for the block, then `True`",
+    "state_dict": "`get_model_state_dict(model, options=StateDictOptions(...))`",
+    "load_state_dict": "`set_model_state_dict(model, state, options=StateDictOptions(...))`",
+    "module": "the model itself (FSDP2 shards in place)",
+    "api": "torch.distributed.checkpoint.state_dict's functions with `StateDictOptions`",
+}
+
+#: What FSDP1's ``LOCAL_STATE_DICT`` is spelled as, and why it has no FSDP2 form.
+LOCAL_STATE_DICT = "StateDictType.LOCAL_STATE_DICT"
+NO_LOCAL = "FSDP2 keeps no flat parameters: use SHARDED_STATE_DICT (DTensor shards)"
+
+
+def api_call(engine: Engine, node: cst.CSTNode) -> cst.Call | None:
+    """The ``FSDP.<call>(...)`` ``node`` (the class) is called through, for :data:`FSDP1_API`."""
+    attribute = engine.parent(node)
+    if not isinstance(attribute, cst.Attribute) or attribute.value is not node:
+        return None
+    call = engine.parent(attribute)
+    if attribute.attr.value not in FSDP1_API or not isinstance(call, cst.Call):
+        return None
+    return call if call.func is attribute else None
+
+
+def local_state_dict(engine: Engine, node: cst.CSTNode) -> bool:
+    """Whether ``node`` is torch's ``StateDictType.LOCAL_STATE_DICT``."""
+    return isinstance(node, cst.Attribute) and any(
+        name.startswith("torch.distributed.fsdp.") and name.endswith(LOCAL_STATE_DICT)
+        for name in engine.qualified(node)
+    )
+
+
+#: Private names under torch's FSDP package that are not FSDP1's internals: FSDP2's home,
+#: and a string helper that works on any parameter name (FSDP2's have nothing to clean).
+NOT_FSDP1_INTERNALS = (
+    "torch.distributed.fsdp._fully_shard",
+    "torch.distributed.fsdp._common_utils.clean_tensor_name",
+)
+
+
+def fsdp1_internals(engine: Engine, node: cst.CSTNode) -> bool:
+    """Whether ``node`` names something in FSDP1's private modules (``_runtime_utils``...).
+
+    Only the outermost reference counts (``a._b.c`` is one use, not three).
+    """
+    parent = engine.parent(node)
+    if isinstance(parent, cst.Attribute) and parent.value is node:
+        return False
+    return any(
+        name.startswith("torch.distributed.fsdp._") and not name.startswith(NOT_FSDP1_INTERNALS)
+        for name in engine.qualified(node)
+    )
+
+
+def kept_reason(kept: list[tuple[str, str]]) -> str:
+    """Why a file's calls are on the bridge: its uses of FSDP1's API, each with a recipe.
+
+    Args:
+        kept: Each use, quoted with its line, and its kind (a method, or ``"api"``).
+    """
+    shown = [f"{where}: {KEPT_RECIPES[kind]}" for where, kind in kept[:3]]
+    more = f"; and {len(kept) - 3} more" if len(kept) > 3 else ""
+    return f"FSDP1's API on the model, which the bridge's model keeps: {'; '.join(shown)}{more}"

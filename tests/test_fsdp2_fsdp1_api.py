@@ -1,0 +1,235 @@
+"""FSDP1's model API on a bridged model (``compat.fsdp2.fsdp1_api``), against real FSDP1.
+
+One 2-rank gloo spawn builds the same model with FSDP1 and with the bridge, drives
+both through the same FSDP1 code (``model.state_dict()``, ``FSDP.state_dict_type``
+with each config, ``FSDP.optim_state_dict`` and ``optim_state_dict_to_load``,
+``clip_grad_norm_``, ``no_sync``, ``.module``) with the class calls going to
+``FSDP1Api`` for the bridge, and compares what each returns, on every rank. FSDP1's
+``offload_to_cpu`` hangs on CPU ranks, so the configs offload only where the ranks have
+GPUs (NCCL, two GPUs).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+
+from compat.fsdp2.availability import fsdp2_on_cpu
+from tests import distributed
+from tests.models import Block, batch, make_model
+
+if not fsdp2_on_cpu():
+    pytest.skip("the bridge's CPU runs need torch >= 2.7", allow_module_level=True)
+
+from torch.distributed.fsdp import (  # noqa: E402
+    FullOptimStateDictConfig,
+    FullStateDictConfig,
+    FullyShardedDataParallel,
+    ShardedOptimStateDictConfig,
+    ShardedStateDictConfig,
+    StateDictType,
+)
+from torch.distributed.fsdp.wrap import ModuleWrapPolicy  # noqa: E402
+
+from compat.fsdp2 import FSDP1Api, fully_shard_like_fsdp1  # noqa: E402
+
+
+def _plain(value: Any) -> Any:
+    """A state dict's tensors as this rank's plain CPU tensors (shards as local rows)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "to_local"):  # a DTensor: this rank's chunk
+        value = value.to_local()
+    elif hasattr(value, "local_shards"):  # FSDP1's ShardedTensor: this rank's chunk
+        shards = value.local_shards()
+        value = shards[0].tensor if shards else torch.empty(0)
+    if isinstance(value, torch.Tensor) and not value.numel():
+        return ("tensor", str(value.device), torch.empty(0))  # a rank with no rows
+    if isinstance(value, torch.Tensor):
+        return ("tensor", str(value.device), value.detach().clone().cpu())
+    return value
+
+
+def _step(model: nn.Module, optim: torch.optim.Optimizer, rank: int, step: int) -> float:
+    x, y = batch(rank, step, distributed.device_for(rank))
+    loss = nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    optim.step()
+    optim.zero_grad()
+    return loss.item()
+
+
+def _drive(model: nn.Module, api: Any, rank: int) -> dict[str, Any]:
+    """The same FSDP1 code on either model: what each call gave."""
+    out: dict[str, Any] = {"default": _plain(model.state_dict())}
+    optim = torch.optim.Adam(model.parameters(), lr=0.01)
+    out["losses"] = [_step(model, optim, rank, s) for s in range(2)]
+    # Gradients accumulated over two backward passes, the first without reduction.
+    with model.no_sync():
+        x, y = batch(rank, 5, distributed.device_for(rank))
+        nn.functional.mse_loss(model(x), y).backward()
+    x, y = batch(rank, 6, distributed.device_for(rank))
+    nn.functional.mse_loss(model(x), y).backward()
+    out["norm"] = float(model.clip_grad_norm_(0.05))
+    optim.step()
+    optim.zero_grad()
+    # FSDP1's offload_to_cpu hangs on CPU ranks (gloo): offloading is a GPU-only case.
+    offload = next(model.parameters()).device.type == "cuda"
+    configs = {
+        "full-rank0": (
+            StateDictType.FULL_STATE_DICT,
+            FullStateDictConfig(offload_to_cpu=offload, rank0_only=True),
+            FullOptimStateDictConfig(offload_to_cpu=offload, rank0_only=True),
+        ),
+        "full-all": (
+            StateDictType.FULL_STATE_DICT,
+            FullStateDictConfig(offload_to_cpu=offload),
+            FullOptimStateDictConfig(offload_to_cpu=offload),
+        ),
+        "sharded": (
+            StateDictType.SHARDED_STATE_DICT,
+            ShardedStateDictConfig(offload_to_cpu=offload),
+            ShardedOptimStateDictConfig(offload_to_cpu=offload),
+        ),
+    }
+    for name, (kind, config, optim_config) in configs.items():
+        with api.state_dict_type(model, kind, config, optim_config):
+            out[name] = _plain(model.state_dict())
+            out[f"{name}-optim"] = _plain(api.optim_state_dict(model, optim))
+    out["type-after"] = str(api.get_state_dict_type(model).state_dict_type)
+    # A full checkpoint of both, loaded back after two more steps: training resumes
+    # from it exactly (the model's and the optimizer's state).
+    full = FullStateDictConfig(offload_to_cpu=offload)
+    full_optim = FullOptimStateDictConfig(offload_to_cpu=offload)
+    with api.state_dict_type(model, StateDictType.FULL_STATE_DICT, full, full_optim):
+        saved, saved_optim = model.state_dict(), api.optim_state_dict(model, optim)
+    out["drifted"] = [_step(model, optim, rank, s) for s in range(10, 12)]
+    previous = api.set_state_dict_type(model, StateDictType.FULL_STATE_DICT, full, full_optim)
+    out["previous"] = str(previous.state_dict_type)
+    model.load_state_dict(saved)
+    optim.load_state_dict(api.optim_state_dict_to_load(model, optim, saved_optim))
+    out["resumed"] = [_step(model, optim, rank, s) for s in range(10, 12)]
+    out["module-is-model"] = model.module is model if api is FSDP1Api else None
+    try:
+        with api.state_dict_type(model, StateDictType.LOCAL_STATE_DICT):
+            model.state_dict()
+        out["local"] = "no error"
+    except NotImplementedError as error:
+        out["local"] = str(error)
+    return out
+
+
+def _both(rank: int, world_size: int) -> dict[str, Any]:
+    policy = ModuleWrapPolicy({Block})
+    sides: dict[str, Callable[[nn.Module], nn.Module]] = {
+        "fsdp1": functools.partial(FullyShardedDataParallel, use_orig_params=True),
+        "bridge": fully_shard_like_fsdp1,
+    }
+    apis = {"fsdp1": FullyShardedDataParallel, "bridge": FSDP1Api}
+    results = {}
+    device = distributed.device_for(rank)  # a GPU per rank where there are two
+    for side, shard in sides.items():
+        model = shard(make_model(), auto_wrap_policy=policy, device_id=device)
+        results[side] = _drive(model, apis[side], rank)
+    # torch's own functions still see FSDP2's state dict on a bridged model.
+    from torch.distributed.checkpoint.state_dict import get_model_state_dict
+
+    model = fully_shard_like_fsdp1(make_model(), auto_wrap_policy=policy, device_id=device)
+    sharded = get_model_state_dict(model)
+    results["torch-sees-shards"] = all(hasattr(v, "to_local") for v in sharded.values())
+    # FSDP1's own class calls take a bridged model too (code the rewrite did not touch).
+    config = FullStateDictConfig(rank0_only=True)
+    with FullyShardedDataParallel.state_dict_type(model, StateDictType.FULL_STATE_DICT, config):
+        results["through-fsdp1s-class"] = _plain(model.state_dict())
+    with FullyShardedDataParallel.state_dict_type(model, StateDictType.SHARDED_STATE_DICT):
+        state = model.state_dict()
+    results["fsdp1s-class-sharded"] = all(hasattr(v, "to_local") for v in state.values())
+    results["rank"] = dist.get_rank()
+    return results
+
+
+@pytest.fixture(scope="module")
+def runs() -> list[dict[str, Any]]:
+    return distributed.run(_both, world_size=2, timeout=300)
+
+
+def _same(one: Any, other: Any, where: str = "") -> None:
+    if isinstance(one, dict):
+        assert isinstance(other, dict) and one.keys() == other.keys(), where
+        for key in one:
+            _same(one[key], other[key], f"{where}.{key}")
+    elif isinstance(one, list):
+        assert isinstance(other, list) and len(one) == len(other), where
+        for i, (a, b) in enumerate(zip(one, other)):
+            _same(a, b, f"{where}[{i}]")
+    elif isinstance(one, tuple) and one and one[0] == "tensor":
+        assert other[1] == one[1], f"{where}: device {other[1]} vs FSDP1's {one[1]}"
+        torch.testing.assert_close(other[2], one[2], atol=1e-6, rtol=1e-5, msg=where)
+    elif isinstance(one, float):
+        assert other == pytest.approx(one, rel=1e-5, abs=1e-7), where
+    else:
+        assert other == one, where
+
+
+ENTRIES = [
+    "default",
+    "losses",
+    "norm",
+    "full-rank0",
+    "full-rank0-optim",
+    "full-all",
+    "full-all-optim",
+    "sharded",
+    "type-after",
+    "drifted",
+    "previous",
+    "resumed",
+]
+
+
+@pytest.mark.distributed
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_fsdp1_code_gets_what_fsdp1_gives(runs, entry):
+    for result in runs:
+        _same(result["fsdp1"][entry], result["bridge"][entry], entry)
+
+
+@pytest.mark.distributed
+def test_rank0_only_leaves_other_ranks_empty_and_the_rest_full(runs):
+    by_rank = {r["rank"]: r["bridge"] for r in runs}
+    assert by_rank[1]["full-rank0"] == {} and by_rank[0]["full-rank0"]
+    assert by_rank[0]["full-all"].keys() == by_rank[1]["full-all"].keys()
+    assert by_rank[0]["resumed"] == pytest.approx(by_rank[0]["drifted"])
+
+
+@pytest.mark.distributed
+def test_sharded_optimizer_state_holds_fsdp1s_rows(runs):
+    for result in runs:
+        fsdp1, bridge = result["fsdp1"]["sharded-optim"], result["bridge"]["sharded-optim"]
+        assert fsdp1["state"].keys() == bridge["state"].keys()
+        for name, values in fsdp1["state"].items():
+            for key in ("exp_avg", "exp_avg_sq"):
+                _same(values[key], bridge["state"][name][key], f"{name}.{key}")
+
+
+@pytest.mark.distributed
+def test_local_state_dicts_are_refused_with_the_recipe_and_module_is_the_model(runs):
+    for result in runs:
+        assert "SHARDED_STATE_DICT" in result["bridge"]["local"]
+        assert result["bridge"]["module-is-model"] is True
+        assert result["torch-sees-shards"]
+
+
+@pytest.mark.distributed
+def test_fsdp1s_own_class_calls_take_a_bridged_model(runs):
+    for result in runs:
+        expected = result["fsdp1"]["default"] if result["rank"] == 0 else {}
+        _same(expected, result["through-fsdp1s-class"], "through FSDP1's class")
+        assert result["fsdp1s-class-sharded"]
