@@ -103,6 +103,7 @@ def _drive(model: nn.Module, api: Any, rank: int) -> dict[str, Any]:
         with api.state_dict_type(model, kind, config, optim_config):
             out[name] = _plain(model.state_dict())
             out[f"{name}-optim"] = _plain(api.optim_state_dict(model, optim))
+    out["sharded-rows"] = _plain(api.sharded_optim_state_dict(model, optim))
     out["type-after"] = str(api.get_state_dict_type(model).state_dict_type)
     # A full checkpoint of both, loaded back after two more steps: training resumes
     # from it exactly (the model's and the optimizer's state).
@@ -187,6 +188,7 @@ ENTRIES = [
     "full-all",
     "full-all-optim",
     "sharded",
+    "sharded-rows",
     "type-after",
     "drifted",
     "previous",

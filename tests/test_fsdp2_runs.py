@@ -43,6 +43,7 @@ SCRIPTS = (
     "precision_chosen_by_flag",
     "clip_grad_norm_method",
     "trainer_class_checkpoints",
+    "hybrid_mesh_meta_init",
 )
 STEPS = 4
 SETTINGS = Settings(fix=True, unsafe_fixes=True, select=("FSDP4",))

@@ -25,6 +25,7 @@ FSDP1                              On a bridged model
 ``LOCAL_STATE_DICT``               refused: FSDP2 has no flat parameters
 ``FSDP.optim_state_dict``          ``get_optimizer_state_dict`` of the same type, keyed
                                    by parameter name as FSDP1's
+``FSDP.sharded_optim_state_dict``  ``get_optimizer_state_dict`` of this rank's rows
 ``FSDP.optim_state_dict_to_load``  ``set_optimizer_state_dict``; returns the loaded
                                    optimizer's own state dict, so the
                                    ``optim.load_state_dict(...)`` after it changes
@@ -308,6 +309,25 @@ class FSDP1Api:
         )
 
     @staticmethod
+    def sharded_optim_state_dict(
+        model: nn.Module, optim: torch.optim.Optimizer, group: Any = None
+    ) -> dict[str, Any]:
+        """FSDP1's ``sharded_optim_state_dict``: this rank's rows of the optimizer state."""
+        if _fsdp1(model):
+            return _fsdp1_call("sharded_optim_state_dict")(model, optim, group)
+        if group is not None:
+            raise NotImplementedError(
+                "FSDP1Api.sharded_optim_state_dict on a bridged model takes no group="
+            )
+        from torch.distributed.checkpoint.state_dict import (
+            StateDictOptions,
+            get_optimizer_state_dict,
+        )
+
+        state = get_optimizer_state_dict(model, optim, options=StateDictOptions())
+        return map_tensors(state, _own_copy)
+
+    @staticmethod
     def optim_state_dict_to_load(
         model: nn.Module,
         optim: torch.optim.Optimizer,
@@ -354,6 +374,7 @@ _ROUTED = (
     "get_state_dict_type",
     "optim_state_dict",
     "optim_state_dict_to_load",
+    "sharded_optim_state_dict",
 )
 
 

@@ -18,6 +18,7 @@ FSDP1_API = (
     "get_state_dict_type",
     "optim_state_dict",
     "optim_state_dict_to_load",
+    "sharded_optim_state_dict",
 )
 
 #: FSDP1 methods the bridge's model keeps (``compat.fsdp2.fsdp1_api.FSDP1Methods``): used
