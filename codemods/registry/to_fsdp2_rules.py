@@ -314,6 +314,25 @@ RULES = (
                     "'optim': FSDP1Api.optim_state_dict(model, optim)}\n"
                 ),
             ),
+            Example(
+                # An import only a dropped argument used goes with it.
+                before=(
+                    "import torch\n" + _IMPORT + _WRAP + _MODEL + "\n"
+                    "model = FSDP(\n"
+                    "    model,\n"
+                    "    auto_wrap_policy=ModuleWrapPolicy({Block}),\n"
+                    "    device_id=torch.cuda.current_device(),\n"
+                    ")\n"
+                ),
+                after=(
+                    "from torch.distributed.fsdp import fully_shard\n" + _MODEL + "\n"
+                    "for submodule in reversed(list(model.modules())):  "
+                    "# descendants before ancestors\n"
+                    "    if isinstance(submodule, Block) and submodule is not model:\n"
+                    "        fully_shard(submodule)\n"
+                    "model = fully_shard(model)\n"
+                ),
+            ),
             Example.reported_only(
                 # FSDP1's flat parameters exist on no FSDP2 model, the bridge's included.
                 _IMPORT + _WRAP + _MODEL + "\n"

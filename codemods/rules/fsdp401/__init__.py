@@ -47,10 +47,14 @@ API_CALLS = tuple(f"{name}.{call}" for name in TORCH_FSDP_CLASSES for call in FS
 
 
 def _forget_fsdp1_names(engine: Engine, call: cst.Call) -> None:
-    """Queue the imports the removed FSDP1 call used for removal where now unused."""
+    """Queue the imports the removed FSDP1 call used for removal where now unused.
+
+    Every import the call names: the FSDP1 ones, and any a dropped argument alone used
+    (``device_id=torch.cuda.current_device()`` the file's only use of ``torch``). An
+    import still used elsewhere stays.
+    """
     for node in find_all(call, lambda n: isinstance(n, (cst.Name, cst.Attribute))):
-        names = engine.qualified(node)
-        if any(n.startswith(f"{TORCH_FSDP}.") or n == "functools.partial" for n in names):
+        if engine.qualified(node):
             engine.forget(node)
 
 
