@@ -62,6 +62,14 @@ RULES = (
                 "def fit(model):\n"
                 "    Trainer(strategy=STRATEGY).fit(model)\n"
             ),
+            # A test parameter a parametrize list fills, one of its values the old name.
+            Example.reported_only(
+                "import pytest\n"
+                "from lightning.pytorch import Trainer\n"
+                '@pytest.mark.parametrize("strategy", ["ddp", "fsdp_native"])\n'
+                "def test_fit(strategy):\n"
+                "    Trainer(strategy=strategy)\n"
+            ),
         ),
         untouched=(
             (
@@ -192,8 +200,33 @@ RULES = (
                     'trainer = L.Trainer(precision="16-mixed")\n'
                 ),
             ),
+            # Rows of several parameters, pytest.param among them.
+            Example.reported_only(
+                "import pytest\n"
+                "from lightning.pytorch import Trainer\n"
+                "@pytest.mark.parametrize(\n"
+                '    ("precision", "devices"), [("32", 1), pytest.param(16, 2, id="half")]\n'
+                ")\n"
+                "def test_fit(precision, devices):\n"
+                "    Trainer(precision=precision, devices=devices)\n"
+            ),
         ),
         untouched=(
+            (
+                "import pytest\n"
+                "from lightning.pytorch import Trainer\n"
+                '@pytest.mark.parametrize("precision", ["bf16-mixed", 32])\n'
+                "def test_fit(precision):\n"
+                "    Trainer(precision=precision)\n"
+            ),
+            (
+                "import pytest\n"
+                "from lightning.pytorch import Trainer\n"
+                '@pytest.mark.parametrize("precision", [16])\n'
+                "def test_fit(precision):\n"
+                "    print(precision)  # used otherwise too: not only the argument\n"
+                "    Trainer(precision=precision)\n"
+            ),
             ("from lightning.pytorch import Trainer\ntrainer = Trainer(precision=32)\n"),
             ('from lightning.pytorch import Trainer\ntrainer = Trainer(precision="bf16-mixed")\n'),
             ("from my_project.config import Trainer\ntrainer = Trainer(precision=16)\n"),

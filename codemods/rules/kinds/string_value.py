@@ -1,10 +1,11 @@
 """String and number values of one argument: ``Trainer(strategy="fsdp_native")``.
 
 The value may also come through a name bound once to the literal
-(``strategy = "fsdp_native"`` ... ``Trainer(strategy=strategy)``): where that one
-binding is a plain assignment and every use of the name is this argument of one of the
-rule's calls, each call is a finding, for a human (the literal sits in another
-statement, which the call's fix does not reach).
+(``strategy = "fsdp_native"`` ... ``Trainer(strategy=strategy)``), or through a test
+parameter a ``pytest.mark.parametrize`` list fills: where that one binding is a plain
+assignment or such a parameter, and every use of the name is this argument of one of
+the rule's calls, each call with an old value among those is a finding, for a human
+(the literal sits in another statement, which the call's fix does not reach).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 from codemods.registry import Rule
 from codemods.rules.api import Behaviour, Detector, Engine
 from codemods.rules.assignments import assign_of, ast_assigns
+from codemods.rules.parametrize import ast_values, cst_values
 from codemods.syntax.cst_nodes import keyword, literal, string_like
 from codemods.syntax.lazy_libcst import cst
 
@@ -24,24 +26,22 @@ def _old_value(value: Any, mapping: dict) -> bool:
     return value in mapping and type(value) in (str, int)
 
 
-def _bound_value(engine: Engine, name: cst.Name, rule: Rule) -> cst.BaseExpression | None:
-    """The value of the one ``name = value`` binding that ``name`` reads, or None.
+def _bound_values(engine: Engine, name: cst.Name, rule: Rule) -> list[cst.BaseExpression]:
+    """The values ``name`` may hold where it is passed: its one binding's, or none.
 
-    None unless the name is bound once in its scope, by that plain assignment, and
-    every use of it passes ``rule.argument=`` to one of ``rule.old``.
+    The one binding is a plain ``name = value`` or a test parameter that
+    ``pytest.mark.parametrize`` fills (each of its values), and every use of the name
+    passes ``rule.argument=`` to one of ``rule.old``; anything else gives nothing.
     """
     scope = engine.scope(name)
     if scope is None:
-        return None
+        return []
     referents = {id(r): r for access in scope.accesses[name] for r in access.referents}
     if len(referents) != 1:
-        return None
+        return []
     (assignment,) = referents.values()
-    statement = assign_of(engine, assignment.node)
-    if statement is None:
-        return None
     if len(assignment.scope.assignments[name.value]) != 1:
-        return None  # rebound: another value may reach some use
+        return []  # rebound: another value may reach some use
     for access in assignment.references:
         arg = engine.parent(access.node)
         call = engine.parent(arg) if isinstance(arg, cst.Arg) else None
@@ -50,8 +50,11 @@ def _bound_value(engine: Engine, name: cst.Name, rule: Rule) -> cst.BaseExpressi
             or keyword(arg) != rule.argument
             or not engine.qualified(call.func) & set(rule.old)
         ):
-            return None
-    return statement.value
+            return []
+    if isinstance(assignment.node, cst.Param):
+        return cst_values(engine, assignment.node) or []
+    statement = assign_of(engine, assignment.node)
+    return [] if statement is None else [statement.value]
 
 
 class StringValue(Behaviour):
@@ -71,9 +74,8 @@ class StringValue(Behaviour):
                 value = string_like(arg.value, mapping[old])
                 args[index] = args[index].with_changes(value=value)
             elif isinstance(arg.value, cst.Name):
-                bound = _bound_value(engine, arg.value, self.rule)
-                old = None if bound is None else literal(bound)
-                if _old_value(old, mapping):
+                values = _bound_values(engine, arg.value, self.rule)
+                if any(_old_value(literal(value), mapping) for value in values):
                     engine.report(arg, self.rule, fixable_here=False)
         return updated.with_changes(args=args)
 
@@ -88,19 +90,17 @@ class StringValue(Behaviour):
             if _old_value(old, mapping):
                 detector.report(arg, self.rule)
             elif type(arg.value) is ast.Name:
-                statement = _ast_binding(detector, arg.value, self.rule)
-                bound = None if statement is None else literal(detector, statement.value)
-                if _old_value(bound, mapping):
+                values = _ast_bound_values(detector, arg.value, self.rule)
+                if any(_old_value(literal(detector, value), mapping) for value in values):
                     detector.report(arg, self.rule, fixable_here=False)
 
 
-def _ast_binding(detector: Detector, name: ast.Name, rule: Rule) -> ast.Assign | None:
-    """The ``ast`` half of :func:`_bound_value`: the ``name = value`` statement."""
+def _ast_bound_values(detector: Detector, name: ast.Name, rule: Rule) -> list[ast.expr]:
+    """The ``ast`` half of :func:`_bound_values`."""
     names = detector.names
     binder = names.lookup(names.scope_of[id(name)], name.id)
-    statements = ast_assigns(detector, binder, name.id)
-    if statements is None or len(statements) != 1:
-        return None
+    if binder is None:
+        return []
     for use in names.references(binder, name.id):
         keyword_node = detector.parent(use)
         call = detector.parent(keyword_node) if type(keyword_node) is ast.keyword else None
@@ -109,5 +109,11 @@ def _ast_binding(detector: Detector, name: ast.Name, rule: Rule) -> ast.Assign |
             or keyword_node.arg != rule.argument  # type: ignore[union-attr]
             or not detector.qualified(call.func) & set(rule.old)  # type: ignore[union-attr]
         ):
-            return None
-    return statements[0]
+            return []
+    parametrized = ast_values(detector, name)
+    if parametrized is not None:
+        return parametrized
+    statements = ast_assigns(detector, binder, name.id)
+    if statements is None or len(statements) != 1:
+        return []
+    return [statements[0].value]
