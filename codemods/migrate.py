@@ -165,6 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # SIGINT and SIGTERM stop the run between files, and the summary says what it did.
     with stopping.on_signals() as stop:
         files, problems = discover(args.paths, skip=chosen.skip())
+        chosen = chosen.with_files(files)  # classes one file's hooks derive from in another
         progress = _progress(len(files))
         results = process_files(
             files,

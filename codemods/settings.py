@@ -26,6 +26,9 @@ class Settings:
         fsdp2_bridge: The FSDP1-to-FSDP2 fix (FSDP401) may rewrite a wrapper call it
             cannot translate with certainty to one call of ``compat``'s FSDP1 bridge;
             False: such calls stay for a human, with their recipes.
+        lightning_bases: The base-class spellings in this file that are the project's
+            own ``LightningModule`` subclasses defined in other files of the run
+            (:mod:`codemods.cli.project_classes`), for the hook rules.
     """
 
     select: tuple[str, ...] = ()
@@ -35,6 +38,7 @@ class Settings:
     target_torch: str | None = None
     target_lightning: str | None = None
     fsdp2_bridge: bool = True
+    lightning_bases: frozenset[str] = frozenset()
 
     def enabled(self, rule: Rule) -> bool:
         """Whether ``rule`` is reported under these settings."""

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from codemods._version import __version__
 from codemods.cli import config as configuration
+from codemods.cli.project_classes import ProjectClasses
 from codemods.cli.targets import ProjectTargets
 from codemods.settings import Settings
 
@@ -97,6 +98,11 @@ class Choices:
     config: configuration.Config
     settings: Settings
     targets: ProjectTargets | None = dataclasses.field(default=None, compare=False)
+    classes: ProjectClasses | None = dataclasses.field(default=None, compare=False)
+
+    def with_files(self, paths: list[Path]) -> Choices:
+        """These choices for a run over ``paths``: the project classes across them read."""
+        return dataclasses.replace(self, classes=ProjectClasses(paths))
 
     def settings_for(self, path: str | Path) -> Settings:
         """The settings for ``path``: its ``per-file-ignores`` and its project's targets."""
@@ -105,6 +111,9 @@ class Choices:
         if extra:
             settings = dataclasses.replace(settings, ignore=settings.ignore + extra)
         declared = self.targets.for_file(path) if self.targets is not None else {}
+        bases = self.classes.lightning_bases(path) if self.classes is not None else None
+        if bases:
+            settings = dataclasses.replace(settings, lightning_bases=bases)
         return dataclasses.replace(settings, **declared) if declared else settings
 
     def summary_lines(self) -> list[str]:

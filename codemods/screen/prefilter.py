@@ -271,6 +271,8 @@ def _groups(settings: Settings) -> tuple[_Group, ...]:
 
 def may_have_findings(source: bytes, settings: Settings) -> bool:
     """False only where no rule enabled by ``settings`` can find anything in ``source``."""
+    if settings.lightning_bases:
+        return True  # a base defined in another file of the run: its hooks are looked at
     scan = _Scan(source)
     for group in _groups(settings):
         # Most files hold none of the keys, or only "torch"; a package root counts only

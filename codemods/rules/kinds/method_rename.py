@@ -2,8 +2,9 @@ r"""A hook renamed on a base class: ``configure_sharded_model`` in a ``Lightning
 
 The hook is found in classes that derive from one of the classes the rule names,
 directly or through classes of the same file (``class Base(LightningModule)`` then
-``class Model(Base)``), and in subclasses of well-known test bases that are
-``LightningModule``\\ s themselves (``BoringModel``).
+``class Model(Base)``) or of other files of the run (``from .base import BaseModule``:
+:attr:`codemods.settings.Settings.lightning_bases`), and in subclasses of well-known test
+bases that are ``LightningModule``\\ s themselves (``BoringModel``).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import ast
 
 from codemods.rules.api import Behaviour, Detector, Engine
+from codemods.syntax.cst_nodes import dotted
 from codemods.syntax.lazy_libcst import cst
 
 #: Lightning's test helpers that are LightningModules (their names in every release).
@@ -37,6 +39,8 @@ class MethodRename(Behaviour):
                 return True
             if isinstance(base.value, cst.Name) and base.value.value in local:
                 return True
+            if dotted(base.value) in engine.settings.lightning_bases:
+                return True  # the project's own subclass, defined in another file of the run
         return False
 
     def _called(self, engine: Engine) -> bool:
@@ -48,6 +52,7 @@ class MethodRename(Behaviour):
         return engine.scratch[key]
 
     def ast_class_def(self, detector: Detector, node: ast.ClassDef) -> None:
+        from codemods.syntax.ast_nodes import dotted as ast_dotted
         from codemods.syntax.ast_nodes import value
 
         local = detector.scratch.setdefault(self.rule.code, set())
@@ -57,6 +62,7 @@ class MethodRename(Behaviour):
             leaves = {name.rpartition(".")[2] for name in names}
             derives = derives or bool(names & self.owners or leaves & set(KNOWN_SUBCLASSES))
             derives = derives or (type(base) is ast.Name and base.id in local)
+            derives = derives or ast_dotted(base) in detector.settings.lightning_bases
             if derives:
                 break
         if not derives:

@@ -1,0 +1,182 @@
+"""The project's own ``LightningModule`` subclasses, across the files of one run.
+
+A hook rule (FSDP207, ``configure_sharded_model``) finds the hook in classes deriving
+from ``LightningModule``; one file sees its own classes only. Real projects keep a
+base class in one module (``class BaseModule(LightningModule)``) and the models in
+others (``from .base import BaseModule``). Before a run, :class:`ProjectClasses` reads
+the run's files that can matter (a cheap text test first, then ``ast``), follows each
+class's bases through the imports to the files of the run, and gives each file the
+spellings of its bases that are the project's ``LightningModule`` subclasses
+(:attr:`codemods.settings.Settings.lightning_bases`).
+
+A base resolves through ``from module import Name`` (absolute, matched to a run file
+by its path's tail, or relative to the importing file) and ``import module as m`` /
+``m.Name``; anything else (star imports, names built at run time) resolves to nothing,
+so a class is never taken for a ``LightningModule`` on a guess.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: What a class must derive from: Lightning's class, and Lightning's test models that
+#: are LightningModules (the hook rule's own list).
+LIGHTNING_PACKAGES = ("lightning.", "pytorch_lightning.")
+LIGHTNING_CLASS = "LightningModule"
+KNOWN_SUBCLASSES = ("BoringModel", "DemoModel", "BoringFabricModule")
+
+
+@dataclass
+class _File:
+    path: Path
+    tree: ast.Module
+    # local name -> ("module", dotted) for `import a.b as m`, or ("from", target, name)
+    bound: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    classes: dict[str, list[ast.expr]] = field(default_factory=dict)
+
+
+def _module_names(path: Path) -> list[str]:
+    """The dotted names a file may be imported by (every tail of its path)."""
+    parts = list(path.with_suffix("").parts)
+    if parts and parts[-1] == "__init__":
+        parts = parts[:-1]
+    return [".".join(parts[i:]) for i in range(len(parts)) if parts[i:]]
+
+
+def _dotted(node: ast.expr) -> str | None:
+    if type(node) is ast.Name:
+        return node.id
+    if type(node) is ast.Attribute:
+        inner = _dotted(node.value)  # type: ignore[attr-defined]
+        return None if inner is None else f"{inner}.{node.attr}"  # type: ignore[attr-defined]
+    return None
+
+
+class ProjectClasses:
+    """The project's LightningModule subclasses among ``paths``, and each file's bases."""
+
+    def __init__(self, paths: Iterable[Path]) -> None:
+        self._paths = [Path(p).resolve() for p in paths if str(p).endswith(".py")]
+        self._by_module: dict[str, list[Path]] = {}
+        for path in self._paths:
+            for name in _module_names(path):
+                self._by_module.setdefault(name, []).append(path)
+        self._files: dict[Path, _File] = {}
+        self._bases: dict[Path, set[str]] = {}
+        self._read()
+
+    def lightning_bases(self, path: str | Path) -> frozenset[str]:
+        """The base-class spellings in ``path`` that are the project's LightningModules."""
+        return frozenset(self._bases.get(Path(path).resolve(), ()))
+
+    # Reading ------------------------------------------------------------------------
+
+    def _read(self) -> None:
+        texts: dict[Path, str] = {}
+        for path in self._paths:
+            try:
+                texts[path] = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+        wanted = {LIGHTNING_CLASS, *KNOWN_SUBCLASSES}
+        derived: set[tuple[Path, str]] = set()
+        while True:  # files naming a class found so far, until nothing new
+            names = "|".join(map(re.escape, sorted(wanted)))
+            pattern = re.compile(rf"\b(?:{names})\b")
+            for path, text in texts.items():
+                if path not in self._files and "class" in text and pattern.search(text):
+                    self._parse(path, text)
+            found = self._derived()
+            if found == derived:
+                break
+            derived = found
+            wanted |= {name for _, name in derived}
+        for file in self._files.values():
+            spellings = self._bases.setdefault(file.path, set())
+            for bases in file.classes.values():
+                for base in bases:
+                    target = self._resolve(file, base)
+                    if target is not None and target[0] != "lightning" and target in derived:
+                        spellings.add(_dotted(base) or "")
+
+    def _parse(self, path: Path, text: str) -> None:
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            return
+        file = self._files[path] = _File(path, tree)
+        for node in ast.walk(tree):
+            if type(node) is ast.Import:
+                for alias in node.names:
+                    local = alias.asname or alias.name.partition(".")[0]
+                    module = alias.name if alias.asname else local
+                    file.bound[local] = ("module", module)
+            elif type(node) is ast.ImportFrom:
+                module = "." * node.level + (node.module or "")
+                for alias in node.names:
+                    file.bound[alias.asname or alias.name] = ("from", module, alias.name)
+            elif type(node) is ast.ClassDef:
+                file.classes.setdefault(node.name, list(node.bases))
+
+    def _module_file(self, importer: Path, module: str) -> Path | None:
+        """The run file ``module`` names, seen from ``importer`` (None: not one of them)."""
+        level = len(module) - len(module.lstrip("."))
+        dotted = module[level:]
+        if level:
+            base = importer.parent
+            for _ in range(level - 1):
+                base = base.parent
+            target = base.joinpath(*dotted.split(".")) if dotted else base
+            for candidate in (target.with_suffix(".py"), target / "__init__.py"):
+                if candidate in self._files or candidate in self._paths:
+                    return candidate
+            return None
+        found = self._by_module.get(dotted, [])
+        return found[0] if len(found) == 1 else None
+
+    def _resolve(self, file: _File, base: ast.expr) -> tuple[str, ...] | None:
+        """What a base names: ``("lightning", name)``, ``(path, class)``, or None."""
+        spelled = _dotted(base)
+        if spelled is None:
+            return None
+        head, _, rest = spelled.partition(".")
+        if not rest and head in file.classes:
+            return (file.path, head)  # type: ignore[return-value]
+        bound = file.bound.get(head)
+        if bound is None:
+            return None
+        if bound[0] == "from":
+            module = bound[1]
+            joined = f"{module}{'' if module.endswith('.') else '.'}{bound[2]}"
+            qualified = f"{joined}.{rest}" if rest else joined
+        else:
+            qualified = f"{bound[1]}.{rest}" if rest else bound[1]
+        module, _, name = qualified.rpartition(".")
+        if qualified.startswith(LIGHTNING_PACKAGES) and qualified.endswith(LIGHTNING_CLASS):
+            return ("lightning", qualified)
+        if name in KNOWN_SUBCLASSES:
+            return ("lightning", name)
+        target = self._module_file(file.path, module)
+        return None if target is None else (target, name)  # type: ignore[return-value]
+
+    def _derived(self) -> set[tuple[Path, str]]:
+        """Every (file, class) of the parsed files that derives from a LightningModule."""
+        derived: set[tuple[Path, str]] = set()
+        changed = True
+        while changed:
+            changed = False
+            for file in self._files.values():
+                for name, bases in file.classes.items():
+                    if (file.path, name) in derived:
+                        continue
+                    for base in bases:
+                        target = self._resolve(file, base)
+                        if target is not None and (target[0] == "lightning" or target in derived):
+                            derived.add((file.path, name))
+                            changed = True
+                            break
+        return derived

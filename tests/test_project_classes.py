@@ -1,0 +1,127 @@
+"""A hook in a class whose LightningModule base lives in another file of the run (FSDP207).
+
+:mod:`codemods.cli.project_classes` follows class bases through imports across the
+files of one run; lint reports and migrate renames ``configure_sharded_model`` there,
+and nowhere a base is not (certainly) a LightningModule.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from codemods import lint, migrate
+from codemods.cli.project_classes import ProjectClasses
+
+FILES = {
+    "pkg/__init__.py": "",
+    "pkg/base.py": """
+        import pytorch_lightning as pl
+        from lightning.pytorch import LightningModule as LM
+
+
+        class BaseModule(pl.LightningModule):
+            pass
+
+
+        class Other(LM):
+            pass
+
+
+        class NotLightning:
+            pass
+        """,
+    "pkg/models/__init__.py": "",
+    "pkg/models/mid.py": """
+        from ..base import BaseModule
+
+
+        class Mid(BaseModule):
+            pass
+        """,
+    "pkg/models/gpt.py": """
+        from pkg import base
+        from pkg.base import NotLightning
+        from pkg.models.mid import Mid
+
+
+        class GPT(Mid):
+            def configure_sharded_model(self):
+                self.blocks = None
+
+
+        class ThroughModule(base.Other):
+            def configure_sharded_model(self):
+                pass
+
+
+        class Plain(NotLightning):
+            def configure_sharded_model(self):
+                pass
+        """,
+    "pkg/models/star.py": """
+        from pkg.base import *
+
+
+        class Starred(BaseModule):
+            def configure_sharded_model(self):
+                pass
+        """,
+}
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    for name, text in FILES.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
+    return tmp_path
+
+
+def _bases(project: Path) -> dict[str, frozenset[str]]:
+    paths = sorted(project.rglob("*.py"))
+    classes = ProjectClasses(paths)
+    return {str(p.relative_to(project)): classes.lightning_bases(p) for p in paths}
+
+
+def test_bases_are_followed_through_relative_absolute_and_module_imports(project):
+    bases = _bases(project)
+    assert bases["pkg/models/mid.py"] == {"BaseModule"}
+    assert bases["pkg/models/gpt.py"] == {"Mid", "base.Other"}  # not NotLightning
+    assert bases["pkg/models/star.py"] == frozenset()  # a star import resolves to nothing
+    assert bases["pkg/base.py"] == frozenset()  # Lightning's own class is the rule's
+
+
+def test_a_module_name_two_files_could_have_resolves_to_nothing(project):
+    twin = project / "other" / "pkg" / "base.py"
+    twin.parent.mkdir(parents=True)
+    twin.write_text("class BaseModule:\n    pass\n", encoding="utf-8")
+    (project / "pkg/models/abs.py").write_text(
+        "from pkg.base import BaseModule\n\n\nclass A(BaseModule):\n    pass\n", encoding="utf-8"
+    )
+    assert _bases(project)["pkg/models/abs.py"] == frozenset()
+
+
+def test_lint_reports_the_hook_where_the_base_is_in_another_file(project, capsys):
+    code = lint.main(["--select", "FSDP207", "--target-lightning", "2.1", str(project)])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert f"{project / 'pkg/models/gpt.py'}:7:5: FSDP207" in out
+    assert f"{project / 'pkg/models/gpt.py'}:12:5: FSDP207" in out
+    assert out.count("FSDP207") == 2  # Plain and Starred are not LightningModules here
+
+
+def test_migrate_renames_it_and_leaves_the_rest(project):
+    migrate.main(["--select", "FSDP207", "--target-lightning", "2.1", str(project)])
+    text = (project / "pkg/models/gpt.py").read_text(encoding="utf-8")
+    assert text.count("def configure_model(self):") == 2
+    assert text.count("def configure_sharded_model(self):") == 1  # Plain's
+    assert "configure_sharded_model" in (project / "pkg/models/star.py").read_text()
+
+
+def test_one_file_alone_does_not_see_its_base(project, capsys):
+    lint.main(["--select", "FSDP207", "--target-lightning", "2.1", str(project / "pkg/models")])
+    assert "FSDP207" not in capsys.readouterr().out  # pkg/base.py is not in this run
