@@ -368,7 +368,13 @@ def survey(engine: Engine, rule_code: str) -> Survey:
             continue
         blockers.append(f"{where}: {why}")
     if (checks or lists) and fresh(engine, "FSDPModule") != "FSDPModule":
-        blockers.append("`FSDPModule`, which FSDP2 code needs, is a name here")
+        # Such a file tells FSDP1 models from FSDP2 ones already (`isinstance(m, FSDP)`
+        # then `elif isinstance(m, FSDPModule)`): rewriting its FSDP1 checks would send
+        # every FSDP2 model down the FSDP1 branch.
+        blockers.append(
+            "`FSDPModule` is a name here: the file already tells FSDP1 from FSDP2, and "
+            "its FSDP1 checks rewritten would take FSDP2 models for FSDP1 ones"
+        )
     if api_calls and fresh(engine, "FSDP1Api") != "FSDP1Api":
         blockers.append("`FSDP1Api`, which the bridged calls need, is a name here")
     if kept and not bridges(engine):
