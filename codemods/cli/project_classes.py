@@ -47,6 +47,16 @@ def _module_names(path: Path) -> list[str]:
     return [".".join(parts[i:]) for i in range(len(parts)) if parts[i:]]
 
 
+def _resolved(path: str | Path) -> Path | None:
+    """``path`` made absolute, or None (not Python source, or a link that loops)."""
+    if not str(path).endswith(".py"):
+        return None
+    try:
+        return Path(path).resolve()
+    except (OSError, RuntimeError):  # RuntimeError: a symlink loop on Python < 3.13
+        return None
+
+
 def _dotted(node: ast.expr) -> str | None:
     if type(node) is ast.Name:
         return node.id
@@ -60,7 +70,7 @@ class ProjectClasses:
     """The project's LightningModule subclasses among ``paths``, and each file's bases."""
 
     def __init__(self, paths: Iterable[Path]) -> None:
-        self._paths = [Path(p).resolve() for p in paths if str(p).endswith(".py")]
+        self._paths = [p for p in map(_resolved, paths) if p is not None]
         self._by_module: dict[str, list[Path]] = {}
         for path in self._paths:
             for name in _module_names(path):
@@ -71,7 +81,8 @@ class ProjectClasses:
 
     def lightning_bases(self, path: str | Path) -> frozenset[str]:
         """The base-class spellings in ``path`` that are the project's LightningModules."""
-        return frozenset(self._bases.get(Path(path).resolve(), ()))
+        resolved = _resolved(path)
+        return frozenset(self._bases.get(resolved, ())) if resolved is not None else frozenset()
 
     # Reading ------------------------------------------------------------------------
 

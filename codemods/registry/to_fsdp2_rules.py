@@ -347,6 +347,28 @@ RULES = (
                 "    torch.distributed.fsdp._runtime_utils._reshard(unit, unit._handle, True)\n"
             ),
             Example.reported_only(
+                # FSDP2's units have none of FSDP1's attributes that the loop reads.
+                _IMPORT + "\n"
+                "model = FSDP(model)\n"
+                "for unit in FSDP.fsdp_modules(model):\n"
+                "    print(unit.module)\n"
+            ),
+            Example(
+                # `fully_shard` is the old composable API here: plain code would rebind it,
+                # the bridge needs no such name.
+                before=(
+                    "from torch.distributed._composable import fully_shard\n" + _IMPORT + "\n"
+                    "model = FSDP(model)\n"
+                    "other = fully_shard(other)\n"
+                ),
+                after=(
+                    "from torch.distributed._composable import fully_shard\n"
+                    "from compat.fsdp2 import fully_shard_like_fsdp1\n\n"
+                    "model = fully_shard_like_fsdp1(model)\n"
+                    "other = fully_shard(other)\n"
+                ),
+            ),
+            Example.reported_only(
                 # LOCAL_STATE_DICT is FSDP1's flat shards: FSDP2 has no such state dict.
                 _IMPORT + "from torch.distributed.fsdp import StateDictType\n\n"
                 "model = FSDP(model)\n"

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from codemods.registry.names import COMPOSABLE_FSDP, TORCH_FSDP
 from codemods.rules.api import Engine
 from codemods.rules.fsdp401.arguments import translate
 from codemods.rules.fsdp401.kept import (
@@ -20,6 +21,7 @@ from codemods.rules.fsdp401.kept import (
     fsdp1_internals,
     kept_reason,
     local_state_dict,
+    loop_reads_fsdp1_state,
 )
 from codemods.rules.fsdp401.keywords import Keywords, Untranslatable
 from codemods.rules.fsdp401.lookups import (
@@ -242,6 +244,17 @@ def _onto_the_bridge(
             conversions[key] = Bridged(conversion.call, why)
 
 
+#: Where FSDP2's ``fully_shard`` lives (public since torch 2.6, composable before).
+FSDP2_HOMES = (TORCH_FSDP, COMPOSABLE_FSDP)
+
+
+def _other_fully_shard(engine: Engine) -> bool:
+    """Whether the file's name ``fully_shard`` is another API's (the old composable one)."""
+    homes = {f"{home}.fully_shard" for home in FSDP2_HOMES}
+    names = find_all(engine.module, lambda n: isinstance(n, cst.Name) and n.value == "fully_shard")
+    return any(not engine.qualified(n) & homes for n in names if engine.qualified(n))
+
+
 def bridges(engine: Engine) -> bool:
     """Whether a call with no certain FSDP2 translation goes to ``compat``'s bridge.
 
@@ -340,6 +353,10 @@ def survey(engine: Engine, rule_code: str) -> Survey:
                 continue
             listing = module_list(engine, node)
             if listing is not None and not gated(engine, node):
+                if loop_reads_fsdp1_state(engine, listing, FSDP1_ONLY):
+                    where = f"`{shown(engine, listing)}` at line {line_of(engine, node)}"
+                    blockers.append(f"{where}: the loop reads FSDP1's state of each unit")
+                    continue
                 lists.add(id(listing))
                 continue
             api = api_call(engine, node)
@@ -367,6 +384,8 @@ def survey(engine: Engine, rule_code: str) -> Survey:
             kept.append((where, method, f"{where}: {why}"))
             continue
         blockers.append(f"{where}: {why}")
+    if any(isinstance(c, Conversion) for c in conversions.values()) and _other_fully_shard(engine):
+        kept.append(("`fully_shard`", "fully_shard", "`fully_shard` is a name of another API here"))
     if (checks or lists) and fresh(engine, "FSDPModule") != "FSDPModule":
         # Such a file tells FSDP1 models from FSDP2 ones already (`isinstance(m, FSDP)`
         # then `elif isinstance(m, FSDPModule)`): rewriting its FSDP1 checks would send

@@ -9,6 +9,7 @@ dicts and its private modules have no FSDP2 form at all and keep the file FSDP1.
 from __future__ import annotations
 
 from codemods.rules.api import Engine
+from codemods.syntax.cst_nodes import find_all
 from codemods.syntax.lazy_libcst import cst
 
 #: FSDP1's class-level calls that ``compat``'s ``FSDP1Api`` takes for a bridged model.
@@ -33,6 +34,7 @@ KEPT_RECIPES = {
     "load_state_dict": "`set_model_state_dict(model, state, options=StateDictOptions(...))`",
     "module": "the model itself (FSDP2 shards in place)",
     "api": "torch.distributed.checkpoint.state_dict's functions with `StateDictOptions`",
+    "fully_shard": "import torch's `fully_shard` under another name",
 }
 
 #: What FSDP1's ``LOCAL_STATE_DICT`` is spelled as, and why it has no FSDP2 form.
@@ -67,6 +69,13 @@ NOT_FSDP1_INTERNALS = (
 )
 
 
+#: FSDP1's modules without an underscore that hold its internals (flat parameters).
+FSDP1_INTERNAL_MODULES = (
+    "torch.distributed.fsdp.flat_param",
+    "torch.distributed.fsdp.flatten_params_wrapper",
+)
+
+
 def fsdp1_internals(engine: Engine, node: cst.CSTNode) -> bool:
     """Whether ``node`` names something in FSDP1's private modules (``_runtime_utils``...).
 
@@ -76,9 +85,33 @@ def fsdp1_internals(engine: Engine, node: cst.CSTNode) -> bool:
     if isinstance(parent, cst.Attribute) and parent.value is node:
         return False
     return any(
-        name.startswith("torch.distributed.fsdp._") and not name.startswith(NOT_FSDP1_INTERNALS)
+        (name.startswith("torch.distributed.fsdp._") and not name.startswith(NOT_FSDP1_INTERNALS))
+        or name.startswith(FSDP1_INTERNAL_MODULES)
         for name in engine.qualified(node)
     )
+
+
+def loop_reads_fsdp1_state(engine: Engine, listing: cst.Call, fsdp1_only: tuple[str, ...]) -> bool:
+    """Whether ``for unit in FSDP.fsdp_modules(m)`` reads FSDP1's state of each unit.
+
+    FSDP2's units (the comprehension that replaces the listing) have none of FSDP1's
+    attributes (``unit.module``, ``unit._handle``, ``unit.sharding_strategy``).
+    """
+    loop = engine.parent(listing)
+    if isinstance(loop, (cst.For, cst.CompFor)) and loop.iter is listing:
+        target = loop.target
+        scope = loop.body if isinstance(loop, cst.For) else engine.parent(loop)
+    else:
+        return False
+    if not isinstance(target, cst.Name):
+        return True  # unpacked: nothing to follow, and FSDP2 units do not unpack
+    for node in find_all(scope, lambda n: isinstance(n, cst.Attribute)):
+        value = node.value
+        if isinstance(value, cst.Name) and value.value == target.value:
+            attr = node.attr.value
+            if attr in fsdp1_only or attr.startswith("_"):
+                return True
+    return False
 
 
 def kept_reason(kept: list[tuple[str, str]]) -> str:
