@@ -612,7 +612,8 @@ def test_setup_py_is_never_executed(tmp_path):
     ["pyproject.toml", "setup.cfg", "setup.py", "requirements.txt", "requirements-dev.txt"],
 )
 def test_root_from_a_nested_file(tmp_path, marker):
-    write(tmp_path, {marker: "", "src/pkg/sub/model.py": "x = 1\n"})
+    content = "numpy\n" if marker.startswith("requirements") else ""
+    write(tmp_path, {marker: content, "src/pkg/sub/model.py": "x = 1\n"})
     assert find_project_root(tmp_path / "src" / "pkg" / "sub" / "model.py") == tmp_path.resolve()
     assert find_project_root(tmp_path / "src" / "pkg") == tmp_path.resolve()
     assert find_project_root(tmp_path) == tmp_path.resolve()
@@ -627,9 +628,25 @@ def test_closest_root_wins(tmp_path):
     assert find_project_root(tmp_path / "libs") == tmp_path.resolve()
 
 
-def test_requirements_folder_alone_is_not_a_root(tmp_path):
-    write(tmp_path, {"setup.py": "", "proj/requirements/base.txt": "", "proj/x.py": ""})
-    assert find_project_root(tmp_path / "proj" / "x.py") == tmp_path.resolve()
+def test_empty_requirements_make_no_root(tmp_path):
+    write(
+        tmp_path,
+        {
+            "setup.py": "",
+            "proj/requirements/base.txt": "# nothing yet\n",
+            "proj/pkg/requirements.txt": "",
+            "proj/pkg/x.py": "",
+        },
+    )
+    assert find_project_root(tmp_path / "proj" / "pkg" / "x.py") == tmp_path.resolve()
+
+
+def test_a_requirements_folder_that_declares_makes_a_root(tmp_path):
+    write(tmp_path, {"setup.py": "", "proj/requirements/torch.txt": "torch==1.13.1\n"})
+    write(tmp_path, {"proj/train/x.py": ""})
+    root = find_project_root(tmp_path / "proj" / "train" / "x.py")
+    assert root == (tmp_path / "proj").resolve()
+    assert declared_floors(root).torch == Version("1.13.1")
 
 
 def test_root_of_a_path_that_does_not_exist(tmp_path):

@@ -87,21 +87,40 @@ class DeclaredFloors:
     problems: list[str] = field(default_factory=list)
 
 
+def _declares(path: Path) -> bool:
+    """Whether a requirements file holds a requirement (a line neither blank nor a comment).
+
+    An empty ``requirements.txt`` beside a package's modules declares nothing and must
+    not hide the project's own declarations above it.
+    """
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return any(line.strip() and not line.lstrip().startswith("#") for line in text.splitlines())
+
+
 def is_project_root(directory: Path) -> bool:
-    """Whether ``directory`` holds a root marker or a ``requirements*.txt`` file."""
+    """Whether ``directory`` holds a root marker, or requirements files that declare some.
+
+    The markers are ``pyproject.toml``, ``setup.cfg`` and ``setup.py``; requirements are
+    a ``requirements*.txt`` file, or a ``requirements/`` folder of ``*.txt`` files (a
+    project may keep only that), each counting only where it holds a requirement.
+    """
     if any((directory / marker).is_file() for marker in ROOT_MARKERS):
         return True
-    return any(candidate.is_file() for candidate in directory.glob("requirements*.txt"))
+    candidates = [*directory.glob("requirements*.txt"), *directory.glob("requirements/*.txt")]
+    return any(candidate.is_file() and _declares(candidate) for candidate in candidates)
 
 
 def find_project_root(path: str | os.PathLike[str]) -> Path | None:
     """The project directory whose declared requirements apply to ``path``.
 
     The rule: from ``path`` (a directory, or the directory of a file), walk up to the
-    first directory that holds any of ``pyproject.toml``, ``setup.cfg``, ``setup.py`` or a
-    ``requirements*.txt`` file; the closest one wins, whichever marker it holds (ruff
-    likewise uses the closest ``pyproject.toml``). A ``requirements/`` folder alone does
-    not make a root.
+    first directory that holds any of ``pyproject.toml``, ``setup.cfg``, ``setup.py``, or a
+    ``requirements*.txt`` file or ``requirements/*.txt`` file that declares something; the
+    closest one wins, whichever marker it holds (ruff likewise uses the closest
+    ``pyproject.toml``). An empty requirements file makes no root.
 
     Args:
         path: A file or directory; it need not exist.
