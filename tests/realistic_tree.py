@@ -326,6 +326,33 @@ def tree_paths(files: int = 60, seed: int = 0) -> list[str]:
     return sorted([s.path for s in specs] + list(_inits(specs)))
 
 
+def repeated_models(files: int = 60, seed: int = 0) -> set[str]:
+    """The model modules whose FSDP lines earlier model modules of the tree already carry.
+
+    The model files are one composer's variations (towers of the same templates, with a
+    few random choices, under other names); where they differ for a migration is the FSDP
+    lines each carries (``options["fsdp"]``). A check that costs seconds per model file
+    may skip these: the model files it keeps still carry every FSDP shape of the tree,
+    and one of them carries none. Every other kind of file is kept.
+
+    >>> sorted(repeated_models(16))
+    ['trainkit/models/draft.py', 'trainkit/models/multimodal.py', 'trainkit/models/reward.py']
+    """
+    carried: set[str] = set()
+    bare = False  # a model without FSDP lines is kept
+    repeated = set()
+    for spec in plan_tree(files, seed):
+        if spec.kind != "model":
+            continue
+        shapes = set(spec.options["fsdp"])
+        if shapes - carried or not (shapes or bare):
+            carried |= shapes
+            bare = bare or not shapes
+        else:
+            repeated.add(spec.path)
+    return repeated
+
+
 def build_tree(files: int = 60, seed: int = 0) -> dict[str, bytes]:
     """Every file of the tree: relative path -> bytes (what ``write_tree`` writes)."""
     specs = plan_tree(files, seed)

@@ -18,6 +18,7 @@ distributed sampler deals each rank.
 from __future__ import annotations
 
 import functools
+import os
 import re
 import shutil
 import subprocess
@@ -52,11 +53,10 @@ def _torchrun() -> str:
 
 
 def launch(how: str, script: Path, out: Path, *args: str) -> subprocess.CompletedProcess:
-    """Run ``script`` on 2 ranks: ``python`` alone, ``compat``, or ``torchrun`` + compat."""
+    """Run ``script`` on 2 ranks: under ``python -m compat``, or ``torchrun`` + compat."""
     port = str(distributed.free_port())
     out.mkdir(parents=True, exist_ok=True)
     prefix = {
-        "python": [sys.executable],
         "compat": [sys.executable, "-m", "compat"],
         "torchrun": [
             _torchrun(),
@@ -123,9 +123,37 @@ def native_runs(tmp_path_factory) -> dict[str, list[dict]]:
 
 
 def _run_native(name: str, out: Path) -> Path:
-    run = launch("python", SCRIPTS / name / "migrated.py", out)
-    assert "FSDPDeprecationWarning" not in run.stderr
+    """The migrated script's ``main`` on 2 gloo ranks, natively (no ``python -m compat``).
+
+    The ranks come from the rank harness (``tests.distributed``), forked with torch
+    imported: a launch of the script would import it in three fresh interpreters. Its
+    ``__main__`` block, which only starts the ranks, is the legacy script's, run by
+    every launch of :func:`test_legacy_script_trains_as_its_migration`.
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    script, port = str(SCRIPTS / name / "migrated.py"), distributed.free_port()
+    warned = distributed.run(_native_rank, script, port, str(out), world_size=2, backend="gloo")
+    assert all("FSDPDeprecationWarning" not in rank for rank in warned), warned
     return out
+
+
+def _native_rank(rank: int, world_size: int, script: str, port: int, out: str) -> list[str]:
+    """Run ``script`` as a module and its ``main(rank, world_size, out)``, as its
+    ``__main__`` block does on each rank; the names of the warnings it issued.
+
+    The harness's process group makes way for the one the script makes (on ``port``).
+    """
+    import runpy
+    import warnings
+
+    import torch.distributed as dist
+
+    dist.destroy_process_group()
+    os.environ["MASTER_PORT"] = str(port)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        runpy.run_path(script)["main"](rank, world_size, out)
+    return sorted({w.category.__name__ for w in caught})
 
 
 @pytest.mark.parametrize("how", ["compat", "torchrun"])

@@ -7,18 +7,35 @@ finds the scenarios of a rule as well as its own cases (``tests/test_rule_cases.
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import libcst
 import pytest
 
+import codemods
 from codemods.engine.run import run
 from codemods.registry import REGISTRY
 from codemods.settings import Settings
+from tests import migrate_fixtures
+from tests.kept import fingerprint, installed, kept
 from tests.migrate_fixtures import FIXTURES, NAMES, fixture_id
 
 FIX = Settings(fix=True)
 FIX_UNSAFE = Settings(fix=True, unsafe_fixes=True)
-IDS = [fixture_id(FIXTURES[name]) for name in NAMES]
+
+
+def _ids() -> list[str]:
+    """Each fixture's test id (:func:`fixture_id`: a lint of its input, in each worker's
+    collection), kept between runs (``tests/kept.py``) while neither the codemods, the
+    fixtures nor the installed libcst, torch or Lightning (the default targets) change."""
+    engine = sorted(Path(codemods.__file__).parent.rglob("*.py"))
+    fixtures = sorted(p for p in migrate_fixtures.ROOT.rglob("*") if p.is_file())
+    releases = installed("libcst", "torch", "lightning", "pytorch-lightning")
+    key = fingerprint([*engine, *fixtures], releases, *NAMES)
+    return kept("fixture-ids", key, lambda: [fixture_id(FIXTURES[name]) for name in NAMES])
+
+
+IDS = _ids()
 
 
 def migrate(source: str, settings: Settings = FIX) -> str:

@@ -36,6 +36,11 @@ from tests.realistic_tree import build_tree
 
 
 def _sources() -> list:
+    """The sources every comparison below reads (built once: the tree takes a while)."""
+    return list(_SOURCES)
+
+
+def _build_sources() -> list:
     params = [pytest.param(p.values[0], id=p.id) for p in migrate_fixtures.sources(fix=True)]
     for rule in REGISTRY:
         for index, example in enumerate([rule.example, *rule.cases]):
@@ -49,6 +54,9 @@ def _sources() -> list:
     kept = [p for p in sorted(tree) if p not in models[1:]]
     params += [pytest.param(tree[path], id=str(path), marks=slow) for path in kept]
     return params
+
+
+_SOURCES = tuple(_build_sources())
 
 
 def _assert_same_parents(source: bytes | str) -> None:

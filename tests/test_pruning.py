@@ -17,12 +17,22 @@ from codemods.engine.pruning import Pruned, survey
 from codemods.engine.run import run
 from codemods.settings import Settings
 from tests import migrate_fixtures
-from tests.realistic_tree import build_tree
+from tests.realistic_tree import build_tree, repeated_models
 
 SAFE = Settings(fix=True)
 EVERYTHING = Settings(select=("FSDP",), fix=True, unsafe_fixes=True)
 #: The realistic tree's size here (its shapes repeat beyond this).
 TREE_FILES = 16
+
+
+def _tree() -> list[bytes]:
+    """The tree's modules, less the model modules whose FSDP shapes others carry.
+
+    Each model module costs seconds here (two whole runs and a pruned one); the ones
+    kept still carry every FSDP shape the tree's models have.
+    """
+    repeated = repeated_models(TREE_FILES)
+    return [s for path, s in sorted(build_tree(TREE_FILES).items()) if path not in repeated]
 
 
 @pytest.fixture
@@ -99,7 +109,7 @@ def test_most_sources_above_are_really_pruned(prune_small: None):
 def test_realistic_tree():
     """Every module of the tree the same; most of those with a fix really pruned."""
     pruned = fixed = 0
-    for source in build_tree(TREE_FILES).values():
+    for source in _tree():
         if found_on_ast(source, SAFE) is None:  # a fix applies: libcst runs
             fixed += 1
             pruned += _same(source, SAFE)
@@ -110,7 +120,7 @@ def test_realistic_tree():
 @pytest.mark.slow
 def test_realistic_tree_everything_selected():
     """With FSDP401 (no ``ast`` half) selected, its files run whole: the same anyway."""
-    for source in build_tree(TREE_FILES).values():
+    for source in _tree():
         _same(source, EVERYTHING)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import functools
 import re
+from typing import Any, Callable
 
 from pyflakes import checker, messages
 
@@ -33,26 +34,40 @@ def flakes(source: str, kinds: tuple[type, ...]) -> set[tuple[str, str]]:
 
 # Each source is measured once: a file's original is held against both modes' outputs,
 # and pyflakes' messages serve two checks (the answers are small; sources are keys by value).
-@functools.cache
+# It is parsed once, too, for every check at the same time (large files: the parse is most
+# of a check's time); the tree is not kept.
+_CHECKS: dict[str, Callable[[ast.Module], Any]] = {}
+
+
 def _flakes(source: str) -> tuple[tuple[type, str], ...]:
-    found = checker.Checker(ast.parse(source), filename="<migrated>").messages
-    return tuple((type(m), str(m.message_args[0])) for m in found)
+    return _answers(source)["pyflakes"]
+
+
+@functools.cache
+def _answers(source: str) -> dict[str, Any]:
+    tree = ast.parse(source)
+    answers = {name: check(tree) for name, check in _CHECKS.items()}
+    # last: pyflakes marks the tree's nodes (attributes the checks above never read)
+    found = checker.Checker(tree, filename="<migrated>").messages
+    answers["pyflakes"] = tuple((type(m), str(m.message_args[0])) for m in found)
+    return answers
 
 
 def _once(check):
-    """``check``, run once per source; each caller gets its own copy of the answer."""
-    cached = functools.cache(check)
+    """``check`` of a module's tree, asked with its source: run once per source (see
+    ``_answers``); each caller gets its own copy of the answer."""
+    _CHECKS[check.__name__] = check
 
     @functools.wraps(check)
     def measured(source: str):
-        found = cached(source)
+        found = _answers(source)[check.__name__]
         return type(found)(found)
 
     return measured
 
 
 @_once
-def fallbacks(source: str) -> list[str]:
+def fallbacks(tree: ast.Module) -> list[str]:
     """The gated ``if`` statements and ``try: ... except ImportError`` blocks, dumped.
 
     An ``if`` is gated when its test reads a version or a capability flag
@@ -62,7 +77,7 @@ def fallbacks(source: str) -> list[str]:
     1
     """
     found = []
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(tree):
         if isinstance(node, ast.If) and _GATE.search(ast.unparse(node.test)):
             found.append(ast.dump(node))
         elif isinstance(node, ast.Try) and any(_catches_import_error(h) for h in node.handlers):
@@ -76,7 +91,7 @@ def _catches_import_error(handler: ast.ExceptHandler) -> bool:
 
 
 @_once
-def keyword_mismatches(source: str) -> set[tuple[str, str]]:
+def keyword_mismatches(tree: ast.Module) -> set[tuple[str, str]]:
     """(function, keyword) pairs where a call passes a keyword the function lacks.
 
     Only functions (and lambdas bound to a name) defined in the file count, called by
@@ -86,7 +101,6 @@ def keyword_mismatches(source: str) -> set[tuple[str, str]]:
     >>> keyword_mismatches("def f(a): ...\\nf(a=1)\\nf(b=2)\\n")
     {('f', 'b')}
     """
-    tree = ast.parse(source)
     params: dict[str, set[str] | None] = {}
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -125,7 +139,7 @@ def _is_partial(func: ast.expr) -> bool:
 
 
 @_once
-def fairscale_mismatches(source: str) -> set[tuple[str, str]]:
+def fairscale_mismatches(tree: ast.Module) -> set[tuple[str, str]]:
     """What FairScale's wrappers are handed that only suits torch (issue 15's defects 2, 9).
 
     FairScale's ``enable_wrap``/``auto_wrap`` call a policy with ``unwrapped_params=``, so
@@ -140,7 +154,6 @@ def fairscale_mismatches(source: str) -> set[tuple[str, str]]:
     ... )
     {('enable_wrap', 'big')}
     """
-    tree = ast.parse(source)
     origin: dict[str, tuple[str, str]] = {}  # bound name -> (module, name there)
     params: dict[str, set[str] | None] = {}
     for node in ast.walk(tree):
