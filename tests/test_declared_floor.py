@@ -735,3 +735,27 @@ def test_never_imports_torch_or_libcst():
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[1])
+
+
+def test_lightnings_own_source_is_read_as_its_own_oldest_release(tmp_path):
+    write(
+        tmp_path,
+        {
+            "setup.py": "",
+            "requirements/pytorch/base.txt": "torch>=1.9\n",
+            "src/pytorch_lightning/strategies/fully_sharded_native.py": "x = 1\n",
+        },
+    )
+    floors = declared_floors(tmp_path)
+    assert floors.lightning == Version("1.0")
+    assert (
+        floors.sources["lightning"] == "src/pytorch_lightning/ (this project is Lightning itself)"
+    )
+
+
+def test_a_project_that_declares_lightning_keeps_its_declaration(tmp_path):
+    write(
+        tmp_path,
+        {"requirements.txt": "lightning>=2.1\n", "lightning/app.py": "x = 1\n"},
+    )
+    assert declared_floors(tmp_path).lightning == Version("2.1")

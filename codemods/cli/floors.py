@@ -22,6 +22,10 @@ order (:mod:`codemods.cli.requirement_files` reads them):
    following ``-r``/``--requirement`` includes (relative to the including file, each file
    read once, a cycle reported).
 
+A project that holds Lightning's own source (``src/pytorch_lightning/`` and the like) and
+declares no Lightning requirement is Lightning itself: its release is its own, read as
+the oldest, so no Lightning rule rewrites the names it defines.
+
 Which distributions count and how one requirement's floor is taken is in
 :mod:`codemods.cli.specifiers`. Environment markers are ignored and the requirement
 kept: ``torch>=1.12; python_version < "3.11"`` still says the project runs on torch 1.12
@@ -145,6 +149,21 @@ def find_project_root(path: str | os.PathLike[str]) -> Path | None:
     return None
 
 
+#: Lightning's own packages: a project holding one is Lightning's source, not a user's.
+LIGHTNING_PACKAGES = ("pytorch_lightning", "lightning", "lightning_fabric", "lightning_lite")
+OWN_LIGHTNING_FLOOR = "1.0"
+
+
+def _own_lightning(directory: Path) -> str | None:
+    """The Lightning package ``directory`` holds as its own source (``src/`` or top), or None."""
+    for base in ("src", ""):
+        for package in LIGHTNING_PACKAGES:
+            candidate = directory / base / package if base else directory / package
+            if candidate.is_dir() and any(candidate.glob("**/*.py")):
+                return f"{base}/{package}" if base else package
+    return None
+
+
 def declared_floors(root: str | os.PathLike[str]) -> DeclaredFloors:
     """Read the requirements declared in ``root`` and return each framework's floor.
 
@@ -171,6 +190,12 @@ def declared_floors(root: str | os.PathLike[str]) -> DeclaredFloors:
         if current is None or declaration.floor < current:
             floors[declaration.framework] = declaration.floor
             sources[declaration.framework] = declaration.source
+    own = _own_lightning(directory)
+    if own is not None and "lightning" not in floors:
+        # Lightning's own source defines the names the rules would rename: its release is
+        # its own, unknown here, so the oldest is taken and no Lightning rule applies.
+        floors["lightning"] = Version(OWN_LIGHTNING_FLOOR)
+        sources["lightning"] = f"{own}/ (this project is Lightning itself)"
     return DeclaredFloors(
         torch=floors.get("torch"),
         lightning=floors.get("lightning"),
