@@ -101,7 +101,19 @@ class Choices:
     classes: ProjectClasses | None = dataclasses.field(default=None, compare=False)
 
     def with_files(self, paths: list[Path]) -> Choices:
-        """These choices for a run over ``paths``: the project classes across them read."""
+        """These choices for a run over ``paths``: the project classes across them read.
+
+        Only where it can matter: two files or more, and a hook rule enabled (a file's
+        own classes are followed by the rule itself).
+        """
+        from codemods.registry import REGISTRY, ChangeKind
+
+        hooks = any(
+            rule.kind is ChangeKind.METHOD_RENAME and self.settings.enabled(rule)
+            for rule in REGISTRY
+        )
+        if len(paths) < 2 or not hooks:
+            return self
         return dataclasses.replace(self, classes=ProjectClasses(paths))
 
     def settings_for(self, path: str | Path) -> Settings:
