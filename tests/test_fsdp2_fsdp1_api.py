@@ -19,6 +19,7 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 
+from compat.checkpointing import clean_name
 from compat.fsdp2.availability import fsdp2_on_cpu
 from tests import distributed
 from tests.models import Block, batch, make_model
@@ -117,6 +118,14 @@ def _drive(model: nn.Module, api: Any, rank: int) -> dict[str, Any]:
     model.load_state_dict(saved)
     optim.load_state_dict(api.optim_state_dict_to_load(model, optim, saved_optim))
     out["resumed"] = [_step(model, optim, rank, s) for s in range(10, 12)]
+    # The whole parameters in place, written to, and kept after the block (writeback).
+    with api.summon_full_params(model):
+        out["summoned"] = {clean_name(n): _plain(p) for n, p in model.named_parameters()}
+        with torch.no_grad():
+            # The same write on every rank (where ranks write differently, each keeps its
+            # own part: FSDP1 a slice of its flat parameter, the bridge its rows).
+            model.embed.weight.add_(0.5)
+    out["written-back"] = _plain(model.state_dict())
     out["module-is-model"] = model.module is model if api is FSDP1Api else None
     try:
         with api.state_dict_type(model, StateDictType.LOCAL_STATE_DICT):
@@ -193,6 +202,8 @@ ENTRIES = [
     "drifted",
     "previous",
     "resumed",
+    "summoned",
+    "written-back",
 ]
 
 

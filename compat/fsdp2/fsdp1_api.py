@@ -30,6 +30,8 @@ FSDP1                              On a bridged model
                                    optimizer's own state dict, so the
                                    ``optim.load_state_dict(...)`` after it changes
                                    nothing
+``FSDP.summon_full_params``        each unit unsharded for the block, written back
+                                   row by row after it (FSDP1's defaults only)
 ``model.clip_grad_norm_``          ``torch.nn.utils.clip_grad_norm_`` over the DTensor
                                    gradients (reduced across ranks as FSDP1 did)
 ``model.no_sync()``                ``set_requires_gradient_sync(False)`` for the block
@@ -287,6 +289,62 @@ class FSDP1Api:
                 object.__setattr__(root, _SETTINGS, previous)
 
     @staticmethod
+    @contextlib.contextmanager
+    def summon_full_params(
+        module: nn.Module,
+        recurse: bool = True,
+        writeback: bool = True,
+        rank0_only: bool = False,
+        offload_to_cpu: bool = False,
+        with_grads: bool = False,
+    ) -> Iterator[None]:
+        """FSDP1's ``summon_full_params``: the whole parameters in place for the block.
+
+        Each FSDP2 unit is unsharded (its parameters become the full tensors), and
+        resharded after the block; with ``writeback`` (FSDP1's default) what the block
+        wrote into them is kept. Where ranks write different values, each keeps its own
+        part, as with FSDP1, but the parts differ: FSDP1 keeps a slice of its flattened
+        parameters, the bridge its rows of each parameter.
+        """
+        if _fsdp1(module):
+            with _fsdp1_call("summon_full_params")(
+                module, recurse, writeback, rank0_only, offload_to_cpu, with_grads
+            ):
+                yield
+            return
+        if rank0_only or offload_to_cpu or with_grads:
+            raise NotImplementedError(
+                "FSDP1Api.summon_full_params on a bridged model takes FSDP1's defaults only "
+                "(rank0_only, offload_to_cpu and with_grads False): for a copy, use "
+                "get_model_state_dict(model, options=StateDictOptions(full_state_dict=True))"
+            )
+        from torch.distributed.fsdp import FSDPModule
+        from torch.distributed.tensor import DTensor, distribute_tensor
+
+        _roots(module, "summon_full_params")
+        units = [
+            m for m in (module.modules() if recurse else [module]) if isinstance(m, FSDPModule)
+        ]
+        sharded = {n: p for n, p in module.named_parameters() if isinstance(p, DTensor)}
+        for unit in units:
+            unit.unshard()
+        try:
+            yield
+        finally:
+            full = {}
+            if writeback:  # this rank's full values, as the block left them
+                full = {n: p.detach().clone() for n, p in module.named_parameters() if n in sharded}
+            for unit in units:
+                unit.reshard()
+            with torch.no_grad():
+                for name, value in full.items():
+                    param = sharded[name]
+                    mine = distribute_tensor(
+                        value, param.device_mesh, param.placements, src_data_rank=None
+                    )
+                    param.to_local().copy_(mine.to_local())
+
+    @staticmethod
     def optim_state_dict(
         model: nn.Module,
         optim: torch.optim.Optimizer,
@@ -375,6 +433,7 @@ _ROUTED = (
     "optim_state_dict",
     "optim_state_dict_to_load",
     "sharded_optim_state_dict",
+    "summon_full_params",
 )
 
 

@@ -20,6 +20,7 @@ FSDP1_API = (
     "optim_state_dict",
     "optim_state_dict_to_load",
     "sharded_optim_state_dict",
+    "summon_full_params",
 )
 
 #: FSDP1 methods the bridge's model keeps (``compat.fsdp2.fsdp1_api.FSDP1Methods``): used
