@@ -17,7 +17,8 @@ import torch.nn as nn
 import compat.fsdp2.materialize as mat
 from compat.features import import_fsdp_module
 from compat.fsdp2.availability import fsdp2_module, require_bridge
-from compat.fsdp2.fsdp1_api import group_rank, keep_fsdp1_methods
+from compat.fsdp2.fsdp1_api import route_fsdp1_class_calls
+from compat.fsdp2.fsdp1_methods import group_rank, keep_fsdp1_methods
 from compat.fsdp2.mesh import (
     Sharding,
     family,
@@ -108,7 +109,7 @@ def fully_shard_like_fsdp1(
 
     Returns:
         ``module``, now the root FSDP2 unit, which keeps the FSDP1 methods FSDP1 code
-        calls on it (:class:`compat.fsdp2.fsdp1_api.FSDP1Methods`: ``state_dict``
+        calls on it (:class:`compat.fsdp2.fsdp1_methods.FSDP1Methods`: ``state_dict``
         full by default, ``clip_grad_norm_``, ``no_sync``, ``module``).
 
     Raises:
@@ -187,6 +188,7 @@ def fully_shard_like_fsdp1(
     # FSDP1's code calls FSDP1's methods on the model it wrapped, often far from here.
     group = sharding.sync_groups[0] if sharding.family == "replicate" else sharding.shard_group
     keep_fsdp1_methods(module, group_rank(group))
+    route_fsdp1_class_calls()
     return module
 
 

@@ -49,186 +49,23 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import sys
 from collections.abc import Iterator
 from typing import Any, Callable
 
 import torch
-import torch.distributed as dist
 import torch.nn as nn
-from torch.distributed.fsdp import (
-    FullOptimStateDictConfig,
-    FullStateDictConfig,
-    FullyShardedDataParallel,
-    ShardedOptimStateDictConfig,
-    ShardedStateDictConfig,
-    StateDictSettings,
-    StateDictType,
-)
+from torch.distributed.fsdp import FullyShardedDataParallel, StateDictSettings, StateDictType
 
 from compat.fsdp.fallbacks import map_tensors
-
-#: Where a bridged root keeps its state-dict settings and the rank in FSDP1's group.
-_SETTINGS, _RANK = "_fsdp1_state_dict_settings", "_fsdp1_group_rank"
-#: torch's own state-dict functions, which read and load the model's FSDP2 state dict.
-_TORCH_CHECKPOINT = "torch.distributed.checkpoint"
-
-_DEFAULT_CONFIGS: dict[Any, tuple[type, type]] = {
-    StateDictType.FULL_STATE_DICT: (FullStateDictConfig, FullOptimStateDictConfig),
-    StateDictType.SHARDED_STATE_DICT: (ShardedStateDictConfig, ShardedOptimStateDictConfig),
-}
-
-LOCAL_REFUSED = (
-    "LOCAL_STATE_DICT has no FSDP2 equivalent (FSDP2 keeps no flat parameters): use "
-    "SHARDED_STATE_DICT, whose DTensor shards torch.distributed.checkpoint saves and loads"
+from compat.fsdp2.fsdp1_methods import (
+    SETTINGS_ATTRIBUTE,
+    bridged_roots,
+    holds_fsdp1,
+    own_copy,
+    roots_for,
+    same,
+    settings_of_type,
 )
-
-
-def _settings(state_dict_type: Any, model_config: Any, optim_config: Any) -> StateDictSettings:
-    """FSDP1's settings for a type, with FSDP1's default configs where none is given."""
-    if state_dict_type not in _DEFAULT_CONFIGS:
-        raise NotImplementedError(
-            LOCAL_REFUSED
-            if "LOCAL" in str(state_dict_type)
-            else (f"unknown state-dict type {state_dict_type!r}")
-        )
-    model_class, optim_class = _DEFAULT_CONFIGS[state_dict_type]
-    return StateDictSettings(
-        state_dict_type,
-        model_config if model_config is not None else model_class(),
-        optim_config if optim_config is not None else optim_class(),
-    )
-
-
-def _same(tensor: torch.Tensor) -> torch.Tensor:
-    return tensor
-
-
-def _own_copy(tensor: torch.Tensor) -> torch.Tensor:
-    """A plain tensor copied (torch hands out the optimizer's live ``step``), shards as is."""
-    return tensor if hasattr(tensor, "to_local") else tensor.detach().clone()
-
-
-def _called_by_torch_checkpoint() -> bool:
-    """Whether the caller of the caller is torch's checkpoint code.
-
-    ``get_model_state_dict`` and its kin read the module's own (FSDP2) state dict
-    through ``state_dict()``: they, and a user calling them directly, get FSDP2's.
-    """
-    caller = sys._getframe(2).f_globals.get("__name__", "")
-    return caller.startswith(_TORCH_CHECKPOINT)
-
-
-class FSDP1Methods:
-    """FSDP1's methods on a bridged root (mixed into its class by the bridge).
-
-    Only the root gets them, as FSDP1's code calls them on the model it wrapped; the
-    units inside keep FSDP2's own.
-    """
-
-    def _fsdp1_settings(self) -> StateDictSettings:
-        settings = getattr(self, _SETTINGS, None)
-        return settings or _settings(StateDictType.FULL_STATE_DICT, None, None)
-
-    def _fsdp1_keeps(self) -> bool:
-        """Whether this rank keeps a ``rank0_only`` state dict: rank 0 of FSDP1's group."""
-        return getattr(self, _RANK, 0) == 0
-
-    def _fsdp1_state(self, get: Callable[[Any], dict], optim: bool) -> dict:
-        """A state dict of the model's type, by ``get(options)`` from torch's functions."""
-        from torch.distributed.checkpoint.state_dict import StateDictOptions
-
-        settings = self._fsdp1_settings()
-        config = settings.optim_state_dict_config if optim else settings.state_dict_config
-        full = settings.state_dict_type == StateDictType.FULL_STATE_DICT
-        rank0_only = full and getattr(config, "rank0_only", False)
-        state = get(StateDictOptions(full_state_dict=full))
-        if rank0_only and not self._fsdp1_keeps():
-            return {}
-        if optim:  # FSDP1's optimizer state is a copy: it does not move on with training
-            state = map_tensors(state, _own_copy)
-        return map_tensors(state, torch.Tensor.cpu) if config.offload_to_cpu else state
-
-    def state_dict(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        """FSDP1's ``state_dict()``: of the type set on the model (full by default)."""
-        if args or kwargs or _called_by_torch_checkpoint():
-            return super().state_dict(*args, **kwargs)  # type: ignore[misc]
-        from torch.distributed.checkpoint.state_dict import get_model_state_dict
-
-        return self._fsdp1_state(lambda options: get_model_state_dict(self, options=options), False)
-
-    def load_state_dict(self, state_dict: Any, strict: bool = True, assign: bool = False) -> Any:
-        """FSDP1's ``load_state_dict``: a state dict of the type set on the model."""
-        if assign or _called_by_torch_checkpoint():
-            return super().load_state_dict(state_dict, strict=strict, assign=assign)  # type: ignore[misc]
-        from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
-
-        full = self._fsdp1_settings().state_dict_type == StateDictType.FULL_STATE_DICT
-        options = StateDictOptions(full_state_dict=full, strict=strict)
-        # torch's function changes the dict it is given; FSDP1's leaves it as it was.
-        return set_model_state_dict(self, map_tensors(state_dict, _same), options=options)  # type: ignore[arg-type]
-
-    def clip_grad_norm_(self, max_norm: float, norm_type: float = 2.0) -> torch.Tensor:
-        """FSDP1's ``clip_grad_norm_``: over every gradient of the model, across ranks."""
-        params = [p for p in self.parameters() if p.grad is not None]  # type: ignore[attr-defined]
-        norm = torch.nn.utils.clip_grad_norm_(params, max_norm, norm_type)
-        return norm.full_tensor() if hasattr(norm, "full_tensor") else norm
-
-    @contextlib.contextmanager
-    def no_sync(self) -> Iterator[None]:
-        """FSDP1's ``no_sync()``: gradients accumulate unreduced for the block."""
-        self.set_requires_gradient_sync(False)  # type: ignore[attr-defined]
-        try:
-            yield
-        finally:
-            self.set_requires_gradient_sync(True)  # type: ignore[attr-defined]
-
-
-class _WrappedModule:
-    """FSDP1's ``.module``: the bridge shards in place, so the model is its own module."""
-
-    @property
-    def module(self) -> nn.Module:
-        return self  # type: ignore[return-value]
-
-
-def keep_fsdp1_methods(root: nn.Module, group_rank: int) -> None:
-    """Give a bridged ``root`` FSDP1's methods (:class:`FSDP1Methods`).
-
-    Its class becomes a subclass of FSDP2's, as ``fully_shard`` itself does. ``module``
-    is added only where the model has no attribute of that name already (a child called
-    ``module`` stays reachable).
-
-    Args:
-        root: The root FSDP2 unit the bridge made.
-        group_rank: This rank's rank in FSDP1's group (the ``rank0_only`` test).
-    """
-    cls = type(root)
-    mixins: tuple[type, ...] = (FSDP1Methods,)
-    if "module" not in root._modules and not hasattr(cls, "module"):
-        mixins += (_WrappedModule,)
-    root.__class__ = type(f"FSDP1Bridged{cls.__name__}", (*mixins, cls), {})
-    object.__setattr__(root, _RANK, group_rank)
-    route_fsdp1_class_calls()
-
-
-def _bridged(module: nn.Module) -> list[FSDP1Methods]:
-    return [m for m in module.modules() if isinstance(m, FSDP1Methods)]
-
-
-def _fsdp1(module: nn.Module) -> bool:
-    return any(isinstance(m, FullyShardedDataParallel) for m in module.modules())
-
-
-def _roots(module: nn.Module, call: str) -> list[FSDP1Methods]:
-    roots = _bridged(module)
-    if not roots:
-        raise TypeError(
-            f"FSDP1Api.{call} needs a model sharded by compat.fsdp2.fully_shard_like_fsdp1 "
-            "(or an FSDP1 model); for a model fully_shard-ed by hand use "
-            "torch.distributed.checkpoint.state_dict's functions"
-        )
-    return roots
 
 
 class FSDP1Api:
@@ -246,23 +83,23 @@ class FSDP1Api:
         optim_state_dict_config: Any = None,
     ) -> StateDictSettings:
         """FSDP1's ``set_state_dict_type``: returns the settings it replaced."""
-        if _fsdp1(module):
+        if holds_fsdp1(module):
             return _fsdp1_call("set_state_dict_type")(
                 module, state_dict_type, state_dict_config, optim_state_dict_config
             )
-        settings = _settings(state_dict_type, state_dict_config, optim_state_dict_config)
-        roots = _roots(module, "set_state_dict_type")
+        settings = settings_of_type(state_dict_type, state_dict_config, optim_state_dict_config)
+        roots = roots_for(module, "set_state_dict_type")
         previous = roots[0]._fsdp1_settings()
         for root in roots:
-            object.__setattr__(root, _SETTINGS, settings)
+            object.__setattr__(root, SETTINGS_ATTRIBUTE, settings)
         return previous
 
     @staticmethod
     def get_state_dict_type(module: nn.Module) -> StateDictSettings:
         """FSDP1's ``get_state_dict_type``."""
-        if _fsdp1(module):
+        if holds_fsdp1(module):
             return _fsdp1_call("get_state_dict_type")(module)
-        return _roots(module, "get_state_dict_type")[0]._fsdp1_settings()
+        return roots_for(module, "get_state_dict_type")[0]._fsdp1_settings()
 
     @staticmethod
     @contextlib.contextmanager
@@ -273,7 +110,7 @@ class FSDP1Api:
         optim_state_dict_config: Any = None,
     ) -> Iterator[None]:
         """FSDP1's ``state_dict_type`` context: the type for the block, then the old one."""
-        if _fsdp1(module):
+        if holds_fsdp1(module):
             with _fsdp1_call("state_dict_type")(
                 module, state_dict_type, state_dict_config, optim_state_dict_config
             ):
@@ -285,8 +122,8 @@ class FSDP1Api:
         try:
             yield
         finally:
-            for root in _roots(module, "state_dict_type"):
-                object.__setattr__(root, _SETTINGS, previous)
+            for root in roots_for(module, "state_dict_type"):
+                object.__setattr__(root, SETTINGS_ATTRIBUTE, previous)
 
     @staticmethod
     @contextlib.contextmanager
@@ -306,7 +143,7 @@ class FSDP1Api:
         part, as with FSDP1, but the parts differ: FSDP1 keeps a slice of its flattened
         parameters, the bridge its rows of each parameter.
         """
-        if _fsdp1(module):
+        if holds_fsdp1(module):
             with _fsdp1_call("summon_full_params")(
                 module, recurse, writeback, rank0_only, offload_to_cpu, with_grads
             ):
@@ -321,7 +158,7 @@ class FSDP1Api:
         from torch.distributed.fsdp import FSDPModule
         from torch.distributed.tensor import DTensor, distribute_tensor
 
-        _roots(module, "summon_full_params")
+        roots_for(module, "summon_full_params")
         units = [
             m for m in (module.modules() if recurse else [module]) if isinstance(m, FSDPModule)
         ]
@@ -352,7 +189,7 @@ class FSDP1Api:
         group: Any = None,
     ) -> dict[str, Any]:
         """FSDP1's ``optim_state_dict``: the optimizer's state of the model's type."""
-        if _fsdp1(model):
+        if holds_fsdp1(model):
             return _fsdp1_call("optim_state_dict")(model, optim, optim_state_dict, group)
         if optim_state_dict is not None or group is not None:
             raise NotImplementedError(
@@ -361,7 +198,7 @@ class FSDP1Api:
             )
         from torch.distributed.checkpoint.state_dict import get_optimizer_state_dict
 
-        root = _roots(model, "optim_state_dict")[0]
+        root = roots_for(model, "optim_state_dict")[0]
         return root._fsdp1_state(
             lambda options: get_optimizer_state_dict(model, optim, options=options), True
         )
@@ -371,7 +208,7 @@ class FSDP1Api:
         model: nn.Module, optim: torch.optim.Optimizer, group: Any = None
     ) -> dict[str, Any]:
         """FSDP1's ``sharded_optim_state_dict``: this rank's rows of the optimizer state."""
-        if _fsdp1(model):
+        if holds_fsdp1(model):
             return _fsdp1_call("sharded_optim_state_dict")(model, optim, group)
         if group is not None:
             raise NotImplementedError(
@@ -383,7 +220,7 @@ class FSDP1Api:
         )
 
         state = get_optimizer_state_dict(model, optim, options=StateDictOptions())
-        return map_tensors(state, _own_copy)
+        return map_tensors(state, own_copy)
 
     @staticmethod
     def optim_state_dict_to_load(
@@ -400,7 +237,7 @@ class FSDP1Api:
         does both steps at once); what is returned is the optimizer's own state dict,
         so the ``optim.load_state_dict(...)`` that FSDP1 code does next changes nothing.
         """
-        if _fsdp1(model):
+        if holds_fsdp1(model):
             return _fsdp1_call("optim_state_dict_to_load")(
                 model, optim, optim_state_dict, is_named_optimizer, load_directly, group
             )
@@ -414,12 +251,12 @@ class FSDP1Api:
             set_optimizer_state_dict,
         )
 
-        root = _roots(model, "optim_state_dict_to_load")[0]
+        root = roots_for(model, "optim_state_dict_to_load")[0]
         settings = root._fsdp1_settings()
         full = settings.state_dict_type == StateDictType.FULL_STATE_DICT
         rank0_only = full and getattr(settings.optim_state_dict_config, "rank0_only", False)
         options = StateDictOptions(full_state_dict=full, broadcast_from_rank0=rank0_only)
-        state = map_tensors(optim_state_dict, _same)  # a new structure: torch changes it
+        state = map_tensors(optim_state_dict, same)  # a new structure: torch changes it
         set_optimizer_state_dict(model, optim, state, options=options)
         return optim.state_dict()
 
@@ -446,7 +283,7 @@ def _routed(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def call(*args: Any, **kwargs: Any) -> Any:
         model = args[0] if args else kwargs.get("module", kwargs.get("model"))
-        if isinstance(model, nn.Module) and _bridged(model) and not _fsdp1(model):
+        if isinstance(model, nn.Module) and bridged_roots(model) and not holds_fsdp1(model):
             return getattr(FSDP1Api, name)(*args, **kwargs)
         return original(*args, **kwargs)
 
@@ -466,10 +303,3 @@ def route_fsdp1_class_calls() -> None:
         original = getattr(FullyShardedDataParallel, name)
         _ORIGINALS[name] = original
         setattr(FullyShardedDataParallel, name, staticmethod(_routed(name, original)))
-
-
-def group_rank(group: Any) -> int:
-    """This rank's rank in ``group`` (``None``: the default group), 0 without one."""
-    if not dist.is_available() or not dist.is_initialized():
-        return 0
-    return dist.get_rank(group) if group is not None else dist.get_rank()

@@ -23,7 +23,7 @@ FSDP1_API = (
     "summon_full_params",
 )
 
-#: FSDP1 methods the bridge's model keeps (``compat.fsdp2.fsdp1_api.FSDP1Methods``): used
+#: FSDP1 methods the bridge's model keeps (``compat.fsdp2.fsdp1_methods.FSDP1Methods``): used
 #: where the rewrite cannot follow the model, they put the file's calls on the bridge.
 BRIDGE_KEEPS = frozenset({"clip_grad_norm_", "no_sync", "state_dict", "load_state_dict", "module"})
 

@@ -1,0 +1,202 @@
+"""FSDP1's methods on the bridged root: state dicts by type, clipping, ``no_sync``, ``.module``.
+
+:func:`keep_fsdp1_methods` mixes :class:`FSDP1Methods` into the class of the root the
+bridge made, as ``fully_shard`` itself swaps classes; the state-dict settings they answer
+by are set by :class:`compat.fsdp2.fsdp1_api.FSDP1Api` (see its table).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterator
+from typing import Any, Callable
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.distributed.fsdp import (
+    FullOptimStateDictConfig,
+    FullStateDictConfig,
+    FullyShardedDataParallel,
+    ShardedOptimStateDictConfig,
+    ShardedStateDictConfig,
+    StateDictSettings,
+    StateDictType,
+)
+
+from compat.fsdp.fallbacks import map_tensors
+
+#: Where a bridged root keeps its state-dict settings and the rank in FSDP1's group.
+SETTINGS_ATTRIBUTE, _RANK = "_fsdp1_state_dict_settings", "_fsdp1_group_rank"
+#: torch's own state-dict functions, which read and load the model's FSDP2 state dict.
+_TORCH_CHECKPOINT = "torch.distributed.checkpoint"
+
+_DEFAULT_CONFIGS: dict[Any, tuple[type, type]] = {
+    StateDictType.FULL_STATE_DICT: (FullStateDictConfig, FullOptimStateDictConfig),
+    StateDictType.SHARDED_STATE_DICT: (ShardedStateDictConfig, ShardedOptimStateDictConfig),
+}
+
+LOCAL_REFUSED = (
+    "LOCAL_STATE_DICT has no FSDP2 equivalent (FSDP2 keeps no flat parameters): use "
+    "SHARDED_STATE_DICT, whose DTensor shards torch.distributed.checkpoint saves and loads"
+)
+
+
+def settings_of_type(
+    state_dict_type: Any, model_config: Any, optim_config: Any
+) -> StateDictSettings:
+    """FSDP1's settings for a type, with FSDP1's default configs where none is given."""
+    if state_dict_type not in _DEFAULT_CONFIGS:
+        raise NotImplementedError(
+            LOCAL_REFUSED
+            if "LOCAL" in str(state_dict_type)
+            else (f"unknown state-dict type {state_dict_type!r}")
+        )
+    model_class, optim_class = _DEFAULT_CONFIGS[state_dict_type]
+    return StateDictSettings(
+        state_dict_type,
+        model_config if model_config is not None else model_class(),
+        optim_config if optim_config is not None else optim_class(),
+    )
+
+
+def same(tensor: torch.Tensor) -> torch.Tensor:
+    """The tensor itself (``map_tensors(state, same)`` copies the containers only)."""
+    return tensor
+
+
+def own_copy(tensor: torch.Tensor) -> torch.Tensor:
+    """A plain tensor copied (torch hands out the optimizer's live ``step``), shards as is."""
+    return tensor if hasattr(tensor, "to_local") else tensor.detach().clone()
+
+
+def _called_by_torch_checkpoint() -> bool:
+    """Whether the caller of the caller is torch's checkpoint code.
+
+    ``get_model_state_dict`` and its kin read the module's own (FSDP2) state dict
+    through ``state_dict()``: they, and a user calling them directly, get FSDP2's.
+    """
+    caller = sys._getframe(2).f_globals.get("__name__", "")
+    return caller.startswith(_TORCH_CHECKPOINT)
+
+
+class FSDP1Methods:
+    """FSDP1's methods on a bridged root (mixed into its class by the bridge).
+
+    Only the root gets them, as FSDP1's code calls them on the model it wrapped; the
+    units inside keep FSDP2's own.
+    """
+
+    def _fsdp1_settings(self) -> StateDictSettings:
+        settings = getattr(self, SETTINGS_ATTRIBUTE, None)
+        return settings or settings_of_type(StateDictType.FULL_STATE_DICT, None, None)
+
+    def _fsdp1_keeps(self) -> bool:
+        """Whether this rank keeps a ``rank0_only`` state dict: rank 0 of FSDP1's group."""
+        return getattr(self, _RANK, 0) == 0
+
+    def _fsdp1_state(self, get: Callable[[Any], dict], optim: bool) -> dict:
+        """A state dict of the model's type, by ``get(options)`` from torch's functions."""
+        from torch.distributed.checkpoint.state_dict import StateDictOptions
+
+        settings = self._fsdp1_settings()
+        config = settings.optim_state_dict_config if optim else settings.state_dict_config
+        full = settings.state_dict_type == StateDictType.FULL_STATE_DICT
+        rank0_only = full and getattr(config, "rank0_only", False)
+        state = get(StateDictOptions(full_state_dict=full))
+        if rank0_only and not self._fsdp1_keeps():
+            return {}
+        if optim:  # FSDP1's optimizer state is a copy: it does not move on with training
+            state = map_tensors(state, own_copy)
+        return map_tensors(state, torch.Tensor.cpu) if config.offload_to_cpu else state
+
+    def state_dict(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """FSDP1's ``state_dict()``: of the type set on the model (full by default)."""
+        if args or kwargs or _called_by_torch_checkpoint():
+            return super().state_dict(*args, **kwargs)  # type: ignore[misc]
+        from torch.distributed.checkpoint.state_dict import get_model_state_dict
+
+        return self._fsdp1_state(lambda options: get_model_state_dict(self, options=options), False)
+
+    def load_state_dict(self, state_dict: Any, strict: bool = True, assign: bool = False) -> Any:
+        """FSDP1's ``load_state_dict``: a state dict of the type set on the model."""
+        if assign or _called_by_torch_checkpoint():
+            return super().load_state_dict(state_dict, strict=strict, assign=assign)  # type: ignore[misc]
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
+
+        full = self._fsdp1_settings().state_dict_type == StateDictType.FULL_STATE_DICT
+        options = StateDictOptions(full_state_dict=full, strict=strict)
+        # torch's function changes the dict it is given; FSDP1's leaves it as it was.
+        return set_model_state_dict(self, map_tensors(state_dict, same), options=options)  # type: ignore[arg-type]
+
+    def clip_grad_norm_(self, max_norm: float, norm_type: float = 2.0) -> torch.Tensor:
+        """FSDP1's ``clip_grad_norm_``: over every gradient of the model, across ranks."""
+        params = [p for p in self.parameters() if p.grad is not None]  # type: ignore[attr-defined]
+        norm = torch.nn.utils.clip_grad_norm_(params, max_norm, norm_type)
+        return norm.full_tensor() if hasattr(norm, "full_tensor") else norm
+
+    @contextlib.contextmanager
+    def no_sync(self) -> Iterator[None]:
+        """FSDP1's ``no_sync()``: gradients accumulate unreduced for the block."""
+        self.set_requires_gradient_sync(False)  # type: ignore[attr-defined]
+        try:
+            yield
+        finally:
+            self.set_requires_gradient_sync(True)  # type: ignore[attr-defined]
+
+
+class _WrappedModule:
+    """FSDP1's ``.module``: the bridge shards in place, so the model is its own module."""
+
+    @property
+    def module(self) -> nn.Module:
+        return self  # type: ignore[return-value]
+
+
+def keep_fsdp1_methods(root: nn.Module, group_rank: int) -> None:
+    """Give a bridged ``root`` FSDP1's methods (:class:`FSDP1Methods`).
+
+    Its class becomes a subclass of FSDP2's, as ``fully_shard`` itself does. ``module``
+    is added only where the model has no attribute of that name already (a child called
+    ``module`` stays reachable).
+
+    Args:
+        root: The root FSDP2 unit the bridge made.
+        group_rank: This rank's rank in FSDP1's group (the ``rank0_only`` test).
+    """
+    cls = type(root)
+    mixins: tuple[type, ...] = (FSDP1Methods,)
+    if "module" not in root._modules and not hasattr(cls, "module"):
+        mixins += (_WrappedModule,)
+    root.__class__ = type(f"FSDP1Bridged{cls.__name__}", (*mixins, cls), {})
+    object.__setattr__(root, _RANK, group_rank)
+
+
+def bridged_roots(module: nn.Module) -> list[FSDP1Methods]:
+    """The bridged roots among ``module`` and its descendants."""
+    return [m for m in module.modules() if isinstance(m, FSDP1Methods)]
+
+
+def holds_fsdp1(module: nn.Module) -> bool:
+    """Whether ``module`` is, or holds, a real FSDP1 unit."""
+    return any(isinstance(m, FullyShardedDataParallel) for m in module.modules())
+
+
+def roots_for(module: nn.Module, call: str) -> list[FSDP1Methods]:
+    """The bridged roots :class:`FSDP1Api`'s ``call`` acts on; TypeError where none is."""
+    roots = bridged_roots(module)
+    if not roots:
+        raise TypeError(
+            f"FSDP1Api.{call} needs a model sharded by compat.fsdp2.fully_shard_like_fsdp1 "
+            "(or an FSDP1 model); for a model fully_shard-ed by hand use "
+            "torch.distributed.checkpoint.state_dict's functions"
+        )
+    return roots
+
+
+def group_rank(group: Any) -> int:
+    """This rank's rank in ``group`` (``None``: the default group), 0 without one."""
+    if not dist.is_available() or not dist.is_initialized():
+        return 0
+    return dist.get_rank(group) if group is not None else dist.get_rank()
