@@ -62,13 +62,46 @@ RULES = (
                 "def fit(model):\n"
                 "    Trainer(strategy=STRATEGY).fit(model)\n"
             ),
-            # A test parameter a parametrize list fills, one of its values the old name.
+            # A test parameter a parametrize list fills, one of its values the old name:
+            # the old value is rewritten in the list.
+            Example(
+                before=(
+                    "import pytest\n"
+                    "from lightning.pytorch import Trainer\n"
+                    '@pytest.mark.parametrize("strategy", ["ddp", "fsdp_native"])\n'
+                    "def test_fit(strategy):\n"
+                    "    Trainer(strategy=strategy)\n"
+                ),
+                after=(
+                    "import pytest\n"
+                    "from lightning.pytorch import Trainer\n"
+                    '@pytest.mark.parametrize("strategy", ["ddp", "fsdp"])\n'
+                    "def test_fit(strategy):\n"
+                    "    Trainer(strategy=strategy)\n"
+                ),
+            ),
+            # A local bound once, passed once: rewritten where it is bound.
+            Example(
+                before=(
+                    "from lightning.pytorch import Trainer\n"
+                    "def fit(model):\n"
+                    '    strategy = "fsdp_native"\n'
+                    "    Trainer(strategy=strategy).fit(model)\n"
+                ),
+                after=(
+                    "from lightning.pytorch import Trainer\n"
+                    "def fit(model):\n"
+                    '    strategy = "fsdp"\n'
+                    "    Trainer(strategy=strategy).fit(model)\n"
+                ),
+            ),
+            # Passed by two calls: one of them may be kept on purpose, for a human.
             Example.reported_only(
-                "import pytest\n"
                 "from lightning.pytorch import Trainer\n"
-                '@pytest.mark.parametrize("strategy", ["ddp", "fsdp_native"])\n'
-                "def test_fit(strategy):\n"
-                "    Trainer(strategy=strategy)\n"
+                "def fit(model):\n"
+                '    strategy = "fsdp_native"\n'
+                "    Trainer(strategy=strategy).fit(model)\n"
+                "    Trainer(strategy=strategy).test(model)\n"
             ),
         ),
         untouched=(
@@ -200,15 +233,27 @@ RULES = (
                     'trainer = L.Trainer(precision="16-mixed")\n'
                 ),
             ),
-            # Rows of several parameters, pytest.param among them.
-            Example.reported_only(
-                "import pytest\n"
-                "from lightning.pytorch import Trainer\n"
-                "@pytest.mark.parametrize(\n"
-                '    ("precision", "devices"), [("32", 1), pytest.param(16, 2, id="half")]\n'
-                ")\n"
-                "def test_fit(precision, devices):\n"
-                "    Trainer(precision=precision, devices=devices)\n"
+            # Rows of several parameters, pytest.param among them: only the old value changes.
+            Example(
+                before=(
+                    "import pytest\n"
+                    "from lightning.pytorch import Trainer\n"
+                    "@pytest.mark.parametrize(\n"
+                    '    ("precision", "devices"), [("32", 1), pytest.param(16, 2, id="half")]\n'
+                    ")\n"
+                    "def test_fit(precision, devices):\n"
+                    "    Trainer(precision=precision, devices=devices)\n"
+                ),
+                after=(
+                    "import pytest\n"
+                    "from lightning.pytorch import Trainer\n"
+                    "@pytest.mark.parametrize(\n"
+                    '    ("precision", "devices"), '
+                    '[("32", 1), pytest.param("16-mixed", 2, id="half")]\n'
+                    ")\n"
+                    "def test_fit(precision, devices):\n"
+                    "    Trainer(precision=precision, devices=devices)\n"
+                ),
             ),
         ),
         untouched=(
