@@ -10,7 +10,12 @@ import pytest
 from codemods.astlint.lint import lint
 from codemods.engine.run import run
 from codemods.settings import Settings
-from codemods.syntax.gates import ast_fallback_regions, fallback_regions, newer_branch
+from codemods.syntax.gates import (
+    ast_fallback_regions,
+    fallback_regions,
+    newer_branch,
+    newer_release,
+)
 
 OLD = "from torch.distributed.fsdp.wrap import default_auto_wrap_policy as policy\n"
 NEW = "from torch.distributed.fsdp.wrap import size_based_auto_wrap_policy as policy\n"
@@ -80,3 +85,38 @@ def test_regions_are_the_older_branch_or_the_whole_statement():
     assert fallback_regions(undirected) == (undirected,)
     tree = ast.parse("if torch_version() < (2, 0):\n    a\nelse:\n    b\n")
     assert ast_fallback_regions(tree.body[0], lambda n: ast.unparse(n)) == tuple(tree.body[0].body)
+
+
+GATED_LOAD = """\
+import torch
+from packaging import version
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+if version.parse(torch.__version__) < version.parse("2.1.0"):
+    osd = FSDP.optim_state_dict_to_load(optim_state, model, optim)
+else:
+    osd = FSDP.optim_state_dict_to_load(model, optim, optim_state)
+if _TORCH_GREATER_EQUAL_2_0:
+    osd = FSDP.optim_state_dict_to_load(model, optim, optim_state)
+"""
+
+
+@pytest.mark.parametrize(
+    ("test", "release"),
+    [
+        ('version.parse(torch.__version__) < version.parse("2.1.0")', (2, 1)),
+        ("_TORCH_GREATER_EQUAL_2_1", (2, 1)),
+        ("not _TORCH_GREATER_EQUAL_1_13", (1, 13)),
+        ("torch_version() >= (2, 1)", None),  # a tuple: not read
+        ("Version(torch.__version__) == Version('2.1')", None),  # no newer branch
+        ("version.parse('2.0') <= torch_ver < version.parse('2.2')", None),  # two numbers
+    ],
+)
+def test_the_release_a_gates_newer_branch_runs_on(test, release):
+    assert newer_release(test) == release
+
+
+def test_a_call_in_a_gates_newer_branch_is_judged_at_that_release():
+    """FSDP132 at a 2.0 target: the new order is right where a gate says torch >= 2.1."""
+    settings = Settings(select=("FSDP132",), target_torch="2.0")
+    assert sorted(f.line for f in lint(GATED_LOAD.encode(), settings)) == [9]
+    assert sorted(f.line for f in run(GATED_LOAD.encode(), settings).findings) == [9]

@@ -16,6 +16,7 @@ import re
 
 from codemods.rules.api import Behaviour, Detector, Engine
 from codemods.syntax.cst_nodes import is_plain_positional, keyword_arg
+from codemods.syntax.gates import ast_gate_floor, cst_gate_floor
 from codemods.syntax.lazy_libcst import cst
 
 #: The release whose order is ``(model, optim, optim_state_dict)``.
@@ -93,6 +94,16 @@ def decide(texts: list[str | None], target_new: bool) -> tuple[bool, list[str] |
     return True, None
 
 
+def _gated_new(floor: tuple[int, int] | None) -> bool:
+    """Whether a version gate around the call says it runs only where the order is new.
+
+    OLMo writes ``if torch < 2.1: old order / else: new order``: the ``else`` call is
+    right on every release it runs on, whatever the project's declared floor.
+    """
+    since = tuple(int(part) for part in NEW_ORDER_SINCE.split(".")[:2])
+    return floor is not None and floor >= since
+
+
 class Fsdp132(Behaviour):
     """Name the arguments of an ``optim_state_dict_to_load`` call passed by position."""
 
@@ -108,7 +119,9 @@ class Fsdp132(Behaviour):
             return updated
         code = cst.Module(body=[]).code_for_node
         texts = [code(a.value) if is_plain_positional(a) else None for a in args]
-        report, names = decide(texts, engine.target_at_least(NEW_ORDER_SINCE))
+        floor = cst_gate_floor(engine.parent, original)
+        new = engine.target_at_least(NEW_ORDER_SINCE) or _gated_new(floor)
+        report, names = decide(texts, new)
         if not report or not engine.report(args[0], self.rule, fixable_here=names is not None):
             return updated
         if names is None:
@@ -129,7 +142,9 @@ class Fsdp132(Behaviour):
             return
         first = unparenthesized(detector, args[0])
         texts = [detector.segment(a) if plain_positional(a) else None for a in args]
-        report, names = decide(texts, detector.target_at_least(NEW_ORDER_SINCE))
+        floor = ast_gate_floor(detector.parent, detector.segment, call)
+        new = detector.target_at_least(NEW_ORDER_SINCE) or _gated_new(floor)
+        report, names = decide(texts, new)
         if report:
             detector.report(first, self.rule, fixable_here=names is not None)
 

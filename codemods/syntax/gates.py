@@ -169,6 +169,71 @@ def ast_fallback_regions(node: ast.AST, segment: Callable[[ast.AST], str]) -> tu
     return tuple(node.orelse if newer else node.body)  # type: ignore[attr-defined]
 
 
+#: A release number in a gate's test: ``"2.1.0"``, ``_GREATER_EQUAL_2_1``.
+_RELEASE = re.compile(r"(?<![\d.])(\d+)[._](\d+)")
+
+
+def newer_release(test: str) -> tuple[int, int] | None:
+    """The release a directed gate's newer branch runs on, as ``(major, minor)``, or None.
+
+    Example:
+        >>> newer_release("version.parse(torch.__version__) < version.parse('2.1.0')")
+        (2, 1)
+        >>> newer_release("_TORCH_GREATER_EQUAL_2_1"), newer_release("world_size > 1")
+        ((2, 1), None)
+        >>> newer_release("torch_version() >= (2, 1)") is None  # a tuple is not read
+        True
+    """
+    if GATE.search(test) is None or newer_branch(test) is None:
+        return None
+    found = _RELEASE.findall(test)
+    if len({tuple(map(int, f)) for f in found}) != 1:
+        return None  # none, or several numbers: which one is the threshold is not certain
+    major, minor = found[0]
+    return int(major), int(minor)
+
+
+def cst_gate_floor(
+    parent: Callable[[cst.CSTNode], cst.CSTNode | None], node: cst.CSTNode
+) -> tuple[int, int] | None:
+    """The highest release a gate around ``node`` says its branch runs on (libcst).
+
+    ``node`` is in the newer branch of ``if <torch >= X>:`` (or the ``else`` of
+    ``if <torch < X>:``): that code only runs on ``X`` or later, whatever the project's
+    target. ``parent`` gives an original node's parent.
+    """
+    best: tuple[int, int] | None = None
+    child, current = node, parent(node)
+    while current is not None:
+        if isinstance(current, cst.If):
+            test = cst.Module([]).code_for_node(current.test)
+            release = newer_release(test)
+            newer = newer_branch(test) if release is not None else None
+            branch = current.body if newer else current.orelse
+            if release is not None and branch is child and (best is None or release > best):
+                best = release
+        child, current = current, parent(current)
+    return best
+
+
+def ast_gate_floor(
+    parent: Callable[[ast.AST], ast.AST | None], segment: Callable[[ast.AST], str], node: ast.AST
+) -> tuple[int, int] | None:
+    """:func:`cst_gate_floor` on ``ast``: a branch is a list of statements there."""
+    best: tuple[int, int] | None = None
+    child, current = node, parent(node)
+    while current is not None:
+        if type(current) is ast.If:
+            test = segment(current.test)  # type: ignore[attr-defined]
+            release = newer_release(test)
+            newer = newer_branch(test) if release is not None else None
+            branch = current.body if newer else current.orelse  # type: ignore[attr-defined]
+            if release is not None and child in branch and (best is None or release > best):
+                best = release
+        child, current = current, parent(current)
+    return best
+
+
 def newer_branch(test: str) -> bool | None:
     """Whether a gate's ``if`` branch is the newer release's (True), its ``else`` (False).
 
