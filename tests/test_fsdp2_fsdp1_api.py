@@ -246,3 +246,10 @@ def test_fsdp1s_own_class_calls_take_a_bridged_model(runs):
         expected = result["fsdp1"]["default"] if result["rank"] == 0 else {}
         _same(expected, result["through-fsdp1s-class"], "through FSDP1's class")
         assert result["fsdp1s-class-sharded"]
+
+
+def test_the_rewrite_targets_exactly_the_calls_fsdp1api_has():
+    from codemods.rules.fsdp401.kept import FSDP1_API
+    from compat.fsdp2.fsdp1_api import CLASS_CALLS
+
+    assert sorted(FSDP1_API) == sorted(CLASS_CALLS)

@@ -263,15 +263,8 @@ class FSDP1Api:
 
 #: FSDP1's class calls as torch defines them, before :func:`route_fsdp1_class_calls`.
 _ORIGINALS: dict[str, Callable[..., Any]] = {}
-_ROUTED = (
-    "state_dict_type",
-    "set_state_dict_type",
-    "get_state_dict_type",
-    "optim_state_dict",
-    "optim_state_dict_to_load",
-    "sharded_optim_state_dict",
-    "summon_full_params",
-)
+#: The calls routed: every one :class:`FSDP1Api` has (FSDP1's own names).
+CLASS_CALLS = tuple(name for name in vars(FSDP1Api) if not name.startswith("_"))
 
 
 def _fsdp1_call(name: str) -> Callable[..., Any]:
@@ -299,7 +292,7 @@ def route_fsdp1_class_calls() -> None:
     """
     if _ORIGINALS:
         return
-    for name in _ROUTED:
+    for name in CLASS_CALLS:
         original = getattr(FullyShardedDataParallel, name)
         _ORIGINALS[name] = original
         setattr(FullyShardedDataParallel, name, staticmethod(_routed(name, original)))

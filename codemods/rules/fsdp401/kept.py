@@ -12,7 +12,9 @@ from codemods.rules.api import Engine
 from codemods.syntax.cst_nodes import find_all
 from codemods.syntax.lazy_libcst import cst
 
-#: FSDP1's class-level calls that ``compat``'s ``FSDP1Api`` takes for a bridged model.
+#: FSDP1's class-level calls that ``compat``'s ``FSDP1Api`` takes for a bridged model
+#: (``compat.fsdp2.fsdp1_api.CLASS_CALLS``; codemods never imports compat, which imports
+#: torch: ``tests/test_fsdp2_fsdp1_api.py`` keeps the two lists the same).
 FSDP1_API = (
     "state_dict_type",
     "set_state_dict_type",
