@@ -392,6 +392,36 @@ def test_uses_only_fsdp1_has_keep_the_file_fsdp1(use, why):
     assert findings[0].withheld.startswith(f"fix withheld: {why}")
 
 
+@pytest.mark.parametrize("bridge", [True, False])
+@pytest.mark.parametrize(
+    ("imports", "use", "why"),
+    [
+        (
+            "import transformer_engine.pytorch as te",
+            "te.distributed.prepare_te_modules_for_fsdp(model)",
+            "asserts an FSDP1 root",
+        ),
+        (
+            "from distributed_shampoo.distributor.shampoo_fsdp_utils import "
+            "compile_fsdp_parameter_metadata as metadata",
+            "config = dict(param_to_metadata=metadata(model))",
+            "reads FSDP1's flat parameters",
+        ),
+        (
+            "from distributed_shampoo import HSDPDistributedConfig",
+            "config = HSDPDistributedConfig(device_mesh=mesh)",
+            "`HybridShardDistributedConfig`",
+        ),
+    ],
+)
+def test_a_library_call_that_needs_an_fsdp1_model_keeps_the_file_fsdp1(imports, use, why, bridge):
+    source = f"{imports}\nmodel = FSDP(model, auto_wrap_policy={{Block}})\n{use}\n"
+    new, findings = _migrate(source, fsdp2_bridge=bridge)
+    assert new is None
+    assert findings[0].withheld.startswith("fix withheld: `")
+    assert "at line 7: " in findings[0].withheld and why in findings[0].withheld
+
+
 WRAP = "sharded = FSDP(model, auto_wrap_policy={Block})"
 NEW = "model = Net()\n"
 

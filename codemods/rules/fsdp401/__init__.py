@@ -32,9 +32,10 @@ from typing import Any
 from codemods.registry import Rule
 from codemods.registry.names import COMPOSABLE_FSDP, TORCH_FSDP, TORCH_FSDP_CLASSES
 from codemods.rules.api import Behaviour, Detector, Engine
-from codemods.rules.fsdp401.decide import Bridged, Conversion, Survey, survey
+from codemods.rules.fsdp401.decide import survey
 from codemods.rules.fsdp401.kept import FSDP1_API
 from codemods.rules.fsdp401.lookups import ISINSTANCE, fresh
+from codemods.rules.fsdp401.outcome import Bridged, Conversion, Survey
 from codemods.rules.fsdp401.text import bound_first, statements_before
 from codemods.rules.layout import indentation, wrapped_call
 from codemods.syntax.cst_nodes import find_all

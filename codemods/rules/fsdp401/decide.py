@@ -8,7 +8,6 @@ wrapped model that only FSDP1 has).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from codemods.registry.names import COMPOSABLE_FSDP, TORCH_FSDP
@@ -18,12 +17,13 @@ from codemods.rules.fsdp401.kept import (
     BRIDGE_KEEPS,
     NO_LOCAL,
     api_call,
+    fsdp1_consumer,
     fsdp1_internals,
     kept_reason,
     local_state_dict,
     loop_reads_fsdp1_state,
 )
-from codemods.rules.fsdp401.keywords import Keywords, Untranslatable
+from codemods.rules.fsdp401.keywords import Untranslatable
 from codemods.rules.fsdp401.lookups import (
     annotates,
     before_wrapping,
@@ -37,6 +37,7 @@ from codemods.rules.fsdp401.lookups import (
     module_list,
     tested_class,
 )
+from codemods.rules.fsdp401.outcome import Bridged, Conversion, Survey
 from codemods.rules.fsdp401.policy import unit_classes
 from codemods.rules.fsdp401.uses import Use, rewrite
 from codemods.rules.fsdp401.values import shown
@@ -70,74 +71,6 @@ CHANGED_MEANING = {
         "options=StateDictOptions(full_state_dict=True))`"
     ),
 }
-
-
-@dataclass(frozen=True)
-class Conversion:
-    """How one wrapper call becomes FSDP2.
-
-    Attributes:
-        call: The original wrapper call.
-        line: The original statement line holding the call (the loop goes before it).
-        root: Source of the module sharded last (a name or attribute).
-        before: Source of a statement binding ``root`` first, if the call built it.
-        classes: Source of each unit class (none: the root is the only unit).
-        keywords: The ``fully_shard`` keywords.
-    """
-
-    call: cst.Call
-    line: cst.SimpleStatementLine
-    root: str
-    before: str | None
-    classes: tuple[str, ...]
-    keywords: Keywords
-
-
-@dataclass(frozen=True)
-class Bridged:
-    """A wrapper call that becomes one call of ``compat``'s FSDP1 bridge.
-
-    Its arguments stay as they are: the bridge takes FSDP1's own and applies FSDP1's
-    semantics on FSDP2 at run time (:func:`compat.fsdp2.fully_shard_like_fsdp1`).
-
-    Attributes:
-        call: The original wrapper call.
-        why: What kept it from plain FSDP2 code, each with the recipe to finish by hand.
-    """
-
-    call: cst.Call
-    why: str
-
-
-@dataclass
-class Survey:
-    """Every FSDP1 wrapper call of a file, and why the file must stay FSDP1 (if it must).
-
-    Attributes:
-        conversions: Each wrapper call's conversion, or why it has none (by ``id``).
-        uses: The calls on each wrapped model that are rewritten with it.
-        blocker: Why no FSDP4 fix is written in the file, or None.
-        module_lists: The ``FSDP.fsdp_modules(module)`` calls (``id``): a comprehension
-            of the ``FSDPModule`` instances in ``module.modules()`` on FSDP2.
-        api_calls: The ``FSDP.state_dict_type(model, ...)``-like calls (``id``): the same
-            call of ``compat``'s ``FSDP1Api`` where the file's models are bridged.
-        class_checks: The FSDP1 classes ``isinstance`` tests or a function's annotations
-            name (``id`` of the reference): ``FSDPModule`` on FSDP2, the class every
-            ``fully_shard``-ed module takes on.
-    """
-
-    conversions: dict[int, Conversion | Bridged | str]
-    uses: dict[int, list[Use]]
-    blocker: str | None
-    class_checks: frozenset[int] = frozenset()
-    module_lists: frozenset[int] = frozenset()
-    api_calls: frozenset[int] = frozenset()
-
-    def converts(self) -> bool:
-        """Whether the file is converted (in a run that applies the family's fixes)."""
-        return self.blocker is None and any(
-            isinstance(c, (Conversion, Bridged)) for c in self.conversions.values()
-        )
 
 
 def _statement(engine: Engine, call: cst.Call) -> tuple[cst.SimpleStatementLine, cst.CSTNode]:
@@ -342,6 +275,10 @@ def survey(engine: Engine, rule_code: str) -> Survey:
             continue
         if local_state_dict(engine, node):
             blockers.append(f"`{shown(engine, node)}` at line {line_of(engine, node)}: {NO_LOCAL}")
+            continue
+        consumer = fsdp1_consumer(engine, node)
+        if consumer is not None and not gated(engine, node):
+            blockers.append(f"`{shown(engine, node)}` at line {line_of(engine, node)}: {consumer}")
             continue
         if fsdp1_internals(engine, node) and not gated(engine, node):
             where = f"`{shown(engine, node)}` at line {line_of(engine, node)}"

@@ -94,6 +94,45 @@ def fsdp1_internals(engine: Engine, node: cst.CSTNode) -> bool:
     )
 
 
+#: Other libraries' calls that need an FSDP1 model: they assert its class or read its
+#: flat parameters, so a bridged model fails in them. (package, name, why); the name is
+#: matched at any depth of the package, as libraries re-export it.
+FSDP1_CONSUMERS = (
+    (
+        "transformer_engine",
+        "prepare_te_modules_for_fsdp",
+        "TransformerEngine's FSDP1 hook: it asserts an FSDP1 root and reads each unit's state",
+    ),
+    (
+        "distributed_shampoo",
+        "compile_fsdp_parameter_metadata",
+        "Distributed Shampoo reads FSDP1's flat parameters here "
+        "(FSDP2 models take `FullyShardDistributedConfig`)",
+    ),
+    (
+        "distributed_shampoo",
+        "FSDPDistributedConfig",
+        "Distributed Shampoo's FSDP1 config (FSDP2 models take `FullyShardDistributedConfig`)",
+    ),
+    (
+        "distributed_shampoo",
+        "HSDPDistributedConfig",
+        "Distributed Shampoo's FSDP1 config (FSDP2 models take `HybridShardDistributedConfig`)",
+    ),
+)
+
+
+def fsdp1_consumer(engine: Engine, node: cst.CSTNode) -> str | None:
+    """Why ``node``, another library's name, needs an FSDP1 model (:data:`FSDP1_CONSUMERS`)."""
+    for name in engine.qualified(node):
+        package, _, rest = name.partition(".")
+        last = name.rpartition(".")[2]
+        for owner, consumer, why in FSDP1_CONSUMERS:
+            if package == owner and rest and last == consumer:
+                return why
+    return None
+
+
 def loop_reads_fsdp1_state(engine: Engine, listing: cst.Call, fsdp1_only: tuple[str, ...]) -> bool:
     """Whether ``for unit in FSDP.fsdp_modules(m)`` reads FSDP1's state of each unit.
 

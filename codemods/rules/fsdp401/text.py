@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 
 from codemods.rules.api import Engine
-from codemods.rules.fsdp401.decide import Conversion
 from codemods.rules.fsdp401.lookups import fresh
+from codemods.rules.fsdp401.outcome import Conversion
 from codemods.rules.layout import LINE_LENGTH, wrapped_call
 from codemods.syntax.lazy_libcst import cst
 

@@ -1,0 +1,81 @@
+"""What FSDP401's survey of a file finds: each wrapper call's conversion, and the verdict.
+
+:func:`codemods.rules.fsdp401.decide.survey` makes a :class:`Survey`; the rule's text
+and hooks read it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from codemods.rules.fsdp401.keywords import Keywords
+from codemods.rules.fsdp401.uses import Use
+from codemods.syntax.lazy_libcst import cst
+
+
+@dataclass(frozen=True)
+class Conversion:
+    """How one wrapper call becomes FSDP2.
+
+    Attributes:
+        call: The original wrapper call.
+        line: The original statement line holding the call (the loop goes before it).
+        root: Source of the module sharded last (a name or attribute).
+        before: Source of a statement binding ``root`` first, if the call built it.
+        classes: Source of each unit class (none: the root is the only unit).
+        keywords: The ``fully_shard`` keywords.
+    """
+
+    call: cst.Call
+    line: cst.SimpleStatementLine
+    root: str
+    before: str | None
+    classes: tuple[str, ...]
+    keywords: Keywords
+
+
+@dataclass(frozen=True)
+class Bridged:
+    """A wrapper call that becomes one call of ``compat``'s FSDP1 bridge.
+
+    Its arguments stay as they are: the bridge takes FSDP1's own and applies FSDP1's
+    semantics on FSDP2 at run time (:func:`compat.fsdp2.fully_shard_like_fsdp1`).
+
+    Attributes:
+        call: The original wrapper call.
+        why: What kept it from plain FSDP2 code, each with the recipe to finish by hand.
+    """
+
+    call: cst.Call
+    why: str
+
+
+@dataclass
+class Survey:
+    """Every FSDP1 wrapper call of a file, and why the file must stay FSDP1 (if it must).
+
+    Attributes:
+        conversions: Each wrapper call's conversion, or why it has none (by ``id``).
+        uses: The calls on each wrapped model that are rewritten with it.
+        blocker: Why no FSDP4 fix is written in the file, or None.
+        module_lists: The ``FSDP.fsdp_modules(module)`` calls (``id``): a comprehension
+            of the ``FSDPModule`` instances in ``module.modules()`` on FSDP2.
+        api_calls: The ``FSDP.state_dict_type(model, ...)``-like calls (``id``): the same
+            call of ``compat``'s ``FSDP1Api`` where the file's models are bridged.
+        class_checks: The FSDP1 classes ``isinstance`` tests or a function's annotations
+            name (``id`` of the reference): ``FSDPModule`` on FSDP2, the class every
+            ``fully_shard``-ed module takes on.
+    """
+
+    conversions: dict[int, Conversion | Bridged | str]
+    uses: dict[int, list[Use]]
+    blocker: str | None
+    class_checks: frozenset[int] = frozenset()
+    module_lists: frozenset[int] = frozenset()
+    api_calls: frozenset[int] = frozenset()
+
+    def converts(self) -> bool:
+        """Whether the file is converted (in a run that applies the family's fixes)."""
+        return self.blocker is None and any(
+            isinstance(c, (Conversion, Bridged)) for c in self.conversions.values()
+        )
