@@ -3,7 +3,10 @@
 As ruff's import rules do: a plain rename whose fix is at the import (FSDP107, FSDP123,
 FSDP214, ...) reports the import and not every later use of the name it binds, where
 the use reads the same after the fix. A use the fix rewrites (``import lightning_lite``
-then ``lightning_lite.Fabric()``) or one of a name with no rename stays a finding. Both
+then ``lightning_lite.Fabric()``), a call the fix rewrites (FairScale's FSDP with its
+arguments) or one of a name with no rename stays a finding; a use the fix says means
+the same (``isinstance(m, FSDP)`` for compat's FSDP, ``enable_wrap(wrapper_cls=FSDP)``
+for FairScale's) is the import's. Both
 detectors (libcst's, which fixes, and the ``ast`` one lint uses) agree.
 """
 
@@ -65,6 +68,47 @@ CASES = {
         model = FullyShardedDataParallel(model, auto_wrap_policy={Block})
         """,
         [(1, "FSDP112"), (2, "FSDP112")],
+    ),
+    "a use passed as the keyword the fix follows is the import's": (
+        """
+        from fairscale.nn import FullyShardedDataParallel as FSDP, enable_wrap
+        with enable_wrap(wrapper_cls=FSDP):
+            model = FSDP(model, reshard_after_forward=False)
+        assert isinstance(model, FSDP)
+        """,
+        # FairScale's class tested is for a human: models may come from elsewhere
+        [(1, "FSDP301"), (1, "FSDP302"), (2, "FSDP302"), (3, "FSDP301"), (4, "FSDP301")],
+    ),
+    "a use the fix says means the same is the import's": (
+        """
+        from compat.fsdp import FullyShardedDataParallel as FSDP
+        model = FSDP(model, auto_wrap_policy={Block})
+        sharded = isinstance(model, FSDP)
+        classes = (FSDP,)
+        """,
+        [(1, "FSDP112"), (2, "FSDP112")],
+    ),
+    "a use given arguments through partial is its own": (
+        """
+        import functools
+        from fairscale.nn import FullyShardedDataParallel as FSDP
+        wrapper = functools.partial(FSDP, reshard_after_forward=False)
+        """,
+        [(2, "FSDP301"), (3, "FSDP301")],
+    ),
+    "a use of a name with no public home stays a finding": (
+        """
+        from torch.distributed._tensor.placement_types import DTensorSpec
+        spec = DTensorSpec
+        """,
+        [(1, "FSDP130"), (2, "FSDP130")],
+    ),
+    "a use of a removed name stays a finding": (
+        """
+        from fairscale.nn import auto_wrap
+        wrapping = auto_wrap
+        """,
+        [(1, "FSDP304"), (2, "FSDP304")],
     ),
 }
 

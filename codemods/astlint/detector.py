@@ -232,6 +232,7 @@ class Detector:
         if type(root) is not ast.Name:
             return False
         name = root.id  # type: ignore[attr-defined]
+        bare = self._bare(node) if root is node else None
         binder = self.names.lookup(self.names.scope_of[id(root)], name)
         if binder is None or binder.others.get(name) or not binder.imports.get(name):
             return False
@@ -245,11 +246,29 @@ class Detector:
                     imported = f"{statement.module}.{alias.name}"  # type: ignore[attr-defined]
                 else:
                     continue  # `import old.mod`: its uses spell the module
-                if local == name and found is rule and keeps_spelling(rule, old, imported):
+                if local == name and found is rule and keeps_spelling(rule, old, imported, bare):
                     kept = True
             if not kept:
                 return False
         return True
+
+    def _bare(self, node: ast.AST) -> str | None:
+        """The ``ast`` half of ``Engine._bare``: the keyword a use as it is is passed as."""
+        parent = self.parent(node)
+        if type(parent) is ast.Call:
+            func = parent.func  # type: ignore[attr-defined]
+            if func is node:
+                return None
+            callee = func.attr if type(func) is ast.Attribute else getattr(func, "id", "")
+            first = parent.args and parent.args[0] is node  # type: ignore[attr-defined]
+            return None if first and callee == "partial" else ""
+        if type(parent) is ast.keyword:
+            return parent.arg or ""  # type: ignore[attr-defined]
+        if type(parent) in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            return None if node in parent.decorator_list else ""  # type: ignore[attr-defined]
+        if type(parent) is ast.Attribute and parent.value is node:  # type: ignore[attr-defined]
+            return None
+        return ""
 
     @staticmethod
     def imported(node: ast.Import | ast.ImportFrom) -> list[tuple[ast.alias, Rule, str]]:

@@ -154,15 +154,37 @@ class Lookups:
         if scope is None:
             return False
         referents = [r for access in scope.accesses[root] for r in access.referents]
+        bare = self._bare(node) if root is node else None
         return bool(referents) and all(
             isinstance(r.node, (cst.Import, cst.ImportFrom))
             and any(
-                found is rule and keeps_spelling(rule, old, full)
+                found is rule and keeps_spelling(rule, old, full, bare)
                 for local, found, old, full in self._bound_names(r.node)
                 if local == root.value
             )
             for r in referents
         )
+
+    def _bare(self, node: cst.Name) -> str | None:
+        """The keyword ``node`` is passed as (``""``: none) where it is used as it is.
+
+        None where it is called, given arguments through ``partial`` or looked into.
+        """
+        parent = self.parent(node)
+        if isinstance(parent, (cst.Call, cst.Decorator)):
+            return None  # libcst wraps a call's arguments in `Arg`: this is the callee
+        if isinstance(parent, cst.Attribute) and parent.value is node:
+            return None
+        if isinstance(parent, cst.Arg):
+            call = self.parent(parent)
+            if (
+                isinstance(call, cst.Call)
+                and call.args[0] is parent
+                and dotted(call.func).rpartition(".")[2] == "partial"
+            ):
+                return None
+            return parent.keyword.value if parent.keyword is not None else ""
+        return ""
 
     def _bound_names(self, node: cst.Import | cst.ImportFrom) -> list[tuple]:
         """``(local name, rule, old name, imported name or None for an alias)`` per alias.

@@ -329,6 +329,19 @@ RULES = (
                     "min_num_params=10**7)\n"
                 ),
             ),
+            # torch's policy takes no `module_is_root`: the file's rename is withheld
+            Example.reported_only(
+                "import functools\n"
+                "from fairscale.nn.wrap import default_auto_wrap_policy\n"
+                "policy = functools.partial(\n"
+                "    default_auto_wrap_policy, module_is_root=True, min_num_params=10**7\n"
+                ")\n"
+            ),
+            Example.reported_only(
+                "from fairscale.nn.wrap import default_auto_wrap_policy\n"
+                "def policy(module, recurse, numel, is_root):\n"
+                "    return default_auto_wrap_policy(module, recurse, numel, is_root)\n"
+            ),
         ),
         untouched=(
             (

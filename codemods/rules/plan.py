@@ -99,25 +99,42 @@ def new_name(rule: Rule, old: str) -> str | None:
     return restyle(new, old) if new else None
 
 
-def keeps_spelling(rule: Rule, old: str, imported: str | None) -> bool:
+def keeps_spelling(rule: Rule, old: str, imported: str | None, bare: str | None = None) -> bool:
     """Whether uses of a name an import binds read the same after ``rule``'s rename.
 
-    Only a plain rename: a fix that also rewrites the calls (FSDP112's arguments)
-    changes its uses, and they are reported.
+    A plain rename's uses do. A fix that also rewrites the calls (FSDP112's arguments)
+    changes them, and they are reported, except a ``bare`` use (neither called, nor
+    given arguments through ``partial``, nor looked into) where the fix says such a use
+    means the same under the new name (``isinstance(m, Old)``), or where it is passed as
+    a keyword the fix follows (``enable_wrap(wrapper_cls=Old)``, FSDP301).
 
-    ``old`` is the old name the import matched; ``imported`` the full name a
-    from-import brings in under its own last name (None: bound by an ``as`` alias,
-    which the fix keeps).
+    Args:
+        rule: The rule whose old name the import brings in.
+        old: The old name the import matched.
+        imported: The full name a from-import brings in under its own last name (None:
+            bound by an ``as`` alias, which the fix keeps).
+        bare: None for a use that is called, given arguments or looked into; else the
+            keyword it is passed as (``""`` for none).
 
     Example:
         >>> from codemods.registry import REGISTRY
         >>> old = "torch.distributed._tensor.DTensor"
         >>> keeps_spelling(REGISTRY["FSDP123"], old, old)
         True
+        >>> fairscale = "fairscale.nn.FullyShardedDataParallel"
+        >>> keeps_spelling(REGISTRY["FSDP301"], fairscale, fairscale)
+        False
+        >>> keeps_spelling(REGISTRY["FSDP301"], fairscale, fairscale, bare="wrapper_cls")
+        True
     """
     new = new_name(rule, old)
-    if new is None or fix_for(rule).translate is not unchanged:
-        return False  # no rename (each use is for a human), or calls are rewritten too
+    if new is None:
+        return False  # no rename: each use is for a human
+    fix = fix_for(rule)
+    if fix.translate is not unchanged:  # calls are rewritten too
+        followed = {keyword for _, keyword in fix.passed_as}
+        if bare is None or not (fix.bare_references or bare in followed):
+            return False
     if imported is None:
         return True
     renamed = new + imported[len(old) :] if imported.startswith(old) else new
