@@ -26,8 +26,11 @@ FSDP1                              On a bridged model
 ``FSDP.optim_state_dict``          ``get_optimizer_state_dict`` of the same type, keyed
                                    by parameter name as FSDP1's
 ``FSDP.sharded_optim_state_dict``  ``get_optimizer_state_dict`` of this rank's rows
-``FSDP.optim_state_dict_to_load``  ``set_optimizer_state_dict``; returns the loaded
-                                   optimizer's own state dict, so the
+``FSDP.full_optim_state_dict``     the full state, on the CPU, on rank 0 (or all)
+``FSDP.optim_state_dict_to_load``  ``set_optimizer_state_dict`` (FSDP1's sharded
+                                   rows, from ``load_sharded_optimizer_state_dict``,
+                                   as the parameters' ``DTensor`` rows); returns the
+                                   loaded optimizer's own state dict, so the
                                    ``optim.load_state_dict(...)`` after it changes
                                    nothing
 ``FSDP.summon_full_params``        each unit unsharded for the block, written back
@@ -66,6 +69,7 @@ from compat.fsdp2.fsdp1_methods import (
     same,
     settings_of_type,
 )
+from compat.fsdp2.fsdp1_rows import rows_as_dtensors
 
 
 class FSDP1Api:
@@ -204,6 +208,40 @@ class FSDP1Api:
         )
 
     @staticmethod
+    def full_optim_state_dict(
+        model: nn.Module,
+        optim: torch.optim.Optimizer,
+        optim_input: Any = None,
+        rank0_only: bool = True,
+        group: Any = None,
+    ) -> dict[str, Any]:
+        """FSDP1's legacy ``full_optim_state_dict``: the whole state, on the CPU, on rank 0.
+
+        With ``rank0_only=False`` every rank gets it. FSDP1 asks the default group's rank.
+        """
+        if holds_fsdp1(model):
+            return _fsdp1_call("full_optim_state_dict")(
+                model, optim, optim_input, rank0_only, group
+            )
+        if optim_input is not None or group is not None:
+            raise NotImplementedError(
+                "FSDP1Api.full_optim_state_dict on a bridged model takes no optim_input= or "
+                "group=: it reads the optimizer itself, over the model's own group"
+            )
+        import torch.distributed as dist
+        from torch.distributed.checkpoint.state_dict import (
+            StateDictOptions,
+            get_optimizer_state_dict,
+        )
+
+        roots_for(model, "full_optim_state_dict")
+        options = StateDictOptions(full_state_dict=True)
+        state = get_optimizer_state_dict(model, optim, options=options)
+        if rank0_only and dist.get_rank() != 0:
+            return {}
+        return map_tensors(state, lambda tensor: tensor.detach().cpu().clone())
+
+    @staticmethod
     def sharded_optim_state_dict(
         model: nn.Module, optim: torch.optim.Optimizer, group: Any = None
     ) -> dict[str, Any]:
@@ -257,6 +295,8 @@ class FSDP1Api:
         rank0_only = full and getattr(settings.optim_state_dict_config, "rank0_only", False)
         options = StateDictOptions(full_state_dict=full, broadcast_from_rank0=rank0_only)
         state = map_tensors(optim_state_dict, same)  # a new structure: torch changes it
+        if not full:
+            state = rows_as_dtensors(model, state)
         set_optimizer_state_dict(model, optim, state, options=options)
         return optim.state_dict()
 

@@ -22,6 +22,7 @@ FSDP1_API = (
     "optim_state_dict",
     "optim_state_dict_to_load",
     "sharded_optim_state_dict",
+    "full_optim_state_dict",
     "summon_full_params",
 )
 
