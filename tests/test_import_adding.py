@@ -97,8 +97,10 @@ WANTED = [
 def _choices() -> list:
     rng = random.Random(0)
     out = [[item] for item in WANTED]
-    out += [list(pair) for pair in rng.sample(list(itertools.combinations(WANTED, 2)), 30)]
-    out += [rng.sample(WANTED, rng.randint(3, len(WANTED))) for _ in range(20)]
+    # A sample of the pairs and larger sets: libcst's visitor, the oracle, takes tens of
+    # milliseconds a call, and every module shape is tried with each of these.
+    out += [list(pair) for pair in rng.sample(list(itertools.combinations(WANTED, 2)), 12)]
+    out += [rng.sample(WANTED, rng.randint(3, len(WANTED))) for _ in range(8)]
     return out
 
 
@@ -114,7 +116,7 @@ def test_adds_as_the_visitor_does(source: str) -> None:
             continue
         assert add_imports(tree, wanted).code == expected, wanted
         compared += 1
-    assert compared > 50
+    assert compared > 25
 
 
 @pytest.mark.slow

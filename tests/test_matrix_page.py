@@ -184,7 +184,7 @@ def test_markers_are_recorded_for_tests_a_mark_skips(tmp_path):
         encoding="utf-8",
     )
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--junitxml=out.xml"]
-    command += ["-n", "2", "--dist", "loadgroup"]
+    command += ["-n", "1", "--dist", "loadgroup"]  # a controller and a worker, as in CI
     proc = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     suite = ET.parse(tmp_path / "out.xml").getroot().find("testsuite")

@@ -2,8 +2,8 @@
 
 A user's repository with legacy code staged: ``fsdp-lint`` fails naming the rule codes,
 ``fsdp-migrate`` rewrites the files (both in one run of every hook), and once those are
-staged ``fsdp-lint`` passes. An
-environment pre-commit builds the same way holds fsdp-compat and no torch.
+staged ``fsdp-lint`` passes in an environment pre-commit builds the same way, which
+holds fsdp-compat and no torch.
 """
 
 from __future__ import annotations
@@ -79,14 +79,11 @@ def test_hooks_fail_on_legacy_code_and_pass_after_migrate(tmp_path):
     assert "size_based_auto_wrap_policy" in migrated
 
     _git(repo, "add", "-A")
-    lint = hook("fsdp-lint")
-    assert lint.returncode == 0, lint.stdout + lint.stderr
-
-    # try-repo builds its environment in a temporary store; build the same one (the
-    # package installed into a pre-commit Python environment) and look inside.
-    (repo / ".pre-commit-config.yaml").write_text(NO_TORCH_HOOK.format(root=ROOT))
+    # The same package installed as pre-commit installs a hook's (one environment, shared
+    # by both hooks below): fsdp-lint passes on the migrated file, and there is no torch.
+    (repo / ".pre-commit-config.yaml").write_text(LOCAL_HOOKS.format(root=ROOT))
     check = subprocess.run(
-        [sys.executable, "-m", "pre_commit", "run", "no-torch", "--all-files", "--verbose"],
+        [sys.executable, "-m", "pre_commit", "run", "--all-files", "--verbose"],
         cwd=repo,
         env=env,
         capture_output=True,
@@ -94,6 +91,7 @@ def test_hooks_fail_on_legacy_code_and_pass_after_migrate(tmp_path):
         timeout=600,
     )
     assert check.returncode == 0, check.stdout + check.stderr
+    assert list(_outputs(check.stdout)) == ["fsdp-lint", "no-torch"], check.stdout
     assert "codemods from the hook environment" in check.stdout
 
 
@@ -103,10 +101,17 @@ def _outputs(stdout: str) -> dict[str, str]:
     return dict(zip(parts[1::2], parts[2::2]))
 
 
-NO_TORCH_HOOK = """\
+LOCAL_HOOKS = """\
 repos:
   - repo: local
     hooks:
+      - id: fsdp-lint
+        name: fsdp-lint
+        language: python
+        additional_dependencies: ["{root}"]
+        entry: fsdp-lint
+        types_or: [python, pyi]
+        verbose: true
       - id: no-torch
         name: fsdp-compat installs without torch
         language: python
