@@ -64,6 +64,20 @@ SHAPES = {
         "    def policy(*a, **k):\n        return False\n",
         [2],
     ),
+    # A function that does without it: the handler gives up and returns what it has.
+    "optional-return": (
+        "def policy_for(model):\n    try:\n        "
+        + OLD.replace("\n", "\n        ").rstrip()
+        + "\n        return policy\n    except ImportError:\n        return None\n",
+        [3],
+    ),
+    # ... but a handler returning another implementation's answer is a fallback.
+    "fallback-return": (
+        "def policy_for(model):\n    try:\n        "
+        + OLD.replace("\n", "\n        ").rstrip()
+        + "\n        return policy\n    except ImportError:\n        return other(model)\n",
+        [],
+    ),
 }
 
 

@@ -238,6 +238,16 @@ RULES = (
                 "    def shard(block):\n"
                 "        return wrap(block)\n"
             ),
+            # FairScale as an optional dependency: without it the helper gives up and
+            # returns the block as it is (no other implementation), so it is reported
+            Example.reported_only(
+                "def maybe_wrap(block, **kwargs):\n"
+                "    try:\n"
+                "        from fairscale.nn import wrap\n"
+                "        return wrap(block, **kwargs)\n"
+                "    except ImportError:\n"
+                "        return block\n"
+            ),
         ),
         untouched=(
             ("from torch.distributed.fsdp.wrap import wrap\nblock = wrap(block)\n"),

@@ -109,6 +109,8 @@ def _cst_optional_only(body: Sequence[cst.BaseStatement]) -> bool:
         for small in statement.body:
             if isinstance(small, (cst.Pass, cst.Raise)):
                 continue
+            if isinstance(small, cst.Return) and not isinstance(small.value, cst.Call):
+                continue  # gives up (`return module`): binds nothing in the import's place
             value = getattr(small, "value", None)
             if isinstance(small, cst.Expr) and (isinstance(value, cst.Call) or _constant(value)):
                 continue
@@ -298,8 +300,9 @@ def _has_constant(node: ast.expr) -> bool:
 def _optional_only(body: list[ast.stmt]) -> bool:
     """Whether an ``except ImportError:`` body only marks the import as missing.
 
-    It binds ``None``, a constant or a stub function or class, passes, warns, logs or
-    raises; it imports nothing and binds nothing else (no real implementation).
+    It binds ``None``, a constant or a stub function or class, passes, warns, logs,
+    raises or returns what it has (``return module``: a function that does without the
+    import); it imports nothing and binds nothing else (no real implementation).
     """
     for statement in body:
         kind = type(statement)
@@ -309,5 +312,7 @@ def _optional_only(body: list[ast.stmt]) -> bool:
             continue  # a docstring, warnings.warn(...), logger.info(...), print(...)
         if kind in (ast.Assign, ast.AnnAssign) and type(statement.value) is ast.Constant:
             continue
+        if kind is ast.Return and type(statement.value) is not ast.Call:
+            continue  # gives up (`return module`): binds nothing in the import's place
         return False
     return True
