@@ -29,6 +29,11 @@ class Settings:
         lightning_bases: The base-class spellings in this file that are the project's
             own ``LightningModule`` subclasses defined in other files of the run
             (:mod:`codemods.cli.project_classes`), for the hook rules.
+        fsdp1_elsewhere: The checks for FSDP1's class that other files of this file's
+            project keep in the run (``file:line: text``,
+            :mod:`codemods.cli.project_fsdp1`): FSDP401 converts nothing beside them.
+        fsdp1_api_elsewhere: The FSDP1 class calls the bridge's model answers that other
+            files of the project make: FSDP401 puts the file's calls on the bridge.
     """
 
     select: tuple[str, ...] = ()
@@ -39,6 +44,8 @@ class Settings:
     target_lightning: str | None = None
     fsdp2_bridge: bool = True
     lightning_bases: frozenset[str] = frozenset()
+    fsdp1_elsewhere: tuple[str, ...] = ()
+    fsdp1_api_elsewhere: tuple[str, ...] = ()
 
     def enabled(self, rule: Rule) -> bool:
         """Whether ``rule`` is reported under these settings."""

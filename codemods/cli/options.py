@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from codemods._version import __version__
 from codemods.cli import config as configuration
 from codemods.cli.project_classes import ProjectClasses
+from codemods.cli.project_fsdp1 import ProjectFsdp1Checks
 from codemods.cli.targets import ProjectTargets
 from codemods.settings import Settings
 
@@ -99,22 +100,51 @@ class Choices:
     settings: Settings
     targets: ProjectTargets | None = dataclasses.field(default=None, compare=False)
     classes: ProjectClasses | None = dataclasses.field(default=None, compare=False)
+    fsdp1_checks: ProjectFsdp1Checks | None = dataclasses.field(default=None, compare=False)
 
     def with_files(self, paths: list[Path]) -> Choices:
         """These choices for a run over ``paths``: the project classes across them read.
 
         Only where it can matter: two files or more, and a hook rule enabled (a file's
-        own classes are followed by the rule itself).
+        own classes are followed by the rule itself); the project's FSDP1 checks where
+        FSDP401 fixes.
         """
         from codemods.registry import REGISTRY, ChangeKind
 
+        if len(paths) < 2:
+            return self
         hooks = any(
             rule.kind is ChangeKind.METHOD_RENAME and self.settings.enabled(rule)
             for rule in REGISTRY
         )
-        if len(paths) < 2 or not hooks:
-            return self
-        return dataclasses.replace(self, classes=ProjectClasses(paths))
+        checks = None
+        if self.settings.enabled(REGISTRY["FSDP401"]):
+            checks = ProjectFsdp1Checks(paths)
+            checks.settle(self._fsdp401_converts)
+        return dataclasses.replace(
+            self, classes=ProjectClasses(paths) if hooks else None, fsdp1_checks=checks
+        )
+
+    def _fsdp401_converts(
+        self, path: Path, checks: tuple[str, ...], calls: tuple[str, ...]
+    ) -> bool:
+        """Whether FSDP401 converts ``path`` beside its project's other checks and calls."""
+        from codemods.engine.run import run
+
+        settings = dataclasses.replace(
+            self.settings_for(path),
+            select=("FSDP401",),
+            ignore=(),
+            fix=True,
+            unsafe_fixes=True,
+            fsdp1_elsewhere=checks,
+            fsdp1_api_elsewhere=calls,
+        )
+        try:
+            outcome = run(path.read_bytes(), settings, filename=str(path))
+        except Exception:  # noqa: BLE001 - the run itself reports a file it cannot read
+            return False
+        return any(f.code == "FSDP401" and f.fixed for f in outcome.findings)
 
     def settings_for(self, path: str | Path) -> Settings:
         """The settings for ``path``: its ``per-file-ignores`` and its project's targets."""
@@ -126,6 +156,13 @@ class Choices:
         bases = self.classes.lightning_bases(path) if self.classes is not None else None
         if bases:
             settings = dataclasses.replace(settings, lightning_bases=bases)
+        if self.fsdp1_checks is not None:
+            checks = self.fsdp1_checks.elsewhere(path)
+            calls = self.fsdp1_checks.elsewhere(path, api=True)
+            if checks or calls:
+                settings = dataclasses.replace(
+                    settings, fsdp1_elsewhere=checks, fsdp1_api_elsewhere=calls
+                )
         return dataclasses.replace(settings, **declared) if declared else settings
 
     def summary_lines(self) -> list[str]:

@@ -331,6 +331,18 @@ def survey(engine: Engine, rule_code: str) -> Survey:
             "`FSDPModule` is a name here: the file already tells FSDP1 from FSDP2, and "
             "its FSDP1 checks rewritten would take FSDP2 models for FSDP1 ones"
         )
+    elsewhere = engine.settings.fsdp1_elsewhere
+    if elsewhere and any(isinstance(c, (Conversion, Bridged)) for c in conversions.values()):
+        more = f" (and {len(elsewhere) - 1} more)" if len(elsewhere) > 1 else ""
+        blockers.append(
+            f"{elsewhere[0]}{more} checks for FSDP1's class in another file of this project, "
+            "which stays FSDP1 (the rewrite decides file by file): convert them together"
+        )
+    calls_elsewhere = engine.settings.fsdp1_api_elsewhere
+    if calls_elsewhere and any(isinstance(c, Conversion) for c in conversions.values()):
+        # Plain FSDP2 models do not answer them; the bridge's model does.
+        where = f"{calls_elsewhere[0]} in another file of this project"
+        kept.append((where, "api", f"{where} needs FSDP1's API on the model"))
     if api_calls and fresh(engine, "FSDP1Api") != "FSDP1Api":
         blockers.append("`FSDP1Api`, which the bridged calls need, is a name here")
     if kept and not bridges(engine):
