@@ -412,6 +412,11 @@ def test_uses_only_fsdp1_has_keep_the_file_fsdp1(use, why):
             "config = HSDPDistributedConfig(device_mesh=mesh)",
             "`HybridShardDistributedConfig`",
         ),
+        (
+            "from apex.optimizers import FusedAdam",
+            "optimizer = FusedAdam(model.parameters(), lr=1e-4)",
+            "by data pointer",
+        ),
     ],
 )
 def test_a_library_call_that_needs_an_fsdp1_model_keeps_the_file_fsdp1(imports, use, why, bridge):

@@ -115,6 +115,15 @@ FSDP1_CONSUMERS = (
         "FSDPDistributedConfig",
         "Distributed Shampoo's FSDP1 config (FSDP2 models take `FullyShardDistributedConfig`)",
     ),
+    *(
+        (
+            "apex",
+            name,
+            f"apex's `{name}` hands each parameter to its CUDA kernels by data pointer, "
+            "which FSDP2's parameters (DTensors) do not have: use torch's fused optimizer",
+        )
+        for name in ("FusedAdam", "FusedLAMB", "FusedSGD", "FusedNovoGrad")
+    ),
     (
         "distributed_shampoo",
         "HSDPDistributedConfig",
