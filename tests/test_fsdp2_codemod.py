@@ -847,3 +847,40 @@ def test_a_table_with_a_strategy_fsdp2_lacks_stays_manual_with_the_recipe():
     body = STRATEGY_HEAD + f"model = FSDP(model, sharding_strategy={table}[args.mode])\n"
     new, (finding,) = _migrate(body)
     assert new is None and "init_device_mesh" in finding.message
+
+
+DEAD = (
+    "import torch\n"
+    "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, ShardingStrategy\n"
+    "from torch.distributed.fsdp.wrap import ModuleWrapPolicy\n"
+    "from model import Block, Net\n\n\n"
+    "def main():\n"
+    "    model = Net()\n"
+    "{policy}"
+    "    strategy = ShardingStrategy.SHARD_GRAD_OP\n"
+    "    model = FSDP(model, auto_wrap_policy=policy, sharding_strategy=strategy)\n"
+    "{after}"
+    "    return model\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("policy", "after", "kept"),
+    [
+        ("    policy = ModuleWrapPolicy({Block})\n", "", []),
+        # a comment above may say more than the binding; a later use still needs it
+        ("    # one unit per block\n    policy = ModuleWrapPolicy({Block})\n", "", ["policy"]),
+        ("    policy = ModuleWrapPolicy({Block})\n", "    print(policy)\n", ["policy"]),
+        # the bridge takes the call's own arguments: their bindings stay
+        ("    policy = ModuleWrapPolicy(blocks())\n", "", ["policy", "strategy"]),
+    ],
+    ids=["dead", "commented", "used-again", "bridged"],
+)
+def test_the_bindings_a_conversion_leaves_dead_go_with_it(policy, after, kept):
+    source = DEAD.format(policy=policy, after=after).replace("Block, Net", "Block, Net, blocks")
+    outcome = run(source.encode(), Settings(fix=True, unsafe_fixes=True, select=("FSDP4",)))
+    new = outcome.new_source.decode()
+    for name, imported in (("policy", "ModuleWrapPolicy"), ("strategy", "ShardingStrategy")):
+        assert (f"    {name} = " in new) == (name in kept), name
+        assert (imported in new) == (name in kept), imported
+    assert "fully_shard" in new

@@ -32,6 +32,7 @@ from typing import Any
 from codemods.registry import Rule
 from codemods.registry.names import COMPOSABLE_FSDP, TORCH_FSDP, TORCH_FSDP_CLASSES
 from codemods.rules.api import Behaviour, Detector, Engine
+from codemods.rules.fsdp401.dead import dead_bindings
 from codemods.rules.fsdp401.decide import survey
 from codemods.rules.fsdp401.kept import FSDP1_API
 from codemods.rules.fsdp401.lookups import ISINSTANCE, fresh
@@ -47,8 +48,8 @@ FSDP_MODULES = tuple(f"{name}.fsdp_modules" for name in TORCH_FSDP_CLASSES)
 API_CALLS = tuple(f"{name}.{call}" for name in TORCH_FSDP_CLASSES for call in FSDP1_API)
 
 
-def _forget_fsdp1_names(engine: Engine, call: cst.Call) -> None:
-    """Queue the imports the removed FSDP1 call used for removal where now unused.
+def _forget_fsdp1_names(engine: Engine, call: cst.CSTNode) -> None:
+    """Queue the imports the removed FSDP1 call (or dead binding) used, where now unused.
 
     Every import the call names: the FSDP1 ones, and any a dropped argument alone used
     (``device_id=torch.cuda.current_device()`` the file's only use of ``torch``). An
@@ -113,19 +114,27 @@ class Fsdp401(Behaviour):
     def module(self, engine: Engine, node: cst.Module) -> None:
         """Rewrite the earlier bindings of the names converted calls pass (``mp = ...``).
 
+        Those the conversion leaves dead (``policy = ModuleWrapPolicy({Block})``) go.
+
         They come before the call, so they are replaced as the visit leaves them: only
         where the call's fix applies, which :meth:`call` then reports the same way.
         """
-        # The text test spares files that pass no precision a survey at the start.
-        if not engine.settings.enabled(self.rule) or "mixed_precision" not in node.code:
+        # The text test spares files without FSDP1's class a survey at the start.
+        if not engine.settings.enabled(self.rule) or "FSDP" not in node.code.upper():
             return
         found = self._survey(engine)
         withheld = f"fix withheld: {found.blocker}" if found.blocker else None
         for conversion in found.conversions.values():
-            if not isinstance(conversion, Conversion) or not conversion.keywords.rebindings:
+            if not isinstance(conversion, Conversion):
+                continue
+            dead = dead_bindings(engine, conversion)
+            if not (conversion.keywords.rebindings or dead):
                 continue
             if not engine.report(conversion.call, self.rule, quiet=True, withheld=withheld):
                 continue
+            for line in dead:  # bound for the FSDP1 call alone, which is gone
+                engine.replace(line, cst.RemovalSentinel.REMOVE)
+                _forget_fsdp1_names(engine, line)
             for rebinding in conversion.keywords.rebindings:
                 engine.replace(rebinding.value, rebinding.replacement)
                 if isinstance(rebinding.value, cst.Call):

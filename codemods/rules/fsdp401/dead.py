@@ -1,0 +1,79 @@
+"""The FSDP1 bindings a conversion leaves dead, removed with it (FSDP401).
+
+``policy = ModuleWrapPolicy({Block})`` or ``strategy = ShardingStrategy.SHARD_GRAD_OP``
+bound only for the wrapper call are dead once the call is ``fully_shard`` code that
+names neither: the conversion removes such a line, and the imports it alone used go
+with it. Only where nothing else can change: the name is bound once in the call's
+scope, by a line of its own, and used by the call alone; its value only builds FSDP1's
+configuration (torch's FSDP names, ``functools.partial`` of them, literals, sets of
+names); and no comment sits above the line (it may say more than the binding).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from codemods.rules.api import Engine
+from codemods.rules.fsdp401.outcome import Conversion
+from codemods.syntax.cst_nodes import find_all
+from codemods.syntax.lazy_libcst import cst
+
+#: What a removable value may name: torch's FSDP package and ``functools.partial``.
+PURE_HOMES = ("torch.distributed.fsdp.", "functools.partial")
+
+
+def dead_bindings(engine: Engine, conversion: Conversion) -> list[cst.SimpleStatementLine]:
+    """The lines binding names only ``conversion``'s call used, which its code does not name."""
+    scope = engine.scope(conversion.call)
+    if scope is None:
+        return []
+    written = " ".join(
+        [conversion.root, conversion.before or "", *conversion.classes, *conversion.keywords.code]
+    )
+    found = []
+    for node in find_all(conversion.call, lambda n: isinstance(n, cst.Name)):
+        name = node.value
+        if node is conversion.call.func or re.search(rf"\b{re.escape(name)}\b", written):
+            continue
+        line = _sole_binding(engine, scope, name, node)
+        if line is not None and line not in found:
+            found.append(line)
+    return found
+
+
+def _sole_binding(
+    engine: Engine, scope: Any, name: str, use: cst.Name
+) -> cst.SimpleStatementLine | None:
+    """The line ``name = value`` that is ``name``'s one binding, with ``use`` its one use."""
+    assignments = list(scope.assignments[name]) if name in scope.assignments else []
+    if len(assignments) != 1 or not isinstance(assignments[0].node, cst.Name):
+        return None
+    references = list(assignments[0].references)
+    if len(references) != 1 or references[0].node is not use:
+        return None
+    assign = engine.parent(assignments[0].node)
+    target = engine.parent(assign) if isinstance(assign, cst.AssignTarget) else None
+    if not isinstance(target, cst.Assign) or len(target.targets) != 1:
+        return None
+    line = engine.parent(target)
+    if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
+        return None
+    if any(isinstance(e, cst.EmptyLine) and e.comment for e in line.leading_lines):
+        return None
+    if line.trailing_whitespace.comment is not None or not _pure(engine, target.value):
+        return None
+    if engine.position(line).start.line >= engine.position(use).start.line:
+        return None
+    return line
+
+
+def _pure(engine: Engine, value: cst.BaseExpression) -> bool:
+    """Whether ``value`` only builds FSDP1 configuration (no call of anything else)."""
+    for node in find_all(value, lambda n: isinstance(n, cst.Call)):
+        if not any(q.startswith(PURE_HOMES) for q in engine.qualified(node.func)):
+            return False
+    return not any(
+        isinstance(n, (cst.Lambda, cst.Yield, cst.Await, cst.NamedExpr))
+        for n in find_all(value, lambda n: True)
+    )
