@@ -23,6 +23,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from codemods.syntax.ast_nodes import dotted
+
 #: What a class must derive from: Lightning's class, and Lightning's test models that
 #: are LightningModules (the hook rule's own list).
 LIGHTNING_PACKAGES = ("lightning.", "pytorch_lightning.")
@@ -55,15 +57,6 @@ def _resolved(path: str | Path) -> Path | None:
         return Path(path).resolve()
     except (OSError, RuntimeError):  # RuntimeError: a symlink loop on Python < 3.13
         return None
-
-
-def _dotted(node: ast.expr) -> str | None:
-    if type(node) is ast.Name:
-        return node.id
-    if type(node) is ast.Attribute:
-        inner = _dotted(node.value)  # type: ignore[attr-defined]
-        return None if inner is None else f"{inner}.{node.attr}"  # type: ignore[attr-defined]
-    return None
 
 
 class ProjectClasses:
@@ -112,7 +105,7 @@ class ProjectClasses:
                 for base in bases:
                     target = self._resolve(file, base)
                     if target is not None and target[0] != "lightning" and target in derived:
-                        spellings.add(_dotted(base) or "")
+                        spellings.add(dotted(base) or "")
 
     def _parse(self, path: Path, text: str) -> None:
         try:
@@ -151,7 +144,7 @@ class ProjectClasses:
 
     def _resolve(self, file: _File, base: ast.expr) -> tuple[str, ...] | None:
         """What a base names: ``("lightning", name)``, ``(path, class)``, or None."""
-        spelled = _dotted(base)
+        spelled = dotted(base)
         if spelled is None:
             return None
         head, _, rest = spelled.partition(".")

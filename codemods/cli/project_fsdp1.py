@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from codemods.cli.floors import find_project_root
+from codemods.syntax.ast_nodes import dotted
 
 #: The modules FSDP1's class is imported from.
 FSDP_MODULES = (
@@ -49,13 +50,30 @@ def _spellings(tree: ast.Module) -> set[str]:
     return found
 
 
-def _dotted(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        inner = _dotted(node.value)
-        return None if inner is None else f"{inner}.{node.attr}"
-    return None
+def scan(tree: ast.Module) -> tuple[bool, list[tuple[int, str]], list[tuple[int, str]]]:
+    """In one walk: whether ``tree`` calls FSDP1's class, its checks, its bridged class calls."""
+    from codemods.rules.fsdp401.kept import FSDP1_API  # not on lint's path otherwise
+
+    spellings = _spellings(tree)
+    wraps = False
+    checks: list[tuple[int, str]] = []
+    calls: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            wraps = wraps or dotted(node.func) in spellings
+            if isinstance(node.func, ast.Name) and node.func.id in ("isinstance", "issubclass"):
+                kinds = node.args[1] if len(node.args) == 2 else None
+                elements = kinds.elts if isinstance(kinds, ast.Tuple) else [kinds]
+                for element in elements:
+                    name = dotted(element) if element is not None else None
+                    if name in spellings:
+                        checks.append((node.lineno, f"{node.func.id}(..., {name})"))
+        elif isinstance(node, ast.Attribute) and not node.attr.startswith("__"):
+            owner = dotted(node.value)
+            if owner in spellings:
+                kind = calls if node.attr in FSDP1_API else checks
+                kind.append((node.lineno, f"{owner}.{node.attr}"))
+    return wraps, sorted(checks), sorted(calls)
 
 
 def checks_in(tree: ast.Module, api: bool = False) -> list[tuple[int, str]]:
@@ -77,23 +95,7 @@ def checks_in(tree: ast.Module, api: bool = False) -> list[tuple[int, str]]:
         >>> checks_in(ast.parse(source), api=True)
         [(4, 'FSDP.state_dict_type')]
     """
-    from codemods.rules.fsdp401.kept import FSDP1_API  # not on lint's path otherwise
-
-    spellings = _spellings(tree)
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not api:
-            if node.func.id in ("isinstance", "issubclass") and len(node.args) == 2:
-                kinds = node.args[1]
-                elements = kinds.elts if isinstance(kinds, ast.Tuple) else [kinds]
-                for element in elements:
-                    name = _dotted(element)
-                    if name in spellings:
-                        found.append((node.lineno, f"{node.func.id}(..., {name})"))
-        elif isinstance(node, ast.Attribute) and _dotted(node.value) in spellings:
-            if not node.attr.startswith("__") and (node.attr in FSDP1_API) is api:
-                found.append((node.lineno, f"{_dotted(node.value)}.{node.attr}"))
-    return sorted(found)
+    return scan(tree)[2 if api else 1]
 
 
 class ProjectFsdp1Checks:
@@ -119,15 +121,12 @@ class ProjectFsdp1Checks:
                 tree = ast.parse(text)
             except (SyntaxError, ValueError):
                 continue  # the run reports it
-            spellings = _spellings(tree)
-            if any(
-                isinstance(n, ast.Call) and _dotted(n.func) in spellings for n in ast.walk(tree)
-            ):
+            wraps, checks, calls = scan(tree)
+            if wraps:
                 self._wraps.add(resolved)
-            for found, api in ((self._by_file, False), (self._api_by_file, True)):
-                checks = checks_in(tree, api)
-                if checks:
-                    found[resolved] = checks
+            for found, uses in ((self._by_file, checks), (self._api_by_file, calls)):
+                if uses:
+                    found[resolved] = uses
                     self._root[resolved] = find_project_root(resolved)
 
     def elsewhere(self, path: str | Path, api: bool = False) -> tuple[str, ...]:
