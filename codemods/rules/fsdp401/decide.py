@@ -220,6 +220,10 @@ def _bridged_names(engine: Engine, call: cst.Call) -> list[str]:
 def survey(engine: Engine, rule_code: str) -> Survey:
     """Each FSDP1 wrapper call of the module: its conversion, or why it has none."""
     module = engine.module
+    if not any(fsdp1_reference(engine, n.func) for n in engine.nodes(cst.Call)):
+        # No wrapper call, nothing converted: the rest (checks, uses, what blocks) is
+        # asked only of a converted file. The engine's list of calls spares a walk.
+        return Survey({}, {}, None)
     calls = [
         n
         for n in find_all(module, lambda n: isinstance(n, cst.Call))
