@@ -9,6 +9,7 @@ markers as test-case properties, so that
 
 from __future__ import annotations
 
+import gc
 import platform
 
 import pytest
@@ -49,6 +50,17 @@ def pytest_collection_modifyitems(config, items):
 
 def pytest_configure(config):
     xdist_plan.start(config)
+    # Python's default collector runs every 700 allocations; the libcst trees the tests
+    # build allocate millions of nodes, so the default thresholds spent about a tenth of
+    # a worker's time scanning (benchmarks/README.md). Cycles are still collected.
+    gc.set_threshold(20_000, 20, 20)
+
+
+def pytest_collection_finish(session):
+    # What collection imported (torch, libcst, every test module) lives for the whole
+    # run: frozen, the collector stops scanning it again and again.
+    gc.collect()
+    gc.freeze()
 
 
 def pytest_unconfigure(config):

@@ -48,9 +48,13 @@ def _rule_sources() -> list:
 
 
 def _tree_sources() -> list:
+    """The tree's modules, less the model modules whose FSDP shapes others carry (seconds
+    each, the same templates: ``repeated_models``)."""
+    repeated = repeated_models(TREE_FILES)
     return [
         pytest.param(source, Settings(), id=path, marks=pytest.mark.slow)
         for path, source in sorted(build_tree(TREE_FILES).items())
+        if path not in repeated
     ]
 
 
@@ -94,10 +98,8 @@ def test_realistic_tree_agrees(source: bytes, settings: Settings):
     ids=["torch-2.0", "torch-2.2-unsafe"],
 )
 def test_targets_agree(settings: Settings):
-    # Twelve files of the tree, the model modules whose FSDP shapes others carry left
-    # out (seconds each): every model shape and the policy modules are among them.
-    repeated = repeated_models(TREE_FILES)
-    sources = [p.values[0] for p in _tree_sources() if p.id not in repeated][:12]
+    # Twelve files of the tree: every model shape and the policy modules are among them.
+    sources = [p.values[0] for p in _tree_sources()][:12]
     decided = Counter(_agree(source, settings) for source in sources)
     assert decided[True] == 12
 
