@@ -118,10 +118,25 @@ def test_each_project_of_a_run_has_its_own_target(here, capsys):
     code, err = run_migrate(capsys, "old", "new")
     assert Path("old/load.py").read_text() == LOAD and Path("new/load.py").read_text() == LOAD_FIXED
     lines = [line for line in err.splitlines() if line.startswith("target ")]
-    assert sorted(lines) == [  # one line per distinct target, in the order files came
-        "target torch 2.2 (declared: old/requirements.txt:1: torch>=2.2); Lightning latest",
+    assert lines == [  # one line per distinct target, by project root
         "target torch latest; Lightning latest",
+        "target torch 2.2 (declared: old/requirements.txt:1: torch>=2.2); Lightning latest",
     ]
+
+
+@pytest.mark.parametrize("order", [("a", "b"), ("b", "a")])
+def test_the_summary_lists_projects_by_root_whatever_order_files_come_in(here, order):
+    """With several jobs, files finish in any order: the summary must not follow it."""
+    project(here, {"a/requirements.txt": "torch>=2.2\n", "a/x.py": LOAD})
+    project(here, {"b/requirements.txt": "torch>=2.4\n", "b/x.py": LOAD})
+    chosen = targets.ProjectTargets()
+    for name in order:
+        chosen.for_file(Path(name) / "x.py")
+    assert chosen.summary_lines() == [
+        "target torch 2.2 (declared: a/requirements.txt:1: torch>=2.2); Lightning latest",
+        "target torch 2.4 (declared: b/requirements.txt:1: torch>=2.4); Lightning latest",
+    ]
+    assert [Path(p["root"]).name for p in chosen.report()] == ["a", "b"]
 
 
 def test_quiet_prints_no_target_line_and_the_report_holds_the_targets(here, capsys):

@@ -177,8 +177,12 @@ class ProjectTargets:
 
     @property
     def projects(self) -> list[ProjectTarget]:
-        """The projects whose files this run chose targets for, first seen first."""
-        return list(self._projects.values())
+        """The projects whose files this run chose targets for, by root.
+
+        Not in the order first seen: with several jobs that order is the order files
+        happen to finish, and the summary would change from one run to the next.
+        """
+        return sorted(self._projects.values(), key=lambda p: "" if p.root is None else str(p.root))
 
     def summary_lines(self) -> list[str]:
         """The summary's lines: each distinct target line, then each note.
