@@ -217,18 +217,22 @@ def _bridged_names(engine: Engine, call: cst.Call) -> list[str]:
     return names
 
 
+def _source_order(engine: Engine, node: cst.CSTNode) -> tuple[int, int, int, int]:
+    """Where ``node`` starts, the outer of two nodes that start together first."""
+    where = engine.position(node)
+    return (where.start.line, where.start.column, -where.end.line, -where.end.column)
+
+
 def survey(engine: Engine, rule_code: str) -> Survey:
     """Each FSDP1 wrapper call of the module: its conversion, or why it has none."""
     module = engine.module
-    if not any(fsdp1_reference(engine, n.func) for n in engine.nodes(cst.Call)):
-        # No wrapper call, nothing converted: the rest (checks, uses, what blocks) is
-        # asked only of a converted file. The engine's list of calls spares a walk.
+    # The engine's list of calls spares a walk of the module.
+    calls = [n for n in engine.nodes(cst.Call) if fsdp1_reference(engine, n.func)]
+    if not calls:
+        # Nothing converted: the rest (checks, uses, what blocks) is asked only of a
+        # converted file.
         return Survey({}, {}, None)
-    calls = [
-        n
-        for n in find_all(module, lambda n: isinstance(n, cst.Call))
-        if fsdp1_reference(engine, n.func)
-    ]
+    calls.sort(key=lambda call: _source_order(engine, call))
     conversions: dict[int, Conversion | Bridged | str] = {}
     uses: dict[int, list[Use]] = {}
     blockers = []
