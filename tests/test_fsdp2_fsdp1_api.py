@@ -169,6 +169,22 @@ def _drive(model: nn.Module, api: Any, rank: int, checkpoint: str) -> dict[str, 
     return out
 
 
+def _scatter(model: nn.Module, api: Any, rank: int) -> dict[str, Any]:
+    """FSDP1's legacy pair: the full state on rank 0, scattered back, then loaded.
+
+    As real checkpoint handlers call it: no ``optim=``, FSDP1's default state dict.
+    """
+    optim = torch.optim.Adam(model.parameters(), lr=0.01)
+    out = {"scatter-trained": [_step(model, optim, rank, s) for s in range(2)]}
+    saved, full_optim = model.state_dict(), api.full_optim_state_dict(model, optim)
+    out["scatter-drifted"] = [_step(model, optim, rank, s) for s in range(14, 17)]
+    model.load_state_dict(saved)
+    given = full_optim if rank == 0 else None
+    optim.load_state_dict(api.scatter_full_optim_state_dict(given, model))
+    out["scatter-resumed"] = [_step(model, optim, rank, s) for s in range(14, 17)]
+    return out
+
+
 def _both(rank: int, world_size: int, folder: str) -> dict[str, Any]:
     policy = ModuleWrapPolicy({Block})
     sides: dict[str, Callable[[nn.Module], nn.Module]] = {
@@ -181,6 +197,10 @@ def _both(rank: int, world_size: int, folder: str) -> dict[str, Any]:
     for side, shard in sides.items():
         model = shard(make_model(), auto_wrap_policy=policy, device_id=device)
         results[side] = _drive(model, apis[side], rank, f"{folder}/{side}")
+    # FSDP1's legacy optimizer loads hold only with its default flat parameters.
+    for side, shard in (("fsdp1", FullyShardedDataParallel), ("bridge", fully_shard_like_fsdp1)):
+        model = shard(make_model(), auto_wrap_policy=policy, device_id=device)
+        results[side].update(_scatter(model, apis[side], rank))
     # torch's own functions still see FSDP2's state dict on a bridged model.
     from torch.distributed.checkpoint.state_dict import get_model_state_dict
 
@@ -236,6 +256,9 @@ ENTRIES = [
     "drifted",
     "previous",
     "resumed",
+    "scatter-trained",
+    "scatter-drifted",
+    "scatter-resumed",
     "sharded-drifted",
     "sharded-resumed",
     "summoned",
@@ -256,6 +279,8 @@ def test_rank0_only_leaves_other_ranks_empty_and_the_rest_full(runs):
     assert by_rank[1]["full-rank0"] == {} and by_rank[0]["full-rank0"]
     assert by_rank[0]["full-all"].keys() == by_rank[1]["full-all"].keys()
     assert by_rank[0]["resumed"] == pytest.approx(by_rank[0]["drifted"])
+    for bridge in by_rank.values():
+        assert bridge["scatter-resumed"] == pytest.approx(bridge["scatter-drifted"])
 
 
 @pytest.mark.distributed

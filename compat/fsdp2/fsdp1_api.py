@@ -33,6 +33,11 @@ FSDP1                              On a bridged model
                                    loaded optimizer's own state dict, so the
                                    ``optim.load_state_dict(...)`` after it changes
                                    nothing
+``scatter_full_optim_state_dict``  rank 0's full state (``full_optim_state_dict``'s)
+                                   broadcast, each rank's rows as ``DTensor`` s, keyed
+                                   for ``optim.load_state_dict`` by position (in
+                                   ``optim``'s groups, else ``model.parameters()``)
+``shard_full_optim_state_dict``    the same from a full state every rank holds
 ``FSDP.summon_full_params``        each unit unsharded for the block, written back
                                    row by row after it (FSDP1's defaults only)
 ``model.clip_grad_norm_``          ``torch.nn.utils.clip_grad_norm_`` over the DTensor
@@ -69,7 +74,7 @@ from compat.fsdp2.fsdp1_methods import (
     same,
     settings_of_type,
 )
-from compat.fsdp2.fsdp1_rows import rows_as_dtensors
+from compat.fsdp2.fsdp1_rows import full_state_as_rows, rows_as_dtensors
 
 
 class FSDP1Api:
@@ -261,6 +266,56 @@ class FSDP1Api:
         return map_tensors(state, own_copy)
 
     @staticmethod
+    def scatter_full_optim_state_dict(
+        full_optim_state_dict: dict[str, Any] | None,
+        model: nn.Module,
+        optim_input: Any = None,
+        optim: torch.optim.Optimizer | None = None,
+        group: Any = None,
+    ) -> dict[str, Any]:
+        """FSDP1's legacy ``scatter_full_optim_state_dict``: rank 0's full state, to load.
+
+        Rank 0 of the default group gives the state (``full_optim_state_dict``'s); every
+        rank gets its part of it, keyed for ``optim.load_state_dict`` by position in
+        ``optim``'s groups, or in ``model.parameters()`` without ``optim``, as FSDP1.
+        """
+        if holds_fsdp1(model):
+            return _fsdp1_call("scatter_full_optim_state_dict")(
+                full_optim_state_dict, model, optim_input, optim, group
+            )
+        if optim_input is not None or group is not None:
+            raise NotImplementedError(
+                "FSDP1Api.scatter_full_optim_state_dict on a bridged model takes no "
+                "optim_input= or group=: pass optim="
+            )
+        import torch.distributed as dist
+
+        roots_for(model, "scatter_full_optim_state_dict")
+        box = [full_optim_state_dict if dist.get_rank() == 0 else None]
+        dist.broadcast_object_list(box, src=0)
+        return full_state_as_rows(model, optim, box[0] or {})
+
+    @staticmethod
+    def shard_full_optim_state_dict(
+        full_optim_state_dict: dict[str, Any],
+        model: nn.Module,
+        optim_input: Any = None,
+        optim: torch.optim.Optimizer | None = None,
+    ) -> dict[str, Any]:
+        """FSDP1's legacy ``shard_full_optim_state_dict``: every rank's full state, to load."""
+        if holds_fsdp1(model):
+            return _fsdp1_call("shard_full_optim_state_dict")(
+                full_optim_state_dict, model, optim_input, optim
+            )
+        if optim_input is not None:
+            raise NotImplementedError(
+                "FSDP1Api.shard_full_optim_state_dict on a bridged model takes no "
+                "optim_input=: pass optim="
+            )
+        roots_for(model, "shard_full_optim_state_dict")
+        return full_state_as_rows(model, optim, full_optim_state_dict)
+
+    @staticmethod
     def optim_state_dict_to_load(
         model: nn.Module,
         optim: torch.optim.Optimizer,
@@ -315,8 +370,10 @@ def _fsdp1_call(name: str) -> Callable[..., Any]:
 def _routed(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def call(*args: Any, **kwargs: Any) -> Any:
-        model = args[0] if args else kwargs.get("module", kwargs.get("model"))
-        if isinstance(model, nn.Module) and bridged_roots(model) and not holds_fsdp1(model):
+        # The model comes first, or second after the state dict (the legacy loads).
+        given = [*args[:2], kwargs.get("module"), kwargs.get("model")]
+        model = next((value for value in given if isinstance(value, nn.Module)), None)
+        if model is not None and bridged_roots(model) and not holds_fsdp1(model):
             return getattr(FSDP1Api, name)(*args, **kwargs)
         return original(*args, **kwargs)
 

@@ -86,3 +86,62 @@ def _row_offset(param: Any) -> int:
             chunk = -(-rows // size)
             offset = min(param.device_mesh.get_local_rank(dim) * chunk, param.shape[0])
     return offset
+
+
+def full_state_as_rows(
+    model: nn.Module, optim: torch.optim.Optimizer | None, full: dict[str, Any]
+) -> dict[str, Any]:
+    """A full optimizer state dict keyed by name, as ``optim.load_state_dict`` takes it here.
+
+    FSDP1's legacy ``shard_full_optim_state_dict`` and ``scatter_full_optim_state_dict``
+    hand back a state dict for ``optim.load_state_dict``: keyed by the position of each
+    parameter in ``optim``'s groups (in ``model.parameters()`` without ``optim``), with
+    this rank's part of every tensor. On a bridged model that part is the parameter's
+    ``DTensor`` rows; a tensor not of the parameter's shape (Adam's ``step``) stays whole.
+
+    Raises:
+        ValueError: Where the state is keyed by position rather than by name, or its
+            groups do not hold the optimizer's parameters.
+    """
+    from torch.distributed.tensor import DTensor, distribute_tensor
+
+    from compat.checkpointing import clean_name
+
+    names = {id(param): clean_name(name) for name, param in model.named_parameters()}
+    groups = [list(g["params"]) for g in optim.param_groups] if optim is not None else None
+    if groups is None:
+        groups = [list(model.parameters())]
+    order = [param for group in groups for param in group]
+    where = {names.get(id(param)): (index, param) for index, param in enumerate(order)}
+    if any(not isinstance(key, str) for key in full.get("state", {})):
+        raise ValueError(
+            "the full optimizer state is keyed by parameter ids: key it by name first "
+            "(FSDP.rekey_optim_state_dict(state, OptimStateKeyType.PARAM_NAME, model))"
+        )
+
+    def part(param: Any, value: Any) -> Any:
+        if not isinstance(param, DTensor) or not isinstance(value, torch.Tensor):
+            return value
+        if not value.dim() or value.shape != param.shape:
+            return value
+        mesh, placements = param.device_mesh, param.placements
+        return distribute_tensor(value.to(param.device), mesh, placements, src_data_rank=None)
+
+    state = {}
+    for name, values in full.get("state", {}).items():
+        if name not in where:
+            raise ValueError(f"the full optimizer state holds {name!r}, which optim does not")
+        index, param = where[name]
+        state[index] = {key: part(param, value) for key, value in values.items()}
+    saved = full.get("param_groups", [])
+    if len(saved) != len(groups):
+        raise ValueError(
+            f"the full optimizer state has {len(saved)} parameter groups, optim {len(groups)}"
+        )
+    param_groups = []
+    for group, kept in zip(saved, groups):
+        indices = sorted(where[name][0] for name in group["params"] if name in where)
+        if len(indices) != len(kept):
+            raise ValueError("the full optimizer state's groups do not hold optim's parameters")
+        param_groups.append({**group, "params": indices})
+    return {"state": state, "param_groups": param_groups}

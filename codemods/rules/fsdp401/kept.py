@@ -23,6 +23,8 @@ FSDP1_API = (
     "optim_state_dict_to_load",
     "sharded_optim_state_dict",
     "full_optim_state_dict",
+    "scatter_full_optim_state_dict",
+    "shard_full_optim_state_dict",
     "summon_full_params",
 )
 
