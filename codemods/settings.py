@@ -34,6 +34,10 @@ class Settings:
             :mod:`codemods.cli.project_fsdp1`): FSDP401 converts nothing beside them.
         fsdp1_api_elsewhere: The FSDP1 class calls the bridge's model answers that other
             files of the project make: FSDP401 puts the file's calls on the bridge.
+        fsdp1_elsewhere_why: Why the file of the first of ``fsdp1_elsewhere`` stays FSDP1.
+        fsdp1_companion: The wrapper calls of other files of the project that FSDP401
+            converts (``file:line``), given to a file with none of its own: its checks
+            for FSDP1's class are rewritten with them (the project converts together).
     """
 
     select: tuple[str, ...] = ()
@@ -46,6 +50,8 @@ class Settings:
     lightning_bases: frozenset[str] = frozenset()
     fsdp1_elsewhere: tuple[str, ...] = ()
     fsdp1_api_elsewhere: tuple[str, ...] = ()
+    fsdp1_elsewhere_why: str | None = None
+    fsdp1_companion: tuple[str, ...] = ()
 
     def enabled(self, rule: Rule) -> bool:
         """Whether ``rule`` is reported under these settings."""

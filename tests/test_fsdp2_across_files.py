@@ -1,19 +1,23 @@
-"""FSDP401 across the files of one run: a check for FSDP1's class elsewhere keeps the project FSDP1.
+"""FSDP401 across the files of one run: a project's files convert together, or none does.
 
 Real projects build the model in one module and check it in another (torchtune's tests
-count ``FSDP.fsdp_modules(wrap_fsdp(model))``; a library asks ``isinstance(module,
-FullyShardedDataParallel)``). The rewrite decides file by file, so such a check stays
-FSDP1 while the file that builds the model converts: the project's conversion is
-withheld, naming the check (``codemods.cli.project_fsdp1``). A class call the bridge's
-model answers (``FSDP.state_dict_type(model, ...)`` in a checkpoint helper) puts the
-calls on the bridge instead of plain FSDP2 code.
+count ``FSDP.fsdp_modules(wrap_fsdp(model))``; a checkpoint helper asks
+``isinstance(model, FSDP)`` before FSDP1's class calls). A file that only checks
+converts with its project's wrapper calls where all of them convert and its checks can
+follow them onto the bridge; otherwise its checks stay FSDP1 and so does every file of
+the project, each finding naming the file and why (``codemods.cli.project_fsdp1``). A
+class call the bridge's model answers puts the calls on the bridge instead of plain
+FSDP2 code. A package of our own writing in the shape of real recipes is migrated and
+trained both ways on 2 gloo ranks.
 """
 
 from __future__ import annotations
 
 import ast
 import json
+import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -73,14 +77,57 @@ def _fsdp401(root: Path, *paths: str) -> list[dict]:
     return [x for f in files for x in f["findings"] if x["code"] == "FSDP401"]
 
 
-def test_a_check_in_another_file_of_the_project_withholds_the_conversion(tmp_path):
+def test_a_file_that_only_checks_converts_with_the_projects_calls(tmp_path):
     test = FSDP1 + "from lib import wrap_fsdp\n\n\ndef test_units(model):\n"
     test += "    assert len(FSDP.fsdp_modules(wrap_fsdp(model))) == 3\n"
     _project(tmp_path, {"lib.py": LIBRARY, "tests/test_lib.py": test})
+    findings = _fsdp401(tmp_path, ".")
+    assert len(findings) == 2 and all(f["fixed"] for f in findings)
+    follows = "the project's FSDP1 models become FSDP2 with lib.py:7"
+    assert sum(follows in f["message"] for f in findings) == 1
+    migrate(["--unsafe-fixes", "--extend-select", "FSDP4", str(tmp_path)])
+    assert "fully_shard_like_fsdp1(model" in (tmp_path / "lib.py").read_text()
+    text = (tmp_path / "tests" / "test_lib.py").read_text()
+    assert "if isinstance(submodule, FSDPModule)]" in text
+    assert "FullyShardedDataParallel" not in text
+
+
+@pytest.mark.parametrize(
+    ("branch", "why"),
+    [
+        # an FSDP1 attribute the bridge's model does not keep
+        (
+            "    if isinstance(model, FSDP):\n        return model.sharding_strategy\n",
+            "`model.sharding_strategy` at line 7 exists only on FSDP1 models",
+        ),
+        # FSDP1's flat-parameter state dicts
+        (
+            "    with FSDP.state_dict_type(model, StateDictType.LOCAL_STATE_DICT):\n"
+            "        return isinstance(model, FSDP)\n",
+            "`StateDictType.LOCAL_STATE_DICT` at line 6",
+        ),
+    ],
+    ids=["fsdp1-attribute", "local-state-dict"],
+)
+def test_a_check_that_cannot_follow_withholds_the_projects_conversion(tmp_path, branch, why):
+    helper = FSDP1 + "from torch.distributed.fsdp import StateDictType\n\n\ndef f(model):\n"
+    _project(tmp_path, {"lib.py": LIBRARY, "helper.py": helper + branch})
     (finding,) = _fsdp401(tmp_path, ".")
     assert not finding["fixed"]
-    assert finding["withheld"].startswith("fix withheld: tests/test_lib.py:6: `FSDP.fsdp_modules`")
-    assert "another file of this project" in finding["withheld"]
+    assert finding["withheld"].startswith("fix withheld: helper.py:")
+    assert "in another file of this project, which stays FSDP1: " + why in finding["withheld"]
+
+
+def test_a_wrapper_call_that_stays_keeps_the_projects_checks_fsdp1(tmp_path):
+    # `other.py` stays FSDP1 (it reads FSDP1's flat parameters), so the check must keep
+    # answering for its models: neither it nor `lib.py` converts.
+    other = FSDP1 + "\n\ndef wrap(model):\n    model = FSDP(model)\n    return model.params\n"
+    helper = FSDP1 + "\n\ndef is_sharded(model):\n    return isinstance(model, FSDP)\n"
+    _project(tmp_path, {"lib.py": LIBRARY, "other.py": other, "helper.py": helper})
+    findings = _fsdp401(tmp_path, ".")
+    assert len(findings) == 2 and not any(f["fixed"] for f in findings)
+    (library,) = [f for f in findings if "another file" in (f["withheld"] or "")]
+    assert "which stays FSDP1: other.py's FSDP1 wrapper calls stay" in library["withheld"]
 
 
 @pytest.mark.parametrize(
@@ -131,3 +178,89 @@ def test_a_file_that_stays_fsdp1_keeps_its_checks_in_the_others_way(tmp_path):
     assert findings and not any(f["fixed"] for f in findings)
     (library,) = [f for f in findings if "another file" in (f["withheld"] or "")]
     assert library["withheld"].startswith("fix withheld: tests/test_lib.py:11: `FSDP.fsdp_modules`")
+
+
+#: A package of our own writing in the shape of real recipes: ``train.py`` wraps the model,
+#: ``checkpointing.py`` checks its class before FSDP1's class calls.
+PACKAGE = Path(__file__).parent / "fixtures" / "fsdp2_project"
+STEPS = 3
+
+
+def _units(model: Any) -> list[str]:
+    from torch.distributed.fsdp import FSDPModule, FullyShardedDataParallel
+
+    from compat.checkpointing import clean_name
+
+    kinds = (FSDPModule, FullyShardedDataParallel)
+    return sorted(clean_name(n) for n, m in model.named_modules() if isinstance(m, kinds))
+
+
+def _train_both(rank: int, world_size: int, root: str) -> dict[str, Any]:
+    import importlib
+    import sys
+
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+    sys.path.insert(0, root)
+    results = {}
+    for name in ("legacy", "migrated"):
+        train = importlib.import_module(f"{name}.train")
+        model, losses, drifted, resumed = train.main(rank, STEPS)
+        full = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True))
+        results[name] = {
+            "units": _units(model),
+            "losses": losses,
+            "drifted": drifted,
+            "resumed": resumed,
+            "state": {k: v.detach().float().cpu().clone() for k, v in full.items()},
+        }
+    return results
+
+
+@pytest.fixture(scope="module")
+def package(tmp_path_factory) -> Path:
+    """The package as written (``legacy``) and migrated with FSDP4 (``migrated``)."""
+    root = tmp_path_factory.mktemp("packages")
+    for name in ("legacy", "migrated"):
+        shutil.copytree(PACKAGE, root / name)
+    (root / "pyproject.toml").write_text('[project]\nname = "p"\ndependencies = ["torch>=2.6"]\n')
+    migrate(["--unsafe-fixes", "--extend-select", "FSDP4", str(root / "migrated")])
+    return root
+
+
+@pytest.fixture(scope="module")
+def package_runs(package) -> list[dict[str, Any]]:
+    import torch
+
+    from compat.fsdp2.availability import fsdp2_on_cpu
+    from tests import distributed
+
+    if not fsdp2_on_cpu() and not torch.cuda.is_available():
+        pytest.skip("the bridge's CPU runs need torch >= 2.7")
+    return distributed.run(_train_both, str(package), world_size=2, timeout=300)
+
+
+def test_the_package_is_converted_together(package):
+    root = package
+    train = (root / "migrated" / "train.py").read_text()
+    checkpointing = (root / "migrated" / "checkpointing.py").read_text()
+    assert "model = fully_shard_like_fsdp1(" in train
+    assert "isinstance(model, FSDPModule)" in checkpointing
+    assert "FSDP1Api.scatter_full_optim_state_dict(given, model)" in checkpointing
+    assert "FullyShardedDataParallel" not in train + checkpointing
+
+
+@pytest.mark.distributed
+def test_the_converted_package_trains_and_resumes_as_fsdp1(package_runs):
+    import torch
+
+    for result in package_runs:
+        legacy, migrated_run = result["legacy"], result["migrated"]
+        assert migrated_run["units"] == legacy["units"] and len(legacy["units"]) == 5
+        for key in ("losses", "drifted", "resumed"):
+            assert migrated_run[key] == pytest.approx(legacy[key], rel=1e-5), key
+        # the scattered optimizer state resumes training exactly where it was saved
+        assert migrated_run["resumed"] == pytest.approx(migrated_run["drifted"], rel=1e-6)
+        assert legacy["state"].keys() == migrated_run["state"].keys()
+        for key, value in legacy["state"].items():
+            torch.testing.assert_close(migrated_run["state"][key], value, atol=1e-5, rtol=0)

@@ -6,7 +6,7 @@ import argparse
 import dataclasses
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from codemods._version import __version__
 from codemods.cli import config as configuration
@@ -17,6 +17,7 @@ from codemods.settings import Settings
 
 if TYPE_CHECKING:
     from codemods.batch.runner import FileResult
+    from codemods.findings import Finding
 
 #: Nothing left to do.
 EXIT_CLEAN = 0
@@ -120,15 +121,13 @@ class Choices:
         checks = None
         if self.settings.enabled(REGISTRY["FSDP401"]):
             checks = ProjectFsdp1Checks(paths)
-            checks.settle(self._fsdp401_converts)
+            checks.settle(self._fsdp401_converts, self._fsdp401_follows)
         return dataclasses.replace(
             self, classes=ProjectClasses(paths) if hooks else None, fsdp1_checks=checks
         )
 
-    def _fsdp401_converts(
-        self, path: Path, checks: tuple[str, ...], calls: tuple[str, ...]
-    ) -> bool:
-        """Whether FSDP401 converts ``path`` beside its project's other checks and calls."""
+    def _fsdp401_findings(self, path: Path, **fields: Any) -> list[Finding] | None:
+        """FSDP401's findings in ``path`` alone, fixing, with ``fields`` set (None: unread)."""
         from codemods.engine.run import run
 
         settings = dataclasses.replace(
@@ -137,14 +136,33 @@ class Choices:
             ignore=(),
             fix=True,
             unsafe_fixes=True,
-            fsdp1_elsewhere=checks,
-            fsdp1_api_elsewhere=calls,
+            **fields,
         )
         try:
             outcome = run(path.read_bytes(), settings, filename=str(path))
         except Exception:  # noqa: BLE001 - the run itself reports a file it cannot read
-            return False
-        return any(f.code == "FSDP401" and f.fixed for f in outcome.findings)
+            return None
+        return [f for f in outcome.findings if f.code == "FSDP401"]
+
+    def _fsdp401_converts(
+        self, path: Path, checks: tuple[str, ...], calls: tuple[str, ...]
+    ) -> bool:
+        """Whether FSDP401 converts ``path`` beside its project's other checks and calls."""
+        found = self._fsdp401_findings(path, fsdp1_elsewhere=checks, fsdp1_api_elsewhere=calls)
+        return any(f.fixed for f in found or ())
+
+    def _fsdp401_follows(self, path: Path, sites: tuple[str, ...]) -> str | None:
+        """Why FSDP401 does not convert ``path`` (wrapping nothing) with its project's calls.
+
+        None where it does.
+        """
+        found = self._fsdp401_findings(path, fsdp1_companion=sites)
+        if found is None:
+            return "it cannot be read"
+        if any(f.fixed for f in found):
+            return None
+        withheld = [f.withheld for f in found if f.withheld]
+        return withheld[0].removeprefix("fix withheld: ") if withheld else "nothing to rewrite"
 
     def settings_for(self, path: str | Path) -> Settings:
         """The settings for ``path``: its ``per-file-ignores`` and its project's targets."""
@@ -159,9 +177,14 @@ class Choices:
         if self.fsdp1_checks is not None:
             checks = self.fsdp1_checks.elsewhere(path)
             calls = self.fsdp1_checks.elsewhere(path, api=True)
-            if checks or calls:
+            sites = self.fsdp1_checks.companion(path)
+            if checks or calls or sites:
                 settings = dataclasses.replace(
-                    settings, fsdp1_elsewhere=checks, fsdp1_api_elsewhere=calls
+                    settings,
+                    fsdp1_elsewhere=checks,
+                    fsdp1_api_elsewhere=calls,
+                    fsdp1_elsewhere_why=self.fsdp1_checks.elsewhere_why(path),
+                    fsdp1_companion=sites,
                 )
         return dataclasses.replace(settings, **declared) if declared else settings
 

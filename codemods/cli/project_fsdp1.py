@@ -1,14 +1,18 @@
 """Where a project checks for FSDP1's class, across the files of one run (for FSDP401).
 
-FSDP401 decides file by file, but a model crosses files: one module builds it
+FSDP401 rewrites file by file, but a model crosses files: one module builds it
 (``wrap_fsdp(model)``), another asks ``isinstance(module, FullyShardedDataParallel)``
 or counts ``FullyShardedDataParallel.fsdp_modules(model)`` (a test, a checkpoint helper,
 a library's own code). A file that keeps such a check stays FSDP1 where FSDP401 does
 not rewrite it, and the check no longer holds for a model another file converted.
 Before a run, :class:`ProjectFsdp1Checks` reads the run's files that name FSDP1's class
-(a cheap text test first, then ``ast``) and gives each file the checks the *other*
-files of its project keep (:attr:`codemods.settings.Settings.fsdp1_elsewhere`): FSDP401
-then withholds its conversion, as it does for such a check in the file itself. Their
+(a cheap text test first, then ``ast``) and settles which convert. A file that checks
+but wraps nothing converts with its project's wrapper calls (a companion,
+:attr:`codemods.settings.Settings.fsdp1_companion`) where every one of them converts and
+its checks can follow them (:mod:`codemods.rules.fsdp401.companion`). Each file gets the
+checks the *other* files of its project keep as FSDP1
+(:attr:`codemods.settings.Settings.fsdp1_elsewhere`), and why: FSDP401 then withholds
+its conversion, as it does for such a check in the file itself. Their
 uses of FSDP1's class calls that the bridge's model answers (``FSDP.state_dict_type(
 model, ...)`` in a checkpoint helper) put the file's calls on the bridge instead of
 plain FSDP2 code (:attr:`codemods.settings.Settings.fsdp1_api_elsewhere`).
@@ -23,8 +27,10 @@ class's own module) and ``import torch.distributed.fsdp as m`` / ``m.X``.
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from codemods.cli.floors import find_project_root
 from codemods.syntax.ast_nodes import dotted
@@ -50,17 +56,18 @@ def _spellings(tree: ast.Module) -> set[str]:
     return found
 
 
-def scan(tree: ast.Module) -> tuple[bool, list[tuple[int, str]], list[tuple[int, str]]]:
-    """In one walk: whether ``tree`` calls FSDP1's class, its checks, its bridged class calls."""
+def scan(tree: ast.Module) -> tuple[list[int], list[tuple[int, str]], list[tuple[int, str]]]:
+    """In one walk: the lines ``tree`` calls FSDP1's class on, its checks, its bridged calls."""
     from codemods.rules.fsdp401.kept import FSDP1_API  # not on lint's path otherwise
 
     spellings = _spellings(tree)
-    wraps = False
+    wraps: list[int] = []
     checks: list[tuple[int, str]] = []
     calls: list[tuple[int, str]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
-            wraps = wraps or dotted(node.func) in spellings
+            if dotted(node.func) in spellings:
+                wraps.append(node.lineno)
             if isinstance(node.func, ast.Name) and node.func.id in ("isinstance", "issubclass"):
                 kinds = node.args[1] if len(node.args) == 2 else None
                 elements = kinds.elts if isinstance(kinds, ast.Tuple) else [kinds]
@@ -73,7 +80,7 @@ def scan(tree: ast.Module) -> tuple[bool, list[tuple[int, str]], list[tuple[int,
             if owner in spellings:
                 kind = calls if node.attr in FSDP1_API else checks
                 kind.append((node.lineno, f"{owner}.{node.attr}"))
-    return wraps, sorted(checks), sorted(calls)
+    return sorted(wraps), sorted(checks), sorted(calls)
 
 
 def checks_in(tree: ast.Module, api: bool = False) -> list[tuple[int, str]]:
@@ -105,8 +112,10 @@ class ProjectFsdp1Checks:
         self._by_file: dict[Path, list[tuple[int, str]]] = {}
         self._api_by_file: dict[Path, list[tuple[int, str]]] = {}
         self._root: dict[Path, Path | None] = {}
-        self._wraps: set[Path] = set()  # files that call FSDP1's class (FSDP401 surveys them)
+        # Files that call FSDP1's class (FSDP401 surveys them): the lines of the calls.
+        self._wraps: dict[Path, list[int]] = {}
         self._converting: set[Path] = set()
+        self._why: dict[Path, str] = {}  # why a file that checks stays FSDP1
         for path in paths:
             if not str(path).endswith(".py"):
                 continue
@@ -123,21 +132,23 @@ class ProjectFsdp1Checks:
                 continue  # the run reports it
             wraps, checks, calls = scan(tree)
             if wraps:
-                self._wraps.add(resolved)
+                self._wraps[resolved] = wraps
             for found, uses in ((self._by_file, checks), (self._api_by_file, calls)):
                 if uses:
                     found[resolved] = uses
-                    self._root[resolved] = find_project_root(resolved)
+            if wraps or checks or calls:
+                self._root[resolved] = find_project_root(resolved)
 
     def elsewhere(self, path: str | Path, api: bool = False) -> tuple[str, ...]:
         """What the other files of ``path``'s project keep, as ``file:line: `text```.
 
         Args:
             path: The file.
-            api: The class calls only the bridge's model answers, rather than the checks
-                no FSDP2 model satisfies.
+            api: The class calls only the bridge's model answers (and the checks of the
+                files converted with the project's calls, which count on it), rather
+                than the checks no FSDP2 model satisfies.
         """
-        by_file = self._api_by_file if api else self._by_file
+        by_file = {**self._by_file, **self._api_by_file} if api else self._by_file
         if not by_file:
             return ()
         try:
@@ -145,36 +156,114 @@ class ProjectFsdp1Checks:
         except (OSError, RuntimeError):
             return ()
         root = find_project_root(resolved)
+        found = []
+        for other in sorted(by_file):
+            if other == resolved or self._root[other] != root:
+                continue
+            converted = other in self._converting
+            if api:
+                uses = self._api_by_file.get(other, [])
+                if converted and other not in self._wraps:
+                    uses = sorted(uses + self._by_file.get(other, []))
+            else:
+                uses = [] if converted else self._by_file[other]
+            found += [f"{_shown(other, root)}:{line}: `{text}`" for line, text in uses]
+        return tuple(found)
+
+    def elsewhere_why(self, path: str | Path) -> str | None:
+        """Why the file of the first of :meth:`elsewhere`'s checks stays FSDP1."""
+        found = self.elsewhere(path)
+        if not found:
+            return None
+        first = found[0].split(":", 1)[0]
+        root = find_project_root(Path(path).resolve())
+        for other, why in self._why.items():
+            if self._root[other] == root and _shown(other, root) == first:
+                return why
+        return None
+
+    def companion(self, path: str | Path) -> tuple[str, ...]:
+        """For a file converted with its project's wrapper calls: those calls (``file:line``).
+
+        Empty for any other file.
+        """
+        try:
+            resolved = Path(path).resolve()
+        except (OSError, RuntimeError):
+            return ()
+        if resolved not in self._converting or resolved in self._wraps:
+            return ()
+        root = self._root[resolved]
         return tuple(
-            f"{_shown(other, root)}:{line}: `{text}`"
-            for other, checks in sorted(by_file.items())
-            if other != resolved
-            and self._root[other] == root
-            and (api or other not in self._converting)
-            for line, text in checks
+            f"{_shown(other, root)}:{line}"
+            for other in self._wrappers(root)
+            for line in self._wraps[other]
         )
 
-    def settle(self, converts: Callable[[Path, tuple[str, ...], tuple[str, ...]], bool]) -> None:
+    def _wrappers(self, root: Path | None) -> list[Path]:
+        return sorted(path for path in self._wraps if self._root[path] == root)
+
+    def settle(
+        self,
+        converts: Callable[[Path, tuple[str, ...], tuple[str, ...]], bool],
+        follows: Callable[[Path, tuple[str, ...]], str | None] | None = None,
+    ) -> None:
         """Leave out the checks of files that are converted themselves.
 
         Such a file's checks are rewritten with it (``FSDPModule``), so they stand in no
-        other file's way. Which files convert depends on each other's checks: starting
-        from every file that both wraps and checks, a file stays in the set while it
-        converts beside the checks of the files outside it, until the set holds still
-        (it only shrinks, so this ends).
+        other file's way. A file that checks but wraps nothing converts with its
+        project's wrapper calls (a companion) where every one of them converts and
+        ``follows`` says its checks can follow them. Which files convert depends on
+        each other's checks: starting from every file that checks, a file stays in the
+        set while it converts beside the checks of the files outside it, until the set
+        holds still (it only shrinks, so this ends).
 
         Args:
             converts: Whether FSDP401 converts a file, given the checks and the class
                 calls the rest of its project keeps.
+            follows: Why FSDP401 does not convert a companion, given the wrapper calls it
+                follows (None where it does); None: no file converts as a companion.
         """
-        converting = {path for path in self._by_file if path in self._wraps}
+        answers: dict[tuple, Any] = {}
+
+        def answer(key: tuple, ask: Callable[[], Any]) -> Any:
+            if key not in answers:
+                answers[key] = ask()
+            return answers[key]
+
+        def wrapper_converts(path: Path) -> bool:
+            checks, calls = self.elsewhere(path), self.elsewhere(path, api=True)
+            return answer((path, checks, calls), lambda: converts(path, checks, calls))
+
+        converting = {
+            path
+            for path in self._by_file
+            if path in self._wraps or (follows is not None and self._wrappers(self._root[path]))
+        }
         while True:
             self._converting = converting
-            kept = {
-                path
-                for path in converting
-                if converts(path, self.elsewhere(path), self.elsewhere(path, api=True))
-            }
+            kept = set()
+            for path in sorted(converting):
+                if path in self._wraps:
+                    if wrapper_converts(path):
+                        kept.add(path)
+                    else:
+                        self._why[path] = "its own FSDP1 wrapper calls stay"
+                    continue
+                # Its project's wrapper calls first, stopping at the first that stays
+                # (most projects keep one): the companion's own run only where all convert.
+                root = self._root[path]
+                wrappers = self._wrappers(root)
+                staying = next((w for w in wrappers if not wrapper_converts(w)), None)
+                if staying is not None:
+                    self._why[path] = f"{_shown(staying, root)}'s FSDP1 wrapper calls stay"
+                    continue
+                sites = self.companion(path)
+                why = answer((path, sites), functools.partial(follows, path, sites))  # type: ignore[arg-type]
+                if why is None:
+                    kept.add(path)
+                else:
+                    self._why[path] = why
             if kept == converting:
                 return
             converting = kept

@@ -44,7 +44,9 @@ RULES = (
             "`model.modules()`; on the wrapped model, `with model.no_sync():` becomes "
             "`set_requires_gradient_sync(False)` before a `try` whose `finally` turns it "
             "back on. "
-            "A file is converted whole or not at all. Opt-in: torch has not "
+            "A file is converted whole or not at all, and a project's files together: a "
+            "file that checks FSDP1's class but wraps nothing converts with its "
+            "project's calls, or keeps them all FSDP1. Opt-in: torch has not "
             "deprecated FSDP1. Unsafe: parameters become DTensors and sharded checkpoints "
             "change layout (full state dicts keep their keys)."
         ),

@@ -32,6 +32,7 @@ from typing import Any
 from codemods.registry import Rule
 from codemods.registry.names import COMPOSABLE_FSDP, TORCH_FSDP, TORCH_FSDP_CLASSES
 from codemods.rules.api import Behaviour, Detector, Engine
+from codemods.rules.fsdp401.companion import companion_detail
 from codemods.rules.fsdp401.dead import dead_bindings
 from codemods.rules.fsdp401.decide import survey
 from codemods.rules.fsdp401.kept import FSDP1_API
@@ -124,6 +125,11 @@ class Fsdp401(Behaviour):
             return
         found = self._survey(engine)
         withheld = f"fix withheld: {found.blocker}" if found.blocker else None
+        if found.companion is not None:
+            # No wrapper call of its own to carry the finding: its first rewrite does.
+            first = find_all(node, lambda n: id(n) == found.companion)[0]
+            detail = companion_detail(engine)
+            engine.report(first, self.rule, detail=detail, withheld=withheld)
         for conversion in found.conversions.values():
             if not isinstance(conversion, Conversion):
                 continue

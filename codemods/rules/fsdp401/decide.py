@@ -13,6 +13,7 @@ from typing import Any
 from codemods.registry.names import COMPOSABLE_FSDP, TORCH_FSDP
 from codemods.rules.api import Engine
 from codemods.rules.fsdp401.arguments import translate
+from codemods.rules.fsdp401.companion import companion_blockers
 from codemods.rules.fsdp401.kept import (
     BRIDGE_KEEPS,
     NO_LOCAL,
@@ -228,9 +229,10 @@ def survey(engine: Engine, rule_code: str) -> Survey:
     module = engine.module
     # The engine's list of calls spares a walk of the module.
     calls = [n for n in engine.nodes(cst.Call) if fsdp1_reference(engine, n.func)]
-    if not calls:
+    companion = not calls and bool(engine.settings.fsdp1_companion)
+    if not calls and not companion:
         # Nothing converted: the rest (checks, uses, what blocks) is asked only of a
-        # converted file.
+        # converted file, or of one converted with its project's calls.
         return Survey({}, {}, None)
     calls.sort(key=lambda call: _source_order(engine, call))
     conversions: dict[int, Conversion | Bridged | str] = {}
@@ -344,7 +346,7 @@ def survey(engine: Engine, rule_code: str) -> Survey:
         more = f" (and {len(elsewhere) - 1} more)" if len(elsewhere) > 1 else ""
         blockers.append(
             f"{elsewhere[0]}{more} checks for FSDP1's class in another file of this project, "
-            "which stays FSDP1 (the rewrite decides file by file): convert them together"
+            f"which stays FSDP1: {engine.settings.fsdp1_elsewhere_why or 'convert them together'}"
         )
     calls_elsewhere = engine.settings.fsdp1_api_elsewhere
     if calls_elsewhere and any(isinstance(c, Conversion) for c in conversions.values()):
@@ -353,6 +355,8 @@ def survey(engine: Engine, rule_code: str) -> Survey:
         kept.append((where, "api", f"{where} needs FSDP1's API on the model"))
     if api_calls and fresh(engine, "FSDP1Api") != "FSDP1Api":
         blockers.append("`FSDP1Api`, which the bridged calls need, is a name here")
+    if companion:
+        blockers += companion_blockers(engine, frozenset(checks), FSDP1_ONLY)
     if kept and not bridges(engine):
         blockers += [why for _, _, why in kept]
     elif kept and not blockers:
@@ -362,6 +366,8 @@ def survey(engine: Engine, rule_code: str) -> Survey:
             # The bridge's model keeps FSDP1's state-dict methods, and the type that
             # FSDP1Api.state_dict_type sets for them: those calls stay as written.
             uses[key] = [use for use in uses[key] if use.method not in CHANGED_MEANING]
+    rewritten = [n for n in find_all(module, lambda n: id(n) in checks | lists | api_calls)]
+    first = min(rewritten, key=lambda n: _source_order(engine, n), default=None)
     return Survey(
         conversions,
         uses,
@@ -369,4 +375,5 @@ def survey(engine: Engine, rule_code: str) -> Survey:
         frozenset(checks),
         frozenset(lists),
         frozenset(api_calls),
+        id(first) if companion and first is not None else None,
     )

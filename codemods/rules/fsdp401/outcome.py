@@ -65,6 +65,9 @@ class Survey:
         class_checks: The FSDP1 classes ``isinstance`` tests or a function's annotations
             name (``id`` of the reference): ``FSDPModule`` on FSDP2, the class every
             ``fully_shard``-ed module takes on.
+        companion: In a file with no wrapper call that converts with its project's
+            (:mod:`codemods.rules.fsdp401.companion`), the first node rewritten
+            (``id``): its finding is reported there.
     """
 
     conversions: dict[int, Conversion | Bridged | str]
@@ -73,9 +76,12 @@ class Survey:
     class_checks: frozenset[int] = frozenset()
     module_lists: frozenset[int] = frozenset()
     api_calls: frozenset[int] = frozenset()
+    companion: int | None = None
 
     def converts(self) -> bool:
         """Whether the file is converted (in a run that applies the family's fixes)."""
-        return self.blocker is None and any(
+        if self.blocker is not None:
+            return False
+        return self.companion is not None or any(
             isinstance(c, (Conversion, Bridged)) for c in self.conversions.values()
         )
