@@ -547,6 +547,80 @@ def test_a_unit_check_follows_the_target_torch():
     assert "from torch.distributed._composable.fsdp import FSDPModule, fully_shard" in new
 
 
+#: A file that already tells FSDP1 models from FSDP2 ones.
+TELLS_APART = (
+    "from torch.distributed.fsdp import FSDPModule\n"
+    "model = FSDP(model, auto_wrap_policy={Block})\n\n\n"
+    "def clip(m):\n"
+    "    if isinstance(m, FSDP):\n"
+    "        return m.clip_grad_norm_(1.0)\n"
+)
+
+
+@pytest.mark.parametrize(
+    "partner",
+    [
+        "    elif isinstance(m, FSDPModule):\n        return clip_fsdp2(m)\n",
+        "    elif isinstance(m, (DDP, FSDPModule)):\n        return clip_fsdp2(m)\n",
+        "    elif m is None or isinstance(m, FSDPModule):\n        return None\n",
+    ],
+    ids=["elif", "in-a-tuple", "in-a-condition"],
+)
+def test_a_check_paired_with_fsdp2s_is_left_for_the_fsdp2_branch(partner):
+    # A converted model is an FSDPModule: it takes the branch the file wrote for FSDP2.
+    new, findings = _migrate(TELLS_APART + partner)
+    assert findings[0].fixed, findings[0].withheld
+    assert "    if isinstance(m, FSDP):\n" in new and "model = fully_shard(model)" in new
+    assert "FullyShardedDataParallel as FSDP" in new  # the check still uses it
+
+
+@pytest.mark.parametrize(
+    "partner",
+    [
+        "    return clip_fsdp2(m)\n",  # no FSDP2 test at all
+        "    elif isinstance(other, FSDPModule):\n        return None\n",  # another object
+    ],
+    ids=["none", "another-subject"],
+)
+def test_an_unpaired_check_keeps_a_file_that_names_fsdp2s_class_fsdp1(partner):
+    new, findings = _migrate(TELLS_APART + partner)
+    assert new is None and "`FSDPModule` is a name here" in findings[0].withheld
+
+
+OLD_ORDER = (
+    "        return FSDP.optim_state_dict_to_load(osd, model, optim)\n"
+    "    return FSDP.optim_state_dict_to_load(model, optim, osd)\n"
+)
+
+
+@pytest.mark.parametrize(
+    "gate",
+    [
+        "version.parse(torch.__version__) < version.parse('2.1.0')",
+        "not _TORCH_GREATER_EQUAL_2_1",
+    ],
+)
+def test_fsdp1_code_for_a_torch_without_fsdp2_is_left_as_written(gate):
+    body = "model = FSDP(model, auto_wrap_policy={Block})\n\n\ndef load(model, optim, osd):\n"
+    new, findings = _migrate(body + f"    if {gate}:\n" + OLD_ORDER, fsdp2_bridge=True)
+    assert findings[0].fixed, findings[0].withheld
+    assert "        return FSDP.optim_state_dict_to_load(osd, model, optim)\n" in new
+    assert "    return FSDP1Api.optim_state_dict_to_load(model, optim, osd)\n" in new
+
+
+@pytest.mark.parametrize(
+    "gate",
+    [
+        "version.parse(torch.__version__) < version.parse('2.5')",  # runs on FSDP2's 2.4
+        "_PL_LESS_THAN_2_0",  # Lightning's release, not torch's
+    ],
+)
+def test_fsdp1_code_that_a_torch_with_fsdp2_may_run_still_counts(gate):
+    body = "model = FSDP(model, auto_wrap_policy={Block})\n\n\ndef load(model, optim, osd):\n"
+    new, findings = _migrate(body + f"    if {gate}:\n" + OLD_ORDER, fsdp2_bridge=True)
+    assert new is None and "is FSDP1 only" in findings[0].withheld
+
+
 def _project(tmp_path: Path, monkeypatch, config: str) -> Path:
     monkeypatch.chdir(tmp_path)
     Path("pyproject.toml").write_text(f"[tool.fsdp-compat]\n{config}\n")

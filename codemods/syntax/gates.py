@@ -218,6 +218,33 @@ def cst_gate_floor(
     return best
 
 
+def cst_gate_ceiling(
+    parent: Callable[[cst.CSTNode], cst.CSTNode | None], node: cst.CSTNode
+) -> tuple[int, int] | None:
+    """The lowest release a torch gate around ``node`` says its branch runs below (libcst).
+
+    ``node`` is in the older branch of ``if <torch >= X>:`` (the body of ``if <torch <
+    X>:``): that code only runs before torch ``X``. Gates on Lightning or FairScale
+    releases say nothing about torch's and are passed over.
+    """
+    best: tuple[int, int] | None = None
+    child, current = node, parent(node)
+    while current is not None:
+        if isinstance(current, cst.If):
+            test = cst.Module([]).code_for_node(current.test)
+            release = newer_release(test) if _TORCH_ONLY.search(test) else None
+            newer = newer_branch(test) if release is not None else None
+            branch = current.orelse if newer else current.body
+            if release is not None and branch is child and (best is None or release < best):
+                best = release
+        child, current = current, parent(current)
+    return best
+
+
+#: A gate on torch's own release, not Lightning's or FairScale's.
+_TORCH_ONLY = re.compile(r"(?i)^(?!.*(?:lightning|\bpl\b|_pl_|fairscale)).*torch")
+
+
 def ast_gate_floor(
     parent: Callable[[ast.AST], ast.AST | None], segment: Callable[[ast.AST], str], node: ast.AST
 ) -> tuple[int, int] | None:

@@ -25,7 +25,7 @@ from codemods.syntax.lazy_libcst import cst
 FOLLOWS = "the project's FSDP1 models become FSDP2 with"
 
 
-def _branch(engine: Engine, check: cst.CSTNode) -> tuple[str, cst.If] | None:
+def branch_of(engine: Engine, check: cst.CSTNode) -> tuple[str, cst.If] | None:
     """The tested name and the ``if`` whose body runs for it, for ``isinstance(x, FSDP)``.
 
     The check may be one operand of ``and``/``or``/``not`` in the ``if``'s test.
@@ -59,7 +59,7 @@ def companion_blockers(engine: Engine, checks: frozenset[int], only: tuple[str, 
     blockers = []
     refs = find_all(engine.module, lambda n: id(n) in checks)
     for ref in refs:
-        found = _branch(engine, ref)
+        found = branch_of(engine, ref)
         if found is None:
             continue
         subject, branch = found

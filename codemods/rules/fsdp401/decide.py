@@ -14,6 +14,7 @@ from codemods.registry.names import COMPOSABLE_FSDP, TORCH_FSDP
 from codemods.rules.api import Engine
 from codemods.rules.fsdp401.arguments import translate
 from codemods.rules.fsdp401.companion import companion_blockers
+from codemods.rules.fsdp401.fsdp2_aware import paired_with_fsdp2
 from codemods.rules.fsdp401.kept import (
     BRIDGE_KEEPS,
     NO_LOCAL,
@@ -27,6 +28,7 @@ from codemods.rules.fsdp401.kept import (
 from codemods.rules.fsdp401.keywords import Untranslatable
 from codemods.rules.fsdp401.lookups import (
     annotates,
+    before_fsdp2,
     before_wrapping,
     fresh,
     fsdp1_reference,
@@ -283,8 +285,12 @@ def survey(engine: Engine, rule_code: str) -> Survey:
     for node in find_all(module, lambda n: isinstance(n, (cst.Name, cst.Attribute))):
         if id(node) in funcs or in_import(engine, node):
             continue
+        # FSDP1 code in a torch gate's branch for releases without FSDP2 is never run
+        # by a converted file: it stays as written (asked only of what would count).
         if local_state_dict(engine, node):
-            blockers.append(f"`{shown(engine, node)}` at line {line_of(engine, node)}: {NO_LOCAL}")
+            if not before_fsdp2(engine, node):
+                where = f"`{shown(engine, node)}` at line {line_of(engine, node)}"
+                blockers.append(f"{where}: {NO_LOCAL}")
             continue
         consumer = fsdp1_consumer(engine, node)
         if consumer is not None and not gated(engine, node):
@@ -295,6 +301,10 @@ def survey(engine: Engine, rule_code: str) -> Survey:
             blockers.append(f"{where} is FSDP1's internals, which FSDP2 models do not have")
             continue
         if fsdp1_reference(engine, node):
+            if before_fsdp2(engine, node) or (
+                tested_class(engine, node) and paired_with_fsdp2(engine, node)
+            ):
+                continue  # never reached by a converted model: left as written
             if (tested_class(engine, node) or annotates(engine, node)) and not gated(engine, node):
                 checks.add(id(node))
                 continue

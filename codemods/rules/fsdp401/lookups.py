@@ -13,7 +13,7 @@ from typing import Any
 from codemods.registry.names import TORCH_FSDP_CLASSES
 from codemods.rules.api import Engine
 from codemods.syntax.cst_nodes import find_all, keyword
-from codemods.syntax.gates import fallback_regions, is_fallback
+from codemods.syntax.gates import cst_gate_ceiling, fallback_regions, is_fallback
 from codemods.syntax.lazy_libcst import cst
 
 #: The builtin whose class argument FSDP2 spells ``FSDPModule``.
@@ -51,6 +51,21 @@ def gated(engine: Engine, node: cst.CSTNode | None) -> bool:
             return True
         node = parent
     return False
+
+
+#: The oldest torch with FSDP2 (``torch.distributed._composable.fsdp.fully_shard``): the
+#: converted code never runs on an older one.
+FSDP2_FIRST = (2, 4)
+
+
+def before_fsdp2(engine: Engine, node: cst.CSTNode) -> bool:
+    """Whether ``node`` only runs on a torch without FSDP2: a torch gate's older branch.
+
+    ``if version.parse(torch.__version__) < version.parse("2.1"):`` holds FSDP1 code that
+    a converted file never reaches, so it is left as it is and stands in no way.
+    """
+    ceiling = cst_gate_ceiling(engine.parent, node)
+    return ceiling is not None and ceiling <= FSDP2_FIRST
 
 
 def in_import(engine: Engine, node: cst.CSTNode | None) -> bool:
