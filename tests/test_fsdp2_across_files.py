@@ -100,17 +100,17 @@ def test_a_file_that_only_checks_converts_with_the_projects_calls(tmp_path):
             "    if isinstance(model, FSDP):\n        return model.sharding_strategy\n",
             "`model.sharding_strategy` at line 7 exists only on FSDP1 models",
         ),
-        # FSDP1's flat-parameter state dicts
+        # FSDP1's internals
         (
-            "    with FSDP.state_dict_type(model, StateDictType.LOCAL_STATE_DICT):\n"
-            "        return isinstance(model, FSDP)\n",
-            "`StateDictType.LOCAL_STATE_DICT` at line 6",
+            "    _lazy_init(model, model)\n    return isinstance(model, FSDP)\n",
+            "`_lazy_init` at line 6 is FSDP1's internals",
         ),
     ],
-    ids=["fsdp1-attribute", "local-state-dict"],
+    ids=["fsdp1-attribute", "fsdp1-internals"],
 )
 def test_a_check_that_cannot_follow_withholds_the_projects_conversion(tmp_path, branch, why):
-    helper = FSDP1 + "from torch.distributed.fsdp import StateDictType\n\n\ndef f(model):\n"
+    helper = FSDP1 + "from torch.distributed.fsdp._runtime_utils import _lazy_init\n\n\n"
+    helper += "def f(model):\n"
     _project(tmp_path, {"lib.py": LIBRARY, "helper.py": helper + branch})
     (finding,) = _fsdp401(tmp_path, ".")
     assert not finding["fixed"]

@@ -80,3 +80,26 @@ def test_a_call_kept_on_purpose_still_keeps_the_file():
     new, findings = _migrate(gated)
     assert new is None
     assert findings[0].withheld.startswith("fix withheld: the FSDP1 call at line 12 is kept")
+
+
+LOCAL = textwrap.dedent(
+    """\
+    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, StateDictType
+    from torch.distributed.fsdp.wrap import ModuleWrapPolicy
+    from model import Block
+
+    model = FSDP(model, auto_wrap_policy=ModuleWrapPolicy({Block}))
+    with FSDP.state_dict_type(model, StateDictType.LOCAL_STATE_DICT):
+        torch.save(model.state_dict(), f"model.{rank}.pt")
+    """
+)
+
+
+def test_a_local_state_dict_puts_the_call_on_the_bridge():
+    # Plain FSDP2 keeps no flat parameters; the bridge's model writes FSDP1's.
+    new, [finding] = _migrate(LOCAL)
+    assert finding.fixed and "model = fully_shard_like_fsdp1(model, auto_wrap_policy=" in new
+    assert "with FSDP1Api.state_dict_type(model, StateDictType.LOCAL_STATE_DICT):" in new
+    assert "`StateDictType.LOCAL_STATE_DICT` at line 6: SHARDED_STATE_DICT" in finding.message
+    new, [finding] = _migrate(LOCAL, fsdp2_bridge=False)
+    assert new is None and finding.withheld  # for a human, with the recipes

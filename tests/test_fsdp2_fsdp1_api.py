@@ -12,6 +12,7 @@ GPUs (NCCL, two GPUs).
 from __future__ import annotations
 
 import functools
+import io
 from typing import Any, Callable
 
 import pytest
@@ -160,12 +161,47 @@ def _drive(model: nn.Module, api: Any, rank: int, checkpoint: str) -> dict[str, 
             model.embed.weight.add_(0.5)
     out["written-back"] = _plain(model.state_dict())
     out["module-is-model"] = model.module is model if api is FSDP1Api else None
-    try:
+    out.update(_local(model, api, rank, "local", resume=False))
+    return out
+
+
+def _saved(state: dict[str, Any]) -> dict[str, Any]:
+    """``state`` as a checkpoint file gives it back (FSDP1's local tensors are views)."""
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    buffer.seek(0)
+    return torch.load(buffer, weights_only=False)
+
+
+def _local(model: nn.Module, api: Any, rank: int, name: str, resume: bool) -> dict[str, Any]:
+    """FSDP1's local state dict: what it holds, and a resume from it after two steps.
+
+    FSDP1 cannot load its own with ``use_orig_params=True`` (torch 2.13: unexpected
+    ``_flat_param`` keys), so there ``resume`` is False and only what it holds counts.
+    """
+    optim = torch.optim.SGD(model.parameters(), lr=0.05)
+    with api.state_dict_type(model, StateDictType.LOCAL_STATE_DICT):
+        local = _saved(model.state_dict())
+    out = {
+        name: _plain(local),
+        f"{name}-sizes": {k: tuple(v.size()) for k, v in local.items()},
+        f"{name}-offsets": {
+            k: [s.metadata.shard_offsets for s in v.local_shards()]
+            for k, v in local.items()
+            if hasattr(v, "local_shards")
+        },
+        f"{name}-drifted": [_step(model, optim, rank, s) for s in range(30, 32)],
+    }
+    if resume:
         with api.state_dict_type(model, StateDictType.LOCAL_STATE_DICT):
-            model.state_dict()
-        out["local"] = "no error"
-    except NotImplementedError as error:
-        out["local"] = str(error)
+            model.load_state_dict(local)
+    out[f"{name}-resumed"] = [_step(model, optim, rank, s) for s in range(30, 32)] if resume else []
+    with api.state_dict_type(model, StateDictType.LOCAL_STATE_DICT):
+        state = api.optim_state_dict(model, optim)  # FSDP1's sharded one
+    # The group lists its names in the order of FSDP1's flat parameters (the root's
+    # last) where use_orig_params is False: the set is what both keep.
+    groups = [sorted(group["params"]) for group in state["param_groups"]]
+    out[f"{name}-optim"] = {"state": _plain(state["state"]), "names": groups}
     return out
 
 
@@ -182,6 +218,7 @@ def _scatter(model: nn.Module, api: Any, rank: int) -> dict[str, Any]:
     given = full_optim if rank == 0 else None
     optim.load_state_dict(api.scatter_full_optim_state_dict(given, model))
     out["scatter-resumed"] = [_step(model, optim, rank, s) for s in range(14, 17)]
+    out.update(_local(model, api, rank, "local-flat", resume=True))
     return out
 
 
@@ -189,7 +226,7 @@ def _both(rank: int, world_size: int, folder: str) -> dict[str, Any]:
     policy = ModuleWrapPolicy({Block})
     sides: dict[str, Callable[[nn.Module], nn.Module]] = {
         "fsdp1": functools.partial(FullyShardedDataParallel, use_orig_params=True),
-        "bridge": fully_shard_like_fsdp1,
+        "bridge": functools.partial(fully_shard_like_fsdp1, use_orig_params=True),
     }
     apis = {"fsdp1": FullyShardedDataParallel, "bridge": FSDP1Api}
     results = {}
@@ -201,6 +238,17 @@ def _both(rank: int, world_size: int, folder: str) -> dict[str, Any]:
     for side, shard in (("fsdp1", FullyShardedDataParallel), ("bridge", fully_shard_like_fsdp1)):
         model = shard(make_model(), auto_wrap_policy=policy, device_id=device)
         results[side].update(_scatter(model, apis[side], rank))
+    # A local checkpoint FSDP1 wrote loads into a bridged model (its own flat layout).
+    fsdp1 = FullyShardedDataParallel(make_model(), auto_wrap_policy=policy, device_id=device)
+    optim = torch.optim.SGD(fsdp1.parameters(), lr=0.05)
+    [_step(fsdp1, optim, rank, s) for s in range(2)]
+    with FullyShardedDataParallel.state_dict_type(fsdp1, StateDictType.LOCAL_STATE_DICT):
+        written = _saved(fsdp1.state_dict())
+    bridged = fully_shard_like_fsdp1(make_model(seed=3), auto_wrap_policy=policy, device_id=device)
+    with FSDP1Api.state_dict_type(bridged, StateDictType.LOCAL_STATE_DICT):
+        bridged.load_state_dict(written)
+    results["fsdp1-local-written"] = _plain(fsdp1.state_dict())  # both full, by default
+    results["bridge-local-read"] = _plain(bridged.state_dict())
     # torch's own functions still see FSDP2's state dict on a bridged model.
     from torch.distributed.checkpoint.state_dict import get_model_state_dict
 
@@ -242,6 +290,7 @@ def _same(one: Any, other: Any, where: str = "") -> None:
         assert other == one, where
 
 
+LOCAL_PARTS = ("", "-sizes", "-offsets", "-drifted", "-resumed", "-optim")
 ENTRIES = [
     "default",
     "losses",
@@ -259,6 +308,7 @@ ENTRIES = [
     "scatter-trained",
     "scatter-drifted",
     "scatter-resumed",
+    *(f"{name}{part}" for name in ("local", "local-flat") for part in LOCAL_PARTS),
     "sharded-drifted",
     "sharded-resumed",
     "summoned",
@@ -312,9 +362,23 @@ def test_sharded_optimizer_state_holds_fsdp1s_rows(runs):
 
 
 @pytest.mark.distributed
-def test_local_state_dicts_are_refused_with_the_recipe_and_module_is_the_model(runs):
+@pytest.mark.distributed
+def test_a_local_state_dict_resumes_training_exactly(runs):
     for result in runs:
-        assert "SHARDED_STATE_DICT" in result["bridge"]["local"]
+        bridge = result["bridge"]
+        assert bridge["local-flat-resumed"] == pytest.approx(bridge["local-flat-drifted"])
+        assert any(key.endswith("_flat_param") for key in bridge["local-flat"])
+
+
+@pytest.mark.distributed
+def test_a_local_checkpoint_fsdp1_wrote_loads_into_a_bridged_model(runs):
+    for result in runs:
+        _same(result["fsdp1-local-written"], result["bridge-local-read"], "local")
+
+
+@pytest.mark.distributed
+def test_module_is_the_model(runs):
+    for result in runs:
         assert result["bridge"]["module-is-model"] is True
         assert result["torch-sees-shards"]
 

@@ -370,11 +370,20 @@ RULES = (
                     "other = fully_shard(other)\n"
                 ),
             ),
-            Example.reported_only(
-                # LOCAL_STATE_DICT is FSDP1's flat shards: FSDP2 has no such state dict.
-                _IMPORT + "from torch.distributed.fsdp import StateDictType\n\n"
-                "model = FSDP(model)\n"
-                "FSDP.set_state_dict_type(model, StateDictType.LOCAL_STATE_DICT)\n"
+            Example(
+                # LOCAL_STATE_DICT is FSDP1's flat shards: plain FSDP2 has no such state
+                # dict, the bridge's model writes FSDP1's layout.
+                before=(
+                    _IMPORT + "from torch.distributed.fsdp import StateDictType\n\n"
+                    "model = FSDP(model)\n"
+                    "FSDP.set_state_dict_type(model, StateDictType.LOCAL_STATE_DICT)\n"
+                ),
+                after=(
+                    "from torch.distributed.fsdp import StateDictType\n"
+                    "from compat.fsdp2 import FSDP1Api, fully_shard_like_fsdp1\n\n"
+                    "model = fully_shard_like_fsdp1(model)\n"
+                    "FSDP1Api.set_state_dict_type(model, StateDictType.LOCAL_STATE_DICT)\n"
+                ),
             ),
         ),
         untouched=(

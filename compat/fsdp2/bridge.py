@@ -18,7 +18,7 @@ import compat.fsdp2.materialize as mat
 from compat.features import import_fsdp_module
 from compat.fsdp2.availability import fsdp2_module, require_bridge
 from compat.fsdp2.fsdp1_api import route_fsdp1_class_calls
-from compat.fsdp2.fsdp1_methods import group_rank, keep_fsdp1_methods
+from compat.fsdp2.fsdp1_methods import flat_alignment, group_rank, keep_fsdp1_methods
 from compat.fsdp2.mesh import (
     Sharding,
     family,
@@ -187,7 +187,8 @@ def fully_shard_like_fsdp1(
         fsdp2.fully_shard(plan.unit.module, **arguments)
     # FSDP1's code calls FSDP1's methods on the model it wrapped, often far from here.
     group = sharding.sync_groups[0] if sharding.family == "replicate" else sharding.shard_group
-    keep_fsdp1_methods(module, group_rank(group))
+    aligned = flat_alignment(module, use_orig_params, mixed_precision)
+    keep_fsdp1_methods(module, group_rank(group), aligned)
     route_fsdp1_class_calls()
     return module
 

@@ -22,7 +22,9 @@ FSDP1                              On a bridged model
                                    FSDP1's ``ShardedTensor`` holds, as a ``DTensor``
                                    (FSDP1's form on a device mesh);
                                    ``torch.distributed.checkpoint`` saves both alike
-``LOCAL_STATE_DICT``               refused: FSDP2 has no flat parameters
+``LOCAL_STATE_DICT``               FSDP1's flat layout, written from the whole
+                                   parameters and read back into their rows
+                                   (:mod:`compat.fsdp2.local_state`)
 ``FSDP.optim_state_dict``          ``get_optimizer_state_dict`` of the same type, keyed
                                    by parameter name as FSDP1's
 ``FSDP.sharded_optim_state_dict``  ``get_optimizer_state_dict`` of this rank's rows

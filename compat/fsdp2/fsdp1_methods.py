@@ -19,6 +19,8 @@ from torch.distributed.fsdp import (
     FullOptimStateDictConfig,
     FullStateDictConfig,
     FullyShardedDataParallel,
+    LocalOptimStateDictConfig,
+    LocalStateDictConfig,
     ShardedOptimStateDictConfig,
     ShardedStateDictConfig,
     StateDictSettings,
@@ -26,6 +28,7 @@ from torch.distributed.fsdp import (
 )
 
 from compat.fsdp.fallbacks import map_tensors
+from compat.fsdp2.local_state import load_local_state_dict, local_state_dict
 
 #: Where a bridged root keeps its state-dict settings and the rank in FSDP1's group.
 SETTINGS_ATTRIBUTE, _RANK = "_fsdp1_state_dict_settings", "_fsdp1_group_rank"
@@ -35,12 +38,11 @@ _TORCH_CHECKPOINT = "torch.distributed.checkpoint"
 _DEFAULT_CONFIGS: dict[Any, tuple[type, type]] = {
     StateDictType.FULL_STATE_DICT: (FullStateDictConfig, FullOptimStateDictConfig),
     StateDictType.SHARDED_STATE_DICT: (ShardedStateDictConfig, ShardedOptimStateDictConfig),
+    StateDictType.LOCAL_STATE_DICT: (LocalStateDictConfig, LocalOptimStateDictConfig),
 }
 
-LOCAL_REFUSED = (
-    "LOCAL_STATE_DICT has no FSDP2 equivalent (FSDP2 keeps no flat parameters): use "
-    "SHARDED_STATE_DICT, whose DTensor shards torch.distributed.checkpoint saves and loads"
-)
+#: Where a bridged root keeps FSDP1's flat-parameter alignment (``use_orig_params``).
+_ALIGNED = "_fsdp1_aligned_dtype"
 
 
 def settings_of_type(
@@ -48,11 +50,7 @@ def settings_of_type(
 ) -> StateDictSettings:
     """FSDP1's settings for a type, with FSDP1's default configs where none is given."""
     if state_dict_type not in _DEFAULT_CONFIGS:
-        raise NotImplementedError(
-            LOCAL_REFUSED
-            if "LOCAL" in str(state_dict_type)
-            else (f"unknown state-dict type {state_dict_type!r}")
-        )
+        raise NotImplementedError(f"unknown state-dict type {state_dict_type!r}")
     model_class, optim_class = _DEFAULT_CONFIGS[state_dict_type]
     return StateDictSettings(
         state_dict_type,
@@ -102,6 +100,10 @@ class FSDP1Methods:
 
         settings = self._fsdp1_settings()
         config = settings.optim_state_dict_config if optim else settings.state_dict_config
+        if settings.state_dict_type == StateDictType.LOCAL_STATE_DICT and not optim:
+            # (FSDP1's optimizer state of a local type is its sharded one, as below.)
+            state = local_state_dict(self, getattr(self, _ALIGNED, None))  # type: ignore[arg-type]
+            return map_tensors(state, torch.Tensor.cpu) if config.offload_to_cpu else state
         full = settings.state_dict_type == StateDictType.FULL_STATE_DICT
         rank0_only = full and getattr(config, "rank0_only", False)
         state = get(StateDictOptions(full_state_dict=full))
@@ -125,7 +127,11 @@ class FSDP1Methods:
             return super().load_state_dict(state_dict, strict=strict, assign=assign)  # type: ignore[misc]
         from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
 
-        full = self._fsdp1_settings().state_dict_type == StateDictType.FULL_STATE_DICT
+        kind = self._fsdp1_settings().state_dict_type
+        if kind == StateDictType.LOCAL_STATE_DICT:
+            aligned = getattr(self, _ALIGNED, None)
+            return load_local_state_dict(self, state_dict, aligned)  # type: ignore[arg-type]
+        full = kind == StateDictType.FULL_STATE_DICT
         options = StateDictOptions(full_state_dict=full, strict=strict)
         # torch's function changes the dict it is given; FSDP1's leaves it as it was.
         return set_model_state_dict(self, map_tensors(state_dict, same), options=options)  # type: ignore[arg-type]
@@ -154,7 +160,9 @@ class _WrappedModule:
         return self  # type: ignore[return-value]
 
 
-def keep_fsdp1_methods(root: nn.Module, group_rank: int) -> None:
+def keep_fsdp1_methods(
+    root: nn.Module, group_rank: int, aligned: torch.dtype | None = None
+) -> None:
     """Give a bridged ``root`` FSDP1's methods (:class:`FSDP1Methods`).
 
     Its class becomes a subclass of FSDP2's, as ``fully_shard`` itself does. ``module``
@@ -164,6 +172,8 @@ def keep_fsdp1_methods(root: nn.Module, group_rank: int) -> None:
     Args:
         root: The root FSDP2 unit the bridge made.
         group_rank: This rank's rank in FSDP1's group (the ``rank0_only`` test).
+        aligned: With ``use_orig_params=True``, the dtype FSDP1 aligns its flat
+            parameters for (the compute dtype); None: no alignment (its default).
     """
     cls = type(root)
     mixins: tuple[type, ...] = (FSDP1Methods,)
@@ -171,6 +181,21 @@ def keep_fsdp1_methods(root: nn.Module, group_rank: int) -> None:
         mixins += (_WrappedModule,)
     root.__class__ = type(f"FSDP1Bridged{cls.__name__}", (*mixins, cls), {})
     object.__setattr__(root, _RANK, group_rank)
+    object.__setattr__(root, _ALIGNED, aligned)
+
+
+def flat_alignment(
+    module: nn.Module, use_orig_params: bool, mixed_precision: Any
+) -> torch.dtype | None:
+    """The dtype FSDP1 aligns ``module``'s flat parameters for, or None (no alignment).
+
+    With ``use_orig_params=True`` FSDP1 starts each parameter on a 16-byte boundary of
+    the compute dtype: the precision's ``param_dtype``, else the parameters' own.
+    """
+    if not use_orig_params:
+        return None
+    own = next((p.dtype for p in module.parameters() if p.is_floating_point()), torch.float32)
+    return getattr(mixed_precision, "param_dtype", None) or own
 
 
 def bridged_roots(module: nn.Module) -> list[FSDP1Methods]:

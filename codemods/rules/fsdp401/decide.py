@@ -290,7 +290,7 @@ def survey(engine: Engine, rule_code: str) -> Survey:
         if local_state_dict(engine, node):
             if not before_fsdp2(engine, node):
                 where = f"`{shown(engine, node)}` at line {line_of(engine, node)}"
-                blockers.append(f"{where}: {NO_LOCAL}")
+                kept.append((where, "local", f"{where}: {NO_LOCAL}"))
             continue
         consumer = fsdp1_consumer(engine, node)
         if consumer is not None and not gated(engine, node):

@@ -41,11 +41,16 @@ KEPT_RECIPES = {
     "module": "the model itself (FSDP2 shards in place)",
     "api": "torch.distributed.checkpoint.state_dict's functions with `StateDictOptions`",
     "fully_shard": "import torch's `fully_shard` under another name",
+    "local": (
+        "SHARDED_STATE_DICT, whose DTensor shards torch.distributed.checkpoint saves and "
+        "loads (LOCAL_STATE_DICT files hold FSDP1's flat layout, which plain FSDP2 cannot read)"
+    ),
 }
 
-#: What FSDP1's ``LOCAL_STATE_DICT`` is spelled as, and why it has no FSDP2 form.
+#: What FSDP1's ``LOCAL_STATE_DICT`` is spelled as, and why plain FSDP2 has no form of it:
+#: the bridge's model writes FSDP1's flat layout (``compat.fsdp2.local_state``).
 LOCAL_STATE_DICT = "StateDictType.LOCAL_STATE_DICT"
-NO_LOCAL = "FSDP2 keeps no flat parameters: use SHARDED_STATE_DICT (DTensor shards)"
+NO_LOCAL = "FSDP2 keeps no flat parameters: the bridge's model writes FSDP1's"
 
 
 def api_call(engine: Engine, node: cst.CSTNode) -> cst.Call | None:
