@@ -264,3 +264,16 @@ def test_the_converted_package_trains_and_resumes_as_fsdp1(package_runs):
         assert legacy["state"].keys() == migrated_run["state"].keys()
         for key, value in legacy["state"].items():
             torch.testing.assert_close(migrated_run["state"][key], value, atol=1e-5, rtol=0)
+
+
+def test_without_the_bridge_a_companion_keeps_the_project_fsdp1(tmp_path):
+    # The companion's checks count on FSDP1's methods, which only the bridge's model
+    # keeps: with the bridge off, the wrapper call stays for a human, and so the check.
+    helper = FSDP1 + "\n\ndef is_sharded(model):\n    return isinstance(model, FSDP)\n"
+    _project(tmp_path, {"lib.py": LIBRARY, "helper.py": helper})
+    report = tmp_path / "report.json"
+    flags = ["--check", "--unsafe-fixes", "--extend-select", "FSDP4", "--no-fsdp2-bridge"]
+    migrate([*flags, "--report", str(report), str(tmp_path)])
+    files = json.loads(report.read_text())["files"]
+    (finding,) = [x for f in files for x in f["findings"] if x["code"] == "FSDP401"]
+    assert not finding["fixed"] and "helper.py:5: `isinstance(..., FSDP)`" in finding["withheld"]
