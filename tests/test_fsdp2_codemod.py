@@ -518,6 +518,32 @@ def test_fsdp1s_module_list_becomes_the_fsdp_module_instances(where, argument):
     assert "fsdp_modules" not in new and "FullyShardedDataParallel" not in new
 
 
+def test_a_units_wrapped_module_in_a_loop_is_the_unit_itself():
+    # FSDP1's unit wraps the module it shards; FSDP2 shards it in place, same class.
+    new, findings = _migrate(
+        "model = FSDP(model, auto_wrap_policy={Block})\n"
+        "for unit in FSDP.fsdp_modules(model):\n"
+        "    if isinstance(unit.module, Block):  # a block\n"
+        "        print(unit.module.fc1.weight.shape)\n"
+    )
+    assert findings[0].fixed
+    assert new.endswith(
+        "    if isinstance(unit, Block):  # a block\n        print(unit.fc1.weight.shape)\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "loop",
+    [
+        "names = [type(u.module) for u in FSDP.fsdp_modules(model)]\n",  # visited first
+        "for unit in FSDP.fsdp_modules(model):\n    print(unit.sharding_strategy)\n",
+    ],
+)
+def test_other_reads_of_a_units_fsdp1_state_keep_the_file_fsdp1(loop):
+    new, findings = _migrate("model = FSDP(model, auto_wrap_policy={Block})\n" + loop)
+    assert new is None and "the loop reads FSDP1's state of each unit" in findings[0].withheld
+
+
 def test_no_sync_becomes_the_fsdp2_switch_turned_back_on_in_finally():
     new, findings = _migrate(
         "model = FSDP(model, auto_wrap_policy={Block})\n"

@@ -353,7 +353,23 @@ RULES = (
                 _IMPORT + "\n"
                 "model = FSDP(model)\n"
                 "for unit in FSDP.fsdp_modules(model):\n"
-                "    print(unit.module)\n"
+                "    print(unit.sharding_strategy)\n"
+            ),
+            Example(
+                # FSDP1's unit wraps the module it shards; FSDP2 shards it in place.
+                before=(
+                    _IMPORT + "\n"
+                    "model = FSDP(model)\n"
+                    "for unit in FSDP.fsdp_modules(model):\n"
+                    "    print(type(unit.module))\n"
+                ),
+                after=(
+                    "from torch.distributed.fsdp import FSDPModule, fully_shard\n\n"
+                    "model = fully_shard(model)\n"
+                    "for unit in [submodule for submodule in model.modules() "
+                    "if isinstance(submodule, FSDPModule)]:\n"
+                    "    print(type(unit))\n"
+                ),
             ),
             Example(
                 # `fully_shard` is the old composable API here: plain code would rebind it,

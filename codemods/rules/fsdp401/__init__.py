@@ -35,7 +35,7 @@ from codemods.rules.api import Behaviour, Detector, Engine
 from codemods.rules.fsdp401.companion import companion_detail
 from codemods.rules.fsdp401.dead import dead_bindings
 from codemods.rules.fsdp401.decide import survey
-from codemods.rules.fsdp401.kept import FSDP1_API
+from codemods.rules.fsdp401.kept import FSDP1_API, unit_modules
 from codemods.rules.fsdp401.lookups import ISINSTANCE, fresh
 from codemods.rules.fsdp401.outcome import Bridged, Conversion, Survey
 from codemods.rules.fsdp401.text import bound_first, statements_before
@@ -258,6 +258,8 @@ def _module_listing(
     if not engine.report(original, rule, quiet=True):
         return updated
     _use_fsdp_module(engine, [original.func])
+    for wrapped in unit_modules(engine, original):  # in the loop's body: visited later
+        engine.replace(wrapped, lambda updated: updated.value)
     var = fresh(engine, "submodule")
     target = engine.module.code_for_node(updated.args[0].value)
     text = f"[{var} for {var} in {target}.modules() if isinstance({var}, FSDPModule)]"

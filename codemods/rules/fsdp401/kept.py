@@ -154,7 +154,9 @@ def loop_reads_fsdp1_state(engine: Engine, listing: cst.Call, fsdp1_only: tuple[
     """Whether ``for unit in FSDP.fsdp_modules(m)`` reads FSDP1's state of each unit.
 
     FSDP2's units (the comprehension that replaces the listing) have none of FSDP1's
-    attributes (``unit.module``, ``unit._handle``, ``unit.sharding_strategy``).
+    attributes (``unit._handle``, ``unit.sharding_strategy``). ``unit.module`` in a
+    ``for`` statement's body is no such read: it becomes ``unit``
+    (:func:`unit_modules`).
     """
     loop = engine.parent(listing)
     if isinstance(loop, (cst.For, cst.CompFor)) and loop.iter is listing:
@@ -168,9 +170,32 @@ def loop_reads_fsdp1_state(engine: Engine, listing: cst.Call, fsdp1_only: tuple[
         value = node.value
         if isinstance(value, cst.Name) and value.value == target.value:
             attr = node.attr.value
+            if attr == "module" and isinstance(loop, cst.For):
+                continue
             if attr in fsdp1_only or attr.startswith("_"):
                 return True
     return False
+
+
+def unit_modules(engine: Engine, listing: cst.Call) -> list[cst.Attribute]:
+    """In ``for unit in FSDP.fsdp_modules(m):``, each ``unit.module`` of the loop's body.
+
+    FSDP1's unit wraps the module it shards (``unit.module``); FSDP2 shards the module in
+    place, so on FSDP2 the unit is that module, of the same class.
+    """
+    loop = engine.parent(listing)
+    if not (isinstance(loop, cst.For) and loop.iter is listing):
+        return []
+    target = loop.target
+    if not isinstance(target, cst.Name):
+        return []
+    return [
+        node
+        for node in find_all(loop.body, lambda n: isinstance(n, cst.Attribute))
+        if node.attr.value == "module"
+        and isinstance(node.value, cst.Name)
+        and node.value.value == target.value
+    ]
 
 
 def kept_reason(kept: list[tuple[str, str]]) -> str:
