@@ -262,6 +262,12 @@ def _both(rank: int, world_size: int, folder: str) -> dict[str, Any]:
     with FullyShardedDataParallel.state_dict_type(model, StateDictType.SHARDED_STATE_DICT):
         state = model.state_dict()
     results["fsdp1s-class-sharded"] = all(hasattr(v, "to_local") for v in state.values())
+    # On an inner unit (no bridged root in it) FSDP1's own summon runs, as before the
+    # rewrite: it finds no FSDP1 unit there and leaves the DTensors as they are.
+    with FSDP1Api.summon_full_params(model.blocks[0]):
+        results["inner-summoned"] = type(model.blocks[0].fc1.weight).__name__
+    with FullyShardedDataParallel.summon_full_params(model.blocks[0]):
+        results["inner-summoned-by-fsdp1"] = type(model.blocks[0].fc1.weight).__name__
     results["rank"] = dist.get_rank()
     return results
 
@@ -374,6 +380,12 @@ def test_a_local_state_dict_resumes_training_exactly(runs):
 def test_a_local_checkpoint_fsdp1_wrote_loads_into_a_bridged_model(runs):
     for result in runs:
         _same(result["fsdp1-local-written"], result["bridge-local-read"], "local")
+
+
+@pytest.mark.distributed
+def test_summoning_an_inner_unit_is_fsdp1s_own(runs):
+    for result in runs:
+        assert result["inner-summoned"] == result["inner-summoned-by-fsdp1"] == "DTensor"
 
 
 @pytest.mark.distributed

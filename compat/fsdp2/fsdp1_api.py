@@ -49,6 +49,9 @@ FSDP1                              On a bridged model
 =================================  ===================================================
 
 The calls on a real FSDP1 model go to FSDP1's own, so code that mixes both keeps working.
+So does ``summon_full_params`` on a module that holds no bridged root (an inner unit, a
+plain module), as before the rewrite: FSDP1's own finds no FSDP1 unit there and does
+nothing, which code written for both generations counts on.
 Once a model is bridged, FSDP1's own class calls (``FullyShardedDataParallel.
 state_dict_type`` and the others above) take it too, by the same route: code in modules
 the rewrite did not touch, and libraries written for FSDP1 (a checkpointing library's
@@ -69,7 +72,7 @@ from torch.distributed.fsdp import FullyShardedDataParallel, StateDictSettings, 
 from compat.fsdp.fallbacks import map_tensors
 from compat.fsdp2.fsdp1_methods import (
     SETTINGS_ATTRIBUTE,
-    bridged_roots,
+    fsdp1_answers,
     holds_fsdp1,
     own_copy,
     roots_for,
@@ -154,7 +157,7 @@ class FSDP1Api:
         part, as with FSDP1, but the parts differ: FSDP1 keeps a slice of its flattened
         parameters, the bridge its rows of each parameter.
         """
-        if holds_fsdp1(module):
+        if fsdp1_answers(module):
             with _fsdp1_call("summon_full_params")(
                 module, recurse, writeback, rank0_only, offload_to_cpu, with_grads
             ):
@@ -375,7 +378,7 @@ def _routed(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
         # The model comes first, or second after the state dict (the legacy loads).
         given = [*args[:2], kwargs.get("module"), kwargs.get("model")]
         model = next((value for value in given if isinstance(value, nn.Module)), None)
-        if model is not None and bridged_roots(model) and not holds_fsdp1(model):
+        if model is not None and not fsdp1_answers(model):
             return getattr(FSDP1Api, name)(*args, **kwargs)
         return original(*args, **kwargs)
 

@@ -208,6 +208,11 @@ def holds_fsdp1(module: nn.Module) -> bool:
     return any(isinstance(m, FullyShardedDataParallel) for m in module.modules())
 
 
+def fsdp1_answers(module: nn.Module) -> bool:
+    """Whether FSDP1's own class call takes ``module``: an FSDP1 model, or no bridged one."""
+    return holds_fsdp1(module) or not bridged_roots(module)
+
+
 def roots_for(module: nn.Module, call: str) -> list[FSDP1Methods]:
     """The bridged roots :class:`FSDP1Api`'s ``call`` acts on; TypeError where none is."""
     roots = bridged_roots(module)
