@@ -613,6 +613,43 @@ def test_an_unpaired_check_keeps_a_file_that_names_fsdp2s_class_fsdp1(partner):
     assert new is None and "`FSDPModule` is a name here" in findings[0].withheld
 
 
+DISPATCH = (
+    "from torch.distributed.fsdp import FSDPModule\n"
+    "from torch.distributed.fsdp._runtime_utils import _lazy_init\n"
+    "model = FSDP(model, auto_wrap_policy={Block})\n\n\n"
+    "def fsdp_version(model):\n"
+    "    if isinstance(model, FSDP):\n"
+    "        return 1\n"
+    "    elif isinstance(model, FSDPModule):\n"
+    "        return 2\n"
+    "    return 0\n\n\n"
+    "def offload(model):\n"
+    "    if fsdp_version(model) == ANSWER:\n"
+    "        offload_fsdp2(model)\n"
+    "LEAVE"
+    "    assert isinstance(model, FSDP)\n"
+    "    _lazy_init(model, model)\n"
+)
+
+
+def test_fsdp1_code_after_an_fsdp2_models_return_is_left_as_written():
+    # verl's offload helpers: FSDP2 models return first, FSDP1's internals come after.
+    new, findings = _migrate(DISPATCH.replace("ANSWER", "2").replace("LEAVE", "        return\n"))
+    assert findings[0].fixed, findings[0].withheld
+    assert "    assert isinstance(model, FSDP)\n    _lazy_init(model, model)\n" in new
+
+
+@pytest.mark.parametrize(
+    ("answer", "leave"),
+    [(1, "        return\n"), (2, "")],
+    ids=["the-fsdp1-answer", "no-return"],
+)
+def test_fsdp1_code_an_fsdp2_model_may_reach_still_counts(answer, leave):
+    new, findings = _migrate(DISPATCH.replace("ANSWER", str(answer)).replace("LEAVE", leave))
+    assert new is None and "`_lazy_init` at line" in findings[0].withheld
+    assert "is FSDP1's internals" in findings[0].withheld
+
+
 OLD_ORDER = (
     "        return FSDP.optim_state_dict_to_load(osd, model, optim)\n"
     "    return FSDP.optim_state_dict_to_load(model, optim, osd)\n"

@@ -14,7 +14,7 @@ from codemods.registry.names import COMPOSABLE_FSDP, TORCH_FSDP
 from codemods.rules.api import Engine
 from codemods.rules.fsdp401.arguments import translate
 from codemods.rules.fsdp401.companion import companion_blockers
-from codemods.rules.fsdp401.fsdp2_aware import paired_with_fsdp2
+from codemods.rules.fsdp401.fsdp2_aware import dispatched_away, paired_with_fsdp2
 from codemods.rules.fsdp401.kept import (
     BRIDGE_KEEPS,
     NO_LOCAL,
@@ -278,6 +278,7 @@ def survey(engine: Engine, rule_code: str) -> Survey:
                 bound.setdefault(key, []).append((line_of(engine, call), id(call)))
     funcs = {id(call.func) for call in calls}
     checks = set()
+    tested = set()  # the checks that are isinstance tests (not annotations)
     lists = set()
     api_calls = set()
     # What only the bridge's model answers: where, its kind, why it blocks without it.
@@ -296,17 +297,25 @@ def survey(engine: Engine, rule_code: str) -> Survey:
         if consumer is not None and not gated(engine, node):
             blockers.append(f"`{shown(engine, node)}` at line {line_of(engine, node)}: {consumer}")
             continue
-        if fsdp1_internals(engine, node) and not gated(engine, node):
+        if (
+            fsdp1_internals(engine, node)
+            and not gated(engine, node)
+            and not dispatched_away(engine, node)
+        ):
             where = f"`{shown(engine, node)}` at line {line_of(engine, node)}"
             blockers.append(f"{where} is FSDP1's internals, which FSDP2 models do not have")
             continue
         if fsdp1_reference(engine, node):
-            if before_fsdp2(engine, node) or (
-                tested_class(engine, node) and paired_with_fsdp2(engine, node)
+            if (
+                before_fsdp2(engine, node)
+                or (tested_class(engine, node) and paired_with_fsdp2(engine, node))
+                or dispatched_away(engine, node)
             ):
                 continue  # never reached by a converted model: left as written
             if (tested_class(engine, node) or annotates(engine, node)) and not gated(engine, node):
                 checks.add(id(node))
+                if tested_class(engine, node):
+                    tested.add(id(node))
                 continue
             listing = module_list(engine, node)
             if listing is not None and not gated(engine, node):
@@ -343,7 +352,7 @@ def survey(engine: Engine, rule_code: str) -> Survey:
         blockers.append(f"{where}: {why}")
     if any(isinstance(c, Conversion) for c in conversions.values()) and _other_fully_shard(engine):
         kept.append(("`fully_shard`", "fully_shard", "`fully_shard` is a name of another API here"))
-    if (checks or lists) and fresh(engine, "FSDPModule") != "FSDPModule":
+    if (tested or lists) and fresh(engine, "FSDPModule") != "FSDPModule":
         # Such a file tells FSDP1 models from FSDP2 ones already (`isinstance(m, FSDP)`
         # then `elif isinstance(m, FSDPModule)`): rewriting its FSDP1 checks would send
         # every FSDP2 model down the FSDP1 branch.

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from codemods.rules.api import Engine
 from codemods.rules.fsdp401.companion import branch_of
-from codemods.rules.fsdp401.lookups import ISINSTANCE
+from codemods.rules.fsdp401.lookups import ISINSTANCE, fsdp1_reference
 from codemods.syntax.cst_nodes import find_all
 from codemods.syntax.lazy_libcst import cst
 
@@ -65,3 +65,115 @@ def paired_with_fsdp2(engine: Engine, check: cst.CSTNode) -> bool:
         return False
     subject, branch = found
     return any(_tests_fsdp2(engine, link.test, subject) for link in _chain(engine, branch))
+
+
+def _fsdp2_answer(engine: Engine, function: cst.FunctionDef) -> object:
+    """What a file's ``fsdp_version(model)``-like function returns for an FSDP2 model.
+
+    Its body must be one ``if``/``elif`` chain on its first parameter whose
+    ``isinstance(param, FSDPModule)`` branch is ``return <constant>``, after tests for
+    FSDP1's class only (which an FSDP2 model fails); anything else answers nothing
+    (``_NO_ANSWER``).
+    """
+    params = function.params.params
+    if not params or not function.body.body or not isinstance(function.body.body[0], cst.If):
+        return _NO_ANSWER
+    name = params[0].name.value
+    link: cst.BaseSuite | cst.If | cst.Else | None = function.body.body[0]
+    while isinstance(link, cst.If):
+        kind = _isinstance_of(link.test, name)
+        if kind is None:
+            return _NO_ANSWER
+        if not _names_fsdp2(engine, kind):
+            if not fsdp1_reference(engine, kind):
+                return _NO_ANSWER  # a test an FSDP2 model may pass first
+            link = link.orelse
+            continue
+        body = link.body.body
+        line = body[0] if len(body) == 1 else None
+        returned = line.body[0] if isinstance(line, cst.SimpleStatementLine) else None
+        value = getattr(returned, "value", None)
+        if isinstance(returned, cst.Return) and isinstance(value, (cst.Integer, cst.SimpleString)):
+            return value.value
+        return _NO_ANSWER
+    return _NO_ANSWER
+
+
+_NO_ANSWER = object()
+
+
+def _isinstance_of(test: cst.BaseExpression, name: str) -> cst.BaseExpression | None:
+    """The class in ``isinstance(name, Class)``, where ``test`` is that."""
+    if not (isinstance(test, cst.Call) and isinstance(test.func, cst.Name)):
+        return None
+    if test.func.value != "isinstance" or len(test.args) != 2:
+        return None
+    subject, kind = test.args[0].value, test.args[1].value
+    if not (isinstance(subject, cst.Name) and subject.value == name):
+        return None
+    return kind if isinstance(kind, (cst.Name, cst.Attribute)) else None
+
+
+def _ends_the_function(body: cst.BaseSuite) -> bool:
+    last = body.body[-1] if isinstance(body, cst.IndentedBlock) and body.body else None
+    if isinstance(last, cst.SimpleStatementLine):
+        return isinstance(last.body[-1], (cst.Return, cst.Raise))
+    return False
+
+
+def dispatched_away(engine: Engine, node: cst.CSTNode) -> bool:
+    """Whether FSDP2 models return from ``node``'s function before it runs.
+
+    The idiom of projects that met FSDP2 (verl's offload helpers)::
+
+        def offload(model):
+            if fsdp_version(model) == 2:
+                return offload_fsdp2(model)
+            assert isinstance(model, FSDP)  # FSDP1 only from here
+            _lazy_init(model, model)
+
+    where ``fsdp_version`` is a function of the same file whose ``isinstance(model,
+    FSDPModule)`` branch returns that constant, and ``model`` is a parameter of the
+    function. A converted model is an ``FSDPModule``, so it never reaches ``node``.
+    """
+    # The statement of the function's own body that holds ``node``, and the function.
+    statement, block = node, engine.parent(node)
+    while block is not None and not (
+        isinstance(block, cst.IndentedBlock) and isinstance(engine.parent(block), cst.FunctionDef)
+    ):
+        statement, block = block, engine.parent(block)
+    if block is None:
+        return False
+    function = engine.parent(block)
+    body = list(block.body)
+    index = next((i for i, s in enumerate(body) if s is statement), None)
+    if index is None:
+        return False
+    params = {p.name.value for p in function.params.params}
+    answers = engine.scratch.get("FSDP401-fsdp2-answers")
+    if answers is None:
+        answers = engine.scratch["FSDP401-fsdp2-answers"] = {
+            s.name.value: _fsdp2_answer(engine, s)
+            for s in engine.module.body
+            if isinstance(s, cst.FunctionDef)
+        }
+    for earlier in body[:index]:
+        if not isinstance(earlier, cst.If) or earlier.orelse is not None:
+            continue
+        test = earlier.test
+        if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+            continue
+        if not isinstance(test.comparisons[0].operator, cst.Equal):
+            continue
+        call, constant = test.left, test.comparisons[0].comparator
+        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Name)):
+            continue
+        if not (len(call.args) == 1 and isinstance(call.args[0].value, cst.Name)):
+            continue
+        if call.args[0].value.value not in params:
+            continue
+        answer = answers.get(call.func.value, _NO_ANSWER)
+        same = isinstance(constant, (cst.Integer, cst.SimpleString)) and constant.value == answer
+        if same and _ends_the_function(earlier.body):
+            return True
+    return False
