@@ -15,7 +15,9 @@ back into each parameter's ``DTensor`` rows. The layout is FSDP1's:
   the part short of ``N`` as a ``ShardedTensor`` of global size ``N`` at offset ``r * c``.
 
 Buffers and extra states (``get_extra_state()``) are in the state dict whole, as in
-FSDP1's.
+FSDP1's. Unlike FSDP1's, the tensors are copies, not views of the parameters: values
+written into them in place (``torch.distributed.checkpoint.load``) reach the model
+through ``load_state_dict``, as torch's recipes do it.
 """
 
 from __future__ import annotations
