@@ -64,7 +64,8 @@ def run(
     Raises:
         libcst.ParserSyntaxError: If the source does not parse.
     """
-    if settings.fix and prune:
+    # A companion's checks (FSDP401) are nothing the ``ast`` detector sees: run it whole.
+    if settings.fix and prune and not settings.fsdp1_companion:
         from codemods.engine.pruning import survey
 
         found = survey(source, settings, detection)
