@@ -277,3 +277,14 @@ def test_without_the_bridge_a_companion_keeps_the_project_fsdp1(tmp_path):
     files = json.loads(report.read_text())["files"]
     (finding,) = [x for f in files for x in f["findings"] if x["code"] == "FSDP401"]
     assert not finding["fixed"] and "helper.py:5: `isinstance(..., FSDP)`" in finding["withheld"]
+
+
+def test_a_companion_with_only_an_isinstance_check_is_rewritten(tmp_path):
+    # No FSDP1 call in it for the ``ast`` detector to hand to libcst: it runs whole.
+    helper = FSDP1 + "\n\ndef clip(model):\n    if isinstance(model, FSDP):\n"
+    helper += "        return model.clip_grad_norm_(1.0)\n    return None\n"
+    _project(tmp_path, {"lib.py": LIBRARY, "helper.py": helper})
+    migrate(["--unsafe-fixes", "--extend-select", "FSDP4", str(tmp_path)])
+    text = (tmp_path / "helper.py").read_text()
+    assert "    if isinstance(model, FSDPModule):\n" in text
+    assert "fully_shard_like_fsdp1(" in (tmp_path / "lib.py").read_text()
