@@ -650,6 +650,22 @@ def test_fsdp1_code_an_fsdp2_model_may_reach_still_counts(answer, leave):
     assert "is FSDP1's internals" in findings[0].withheld
 
 
+def test_fsdp1_code_after_a_return_on_a_check_that_becomes_fsdp2s_is_left():
+    # torchtnt's _is_fsdp_module: the check becomes FSDPModule, so a converted model
+    # returns before the composable-FSDP1 probe that follows.
+    new, findings = _migrate(
+        "from torch.distributed.fsdp._common_utils import _FSDPState\n"
+        "model = FSDP(model, auto_wrap_policy={Block})\n\n\n"
+        "def is_fsdp(module):\n"
+        "    if isinstance(module, FSDP):\n"
+        "        return True\n"
+        "    return isinstance(state_of(module), _FSDPState)\n"
+    )
+    assert findings[0].fixed, findings[0].withheld
+    assert "    if isinstance(module, FSDPModule):\n        return True\n" in new
+    assert "_FSDPState)\n" in new
+
+
 OLD_ORDER = (
     "        return FSDP.optim_state_dict_to_load(osd, model, optim)\n"
     "    return FSDP.optim_state_dict_to_load(model, optim, osd)\n"

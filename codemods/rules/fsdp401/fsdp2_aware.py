@@ -121,10 +121,34 @@ def _ends_the_function(body: cst.BaseSuite) -> bool:
     return False
 
 
+def _returns_on_fsdp1_check(engine: Engine, branch: cst.If, params: set[str]) -> bool:
+    """``if isinstance(param, FSDP): ... return`` in a file whose checks become FSDP2's.
+
+    A file that does not name ``FSDPModule`` has its checks rewritten to it, so a
+    converted model returns there (torchtnt's ``_is_fsdp_module``).
+    """
+    from codemods.rules.fsdp401.lookups import fresh
+
+    test = branch.test
+    if not (isinstance(test, cst.Call) and len(test.args) == 2):
+        return False
+    subject = test.args[0].value
+    if not (isinstance(subject, cst.Name) and subject.value in params):
+        return False
+    kind = _isinstance_of(test, subject.value)
+    return (
+        kind is not None
+        and fsdp1_reference(engine, kind)
+        and fresh(engine, FSDP2_CLASS) == FSDP2_CLASS
+        and _ends_the_function(branch.body)
+    )
+
+
 def dispatched_away(engine: Engine, node: cst.CSTNode) -> bool:
     """Whether FSDP2 models return from ``node``'s function before it runs.
 
-    The idiom of projects that met FSDP2 (verl's offload helpers)::
+    The idiom of projects that met FSDP2 (verl's offload helpers), or an early return
+    on a check for FSDP1's class that the conversion makes a check for FSDP2's::
 
         def offload(model):
             if fsdp_version(model) == 2:
@@ -160,6 +184,8 @@ def dispatched_away(engine: Engine, node: cst.CSTNode) -> bool:
     for earlier in body[:index]:
         if not isinstance(earlier, cst.If) or earlier.orelse is not None:
             continue
+        if _returns_on_fsdp1_check(engine, earlier, params):
+            return True
         test = earlier.test
         if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
             continue
