@@ -195,7 +195,8 @@ def _units(model: Any) -> list[str]:
     return sorted(clean_name(n) for n, m in model.named_modules() if isinstance(m, kinds))
 
 
-def _train_both(rank: int, world_size: int, root: str) -> dict[str, Any]:
+def _train_copies(rank: int, world_size: int, root: str, steps: int) -> dict[str, Any]:
+    """Each copy's ``train.main``: its units, the lists of numbers it returns, its state."""
     import importlib
     import sys
 
@@ -204,40 +205,60 @@ def _train_both(rank: int, world_size: int, root: str) -> dict[str, Any]:
     sys.path.insert(0, root)
     results = {}
     for name in ("legacy", "migrated"):
-        train = importlib.import_module(f"{name}.train")
-        model, losses, drifted, resumed = train.main(rank, STEPS)
+        model, *runs = importlib.import_module(f"{name}.train").main(rank, steps)
         full = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True))
         results[name] = {
             "units": _units(model),
-            "losses": losses,
-            "drifted": drifted,
-            "resumed": resumed,
+            "runs": runs,
             "state": {k: v.detach().float().cpu().clone() for k, v in full.items()},
         }
     return results
 
 
-@pytest.fixture(scope="module")
-def package(tmp_path_factory) -> Path:
-    """The package as written (``legacy``) and migrated with FSDP4 (``migrated``)."""
-    root = tmp_path_factory.mktemp("packages")
+def _same_training(results: list[dict[str, Any]]) -> None:
+    """The migrated copy trained as the legacy one: units, every number, the state."""
+    import torch
+
+    for result in results:
+        legacy, migrated_run = result["legacy"], result["migrated"]
+        assert migrated_run["units"] == legacy["units"] and len(legacy["units"]) == 5
+        assert len(migrated_run["runs"]) == len(legacy["runs"])
+        for mine, theirs in zip(migrated_run["runs"], legacy["runs"]):
+            assert mine == pytest.approx(theirs, rel=1e-5)
+        assert legacy["state"].keys() == migrated_run["state"].keys()
+        for key, value in legacy["state"].items():
+            torch.testing.assert_close(migrated_run["state"][key], value, atol=1e-5, rtol=0)
+
+
+def _runs_on_cpu() -> None:
+    import torch
+
+    from compat.fsdp2.availability import fsdp2_on_cpu
+
+    if not fsdp2_on_cpu() and not torch.cuda.is_available():
+        pytest.skip("the bridge's CPU runs need torch >= 2.7")
+
+
+def _copies(root: Path, source: Path) -> Path:
+    """``source`` as written (``legacy``) and migrated with FSDP4 (``migrated``), in ``root``."""
     for name in ("legacy", "migrated"):
-        shutil.copytree(PACKAGE, root / name)
+        shutil.copytree(source, root / name)
     (root / "pyproject.toml").write_text('[project]\nname = "p"\ndependencies = ["torch>=2.6"]\n')
     migrate(["--unsafe-fixes", "--extend-select", "FSDP4", str(root / "migrated")])
     return root
 
 
 @pytest.fixture(scope="module")
-def package_runs(package) -> list[dict[str, Any]]:
-    import torch
+def package(tmp_path_factory) -> Path:
+    return _copies(tmp_path_factory.mktemp("packages"), PACKAGE)
 
-    from compat.fsdp2.availability import fsdp2_on_cpu
+
+@pytest.fixture(scope="module")
+def package_runs(package) -> list[dict[str, Any]]:
     from tests import distributed
 
-    if not fsdp2_on_cpu() and not torch.cuda.is_available():
-        pytest.skip("the bridge's CPU runs need torch >= 2.7")
-    return distributed.run(_train_both, str(package), world_size=2, timeout=300)
+    _runs_on_cpu()
+    return distributed.run(_train_copies, str(package), STEPS, world_size=2, timeout=300)
 
 
 def test_the_package_is_converted_together(package):
@@ -252,18 +273,10 @@ def test_the_package_is_converted_together(package):
 
 @pytest.mark.distributed
 def test_the_converted_package_trains_and_resumes_as_fsdp1(package_runs):
-    import torch
-
+    _same_training(package_runs)  # losses, then two steps, then the same two resumed
     for result in package_runs:
-        legacy, migrated_run = result["legacy"], result["migrated"]
-        assert migrated_run["units"] == legacy["units"] and len(legacy["units"]) == 5
-        for key in ("losses", "drifted", "resumed"):
-            assert migrated_run[key] == pytest.approx(legacy[key], rel=1e-5), key
-        # the scattered optimizer state resumes training exactly where it was saved
-        assert migrated_run["resumed"] == pytest.approx(migrated_run["drifted"], rel=1e-6)
-        assert legacy["state"].keys() == migrated_run["state"].keys()
-        for key, value in legacy["state"].items():
-            torch.testing.assert_close(migrated_run["state"][key], value, atol=1e-5, rtol=0)
+        _, drifted, resumed = result["migrated"]["runs"]
+        assert resumed == pytest.approx(drifted, rel=1e-6)  # the scattered state resumes
 
 
 def test_without_the_bridge_a_companion_keeps_the_project_fsdp1(tmp_path):
@@ -288,3 +301,46 @@ def test_a_companion_with_only_an_isinstance_check_is_rewritten(tmp_path):
     text = (tmp_path / "helper.py").read_text()
     assert "    if isinstance(model, FSDPModule):\n" in text
     assert "fully_shard_like_fsdp1(" in (tmp_path / "lib.py").read_text()
+
+
+#: A trainer of our own writing in the shape of projects that added FSDP2 beside FSDP1
+#: (verl's): a strategy from the config, a version helper, helpers that return early
+#: for FSDP2 models and pair their FSDP1 checks with FSDP2's.
+DISPATCH = Path(__file__).parent / "fixtures" / "fsdp2_dispatch_project"
+
+
+@pytest.fixture(scope="module")
+def dispatch_package(tmp_path_factory) -> Path:
+    return _copies(tmp_path_factory.mktemp("dispatch"), DISPATCH)
+
+
+def test_a_project_that_knows_fsdp2_keeps_its_own_dispatch(dispatch_package):
+    migrated, legacy = dispatch_package / "migrated", dispatch_package / "legacy"
+    assert "model = fully_shard_like_fsdp1(\n" in (migrated / "train.py").read_text()
+    # Its helpers answer FSDP2 models already: nothing in them changes.
+    assert (migrated / "helpers.py").read_text() == (legacy / "helpers.py").read_text()
+
+
+@pytest.mark.distributed
+def test_the_bridged_model_takes_the_projects_fsdp2_path_as_fsdp1(dispatch_package):
+    from tests import distributed
+
+    _runs_on_cpu()
+    _same_training(distributed.run(_train_copies, str(dispatch_package), STEPS + 1, world_size=2))
+
+
+def test_a_companion_with_nothing_to_rewrite_still_says_why_it_stays(tmp_path):
+    # Its one check is paired with FSDP2's (left as written), but FSDP1's internals
+    # follow for every model: the project stays FSDP1, and the reason is named.
+    helper = (
+        FSDP1 + "from torch.distributed.fsdp import FSDPModule\n"
+        "from torch.distributed.fsdp._runtime_utils import _lazy_init\n\n\n"
+        "def prepare(model):\n"
+        "    if isinstance(model, FSDP):\n        pass\n"
+        "    elif isinstance(model, FSDPModule):\n        pass\n"
+        "    _lazy_init(model, model)\n"
+    )
+    _project(tmp_path, {"lib.py": LIBRARY, "helper.py": helper})
+    (finding,) = _fsdp401(tmp_path, ".")
+    assert not finding["fixed"]
+    assert "which stays FSDP1: `_lazy_init` at line 11 is FSDP1's internals" in finding["withheld"]

@@ -159,8 +159,8 @@ class Choices:
         found = self._fsdp401_findings(path, fsdp1_companion=sites)
         if found is None:
             return "it cannot be read"
-        if any(f.fixed for f in found):
-            return None
+        if not found or any(f.fixed for f in found):
+            return None  # rewritten, or nothing to rewrite: its checks answer FSDP2 already
         withheld = [f.withheld for f in found if f.withheld]
         return withheld[0].removeprefix("fix withheld: ") if withheld else "nothing to rewrite"
 

@@ -386,6 +386,8 @@ def survey(engine: Engine, rule_code: str) -> Survey:
             # FSDP1Api.state_dict_type sets for them: those calls stay as written.
             uses[key] = [use for use in uses[key] if use.method not in CHANGED_MEANING]
     rewritten = [n for n in find_all(module, lambda n: id(n) in checks | lists | api_calls)]
+    if companion and not rewritten and blockers:  # why it stays needs a finding to say
+        rewritten = find_all(module, lambda n: fsdp1_reference(engine, n))
     first = min(rewritten, key=lambda n: _source_order(engine, n), default=None)
     return Survey(
         conversions,
