@@ -148,13 +148,29 @@ class ProjectFsdp1Checks:
                 files converted with the project's calls, which count on it), rather
                 than the checks no FSDP2 model satisfies.
         """
+        found = self._kept_elsewhere(path, api)
+        return tuple(
+            f"{_shown(other, root)}:{line}: `{text}`"
+            for other, root, uses in found
+            for line, text in uses
+        )
+
+    def elsewhere_why(self, path: str | Path) -> str | None:
+        """Why the file of the first of :meth:`elsewhere`'s checks stays FSDP1."""
+        found = self._kept_elsewhere(path, api=False)
+        return self._why.get(found[0][0]) if found else None
+
+    def _kept_elsewhere(
+        self, path: str | Path, api: bool
+    ) -> list[tuple[Path, Path | None, list[tuple[int, str]]]]:
+        """:meth:`elsewhere`'s files in order, each with its project root and its uses."""
         by_file = {**self._by_file, **self._api_by_file} if api else self._by_file
         if not by_file:
-            return ()
+            return []
         try:
             resolved = Path(path).resolve()
         except (OSError, RuntimeError):
-            return ()
+            return []
         root = find_project_root(resolved)
         found = []
         for other in sorted(by_file):
@@ -167,20 +183,9 @@ class ProjectFsdp1Checks:
                     uses = sorted(uses + self._by_file.get(other, []))
             else:
                 uses = [] if converted else self._by_file[other]
-            found += [f"{_shown(other, root)}:{line}: `{text}`" for line, text in uses]
-        return tuple(found)
-
-    def elsewhere_why(self, path: str | Path) -> str | None:
-        """Why the file of the first of :meth:`elsewhere`'s checks stays FSDP1."""
-        found = self.elsewhere(path)
-        if not found:
-            return None
-        first = found[0].split(":", 1)[0]
-        root = find_project_root(Path(path).resolve())
-        for other, why in self._why.items():
-            if self._root[other] == root and _shown(other, root) == first:
-                return why
-        return None
+            if uses:
+                found.append((other, root, uses))
+        return found
 
     def companion(self, path: str | Path) -> tuple[str, ...]:
         """For a file converted with its project's wrapper calls: those calls (``file:line``).

@@ -127,9 +127,8 @@ class Fsdp401(Behaviour):
         withheld = f"fix withheld: {found.blocker}" if found.blocker else None
         if found.companion is not None:
             # No wrapper call of its own to carry the finding: its first rewrite does.
-            first = find_all(node, lambda n: id(n) == found.companion)[0]
             detail = companion_detail(engine)
-            engine.report(first, self.rule, detail=detail, withheld=withheld)
+            engine.report(found.companion, self.rule, detail=detail, withheld=withheld)
         for conversion in found.conversions.values():
             if not isinstance(conversion, Conversion):
                 continue

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from codemods.rules.api import Engine
 from codemods.rules.fsdp401.kept import BRIDGE_KEEPS
-from codemods.rules.fsdp401.lookups import line_of
+from codemods.rules.fsdp401.lookups import fsdp1_reference, line_of, source_order
 from codemods.rules.fsdp401.values import shown
 from codemods.syntax.cst_nodes import find_all
 from codemods.syntax.lazy_libcst import cst
@@ -78,3 +78,15 @@ def companion_detail(engine: Engine) -> str:
     sites = engine.settings.fsdp1_companion
     more = f" (and {len(sites) - 1} more)" if len(sites) > 1 else ""
     return f"{FOLLOWS} {sites[0]}{more}: its FSDP1 checks and class calls follow them"
+
+
+def companion_anchor(engine: Engine, rewritten: set[int], blocked: bool) -> cst.CSTNode | None:
+    """Where a companion's finding goes: its first rewrite (``id`` in ``rewritten``).
+
+    Where nothing is rewritten but the file stays FSDP1 (``blocked``), its first FSDP1
+    reference, so that a finding says why; None where neither is.
+    """
+    nodes = find_all(engine.module, lambda n: id(n) in rewritten)
+    if not nodes and blocked:
+        nodes = find_all(engine.module, lambda n: fsdp1_reference(engine, n))
+    return min(nodes, key=lambda n: source_order(engine, n), default=None)

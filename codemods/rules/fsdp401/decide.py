@@ -13,7 +13,7 @@ from typing import Any
 from codemods.registry.names import COMPOSABLE_FSDP, TORCH_FSDP
 from codemods.rules.api import Engine
 from codemods.rules.fsdp401.arguments import translate
-from codemods.rules.fsdp401.companion import companion_blockers
+from codemods.rules.fsdp401.companion import companion_anchor, companion_blockers
 from codemods.rules.fsdp401.fsdp2_aware import dispatched_away, paired_with_fsdp2
 from codemods.rules.fsdp401.kept import (
     BRIDGE_KEEPS,
@@ -38,6 +38,7 @@ from codemods.rules.fsdp401.lookups import (
     line_of,
     local_name,
     module_list,
+    source_order,
     tested_class,
 )
 from codemods.rules.fsdp401.outcome import Bridged, Conversion, Survey
@@ -220,12 +221,6 @@ def _bridged_names(engine: Engine, call: cst.Call) -> list[str]:
     return names
 
 
-def _source_order(engine: Engine, node: cst.CSTNode) -> tuple[int, int, int, int]:
-    """Where ``node`` starts, the outer of two nodes that start together first."""
-    where = engine.position(node)
-    return (where.start.line, where.start.column, -where.end.line, -where.end.column)
-
-
 def survey(engine: Engine, rule_code: str) -> Survey:
     """Each FSDP1 wrapper call of the module: its conversion, or why it has none."""
     module = engine.module
@@ -236,7 +231,7 @@ def survey(engine: Engine, rule_code: str) -> Survey:
         # Nothing converted: the rest (checks, uses, what blocks) is asked only of a
         # converted file, or of one converted with its project's calls.
         return Survey({}, {}, None)
-    calls.sort(key=lambda call: _source_order(engine, call))
+    calls.sort(key=lambda call: source_order(engine, call))
     conversions: dict[int, Conversion | Bridged | str] = {}
     uses: dict[int, list[Use]] = {}
     blockers = []
@@ -306,15 +301,16 @@ def survey(engine: Engine, rule_code: str) -> Survey:
             blockers.append(f"{where} is FSDP1's internals, which FSDP2 models do not have")
             continue
         if fsdp1_reference(engine, node):
+            is_test = tested_class(engine, node)
             if (
                 before_fsdp2(engine, node)
-                or (tested_class(engine, node) and paired_with_fsdp2(engine, node))
+                or (is_test and paired_with_fsdp2(engine, node))
                 or dispatched_away(engine, node)
             ):
                 continue  # never reached by a converted model: left as written
-            if (tested_class(engine, node) or annotates(engine, node)) and not gated(engine, node):
+            if (is_test or annotates(engine, node)) and not gated(engine, node):
                 checks.add(id(node))
-                if tested_class(engine, node):
+                if is_test:
                     tested.add(id(node))
                 continue
             listing = module_list(engine, node)
@@ -385,10 +381,6 @@ def survey(engine: Engine, rule_code: str) -> Survey:
             # The bridge's model keeps FSDP1's state-dict methods, and the type that
             # FSDP1Api.state_dict_type sets for them: those calls stay as written.
             uses[key] = [use for use in uses[key] if use.method not in CHANGED_MEANING]
-    rewritten = [n for n in find_all(module, lambda n: id(n) in checks | lists | api_calls)]
-    if companion and not rewritten and blockers:  # why it stays needs a finding to say
-        rewritten = find_all(module, lambda n: fsdp1_reference(engine, n))
-    first = min(rewritten, key=lambda n: _source_order(engine, n), default=None)
     return Survey(
         conversions,
         uses,
@@ -396,5 +388,5 @@ def survey(engine: Engine, rule_code: str) -> Survey:
         frozenset(checks),
         frozenset(lists),
         frozenset(api_calls),
-        id(first) if companion and first is not None else None,
+        companion_anchor(engine, checks | lists | api_calls, bool(blockers)) if companion else None,
     )

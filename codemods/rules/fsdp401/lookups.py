@@ -160,3 +160,9 @@ def fresh(engine: Engine, wanted: str) -> str:
     while wanted in used:
         wanted += "_"
     return wanted
+
+
+def source_order(engine: Engine, node: cst.CSTNode) -> tuple[int, int, int, int]:
+    """Where ``node`` starts, the outer of two nodes that start together first."""
+    where = engine.position(node)
+    return (where.start.line, where.start.column, -where.end.line, -where.end.column)

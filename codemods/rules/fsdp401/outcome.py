@@ -66,8 +66,8 @@ class Survey:
             name (``id`` of the reference): ``FSDPModule`` on FSDP2, the class every
             ``fully_shard``-ed module takes on.
         companion: In a file with no wrapper call that converts with its project's
-            (:mod:`codemods.rules.fsdp401.companion`), the first node rewritten
-            (``id``): its finding is reported there.
+            (:mod:`codemods.rules.fsdp401.companion`), the node its finding is reported
+            at: the first rewritten.
     """
 
     conversions: dict[int, Conversion | Bridged | str]
@@ -76,7 +76,7 @@ class Survey:
     class_checks: frozenset[int] = frozenset()
     module_lists: frozenset[int] = frozenset()
     api_calls: frozenset[int] = frozenset()
-    companion: int | None = None
+    companion: cst.CSTNode | None = None
 
     def converts(self) -> bool:
         """Whether the file is converted (in a run that applies the family's fixes)."""
