@@ -172,3 +172,16 @@ def test_ignored_modules():
 # The real runs of fully_shard_by_policy against FSDP1 (every policy form, activation
 # checkpointing) are in tests/test_fsdp2_bridge.py, inside its 2-rank spawn: the helper is
 # the bridge's policy-first spelling, and one spawn serves both.
+
+
+def test_a_cuda_build_with_no_usable_gpu_computes_on_the_cpu(monkeypatch):
+    """A CUDA build names CUDA as its accelerator on a host without a GPU, and in a
+    process whose ``CUDA_VISIBLE_DEVICES`` hides them (gloo ranks on a GPU machine)."""
+    from compat.fsdp2.mesh import resolve_device
+
+    accelerator = getattr(torch, "accelerator", None)
+    if accelerator is None:
+        pytest.skip("this torch has no torch.accelerator")
+    monkeypatch.setattr(accelerator, "current_accelerator", lambda *a, **k: torch.device("cuda"))
+    monkeypatch.setattr(accelerator, "is_available", lambda: False)
+    assert resolve_device(make_model(), None, set()) == torch.device("cpu")

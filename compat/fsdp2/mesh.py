@@ -17,6 +17,8 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 
+from compat.fsdp import has_accelerator
+
 SHARD_STRATEGIES = ("FULL_SHARD", "SHARD_GRAD_OP")
 HYBRID_STRATEGIES = ("HYBRID_SHARD", "_HYBRID_SHARD_ZERO2")
 NO_SHARD = "NO_SHARD"
@@ -53,10 +55,15 @@ def _handle(device_type: str) -> Any:
 
 
 def _accelerator() -> torch.device | None:
+    """The accelerator this process can use, or ``None``.
+
+    A CUDA build names CUDA as its accelerator also on a machine without a GPU, and
+    where ``CUDA_VISIBLE_DEVICES`` hides them: only an available one counts.
+    """
+    if not has_accelerator():
+        return None
     accelerator = getattr(torch, "accelerator", None)
-    if accelerator is not None:
-        return accelerator.current_accelerator()
-    return torch.device("cuda") if torch.cuda.is_available() else None
+    return accelerator.current_accelerator() if accelerator is not None else torch.device("cuda")
 
 
 def resolve_device(
