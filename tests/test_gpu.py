@@ -1,12 +1,11 @@
-"""The GPU leg: NCCL process groups, one rank per GPU, FSDP on CUDA.
+"""The GPU leg: what only a GPU can run, on NCCL with one rank per GPU.
 
-The suites that spawn ranks through ``distributed.backend_for_tests`` pick NCCL where
-CUDA is present; this test makes sure that is what happens there, and runs a legacy
-spelling that needs a GPU (FSDP1's CPU offload pins memory). Skipped, by the ``gpu``
-marker, where there is no CUDA. ``.ci/gpu.sh`` runs the GPU leg on a lent machine: the
-focused suites and the FSDP2 training scripts run there with one NCCL rank per GPU; the
-older equivalence suites still build their models and batches on the CPU and expect two
-ranks, so on a one-GPU machine they fail (seen on an H100, torch 2.11).
+Every multi-process test spawns its ranks through ``tests.distributed``, which gives NCCL
+where there is a GPU for each rank and gloo on the CPU otherwise. The tests here ask for
+NCCL themselves: FSDP1's CPU offload (which pins memory), bf16 and fp16
+``MixedPrecision`` through compat and after migrate, and Lightning's Trainer and Fabric
+through compat's strategies with a GPU accelerator. Skipped, by the ``gpu`` marker,
+where there is no CUDA. ``.ci/gpu.sh`` runs the whole suite on a lent GPU machine.
 """
 
 from __future__ import annotations

@@ -137,9 +137,32 @@ def _difference(a, b, path: str = "") -> str:
             return f"{path}: {len(a)} vs {len(b)} items"
         return next((d for i, (x, y) in enumerate(zip(a, b)) if (d := _difference(x, y))), "")
     if isinstance(a, torch.Tensor):
-        same = a.device == b.device and a.dtype == b.dtype and torch.equal(a, b)
-        return "" if same else f"{path}: tensors differ"
+        if a.device != b.device or a.dtype != b.dtype:
+            return f"{path}: {a.dtype} on {a.device} vs {b.dtype} on {b.device}"
+        return "" if torch.equal(a, b) else f"{path}: values differ"
     return "" if a == b else f"{path}: {a!r} vs {b!r}"
+
+
+def _placement(a: dict, b: dict) -> str:
+    """Where each side's tensors live, their dtypes, and the largest gap between values.
+
+    What the GPU leg records for the unsafe shape, whose tensors may differ: it says
+    whether they differ in place, in type or in value.
+    """
+
+    def kinds(state: dict) -> str:
+        seen = sorted({f"{v.device}/{v.dtype}" for v in state.values() if torch.is_tensor(v)})
+        return ", ".join(seen) or "no tensors"
+
+    gaps = [
+        (a[k].detach().cpu().double() - b[k].detach().cpu().double()).abs().max().item()
+        for k in a.keys() & b.keys()
+        if torch.is_tensor(a[k]) and torch.is_tensor(b[k]) and a[k].shape == b[k].shape
+    ]
+    return (
+        f"original: {kinds(a)}; rewrite: {kinds(b)}; "
+        f"largest value gap: {max(gaps, default=0.0):.3g} over {len(gaps)} tensors"
+    )
 
 
 def _compare(rank: int, world_size: int, old: str, new: str) -> dict:
@@ -156,6 +179,7 @@ def _compare(rank: int, world_size: int, old: str, new: str) -> dict:
             results.append(_full(model) if returned is None else returned)
     return {
         "difference": _difference(*results),
+        "placement": _placement(*results),
         "keys": len(results[0]),
         "same_keys": list(results[0]) == list(results[1]),
     }
@@ -190,13 +214,16 @@ def runs() -> list[dict]:
 
 @pytest.mark.distributed
 @pytest.mark.parametrize("name", sorted(SHAPES))
-def test_rewritten_code_gives_the_same_dicts(name: str, runs: list[dict]):
+def test_rewritten_code_gives_the_same_dicts(name: str, runs: list[dict], record_property):
     if name not in _runnable(distributed.backend_for_tests()):
         pytest.skip("FSDP1 cannot gather with rank0_only=True on CPU, in either form")
     _migrated(_HEADER + textwrap.dedent(SHAPES[name]))
     outcomes = [compared[name] for compared in runs]
     for rank, outcome in enumerate(outcomes):
         assert "error" not in outcome, f"rank {rank} failed:\n{outcome['error']}"
+        record_property(
+            f"rank{rank}", f"{outcome['difference'] or 'equal'}; {outcome['placement']}"
+        )
         if name in CUDA_ONLY:
             # The unsafe rewrite promises code that runs, not the same tensors: on one
             # GPU (torch 2.11, one NCCL rank, FSDP1 falling back to NO_SHARD) rank 0's
