@@ -16,8 +16,10 @@ on two gloo ranks (``tests/test_state_dict_fix_runs.py``):
   ``full_state_dict=True``: equal dicts on every rank, a safe fix;
 - saving with ``offload_to_cpu=True, rank0_only=True`` is ``full_state_dict=True,
   cpu_offload=True`` by torch's own code (``_verify_options`` builds exactly that
-  config), but FSDP1 cannot run either form on CPU, so no run here proves it: the fix
-  is unsafe (``--unsafe-fixes``);
+  config), but FSDP1 cannot run either form on CPU, and under ``NO_SHARD`` (its
+  fallback on one GPU) FSDP1 leaves the parameters on the GPU where the rewrite puts
+  them on the CPU (same values; seen on one H200): the fix is unsafe
+  (``--unsafe-fixes``);
 - loading with either of those configs is ``full_state_dict=True``: the model ends equal.
 
 Everything else (sharded types, the mixed configs, ``set_state_dict_type``, an
