@@ -368,7 +368,6 @@ def test_sharded_optimizer_state_holds_fsdp1s_rows(runs):
 
 
 @pytest.mark.distributed
-@pytest.mark.distributed
 def test_a_local_state_dict_resumes_training_exactly(runs):
     for result in runs:
         bridge = result["bridge"]
@@ -408,3 +407,30 @@ def test_the_rewrite_targets_exactly_the_calls_fsdp1api_has():
     from compat.fsdp2.fsdp1_api import CLASS_CALLS
 
     assert sorted(FSDP1_API) == sorted(CLASS_CALLS)
+
+
+def _kept_after_a_step(rank: int, world_size: int) -> dict[str, bool]:
+    """Per side, whether a full state dict taken before a step still holds its values."""
+    kept = {}
+    for side, wrap, api in (
+        ("fsdp1", FullyShardedDataParallel, FullyShardedDataParallel),
+        ("bridge", fully_shard_like_fsdp1, FSDP1Api),
+    ):
+        torch.manual_seed(0)
+        device = distributed.device_for(rank)
+        model = wrap(make_model(), auto_wrap_policy=ModuleWrapPolicy({Block}), device_id=device)
+        optim = torch.optim.SGD(model.parameters(), lr=0.1)
+        _step(model, optim, rank, 0)
+        with api.state_dict_type(model, StateDictType.FULL_STATE_DICT):
+            saved = model.state_dict()
+        before = {k: v.detach().clone() for k, v in saved.items()}
+        _step(model, optim, rank, 1)
+        kept[side] = bool(saved) and all(torch.equal(saved[k], before[k]) for k in saved)
+    return kept
+
+
+@pytest.mark.distributed
+def test_a_full_state_dict_on_one_rank_is_a_copy_as_fsdp1s():
+    """On one rank torch's function hands out the parameters' own memory; FSDP1 copies."""
+    (kept,) = distributed.run(_kept_after_a_step, world_size=1)
+    assert kept == {"fsdp1": True, "bridge": True}

@@ -69,6 +69,28 @@ def own_copy(tensor: torch.Tensor) -> torch.Tensor:
     return tensor if hasattr(tensor, "to_local") else tensor.detach().clone()
 
 
+def parameter_copies(module: nn.Module) -> Callable[[torch.Tensor], torch.Tensor]:
+    """A tensor map that copies what shares memory with ``module``'s parameters.
+
+    FSDP1's full state dict holds copies of the parameters (it clones them as it
+    gathers). Where there is nothing to gather (one rank), torch's functions hand out
+    the parameter's own memory, which the next optimizer step changes.
+    """
+
+    def memory(tensor: torch.Tensor) -> int:
+        local = tensor.to_local() if hasattr(tensor, "to_local") else tensor
+        return local.untyped_storage().data_ptr()
+
+    live = {memory(p) for p in module.parameters()}
+
+    def copy_if_live(tensor: torch.Tensor) -> torch.Tensor:
+        if hasattr(tensor, "to_local") or memory(tensor) not in live:
+            return tensor
+        return tensor.detach().clone()
+
+    return copy_if_live
+
+
 def _called_by_torch_checkpoint() -> bool:
     """Whether the caller of the caller is torch's checkpoint code.
 
@@ -111,6 +133,8 @@ class FSDP1Methods:
             return {}
         if optim:  # FSDP1's optimizer state is a copy: it does not move on with training
             state = map_tensors(state, own_copy)
+        elif full:
+            state = map_tensors(state, parameter_copies(self))  # type: ignore[arg-type]
         return map_tensors(state, torch.Tensor.cpu) if config.offload_to_cpu else state
 
     def state_dict(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
