@@ -361,13 +361,21 @@ def main(argv: list[str]) -> int:
                 print(f"!! {env}: no junit output (the environment failed to build)")
             else:
                 print(f"stored {store(junit, results).relative_to(ROOT)}")
+                # The next environment's suite checks the page against the junit files.
+                write_page()
             if args.remove_envs:
                 shutil.rmtree((workdir or ROOT / ".tox") / env, ignore_errors=True)
+    runs, focused = write_page()
+    return 1 if any(run.failed for run in runs + focused) else 0
+
+
+def write_page() -> tuple[list[Run], list[Run]]:
+    """Render ``docs/matrix.md`` from the junit files; return the runs it shows."""
     runs = [read(path) for path in sorted(RESULTS.glob("*.xml"))]
     focused = [read(path) for path in sorted(FOCUSED.glob("*.xml"))]
     PAGE.write_text(render(runs, focused), encoding="utf-8")
     print(f"wrote {PAGE.relative_to(ROOT)}: {len(runs)} full runs, {len(focused)} focused")
-    return 1 if any(run.failed for run in runs + focused) else 0
+    return runs, focused
 
 
 if __name__ == "__main__":
