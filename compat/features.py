@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.machinery
 import inspect
 import types
 from dataclasses import dataclass
@@ -128,10 +129,27 @@ def _fsdp_wrap_module():
         return None
 
 
+def _installed_module(name: str) -> types.ModuleType:
+    """Import ``name`` where a file of torch's provides it, never a drop-in's stand-in.
+
+    Under ``python -m compat`` an old module path this torch lacks is served by a
+    stand-in that warns its importer (``torch.distributed._composable.fsdp`` on torch
+    2.2, FSDP107): a probe of compat's own must not import one.
+
+    Raises:
+        ModuleNotFoundError: No file provides ``name``.
+    """
+    parent, _, _ = name.rpartition(".")
+    path = getattr(importlib.import_module(parent), "__path__", None)
+    if importlib.machinery.PathFinder.find_spec(name, path) is None:
+        raise ModuleNotFoundError(f"no module named {name!r}", name=name)
+    return importlib.import_module(name)
+
+
 def _fsdp2_module() -> str | None:
     for name in (TORCH_FSDP, COMPOSABLE_FSDP):
         try:
-            module = importlib.import_module(name)
+            module = _installed_module(name)
         except Exception:  # noqa: BLE001 - absent, or broken on this Python
             continue
         # torch 2.3's early fully_shard lacks FSDPModule and offload_policy: not counted.

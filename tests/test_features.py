@@ -139,3 +139,33 @@ def test_fsdp1_on_cpu_really_runs():
 def test_fsdp2_on_cpu_really_runs():
     losses = distributed.run(_fsdp2_train_step)
     assert losses[0] == losses[1]
+
+
+def test_a_probe_never_imports_a_module_only_a_finder_serves(monkeypatch):
+    """Under the drop-in, old paths torch lacks are served stand-ins that warn their
+    importer: compat's own probes must not import one (torch 2.2, FSDP107)."""
+    import importlib.abc
+    import importlib.util
+    import sys
+    import types
+
+    from compat.features import _installed_module
+
+    name = "torch.distributed._served_only_by_a_finder"
+
+    class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+        def find_spec(self, fullname, path, target=None):
+            return importlib.util.spec_from_loader(fullname, self) if fullname == name else None
+
+        def create_module(self, spec):
+            return types.ModuleType(spec.name)
+
+        def exec_module(self, module):
+            pass
+
+    monkeypatch.setattr(sys, "meta_path", [Finder(), *sys.meta_path])
+    monkeypatch.delitem(sys.modules, name, raising=False)
+    with pytest.raises(ModuleNotFoundError):
+        _installed_module(name)
+    assert name not in sys.modules
+    assert _installed_module("torch.distributed.fsdp") is sys.modules["torch.distributed.fsdp"]
