@@ -309,7 +309,11 @@ def test_install_and_uninstall_leave_torch_and_lightning_as_they_were():
 import warnings
 warnings.simplefilter("ignore")
 import lightning, lightning.fabric, pytorch_lightning, lightning_fabric, torch
-import torch.distributed.fsdp, torch.distributed.fsdp.wrap, torch.distributed._composable.fsdp
+import torch.distributed.fsdp, torch.distributed.fsdp.wrap
+try:
+    import torch.distributed._composable.fsdp  # FSDP2's first home: torch 2.4 to 2.5
+except ModuleNotFoundError:  # torch 2.2
+    pass
 import torch.distributed.fsdp.sharded_grad_scaler  # what the Trainer below imports
 import torch.distributed as dist
 # What a process group leaves behind in torch (the program's doing, not install's).
