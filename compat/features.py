@@ -146,7 +146,11 @@ def _installed_module(name: str) -> types.ModuleType:
     return importlib.import_module(name)
 
 
-def _fsdp2_module() -> str | None:
+def fsdp2_module_name() -> str | None:
+    """Where this torch's ``fully_shard`` lives (with ``FSDPModule``), or None.
+
+    Only modules a torch file provides count (:func:`_installed_module`).
+    """
     for name in (TORCH_FSDP, COMPOSABLE_FSDP):
         try:
             module = _installed_module(name)
@@ -181,7 +185,7 @@ def current() -> Features:
     numel_kwarg = "nonwrapped_numel"
     if wrap is not None and "unwrapped_params" in _parameters(wrap.size_based_auto_wrap_policy):
         numel_kwarg = "unwrapped_params"
-    fsdp2_module = _fsdp2_module() if distributed else None
+    fsdp2_module = fsdp2_module_name() if distributed else None
     ac = _checkpoint_wrapper_module() if distributed else None
     no_reentrant = False
     if ac is not None:

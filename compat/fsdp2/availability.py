@@ -18,8 +18,8 @@ import torch
 from packaging.version import Version
 
 from codemods.registry import REGISTRY
-from codemods.registry.names import COMPOSABLE_FSDP, TORCH_FSDP
-from compat.features import torch_version
+from codemods.registry.names import TORCH_FSDP
+from compat.features import fsdp2_module_name, torch_version
 
 #: The public home of FSDP2, the one the bridge needs.
 PUBLIC_FSDP2 = TORCH_FSDP
@@ -27,15 +27,8 @@ PUBLIC_FSDP2 = TORCH_FSDP
 
 @functools.cache
 def _find_fsdp2() -> types.ModuleType | None:
-    for name in (TORCH_FSDP, COMPOSABLE_FSDP):
-        try:
-            module = importlib.import_module(name)
-        except Exception:  # noqa: BLE001 - absent, or broken on this Python
-            continue
-        # torch 2.3's early fully_shard lacks FSDPModule: not counted (as compat.features).
-        if hasattr(module, "fully_shard") and hasattr(module, "FSDPModule"):
-            return module
-    return None
+    name = fsdp2_module_name()  # compat.features' probe, which never takes a stand-in
+    return importlib.import_module(name) if name else None
 
 
 def fsdp2_on_cpu() -> bool:

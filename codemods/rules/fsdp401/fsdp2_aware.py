@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from codemods.rules.api import Engine
 from codemods.rules.fsdp401.companion import branch_of
-from codemods.rules.fsdp401.lookups import ISINSTANCE, fsdp1_reference
+from codemods.rules.fsdp401.lookups import ISINSTANCE, fresh, fsdp1_reference
 from codemods.syntax.cst_nodes import find_all
 from codemods.syntax.lazy_libcst import cst
 
@@ -127,15 +127,7 @@ def _returns_on_fsdp1_check(engine: Engine, branch: cst.If, params: set[str]) ->
     A file that does not name ``FSDPModule`` has its checks rewritten to it, so a
     converted model returns there (torchtnt's ``_is_fsdp_module``).
     """
-    from codemods.rules.fsdp401.lookups import fresh
-
-    test = branch.test
-    if not (isinstance(test, cst.Call) and len(test.args) == 2):
-        return False
-    subject = test.args[0].value
-    if not (isinstance(subject, cst.Name) and subject.value in params):
-        return False
-    kind = _isinstance_of(test, subject.value)
+    kind = next((k for p in params if (k := _isinstance_of(branch.test, p)) is not None), None)
     return (
         kind is not None
         and fsdp1_reference(engine, kind)
