@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True, order=True)
@@ -20,6 +20,9 @@ class Finding:
             applies only with ``--unsafe-fixes``).
         withheld: Why a fix this run would have applied was not written (the rewrite
             would have broken the file), or None.
+        no_fix: Why the rule's fix is not offered here at all: the releases the code
+            runs on include one the new form does not run on (``no fix runs on torch
+            1.12..latest: it needs torch 2.0``), or None.
     """
 
     line: int
@@ -30,6 +33,7 @@ class Finding:
     fixed: bool = False
     unsafe: bool = False
     withheld: str | None = None
+    no_fix: str | None = field(default=None, compare=False)
 
 
 def applicability(finding: Finding, safety: str) -> str | None:

@@ -171,7 +171,10 @@ def _print(
             if not files and not errors:
                 out.write("No Python files found.\n")
             out.write(output.summary(items, fixed, settings, *missed))
-            out.write("".join(line + "\n" for line in chosen.summary_lines()))
+            if any(item.finding.no_fix for item in items):
+                # why those findings have no fix: the ranges they were judged against
+                lines = chosen.summary_lines(no_fix=True)
+                out.write("".join(line + "\n" for line in lines))
     out.flush()
     for error in errors:
         print(f"error: {error}", file=sys.stderr)

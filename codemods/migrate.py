@@ -132,6 +132,7 @@ def _report(path: Path, results: list[FileResult], summary: dict) -> None:
                 "outcome": r.outcome,
                 "skipped": r.skipped,
                 "error": r.error,
+                "releases": r.releases,
                 "findings": [
                     {
                         "line": f.line,
@@ -141,6 +142,7 @@ def _report(path: Path, results: list[FileResult], summary: dict) -> None:
                         "fixable": f.fixable,
                         "fixed": f.fixed,
                         "withheld": f.withheld,
+                        "no_fix": f.no_fix,
                     }
                     for f in r.findings
                 ],
@@ -264,7 +266,8 @@ def _finish(
         summary["targets"] = chosen.targets.report()
     if not args.quiet:
         print(line, file=sys.stderr)
-        for note in chosen.summary_lines() if chosen is not None else []:
+        no_fix = any(f.no_fix and not f.fixable for r in results for f in r.findings)
+        for note in chosen.summary_lines(no_fix) if chosen is not None else []:
             print(note, file=sys.stderr)
     if stop.signum or summary["files_not_reached"]:
         print("\n".join(stopped_lines(stop.signal_name, results, write)), file=sys.stderr)

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from packaging.version import Version
-
-from codemods.registry import FixSafety, Framework, Rule
+from codemods.registry import FixSafety, Rule
+from codemods.releases import Releases
 
 
 @dataclass(frozen=True)
@@ -19,10 +18,10 @@ class Settings:
         ignore: Codes or prefixes never reported.
         fix: Apply fixes (migrate), rather than only report (lint).
         unsafe_fixes: Also apply fixes marked unsafe.
-        target_torch: The torch release the code must run on: only what is deprecated
-            or removed there is reported, and a fix only where its new form exists
-            there. None: the current release.
-        target_lightning: The same for Lightning rules.
+        releases: The releases of torch and Lightning the code must run on
+            (:mod:`codemods.releases`): what is a problem on any of them is reported,
+            and a fix is made only where its new form runs on all of them. The
+            default: the current releases.
         fsdp2_bridge: The FSDP1-to-FSDP2 fix (FSDP401) may rewrite a wrapper call it
             cannot translate with certainty to one call of ``compat``'s FSDP1 bridge;
             False: such calls stay for a human, with their recipes.
@@ -44,8 +43,7 @@ class Settings:
     ignore: tuple[str, ...] = ()
     fix: bool = False
     unsafe_fixes: bool = False
-    target_torch: str | None = None
-    target_lightning: str | None = None
+    releases: Releases = Releases()
     fsdp2_bridge: bool = True
     lightning_bases: frozenset[str] = frozenset()
     fsdp1_elsewhere: tuple[str, ...] = ()
@@ -61,37 +59,21 @@ class Settings:
             return False
         return (bool(self.select) or not rule.opt_in) and self.relevant(rule)
 
-    def _target(self, rule: Rule) -> Version | None:
-        target = (
-            self.target_lightning
-            if rule.version_framework is Framework.LIGHTNING
-            else self.target_torch
-        )
-        return None if target is None else Version(target)
-
     def relevant(self, rule: Rule) -> bool:
-        """Whether the old spelling is a problem at the target release.
-
-        It is once deprecated or removed there; a rule with neither (advice to use a
-        newer form) is relevant once that form exists.
+        """Whether the old spelling is a problem on some release the code runs on.
 
         Example:
             >>> from codemods.registry import REGISTRY
-            >>> Settings(target_torch="1.13").relevant(REGISTRY["FSDP102"])  # removed in 2.0
+            >>> Settings(releases=Releases.parse(torch="1.13")).relevant(REGISTRY["FSDP102"])
             False
+            >>> Settings(releases=Releases.parse(torch="1.13..")).relevant(REGISTRY["FSDP102"])
+            True
         """
-        target = self._target(rule)
-        if target is None:
-            return True
-        flagged = [Version(v) for v in (rule.deprecated, rule.removed) if v is not None]
-        if flagged:
-            return target >= min(flagged)
-        return rule.introduced is None or target >= Version(rule.introduced)
+        return self.releases.reported(rule)
 
     def fix_available(self, rule: Rule) -> bool:
-        """Whether the rule's new form exists at the target release (so a fix is offered)."""
-        target = self._target(rule)
-        return target is None or rule.introduced is None or target >= Version(rule.introduced)
+        """Whether the rule's new form runs on every release the code runs on."""
+        return self.releases.fixable(rule)
 
     def can_fix(self, rule: Rule) -> bool:
         """Whether ``rule`` is reported and has a fix usable here (safe or unsafe)."""

@@ -180,3 +180,12 @@ def run_without_torch():
         return proc.stdout.strip()
 
     return run
+
+
+@pytest.fixture
+def current_releases(tmp_path):
+    """``tmp_path`` as a project that declares the current releases (see CURRENT_RELEASES)."""
+    from tests.scratch_projects import CURRENT_RELEASES
+
+    (tmp_path / "pyproject.toml").write_text(CURRENT_RELEASES)
+    return tmp_path

@@ -19,6 +19,7 @@ from codemods.astlint.walk import hook
 from codemods.batch.runner import process_source
 from codemods.engine.run import run
 from codemods.registry import REGISTRY
+from codemods.releases import Releases
 from codemods.rules.fsdp115 import Fsdp115
 from codemods.rules.kinds.default_change import DefaultChange
 from codemods.settings import Settings
@@ -94,7 +95,10 @@ def test_realistic_tree_agrees(source: bytes, settings: Settings):
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "settings",
-    [Settings(target_torch="2.0"), Settings(target_torch="2.2", unsafe_fixes=True)],
+    [
+        Settings(releases=Releases.parse(torch="2.0")),
+        Settings(releases=Releases.parse(torch="2.2"), unsafe_fixes=True),
+    ],
     ids=["torch-2.0", "torch-2.2-unsafe"],
 )
 def test_targets_agree(settings: Settings):

@@ -15,6 +15,13 @@ from codemods import lint, migrate
 from codemods.batch.runner import MAX_PARSE_BYTES, process_files
 from codemods.settings import Settings
 
+
+@pytest.fixture(autouse=True)
+def _at_the_current_releases(current_releases):
+    """Tests of the command line, not of ranges (tests/test_ranges.py): the scratch project
+    declares the current releases, so each fix's new form runs on the whole range."""
+
+
 LEGACY = (
     "from lightning.pytorch import Trainer\n"
     'trainer = Trainer(strategy="fsdp_native", precision=16)\n'

@@ -13,6 +13,7 @@ import ast
 import pytest
 
 from codemods.engine.run import run
+from codemods.releases import Releases
 from codemods.settings import Settings
 
 SOURCE = """\
@@ -118,5 +119,7 @@ def test_unsafe_fixes_write_the_recommended_checkpoint():
 )
 def test_fixes_follow_the_target_torch(target, fixed):
     codes = ("FSDP120", "FSDP121", "FSDP123", "FSDP125", "FSDP131")
-    outcome = run(SOURCE.encode(), Settings(select=codes, fix=True, target_torch=target))
+    outcome = run(
+        SOURCE.encode(), Settings(select=codes, fix=True, releases=Releases.parse(torch=target))
+    )
     assert {f.code for f in outcome.findings if f.fixed} == fixed

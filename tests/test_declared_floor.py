@@ -326,33 +326,9 @@ PROBLEMS = {
         {"requirements.txt": "-r missing.txt\n"},
         "requirements.txt:1: -r missing.txt: file not found",
     ),
-    "editable framework": (
-        {
-            "requirements.txt": "-e git+https://github.com/Lightning-AI/pytorch-lightning#egg=lightning\n"
-        },
-        "requirements.txt:1: skipped '-e git+https://github.com/Lightning-AI/pytorch-lightning"
-        "#egg=lightning': an editable install names no release",
-    ),
-    "wheel URL": (
-        {
-            "requirements.txt": "https://download.pytorch.org/whl/cpu/torch-2.1.0%2Bcpu-cp311-cp311-linux_x86_64.whl\n"
-        },
-        "a URL or path names no release",
-    ),
-    "PEP 508 direct reference": (
-        {"pyproject.toml": '[project]\ndependencies = ["torch @ https://example.org/torch.whl"]\n'},
-        "pyproject.toml [project.dependencies]: 'torch @ https://example.org/torch.whl' is a "
-        "direct URL reference",
-    ),
     "unknown option": (
         {"requirements.txt": "--frobnicate\ntorch>=1.12\n"},
         "requirements.txt:1: skipped unknown option '--frobnicate'",
-    ),
-    "poetry git dependency": (
-        {
-            "pyproject.toml": '[tool.poetry.dependencies]\ntorch = {git = "https://github.com/pytorch/pytorch.git"}\n'
-        },
-        "pyproject.toml [tool.poetry.dependencies]: torch = {'git': ",
     ),
     "dependencies not a list": (
         {"pyproject.toml": '[project]\ndependencies = "torch>=1.12"\n'},
@@ -363,6 +339,55 @@ PROBLEMS = {
         "setup.cfg: cannot parse",
     ),
 }
+
+
+#: Pins that name no release: the range below the evidence floor is unknown (not a problem).
+UNVERSIONED = {
+    "editable framework": (
+        {
+            "requirements.txt": "-e git+https://github.com/Lightning-AI/pytorch-lightning"
+            "#egg=lightning\n"
+        },
+        "lightning",
+        "requirements.txt:1: -e git+https://github.com/Lightning-AI/pytorch-lightning",
+    ),
+    "wheel URL": (
+        {
+            "requirements.txt": "https://download.pytorch.org/whl/cpu/"
+            "torch-2.1.0%2Bcpu-cp311-cp311-linux_x86_64.whl\n"
+        },
+        "torch",
+        "requirements.txt:1: https://download.pytorch.org/whl/cpu/torch-2.1.0",
+    ),
+    "PEP 508 direct reference": (
+        {"pyproject.toml": '[project]\ndependencies = ["torch @ https://example.org/torch.whl"]\n'},
+        "torch",
+        "pyproject.toml [project.dependencies]: torch @ https://example.org/torch.whl",
+    ),
+    "poetry git dependency": (
+        {
+            "pyproject.toml": "[tool.poetry.dependencies]\n"
+            'torch = {git = "https://github.com/pytorch/pytorch.git"}\n'
+        },
+        "torch",
+        "pyproject.toml [tool.poetry.dependencies]: torch = {'git': ",
+    ),
+    "git URL pin of Lightning": (
+        {
+            "requirements.txt": "pytorch-lightning @ git+https://github.com/PyTorchLightning/"
+            "pytorch-lightning@3e1d2c4\n"
+        },
+        "lightning",
+        "requirements.txt:1: pytorch-lightning @ git+https://github.com/PyTorchLightning/",
+    ),
+}
+
+
+@pytest.mark.parametrize("files, framework, source", UNVERSIONED.values(), ids=UNVERSIONED.keys())
+def test_a_pin_that_names_no_release_is_recorded_not_a_problem(tmp_path, files, framework, source):
+    floors = declared_floors(write(tmp_path, files))
+    assert floors.unversioned[framework].startswith(source), floors.unversioned
+    assert getattr(floors, framework) is None and floors.problems == []
 
 
 @pytest.mark.parametrize("files, message", PROBLEMS.values(), ids=PROBLEMS.keys())
@@ -759,3 +784,116 @@ def test_a_project_that_declares_lightning_keeps_its_declaration(tmp_path):
         {"requirements.txt": "lightning>=2.1\n", "lightning/app.py": "x = 1\n"},
     )
     assert declared_floors(tmp_path).lightning == Version("2.1")
+
+
+#: The declarations users keep besides packaging metadata: (files, framework, floor, top,
+#: top exclusive, where the floor came from).
+ENVIRONMENT_FILES = {
+    "tox deps with factors": (
+        {
+            "tox.ini": "[tox]\nenvlist = t112, t20\n\n[testenv]\ndeps =\n"
+            "    pytest\n    t112: torch==1.12.1\n    t20: torch==2.0.1\n"
+            "    -r requirements-dev.txt\n"
+        },
+        "torch",
+        "1.12.1",
+        "2.0.1",
+        False,
+        "tox.ini [testenv] deps: torch==1.12.1",
+    ),
+    "conda environment": (
+        {
+            "environment.yml": "name: x\nchannels: [pytorch]\ndependencies:\n  - python=3.10\n"
+            "  - pytorch::pytorch=1.13=py3.10_cuda11.7_0\n  - pip:\n    - lightning>=2.0,<2.2\n"
+        },
+        "torch",
+        "1.13",
+        "1.14",
+        True,
+        "environment.yml dependencies: torch==1.13.*",
+    ),
+    "conda pip list": (
+        {"environment.yml": "dependencies:\n  - pip:\n    - lightning>=2.0,<2.2\n"},
+        "lightning",
+        "2.0",
+        "2.2",
+        True,
+        "environment.yml dependencies pip: lightning>=2.0,<2.2",
+    ),
+    "Pipfile": (
+        {"Pipfile": '[packages]\ntorch = ">=1.13"\n\n[dev-packages]\npytest = "*"\n'},
+        "torch",
+        "1.13",
+        None,
+        False,
+        "Pipfile [packages]: torch>=1.13",
+    ),
+    "CI matrix": (
+        {
+            ".github/workflows/ci.yml": "jobs:\n  test:\n    strategy:\n      matrix:\n"
+            "        python: ['3.10']\n        torch-version: ['1.13.1', '2.0', '2.1.2']\n"
+            "    runs-on: ubuntu-latest\n"
+        },
+        "torch",
+        "1.13.1",
+        "2.1.2",
+        False,
+        ".github/workflows/ci.yml jobs.test matrix: 1.13.1, 2.0, 2.1.2",
+    ),
+    "CI matrix with nightly": (
+        {
+            ".github/workflows/ci.yml": "jobs:\n  gpu:\n    strategy:\n      matrix:\n"
+            "        include:\n          - pytorch_version: '2.4'\n"
+            "          - pytorch_version: nightly\n"
+        },
+        "torch",
+        "2.4",
+        None,
+        False,
+        ".github/workflows/ci.yml jobs.gpu matrix: 2.4, nightly",
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    "files, framework, floor, top, exclusive, source",
+    ENVIRONMENT_FILES.values(),
+    ids=ENVIRONMENT_FILES.keys(),
+)
+def test_environment_files_declare_ranges(
+    tmp_path, files, framework, floor, top, exclusive, source
+):
+    files = {"setup.py": "from setuptools import setup\nsetup()\n", **files}
+    floors = declared_floors(write(tmp_path, files))
+    assert str(getattr(floors, framework)) == floor, floors
+    assert floors.sources[framework].startswith(source)
+    found = floors.tops.get(framework)
+    assert (str(found[0]), found[1]) == (top, exclusive) if top else found is None
+    assert floors.problems == []
+
+
+@pytest.mark.parametrize(
+    ("text", "top"),
+    [
+        ("torch>=1.12,<2.0", ("2.0", True)),
+        ("torch==2.0.1", ("2.0.1", False)),
+        ("torch~=2.1.0", ("2.2", True)),
+        ("torch>=1.12", None),
+    ],
+)
+def test_a_declared_top_is_the_newest_release_admitted(tmp_path, text, top):
+    floors = declared_floors(write(tmp_path, {"requirements.txt": text + "\n"}))
+    found = floors.tops.get("torch")
+    assert (None if found is None else (str(found[0]), found[1])) == top
+
+
+def test_one_declaration_without_a_top_leaves_the_range_open(tmp_path):
+    files = {"requirements.txt": "torch==1.13.1\n", "requirements-dev.txt": "torch>=1.12\n"}
+    floors = declared_floors(write(tmp_path, files))
+    assert str(floors.torch) == "1.12" and "torch" not in floors.tops
+
+
+@pytest.mark.parametrize("name", ["Pipfile", "environment.yml"])
+def test_environment_files_mark_a_project_root(tmp_path, name):
+    (tmp_path / name).write_text("")
+    assert find_project_root(tmp_path / "src" / "train.py") == tmp_path.resolve()

@@ -8,6 +8,7 @@ import textwrap
 import pytest
 
 from codemods.engine.run import run
+from codemods.releases import Releases
 from codemods.settings import Settings
 
 SCRIPT = textwrap.dedent(
@@ -56,7 +57,10 @@ def test_a_config_read_call_goes_to_the_bridge_with_its_own_arguments():
     ("settings", "why"),
     [
         ({"fsdp2_bridge": False}, "--no-fsdp2-bridge"),
-        ({"target_torch": "2.4"}, "the bridge runs on torch.distributed.fsdp's FSDP2 (2.6)"),
+        (
+            {"releases": Releases.parse(torch="2.4")},
+            "the bridge runs on torch.distributed.fsdp's FSDP2 (2.6)",
+        ),
     ],
 )
 def test_without_the_bridge_the_call_stays_for_a_human(settings, why):

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from codemods.engine.run import run
+from codemods.releases import Releases
 from codemods.settings import Settings
 
 HEAD = (
@@ -48,14 +49,15 @@ def _migrate(body: str, **settings) -> tuple[str | None, list]:
 )
 def test_fully_shard_comes_from_where_the_target_torch_has_it(target, home):
     new, _ = _migrate(
-        "model = FSDP(model, auto_wrap_policy=ModuleWrapPolicy({Block}))\n", target_torch=target
+        "model = FSDP(model, auto_wrap_policy=ModuleWrapPolicy({Block}))\n",
+        releases=Releases.parse(torch=target),
     )
     assert f"from {home} import fully_shard\n" in new
     assert "FullyShardedDataParallel" not in new and "ModuleWrapPolicy" not in new
 
 
 def test_no_finding_before_torch_2_4():
-    new, findings = _migrate("model = FSDP(model)\n", target_torch="2.3")
+    new, findings = _migrate("model = FSDP(model)\n", releases=Releases.parse(torch="2.3"))
     assert new is None and findings == []
 
 
@@ -228,7 +230,7 @@ def test_ignored_modules_stay_for_a_human_with_the_optimizer_caveat(target):
     # optimizer over both fails in a foreach step (tests/test_fsdp2_runs.py shows it).
     new, (finding,) = _migrate(
         "model = FSDP(model, auto_wrap_policy={Block}, ignored_modules=[model.head])\n",
-        target_torch=target,
+        releases=Releases.parse(torch=target),
     )
     assert new is None and not finding.fixed
     assert "ignored_params=" in finding.message and "foreach=False" in finding.message
@@ -568,7 +570,7 @@ def test_no_sync_becomes_the_fsdp2_switch_turned_back_on_in_finally():
 def test_a_unit_check_follows_the_target_torch():
     new, _ = _migrate(
         "model = FSDP(model, auto_wrap_policy={Block})\nisinstance(model, FSDP)\n",
-        target_torch="2.4",
+        releases=Releases.parse(torch="2.4"),
     )
     assert "from torch.distributed._composable.fsdp import FSDPModule, fully_shard" in new
 
@@ -702,7 +704,8 @@ def test_fsdp1_code_that_a_torch_with_fsdp2_may_run_still_counts(gate):
 
 def _project(tmp_path: Path, monkeypatch, config: str) -> Path:
     monkeypatch.chdir(tmp_path)
-    Path("pyproject.toml").write_text(f"[tool.fsdp-compat]\n{config}\n")
+    # a project on the current torch: FSDP2's `fully_shard` runs on its whole range
+    Path("pyproject.toml").write_text(f'[tool.fsdp-compat]\ntarget-torch = "latest"\n{config}\n')
     path = Path("train.py")
     path.write_text(HEAD + "model = FSDP(model, auto_wrap_policy={Block})\n")
     return path

@@ -9,6 +9,7 @@ import pytest
 
 from codemods.astlint.lint import lint
 from codemods.engine.run import run
+from codemods.releases import Releases
 from codemods.settings import Settings
 from codemods.syntax.gates import (
     ast_fallback_regions,
@@ -131,6 +132,6 @@ def test_the_release_a_gates_newer_branch_runs_on(test, release):
 
 def test_a_call_in_a_gates_newer_branch_is_judged_at_that_release():
     """FSDP132 at a 2.0 target: the new order is right where a gate says torch >= 2.1."""
-    settings = Settings(select=("FSDP132",), target_torch="2.0")
+    settings = Settings(select=("FSDP132",), releases=Releases.parse(torch="2.0"))
     assert sorted(f.line for f in lint(GATED_LOAD.encode(), settings)) == [9]
     assert sorted(f.line for f in run(GATED_LOAD.encode(), settings).findings) == [9]

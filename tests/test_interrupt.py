@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.scratch_projects import CURRENT_RELEASES
+
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="finds worker processes through /proc"
 )
@@ -149,6 +151,8 @@ def stop_run(tmp_path: Path, variant, signum: int, target: str = "parent"):
     """
     root = tmp_path / "tree"
     files = legacy_tree(root)
+    # a project on the current releases: every file has fixes to write (not range tests)
+    (tmp_path / "pyproject.toml").write_text(CURRENT_RELEASES)
     module, options = variant
     report = tmp_path / "report.json"
     extra = ("--report", str(report)) if module == "codemods.migrate" else ()

@@ -14,6 +14,13 @@ import pytest
 
 from tests.realistic_tree import write_tree
 
+
+@pytest.fixture(autouse=True)
+def _at_the_current_releases(current_releases):
+    """Tests of the command line, not of ranges (tests/test_ranges.py): the scratch project
+    declares the current releases, so each fix's new form runs on the whole range."""
+
+
 # A FairScale wrapper and a renamed policy: findings the ast detector decides.
 _DECIDED = (
     "from fairscale.nn import FullyShardedDataParallel as FSDP\n"

@@ -30,9 +30,16 @@ TRANSFORMER_PARTIAL = """\
 import functools
 from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy
+
 policy = functools.partial(transformer_auto_wrap_policy, transformer_layer_cls={Block})
 model = FSDP(model, auto_wrap_policy=policy)
 """
+
+
+@pytest.fixture(autouse=True)
+def _at_the_current_releases(current_releases):
+    """Tests of the command line, not of ranges (tests/test_ranges.py): the scratch project
+    declares the current releases, so each fix's new form runs on the whole range."""
 
 
 @pytest.fixture
@@ -287,9 +294,10 @@ def test_file_level_noqa(tmp_path, capsys, monkeypatch, directive):
 
 
 def write_config(root: Path, body: str) -> None:
-    (root / "pyproject.toml").write_text(
-        '[project]\nname = "demo"\n\n[tool.fsdp-compat]\n' + textwrap.dedent(body)
-    )
+    body = textwrap.dedent(body)
+    if "target-" not in body:  # judged at the current releases, as the autouse fixture says
+        body = 'target-torch = "latest"\ntarget-lightning = "latest"\n' + body
+    (root / "pyproject.toml").write_text('[project]\nname = "demo"\n\n[tool.fsdp-compat]\n' + body)
 
 
 def test_configuration_from_the_nearest_pyproject(project, capsys):

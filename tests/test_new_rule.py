@@ -27,6 +27,13 @@ from codemods.rules import index as behaviours
 from codemods.settings import Settings
 from tests import test_rule_cases
 
+
+@pytest.fixture(autouse=True)
+def _at_the_current_releases(current_releases):
+    """Tests of the command line, not of ranges (tests/test_ranges.py): the scratch project
+    declares the current releases, so each fix's new form runs on the whole range."""
+
+
 NEW_RULE = (
     # registry-entry-start
     Rule(

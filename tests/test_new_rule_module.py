@@ -28,6 +28,13 @@ from codemods.settings import Settings
 from tests import finding_snapshots, test_rule_cases
 from tests.test_new_rule import registry_with  # noqa: F401 - the fixture
 
+
+@pytest.fixture(autouse=True)
+def _at_the_current_releases(current_releases):
+    """Tests of the command line, not of ranges (tests/test_ranges.py): the scratch project
+    declares the current releases, so each fix's new form runs on the whole range."""
+
+
 SKELETON = Path(__file__).parent / "rule_skeleton"
 
 NEW_RULE = (

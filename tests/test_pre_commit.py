@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.scratch_projects import CURRENT_RELEASES
+
 ROOT = Path(__file__).resolve().parents[1]
 LEGACY = """\
 from lightning.pytorch import Trainer
@@ -49,6 +51,7 @@ def test_hooks_fail_on_legacy_code_and_pass_after_migrate(tmp_path):
     _git(repo, "config", "user.name", "dev")
     (repo / "train.py").write_text(LEGACY)
     (repo / "README.md").write_text("default_auto_wrap_policy is only prose here\n")
+    (repo / "pyproject.toml").write_text(CURRENT_RELEASES)  # moving to the current releases
     _git(repo, "add", "-A")
     env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "cache"), "PRE_COMMIT_COLOR": "never"}
 

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.scratch_projects import CURRENT_RELEASES
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -100,6 +102,7 @@ def test_pip_install_without_torch_pulls_no_torch(tmp_path):
         assert run.returncode == 0 and run.stdout.startswith(script)
     legacy = tmp_path / "legacy.py"
     legacy.write_text("from pytorch_lightning import Trainer\nTrainer(precision=16)\n")
+    (tmp_path / "pyproject.toml").write_text(CURRENT_RELEASES)  # moving to the current releases
     run = subprocess.run([bin_dir / "fsdp-lint", str(legacy)], capture_output=True, text=True)
     assert run.returncode == 1 and f"{legacy}:2:9: FSDP206 [*]" in run.stdout, run.stderr
     run = subprocess.run([bin_dir / "fsdp-migrate", str(legacy)], capture_output=True, text=True)

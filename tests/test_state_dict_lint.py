@@ -12,6 +12,7 @@ import re
 import pytest
 
 from codemods.engine.run import run
+from codemods.releases import Releases
 from codemods.settings import Settings
 
 SOURCE = """\
@@ -116,7 +117,8 @@ def load(model, state):
 )
 def test_fsdp115_fixes_follow_the_target_torch(target, rewritten):
     outcome = run(
-        _SAVE_AND_LOAD.encode(), Settings(select=("FSDP115",), fix=True, target_torch=target)
+        _SAVE_AND_LOAD.encode(),
+        Settings(select=("FSDP115",), fix=True, releases=Releases.parse(torch=target)),
     )
     new = (outcome.new_source or _SAVE_AND_LOAD.encode()).decode()
     if rewritten is None:

@@ -113,11 +113,8 @@ class Detector:
         return self._lines
 
     def target_at_least(self, release: str) -> bool:
-        """Whether the torch the code must run on is ``release`` or later."""
-        from packaging.version import Version
-
-        target = self.settings.target_torch
-        return target is None or Version(target) >= Version(release)
+        """Whether every torch release the code must run on is ``release`` or later."""
+        return self.settings.releases.at_least(release)
 
     def scope(self, node: ast.AST) -> Any:
         """The :class:`codemods.astlint.scopes.Scope` a name, attribute or call is in."""
@@ -170,6 +167,7 @@ class Detector:
                     fixable,
                     False,
                     unsafe=fixable and unsafe_here,
+                    no_fix=self.settings.releases.breaks(rule) if rule.fixable else None,
                 )
             )
         return False

@@ -28,6 +28,7 @@ from codemods.batch import stopping
 from codemods.batch.files import ChangedMeanwhile, write_atomic
 from codemods.batch.pool import Work, in_process, in_workers, one
 from codemods.findings import Finding
+from codemods.screen.evidence import with_evidence
 from codemods.screen.prefilter import screen
 from codemods.settings import Settings
 
@@ -65,6 +66,8 @@ class FileResult:
         skipped: Why the new bytes were not written although nothing failed (the file
             changed on disk since it was read), or None.
         reached: False when the run stopped before finishing this file (it is unchanged).
+        releases: The releases the file was judged against, where it was parsed
+            (``torch 2.4..latest (floor: evidence: ...); Lightning latest``), or None.
     """
 
     path: str
@@ -76,6 +79,7 @@ class FileResult:
     crashed: bool = False
     skipped: str | None = None
     reached: bool = True
+    releases: str | None = None
 
     @property
     def outcome(self) -> str:
@@ -104,10 +108,13 @@ class ToParse:
         source: The bytes read.
         detection: The screening's ``ast`` pass, which the engine's pruning reuses; only
             within one process (None once the file goes to a worker).
+        settings: The file's settings with its evidence floor filled in, where the
+            screening found one (None: the run's settings for it).
     """
 
     source: bytes
     detection: Detection | None = None
+    settings: Settings | None = None
 
 
 def process_source(
@@ -131,6 +138,8 @@ def process_source(
         if isinstance(screened, FileResult):
             return screened
         detection = screened.detection
+        settings = screened.settings or settings
+    result.releases = _releases_note(settings)
     if len(source) > MAX_PARSE_BYTES:
         result.error = (
             f"too large to parse ({len(source) / 2**20:.1f} MiB; the limit is "
@@ -196,22 +205,31 @@ def _screen_source(
         if passed is None:
             return FileResult(path)
         tree = passed.tree
+    evidenced = with_evidence(source, settings, tree)
+    if evidenced is not None:
+        settings, tree = evidenced
     if len(source) > MAX_PARSE_BYTES or settings.fsdp1_companion:
         # A file converted with its project's FSDP1 calls: FSDP401 rewrites its checks,
         # which the ``ast`` detector has no half for (an ``isinstance`` alone).
-        return ToParse(source)
+        return ToParse(source, settings=settings)
     from codemods.astlint import lint  # not before a file passes the pre-filter
 
     screened = lint.screen(source, settings, tree)
     if screened.findings is not None:
-        return FileResult(path, findings=screened.findings)
-    return ToParse(source, screened.detection)
+        return FileResult(path, findings=screened.findings, releases=_releases_note(settings))
+    return ToParse(source, screened.detection, settings)
+
+
+def _releases_note(settings: Settings) -> str:
+    """The file's range for ``--report``: ``torch 2.4..latest (floor: evidence: ...); ...``."""
+    return settings.releases.line()
 
 
 def _parse(args: Work) -> FileResult:
     """Run the engine on a screened file and (with ``write``) atomically rewrite it."""
     path, todo, settings, write, before_write = args
     source = todo.source
+    settings = todo.settings or settings
     result = process_source(
         str(path), source, settings, prefilter=False, on_ast=False, detection=todo.detection
     )
@@ -359,7 +377,10 @@ def process_files(
         # The parse stage's items hold what the screening made of each file in place of
         # the pre-filter flag; a worker gets the bytes only (it makes its own ast pass).
         if jobs > 1 and len(todo) >= PARSE_IN_WORKERS_FROM:
-            todo = [(i, (p, ToParse(d.source), s, w, h)) for i, (p, d, s, w, h) in todo]
+            todo = [
+                (i, (p, ToParse(d.source, settings=d.settings), s, w, h))
+                for i, (p, d, s, w, h) in todo
+            ]
             workers = min(jobs, len(todo))
             in_workers(_parse, todo, workers, finished, _chunksize(len(todo), workers), lost)
         else:

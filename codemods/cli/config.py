@@ -6,7 +6,7 @@ Example ``pyproject.toml``::
     select = ["FSDP1", "FSDP2"]
     ignore = ["FSDP206"]
     exclude = ["third_party/*", "legacy_*.py"]
-    target-torch = "2.2"
+    target-torch = "2.2..2.13"   # or one release: "2.2"
     target-lightning = "2.1"
     fsdp2-bridge = false
 
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
+from codemods.releases import RangeError, Span, parse_span
 
 SECTION = "fsdp-compat"
 _LISTS = ("select", "extend-select", "ignore", "exclude")
@@ -54,8 +54,9 @@ class Config:
         ignore: Codes or prefixes never reported.
         exclude: Globs of paths (relative to the file's directory) or names not walked.
         per_file_ignores: ``(glob, codes)`` pairs: codes ignored in matching files.
-        target_torch: The torch release the code must run on.
-        target_lightning: The Lightning release the code must run on.
+        target_torch: The torch releases the code must run on (a release or a range,
+            as written; :func:`codemods.releases.parse_span` reads it).
+        target_lightning: The same for Lightning.
         fsdp2_bridge: Whether FSDP401 may rewrite a call to ``compat``'s FSDP1 bridge
             (None: not set here).
     """
@@ -177,22 +178,25 @@ def _strings(path: Path, key: str, value: Any) -> tuple[str, ...]:
 
 
 def _version(path: Path, key: str, value: Any) -> str:
-    try:
-        return str(Version(str(value)))
-    except InvalidVersion as exc:
-        raise ConfigError(f'{path}: {key} must be a release like "2.2", got {value!r}') from exc
+    if not isinstance(value, str):
+        raise ConfigError(
+            f'{path}: {key} must be a string, a release like "2.2" or a range like '
+            f'"2.4..2.13", got {value!r}'
+        )
+    check_version(value, key, f"{path}: ")
+    return value.strip()
 
 
-def check_version(text: str, option: str) -> str:
-    """A command-line release (``--target-torch 2.2``), normalised.
+def check_version(text: str, option: str, where: str = "") -> Span:
+    """A release or range (``--target-torch 2.2``, ``2.4..2.13``, ``2.4..``), read.
 
     Raises:
-        ConfigError: If it is not a release number.
+        ConfigError: If it is not a release or a range of releases.
     """
     try:
-        return str(Version(text))
-    except InvalidVersion as exc:
-        raise ConfigError(f"{option} must be a release like 2.2, got {text!r}") from exc
+        return parse_span(text, option)
+    except RangeError as exc:
+        raise ConfigError(f"{where}{exc}") from exc
 
 
 def start_of(paths: Sequence[str]) -> Path:

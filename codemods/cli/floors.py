@@ -21,6 +21,13 @@ order (:mod:`codemods.cli.requirement_files` reads them):
 4. ``requirements*.txt`` in the root, then ``requirements/*.txt``, each in name order,
    following ``-r``/``--requirement`` includes (relative to the including file, each file
    read once, a cycle reported).
+5. ``tox.ini`` ``deps`` of every ``[testenv...]``, conda's ``environment.yml`` (its
+   ``pip:`` list too), ``Pipfile`` ``[packages]`` / ``[dev-packages]``, and each
+   ``.github/workflows/*.yml`` job matrix that lists torch releases
+   (:mod:`codemods.cli.environment_files`).
+
+A pin that names no release (a URL, a path, a git dependency, an editable install) is
+recorded in ``unversioned``: below the evidence floor, the range is then unknown.
 
 A project that holds Lightning's own source (``src/pytorch_lightning/`` and the like) and
 declares no Lightning requirement is Lightning itself: its release is its own, read as
@@ -50,6 +57,7 @@ from pathlib import Path
 
 from packaging.version import Version
 
+from codemods.cli.environment_files import read_environment_files
 from codemods.cli.requirement_files import Reader
 from codemods.cli.specifiers import FRAMEWORKS, TITLES, poetry_floor, specifier_floor
 
@@ -67,7 +75,14 @@ __all__ = [
 ]
 
 #: Files whose presence makes a directory a project root (besides ``requirements*.txt``).
-ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py")
+ROOT_MARKERS = (
+    "pyproject.toml",
+    "setup.cfg",
+    "setup.py",
+    "Pipfile",
+    "environment.yml",
+    "environment.yaml",
+)
 
 
 @dataclass(frozen=True)
@@ -83,12 +98,20 @@ class DeclaredFloors:
             came from, e.g. ``"requirements.txt:3: torch>=1.12.0"``.
         problems: One message per requirement, file or line that could not be read
             (and so did not count), naming the file and, where known, the line.
+        tops: Framework -> ``(release, exclusive)``: the newest release the project's
+            declarations admit, where every declaration of it has a top (a pin, ``<X``).
+        top_sources: Framework -> the declaration the top came from.
+        unversioned: Framework -> a declaration that pins it by a URL or path (no
+            release): below the evidence floor, the range is unknown.
     """
 
     torch: Version | None = None
     lightning: Version | None = None
     sources: dict[str, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    tops: dict[str, tuple[Version, bool]] = field(default_factory=dict)
+    top_sources: dict[str, str] = field(default_factory=dict)
+    unversioned: dict[str, str] = field(default_factory=dict)
 
 
 def _declares(path: Path) -> bool:
@@ -183,13 +206,15 @@ def declared_floors(root: str | os.PathLike[str]) -> DeclaredFloors:
         directory = directory.parent
     reader = Reader(directory)
     reader.read()
+    read_environment_files(reader)
     floors: dict[str, Version] = {}
     sources: dict[str, str] = {}
     for declaration in reader.declarations:  # strictly lower only: the first read wins a tie
         current = floors.get(declaration.framework)
-        if current is None or declaration.floor < current:
+        if declaration.floor is not None and (current is None or declaration.floor < current):
             floors[declaration.framework] = declaration.floor
             sources[declaration.framework] = declaration.source
+    tops, top_sources = _tops(reader.declarations)
     own = _own_lightning(directory)
     if own is not None and "lightning" not in floors:
         # Lightning's own source defines the names the rules would rename: its release is
@@ -201,7 +226,35 @@ def declared_floors(root: str | os.PathLike[str]) -> DeclaredFloors:
         lightning=floors.get("lightning"),
         sources=sources,
         problems=list(reader.problems),
+        tops=tops,
+        top_sources=top_sources,
+        unversioned=dict(reader.unversioned),
     )
+
+
+def _tops(declarations: list) -> tuple[dict[str, tuple[Version, bool]], dict[str, str]]:
+    """Each framework's newest admitted release: the highest top, none if one has none.
+
+    The declarations of one project are alternatives (a floor in ``setup.py``, a pin in
+    a CI file), so the range is their union: any declaration without a top leaves it open.
+    """
+    tops: dict[str, tuple[Version, bool]] = {}
+    sources: dict[str, str] = {}
+    open_ended: set[str] = set()
+    for declaration in declarations:
+        framework = declaration.framework
+        if declaration.top is None:
+            open_ended.add(framework)
+            continue
+        candidate = (declaration.top, declaration.top_exclusive)
+        current = tops.get(framework)
+        if current is None or (candidate[0], not candidate[1]) > (current[0], not current[1]):
+            tops[framework] = candidate
+            sources[framework] = declaration.source
+    for framework in open_ended:
+        tops.pop(framework, None)
+        sources.pop(framework, None)
+    return tops, sources
 
 
 def describe(floors: DeclaredFloors) -> str:

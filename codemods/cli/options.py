@@ -13,6 +13,7 @@ from codemods.cli import config as configuration
 from codemods.cli.project_classes import ProjectClasses
 from codemods.cli.project_fsdp1 import ProjectFsdp1Checks
 from codemods.cli.targets import ProjectTargets
+from codemods.releases import Releases, Span
 from codemods.settings import Settings
 
 if TYPE_CHECKING:
@@ -57,11 +58,13 @@ def add_rule_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--target-torch",
-        metavar="VERSION",
-        help="the torch the code must run on: report what is deprecated there, fix only "
-        "to forms it has (default: the oldest its project declares, else the current one)",
+        metavar="RANGE",
+        help="the torch releases the code must run on: a release (2.2) or a range "
+        "(2.4..2.13, 2.4..): report what is a problem on any of them, fix only to forms that "
+        "run on all of them (default: the range its project declares, else from the oldest "
+        "release the file's own API uses to the newest)",
     )
-    parser.add_argument("--target-lightning", metavar="VERSION", help="the same, for Lightning")
+    parser.add_argument("--target-lightning", metavar="RANGE", help="the same, for Lightning")
     parser.add_argument(
         "--no-fsdp2-bridge",
         dest="fsdp2_bridge",
@@ -188,12 +191,21 @@ class Choices:
                 )
         return dataclasses.replace(settings, **declared) if declared else settings
 
-    def summary_lines(self) -> list[str]:
-        """The targets used and where they came from, for the run's summary.
+    def summary_lines(self, no_fix: bool = False) -> list[str]:
+        """The ranges used and where they came from, for the run's summary.
 
-        See :meth:`codemods.cli.targets.ProjectTargets.summary_lines`.
+        See :meth:`codemods.cli.targets.ProjectTargets.summary_lines`. ``no_fix``: some
+        finding has no fix on its range; a last line says how to declare one.
         """
-        return self.targets.summary_lines() if self.targets is not None else []
+        lines = self.targets.summary_lines() if self.targets is not None else []
+        if no_fix:
+            lines.append(
+                "note: a fix is made only where its new form runs on every release of the "
+                "range; to change a range, declare the releases you support (torch>=2.4 in "
+                'your requirements, target-torch = "2.4.." in [tool.fsdp-compat], or '
+                "--target-torch 2.4..)"
+            )
+        return lines
 
     def skip(self) -> Callable[[Path], bool] | None:
         """The configuration's excludes, for walking directories."""
@@ -222,9 +234,15 @@ def choices(args: argparse.Namespace, paths: list[str], fix: bool) -> Choices:
         framework: configuration.check_version(value, f"--target-{framework}") if value else None
         for framework, value in (("torch", args.target_torch), ("lightning", args.target_lightning))
     }
-    configured = {"torch": config.target_torch, "lightning": config.target_lightning}
-    targets = {
-        f"target_{framework}": command_line[framework] or configured[framework]
+    configured = {
+        framework: configuration.check_version(value, f"target-{framework}") if value else None
+        for framework, value in (
+            ("torch", config.target_torch),
+            ("lightning", config.target_lightning),
+        )
+    }
+    explicit = {
+        framework: command_line[framework] or configured[framework] or Span()
         for framework in command_line
     }
     settings = Settings(
@@ -233,10 +251,10 @@ def choices(args: argparse.Namespace, paths: list[str], fix: bool) -> Choices:
         fix=fix,
         unsafe_fixes=args.unsafe_fixes,
         fsdp2_bridge=_first_set(args.fsdp2_bridge, config.fsdp2_bridge, True),
-        **targets,
+        releases=Releases(**explicit),
     )
-    # A target neither sets is the floor the file's project declares (per file: one run
-    # may cover several projects), else the current release.
+    # A range neither sets is the one the file's project declares (per file: one run may
+    # cover several projects), else from the file's evidence floor to the newest release.
     return Choices(config, settings, ProjectTargets(command_line, configured, config.path))
 
 

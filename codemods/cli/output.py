@@ -13,7 +13,7 @@ from pathlib import Path
 
 from codemods._version import __version__
 from codemods.findings import Finding, applicability
-from codemods.registry import REGISTRY, FixSafety, Framework
+from codemods.registry import REGISTRY, FixSafety
 from codemods.settings import Settings
 
 FORMATS = ("text", "json", "github", "sarif")
@@ -75,25 +75,17 @@ def fix_marker(item: Located, settings: Settings) -> bool:
     return not finding.withheld and settings.fixes(rule, finding.fixable, finding.unsafe)
 
 
-def target_too_old(finding: Finding, settings: Settings | None) -> str:
-    """Why a finding left unfixed has no fix at the target release, or ``""``.
+def target_too_old(finding: Finding, settings: Settings | None = None) -> str:
+    """Why a finding left unfixed has no fix on the releases the code runs on, or ``""``.
 
     Example:
-        >>> finding = Finding(2, 1, "FSDP121", "deprecated")
-        >>> target_too_old(finding, Settings(target_torch="2.2"))
-        'no fix before torch 2.4: the target is torch 2.2'
-        >>> target_too_old(finding, Settings())
-        ''
+        >>> finding = Finding(2, 1, "FSDP121", "deprecated", no_fix="no fix runs on torch 2.2")
+        >>> target_too_old(finding)
+        'no fix runs on torch 2.2'
     """
-    if settings is None or finding.fixed or finding.fixable:
+    if finding.fixed or finding.fixable:
         return ""
-    rule = REGISTRY[finding.code]
-    if not rule.fixable or settings.fix_available(rule):
-        return ""
-    lightning = rule.version_framework is Framework.LIGHTNING
-    title = "Lightning" if lightning else "torch"
-    target = settings.target_lightning if lightning else settings.target_torch
-    return f"no fix before {title} {rule.introduced}: the target is {title} {target}"
+    return finding.no_fix or ""
 
 
 def needs_unsafe(finding: Finding) -> bool:
@@ -188,6 +180,7 @@ def as_json(items: Sequence[Located]) -> str:
                     "filename": i.path,
                     "location": {"row": i.finding.line, "column": i.finding.col},
                     "fix": {"applicability": i.applicability} if i.applicability else None,
+                    "no_fix": i.finding.no_fix,
                     "url": f"{RULES_URL}#{i.finding.code.lower()}",
                 }
                 for i in items

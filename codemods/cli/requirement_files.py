@@ -3,8 +3,9 @@
 :class:`Reader` reads, relative to a project root and in this order: ``pyproject.toml``
 (PEP 621 dependencies and optional dependencies, PEP 735 dependency groups, Poetry's
 tables), ``setup.cfg`` (``[options] install_requires``, ``[options.extras_require]``,
-``file:`` values), ``setup.py`` (see :mod:`codemods.cli.setup_py`), then
-``requirements*.txt`` and ``requirements/*.txt`` with their ``-r`` includes. Each
+``file:`` values), ``setup.py`` (see :mod:`codemods.cli.setup_py`),
+``requirements*.txt`` and ``requirements/*.txt`` with their ``-r`` includes
+(:mod:`codemods.cli.environment_files` reads the files users keep besides these). Each
 declaration of torch or Lightning becomes a :class:`Declaration`; whatever cannot be
 read becomes a problem message naming the file and, where known, the line.
 :func:`codemods.cli.floors.declared_floors` is the public entry point.
@@ -26,7 +27,13 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from codemods.cli.setup_py import setup_py_requirements
-from codemods.cli.specifiers import FRAMEWORKS, pep440_floor_noted, poetry_floor_noted
+from codemods.cli.specifiers import (
+    FRAMEWORKS,
+    pep440_floor_noted,
+    pep440_top,
+    poetry_floor_noted,
+    poetry_top,
+)
 
 __all__ = ["Declaration", "Reader"]
 
@@ -67,13 +74,17 @@ class Declaration:
 
     Attributes:
         framework: ``"torch"`` or ``"lightning"``.
-        floor: The lowest release it admits.
+        floor: The lowest release it admits (None: nothing bounds it from below).
         source: Where it was read and what it says, e.g. ``requirements.txt:3: torch>=1.12``.
+        top: The highest release it admits (None: the newest).
+        top_exclusive: ``top`` itself is not admitted (``<2.0``).
     """
 
     framework: str
-    floor: Version
+    floor: Version | None
     source: str
+    top: Version | None = None
+    top_exclusive: bool = False
 
 
 class Reader:
@@ -87,6 +98,8 @@ class Reader:
         self.root = root
         self.declarations: list[Declaration] = []
         self.problems: list[str] = []
+        #: Framework -> the first declaration that pins it by a URL or path (no release).
+        self.unversioned: dict[str, str] = {}
         self._read_files: set[Path] = set()
 
     def read(self) -> None:
@@ -106,8 +119,6 @@ class Reader:
         except ValueError:
             return Path(os.path.relpath(path, self.root)).as_posix()
 
-    # ------------------------------------------------------------------ one requirement
-
     def add_pep508(self, text: str, where: str) -> None:
         """Count one PEP 508 requirement string; ``where`` prefixes its source."""
         try:
@@ -119,20 +130,27 @@ class Reader:
         if framework is None:
             return
         if requirement.url:
-            self.problems.append(
-                f"{where}: {text!r} is a direct URL reference and names no release; "
-                "it does not set the target"
-            )
+            self.pinned_without_release(framework, f"{where}: {text}")
             return
         floor, note = pep440_floor_noted(requirement.specifier)
-        self._add(framework, floor, f"{where}: {text}", note)
+        top, exclusive = pep440_top(requirement.specifier)
+        self._add(framework, floor, f"{where}: {text}", note, top, exclusive)
 
-    def _add(self, framework: str, floor: Version | None, source: str, note: str) -> None:
-        if floor is not None:
-            source = f"{source} ({note})" if note else source
-            self.declarations.append(Declaration(framework, floor, source))
+    def pinned_without_release(self, framework: str, source: str) -> None:
+        """Record a pin that names no release (a URL, a path, an editable install)."""
+        self.unversioned.setdefault(framework, source)
 
-    # ------------------------------------------------------------------ pyproject.toml
+    def _add(
+        self,
+        framework: str,
+        floor: Version | None,
+        source: str,
+        note: str,
+        top: Version | None = None,
+        exclusive: bool = False,
+    ) -> None:
+        source = f"{source} ({note})" if note else source
+        self.declarations.append(Declaration(framework, floor, source, top, exclusive))
 
     def _read_pyproject(self, path: Path) -> None:
         if not path.is_file():
@@ -218,31 +236,35 @@ class Reader:
             for item in value if isinstance(value, list) else [value]:
                 constraint = item.get("version") if isinstance(item, dict) else item
                 if not isinstance(constraint, str):
-                    self.problems.append(
-                        f"{where}: {package} = {item!r} names no version (a git, url or "
-                        "path dependency); it does not set the target"
-                    )
+                    self.pinned_without_release(framework, f"{where}: {package} = {item!r}")
                     continue
                 try:
                     floor, note = poetry_floor_noted(constraint)
+                    top, exclusive = poetry_top(constraint)
                 except ValueError as exc:
                     self.problems.append(f"{where}: {package} = {constraint!r}: {exc}")
                     continue
-                self._add(framework, floor, f'{where}: {package} = "{constraint}"', note)
+                source = f'{where}: {package} = "{constraint}"'
+                self._add(framework, floor, source, note, top, exclusive)
 
-    # ------------------------------------------------------------------ setup.cfg
-
-    def _read_setup_cfg(self, path: Path) -> None:
-        if not path.is_file():
-            return
+    def load_ini(self, path: Path) -> configparser.ConfigParser | None:
+        """``path`` read as an INI file; None (and a problem) where it does not parse."""
         parser = configparser.ConfigParser(interpolation=None)
         try:
             parser.read_string(path.read_text(encoding="utf-8"), source=str(path))
         except (OSError, UnicodeDecodeError, configparser.Error) as exc:
             message = str(exc).splitlines()[0]
             self.problems.append(
-                f"setup.cfg: cannot parse ({message}); its requirements are not read"
+                f"{self._label(path)}: cannot parse ({message}); its requirements are not read"
             )
+            return None
+        return parser
+
+    def _read_setup_cfg(self, path: Path) -> None:
+        if not path.is_file():
+            return
+        parser = self.load_ini(path)
+        if parser is None:
             return
         if parser.has_option("options", "install_requires"):
             value = parser.get("options", "install_requires", raw=True)
@@ -277,8 +299,6 @@ class Reader:
         for line in lines:
             self.add_pep508(line, where)
 
-    # ------------------------------------------------------------------ requirements files
-
     def _requirements_files(self) -> list[Path]:
         found = sorted(p for p in self.root.glob("requirements*.txt") if p.is_file())
         folder = self.root / "requirements"
@@ -311,11 +331,7 @@ class Reader:
             if name in ("-r", "--requirement"):
                 self._include(path, argument, where, stack)
             elif name in ("-e", "--editable"):
-                if _MENTION.search(argument):
-                    self.problems.append(
-                        f"{where}: skipped {line!r}: an editable install names no release; "
-                        "it does not set the target"
-                    )
+                self._unversioned_mention(argument, f"{where}: {line}")
             elif name not in _QUIET_OPTIONS:
                 self.problems.append(f"{where}: skipped unknown option {line!r}")
             return
@@ -328,13 +344,16 @@ class Reader:
                 or requirement.startswith((".", "/", "~"))
                 or (requirement.lower().endswith(_ARCHIVE))
             ):
-                if _MENTION.search(requirement):
-                    self.problems.append(
-                        f"{where}: skipped {requirement!r}: a URL or path names no release; "
-                        "it does not set the target"
-                    )
+                self._unversioned_mention(requirement, f"{where}: {requirement}")
                 return
         self.add_pep508(requirement, where)
+
+    def _unversioned_mention(self, text: str, source: str) -> None:
+        """A URL, path or editable install that names a framework: a pin with no release."""
+        match = _MENTION.search(text)
+        if match:
+            framework = FRAMEWORKS.get(canonicalize_name(match.group(1)), "torch")
+            self.pinned_without_release(framework, source)
 
     def _include(self, path: Path, argument: str, where: str, stack: tuple[Path, ...]) -> None:
         if not argument:

@@ -25,8 +25,10 @@ __all__ = [
     "FRAMEWORKS",
     "TITLES",
     "pep440_floor_noted",
+    "pep440_top",
     "poetry_floor",
     "poetry_floor_noted",
+    "poetry_top",
     "release",
     "specifier_floor",
 ]
@@ -174,3 +176,101 @@ def _poetry_branch_floor(branch: str) -> Noted:
         if best[0] is None or version > best[0]:
             best = (version, note)
     return best
+
+
+#: A release's top bound: ``(release, exclusive)``, or ``(None, False)`` for none.
+Top = tuple[Optional[Version], bool]
+
+
+def _next_release(text: str) -> Version:
+    """The release after the prefix ``text``: ``1.13`` -> ``1.14``, ``2`` -> ``3``."""
+    parts = [int(part) for part in release(text).release]
+    parts[-1] += 1
+    return Version(".".join(map(str, parts)))
+
+
+def _tighter(best: Top, candidate: Top) -> Top:
+    """The lower of two top bounds (an exclusive bound is below an inclusive one)."""
+    if candidate[0] is None:
+        return best
+    if best[0] is None or candidate[0] < best[0]:
+        return candidate
+    if candidate[0] == best[0] and candidate[1]:
+        return candidate
+    return best
+
+
+def pep440_top(specifiers: Iterable[Specifier]) -> Top:
+    """The highest release a conjunction of PEP 440 specifiers admits.
+
+    Example:
+        >>> pep440_top(SpecifierSet("<2.1,>=1.12")), pep440_top(SpecifierSet("==1.13.1"))
+        ((<Version('2.1')>, True), (<Version('1.13.1')>, False))
+        >>> pep440_top(SpecifierSet("==2.0.*")), pep440_top(SpecifierSet(">=1.12"))
+        ((<Version('2.1')>, True), (None, False))
+    """
+    best: Top = (None, False)
+    for specifier in specifiers:
+        operator, text = specifier.operator, specifier.version
+        try:
+            if operator == "<":
+                best = _tighter(best, (release(text), True))
+            elif operator in ("<=", "===") or (operator == "==" and not text.endswith(".*")):
+                best = _tighter(best, (release(text), False))
+            elif operator == "==":
+                best = _tighter(best, (_next_release(text[:-2]), True))
+            elif operator == "~=":
+                prefix = ".".join(text.split(".")[:-1]) or text
+                best = _tighter(best, (_next_release(prefix), True))
+        except InvalidVersion:
+            continue
+    return best
+
+
+def poetry_top(constraint: str) -> Top:
+    """The highest release a Poetry constraint admits, the highest of its ``||`` branches'.
+
+    Example:
+        >>> poetry_top("^1.12"), poetry_top("~2.0.1"), poetry_top(">=1.13"), poetry_top("2.0.1")
+        ((<Version('2')>, True), (<Version('2.1')>, True), (None, False), (<Version('2.0.1')>, False))
+
+    Raises:
+        ValueError: If a version in it does not parse.
+    """  # noqa: E501
+    tops: list[Top] = []
+    for branch in constraint.split("||"):
+        squeezed = re.sub(r"(\^|~=|~|>=|<=|===|==|!=|>|<|=)\s+", r"\1", branch.strip())
+        best: Top = (None, False)
+        for part in filter(None, re.split(r"[,\s]+", squeezed)):
+            match = _POETRY_OPERATOR.match(part)
+            assert match is not None
+            operator, text = match.group(1) or "==", match.group(2)
+            if text in ("*", ""):
+                continue
+            try:
+                if operator == "^":
+                    parts = list(release(text.rstrip(".*")).release) + [0, 0]
+                    index = next((i for i, p in enumerate(parts[:3]) if p != 0), 0)
+                    upper = parts[: index + 1]
+                    upper[-1] += 1
+                    best = _tighter(best, (Version(".".join(map(str, upper))), True))
+                elif operator in ("~", "~="):
+                    parts = text.split(".")
+                    prefix = ".".join(parts[:2] if len(parts) > 1 else parts)
+                    if operator == "~=" and len(parts) > 1:
+                        prefix = ".".join(parts[:-1])
+                    best = _tighter(best, (_next_release(prefix), True))
+                elif operator == "<":
+                    best = _tighter(best, (release(text), True))
+                elif operator in ("<=",) or (operator in ("==", "=") and not text.endswith("*")):
+                    best = _tighter(best, (release(text), False))
+                elif operator in ("==", "="):
+                    best = _tighter(best, (_next_release(text.rstrip(".*")), True))
+            except InvalidVersion as exc:
+                raise ValueError(f"invalid version {text!r} in {branch.strip()!r}") from exc
+        if best[0] is None:
+            return (None, False)  # one branch with no top: the union has none
+        tops.append(best)
+    if not tops:
+        return (None, False)
+    return max(tops, key=lambda top: (top[0], not top[1]))

@@ -1,8 +1,12 @@
-"""Each file's target releases, and the run's record of them for its summary.
+"""Each file's releases, and the run's record of them for its summary.
 
-A file's target for a framework is, first found: ``--target-torch`` /
-``--target-lightning``, ``target-torch`` / ``target-lightning`` in ``[tool.fsdp-compat]``,
-the floor its project declares (:mod:`codemods.cli.floors`), else the current release.
+A file's range of releases for a framework is, first found: ``--target-torch`` /
+``--target-lightning``, ``target-torch`` / ``target-lightning`` in ``[tool.fsdp-compat]``
+(a release, or a range ``2.4..2.13``), the range its project declares
+(:mod:`codemods.cli.floors`: the lowest floor and, where every declaration has one, the
+highest top), else from the file's own evidence floor (:mod:`codemods.screen.evidence`) to the
+newest release. A pin that names no release (a URL or path) leaves the floor to the
+evidence too, and says so.
 A run may cover several projects, so the project is found per file; each directory's
 project root and each root's declared floors are looked up once and cached, so a run
 over thousands of files reads each project's files once. Standard input without a file
@@ -11,16 +15,18 @@ name belongs to no project.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from packaging.version import Version
 
-from codemods.cli.floors import DeclaredFloors, choose_target, declared_floors, is_project_root
+from codemods.cli.floors import DeclaredFloors, declared_floors, is_project_root
 from codemods.cli.specifiers import TITLES
+from codemods.releases import Releases, Span
 
-__all__ = ["ProjectTarget", "ProjectTargets", "Target", "short_release"]
+__all__ = ["ProjectTarget", "ProjectTargets", "short_release"]
 
 
 def short_release(version: Version) -> str:
@@ -38,96 +44,62 @@ def short_release(version: Version) -> str:
 
 
 @dataclass(frozen=True)
-class Target:
-    """One framework's target for a project, and where it came from.
-
-    Attributes:
-        release: The release, like ``"1.12"`` (None: the current release).
-        origin: Where it came from, e.g. ``--target-torch`` or
-            ``declared: requirements.txt:3: torch>=1.12.0`` (empty for the default).
-    """
-
-    release: str | None = None
-    origin: str = ""
-
-
-@dataclass(frozen=True)
 class ProjectTarget:
-    """The targets used for the files of one project, and what could not be read.
+    """The releases used for the files of one project, and what could not be read.
 
     Attributes:
         root: The project root (None: no project, or no need to look one up).
-        targets: Framework (``"torch"``, ``"lightning"``) -> its target.
+        releases: The releases its files run on (an evidence span's floor is each
+            file's, filled in when the file is read).
         problems: The declarations that could not be read, each naming the file
             relative to the current directory.
     """
 
     root: Path | None
-    targets: dict[str, Target]
+    releases: Releases
     problems: tuple[str, ...] = ()
 
-    @property
-    def default(self) -> bool:
-        """Whether every framework's target is the current release."""
-        return all(target.release is None for target in self.targets.values())
-
     def line(self) -> str:
-        """The summary line: ``target torch 1.12 (declared: ...); Lightning latest``."""
-        parts = []
-        for framework, title in TITLES.items():
-            target = self.targets[framework]
-            if target.release is None:
-                parts.append(f"{title} latest")
-            else:
-                parts.append(f"{title} {target.release} ({target.origin})")
-        return "target " + "; ".join(parts)
+        """The summary line: ``releases torch 1.12..latest (floor: ...); Lightning ...``."""
+        return "releases " + self.releases.line()
 
     def notes(self) -> list[str]:
         """One ``note:`` line per declaration that could not be read."""
-        then = "; the default target is used" if self.default else ""
-        return [f"note: {problem}{then}" for problem in self.problems]
+        return [f"note: {problem}; it does not count" for problem in self.problems]
 
 
 @dataclass
 class ProjectTargets:
-    """Chooses each file's targets and records them per project root.
+    """Chooses each file's releases and records them per project root.
 
     Attributes:
-        command_line: Framework -> the ``--target-...`` release given, if any.
-        config: Framework -> the ``[tool.fsdp-compat]`` release, if any.
+        command_line: Framework -> the ``--target-...`` span given, if any.
+        config: Framework -> the ``[tool.fsdp-compat]`` span, if any.
         config_path: The ``pyproject.toml`` the configuration came from.
     """
 
-    command_line: dict[str, str | None] = field(default_factory=dict)
-    config: dict[str, str | None] = field(default_factory=dict)
+    command_line: dict[str, Span | None] = field(default_factory=dict)
+    config: dict[str, Span | None] = field(default_factory=dict)
     config_path: Path | None = None
     _roots: dict[Path, Path | None] = field(default_factory=dict, repr=False)
     _directories: dict[str, Path | None] = field(default_factory=dict, repr=False)
     _projects: dict[Path | None, ProjectTarget] = field(default_factory=dict, repr=False)
 
-    def for_file(self, path: str | os.PathLike[str]) -> dict[str, str]:
-        """The targets the file's project declares where nothing explicit sets them.
+    def for_file(self, path: str | os.PathLike[str]) -> dict[str, Releases]:
+        """The ``Settings`` fields for ``path``: its project's releases.
 
         Args:
             path: The file (``-``: standard input, which belongs to no project).
 
         Returns:
-            ``Settings`` fields to replace, e.g. ``{"target_torch": "1.12"}``; empty when
-            the command line and the configuration set every target, or nothing is
-            declared.
+            ``{"releases": ...}`` (where the command line and the configuration set every
+            framework's range, the one range of the run).
         """
         explicit = all(self._explicit(framework) for framework in TITLES)
-        if explicit or os.fspath(path) == "-":
-            project = self._project(None)
-        else:
-            project = self._project(self._root_of(os.fspath(path)))
-        return {
-            f"target_{framework}": target.release
-            for framework, target in project.targets.items()
-            if target.release is not None and not self._explicit(framework)
-        }
+        root = None if explicit or os.fspath(path) == "-" else self._root_of(os.fspath(path))
+        return {"releases": self._project(root).releases}
 
-    def _explicit(self, framework: str) -> str | None:
+    def _explicit(self, framework: str) -> Span | None:
         return self.command_line.get(framework) or self.config.get(framework)
 
     def _root_of(self, path: str) -> Path | None:
@@ -156,28 +128,43 @@ class ProjectTargets:
         if root not in self._projects:
             floors = declared_floors(root) if root is not None else DeclaredFloors()
             prefix = _prefix(root)
-            targets = {framework: self._target(framework, floors, prefix) for framework in TITLES}
+            spans = {framework: self._span(framework, floors, prefix) for framework in TITLES}
             problems = tuple(prefix + problem for problem in floors.problems)
-            self._projects[root] = ProjectTarget(root, targets, problems)
+            self._projects[root] = ProjectTarget(root, Releases(**spans), problems)
         return self._projects[root]
 
-    def _target(self, framework: str, floors: DeclaredFloors, prefix: str) -> Target:
+    def _span(self, framework: str, floors: DeclaredFloors, prefix: str) -> Span:
         command_line = self.command_line.get(framework)
-        config = self.config.get(framework)
-        release, origin = choose_target(framework, command_line, config, floors)
-        if release is None:
-            return Target()
         if command_line:
-            return Target(release, origin)
+            return command_line
+        config = self.config.get(framework)
         if config:
             where = _display(self.config_path) if self.config_path else "pyproject.toml"
-            return Target(release, f"{origin} in {where}")
+            return dataclasses.replace(
+                config,
+                floor_origin=f"{config.floor_origin} in {where}" if config.floor_origin else "",
+                top_origin=f"{config.top_origin} in {where}" if config.top_origin else "",
+            )
+        top, exclusive = floors.tops.get(framework, (None, False))
+        top_origin = f"declared: {prefix}{floors.top_sources[framework]}" if top else ""
         floor = getattr(floors, framework)
-        return Target(short_release(floor), f"declared: {prefix}{origin}")
+        if floor is not None:
+            origin = f"declared: {prefix}{floors.sources[framework]}"
+            return Span(floor, top, exclusive, origin, top_origin)
+        unversioned = floors.unversioned.get(framework, "")
+        return Span(
+            None,
+            top,
+            exclusive,
+            "",
+            top_origin,
+            evidence=True,
+            unversioned=prefix + unversioned if unversioned else "",
+        )
 
     @property
     def projects(self) -> list[ProjectTarget]:
-        """The projects whose files this run chose targets for, by root.
+        """The projects whose files this run chose releases for, by root.
 
         Not in the order first seen: with several jobs that order is the order files
         happen to finish, and the summary would change from one run to the next.
@@ -185,29 +172,37 @@ class ProjectTargets:
         return sorted(self._projects.values(), key=lambda p: "" if p.root is None else str(p.root))
 
     def summary_lines(self) -> list[str]:
-        """The summary's lines: each distinct target line, then each note.
-
-        Nothing when every file's targets are the current releases and nothing failed to
-        read (the output of a run on a project that declares nothing stays as it was).
-        """
+        """The summary's lines: each distinct project's releases, then each note."""
         lines = list(dict.fromkeys(project.line() for project in self.projects))
-        if all(project.default for project in self.projects):
-            lines = []
         return lines + list(dict.fromkeys(n for project in self.projects for n in project.notes()))
 
     def report(self) -> list[dict]:
-        """The targets for ``--report``: one object per project."""
+        """The releases for ``--report``: one object per project, with their sources."""
         return [
             {
                 "root": str(project.root) if project.root is not None else None,
                 **{
-                    framework: {"release": target.release, "origin": target.origin or "default"}
-                    for framework, target in project.targets.items()
+                    framework: _span_report(project.releases.span(framework))
+                    for framework in TITLES
                 },
                 "notes": list(project.problems),
             }
             for project in self.projects
         ]
+
+
+def _span_report(span: Span) -> dict:
+    """One framework's range for ``--report``: bounds, and which declaration set each."""
+    return {
+        "range": span.text(),
+        "floor": None if span.floor is None else str(span.floor),
+        "floor_origin": span.floor_origin
+        or ("each file's evidence floor" if span.evidence else "default"),
+        "top": None if span.top is None else str(span.top),
+        "top_exclusive": span.top_exclusive,
+        "top_origin": span.top_origin or "the newest release",
+        "unversioned": span.unversioned or None,
+    }
 
 
 def _display(path: Path) -> str:

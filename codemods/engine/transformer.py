@@ -24,7 +24,6 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from libcst.metadata import ScopeProvider
-from packaging.version import Version
 
 from codemods.engine.cold import ColdStatements
 from codemods.engine.imports.finish import Edits
@@ -149,14 +148,16 @@ class Engine(Lookups, ColdStatements, ImportMoves, cst.CSTTransformer):
                 applies and not withheld,
                 unsafe=fixable and unsafe_here,
                 withheld=withheld if applies else None,
+                no_fix=self.settings.releases.breaks(rule)
+                if fixable_here and rule.fixable
+                else None,
             )
         )
         return applies and not withheld
 
     def target_at_least(self, release: str) -> bool:
-        """Whether the torch the code must run on (``--target-torch``) is ``release`` or later."""
-        target = self.settings.target_torch
-        return target is None or Version(target) >= Version(release)
+        """Whether every torch release the code must run on is ``release`` or later."""
+        return self.settings.releases.at_least(release)
 
     def need_import(self, module: str, name: str | None, asname: str | None = None) -> None:
         """Queue an import the new code needs, added after this pass (``import_adding``)."""

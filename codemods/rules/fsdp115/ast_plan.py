@@ -12,6 +12,7 @@ import ast
 
 from codemods.rules.api import Detector
 from codemods.rules.fsdp115.plan import (
+    DCP_LOAD_SINCE,
     DCP_STATE_DICT,
     DCP_STATE_DICT_SINCE,
     FSDP_PACKAGE,
@@ -213,7 +214,7 @@ def _ast_statement_plan(
         options = "full_state_dict=True, cpu_offload=True" if values[0] else "full_state_dict=True"  # type: ignore[index]
         function = "get_model_state_dict"
     elif method == "load_state_dict" and len(own) == 1:
-        if not plain_positional(own[0]):
+        if not plain_positional(own[0]) or not detector.target_at_least(DCP_LOAD_SINCE):
             return None
         options, function = "full_state_dict=True", "set_model_state_dict"
     else:

@@ -15,6 +15,9 @@ from codemods.syntax.lazy_libcst import cst
 
 #: Where ``torch.distributed.checkpoint.state_dict`` first exists.
 DCP_STATE_DICT_SINCE = "2.2"
+#: torch 2.2 and 2.3's ``set_model_state_dict`` refuses an FSDP1 model that has not run a
+#: forward yet (which is when checkpoints are loaded): the load form needs 2.4.
+DCP_LOAD_SINCE = "2.4"
 DCP_STATE_DICT = "torch.distributed.checkpoint.state_dict"
 #: The package of FSDP1's state-dict API.
 FSDP_PACKAGE = "torch.distributed.fsdp"
@@ -190,7 +193,7 @@ def _statement_plan(
         options = "full_state_dict=True, cpu_offload=True" if values[0] else "full_state_dict=True"
         function, loaded = "get_model_state_dict", None
     elif method == "load_state_dict" and len(value.args) == 1:
-        if not is_plain_positional(value.args[0]):
+        if not is_plain_positional(value.args[0]) or not engine.target_at_least(DCP_LOAD_SINCE):
             return None
         options, function, loaded = "full_state_dict=True", "set_model_state_dict", value.args[0]
     else:

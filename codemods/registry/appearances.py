@@ -1,0 +1,61 @@
+"""When the APIs a file may use first appeared: the data behind evidence floors.
+
+A file that uses ``torch.distributed._composable.fsdp`` runs on torch 2.4 or later, one
+that imports ``ModuleWrapPolicy`` on 2.0 or later: the newest of these releases among a
+file's own (ungated) uses is its *evidence floor* (:mod:`codemods.screen.evidence`), the floor of
+its range where its project declares none. Each entry is a fully qualified name, or a
+module whose every name counts; the release is of the name's framework. Only names whose
+first release is certain are listed (each from the API history in the design notes, the
+registry's own ``introduced`` fields, or torch's and Lightning's sources); a name that is
+not listed evidences nothing beyond the framework's first FSDP release (:data:`BASELINE`).
+"""
+
+from __future__ import annotations
+
+#: The first release of each framework with FSDP: nothing older is ever in a range.
+BASELINE: dict[str, str] = {"torch": "1.11", "lightning": "1.2"}
+
+#: Qualified name or module -> (framework, first release).
+APPEARED: dict[str, tuple[str, str]] = {
+    # torch FSDP1's policies (design notes' API history)
+    "torch.distributed.fsdp.wrap.size_based_auto_wrap_policy": ("torch", "1.12"),
+    "torch.distributed.fsdp.wrap.ModuleWrapPolicy": ("torch", "2.0"),
+    "torch.distributed.fsdp.wrap.CustomPolicy": ("torch", "2.1"),
+    "torch.distributed.fsdp.wrap._Policy": ("torch", "2.1"),
+    # FSDP2: its first, private home, then its public one
+    "torch.distributed._composable.fsdp": ("torch", "2.4"),
+    "torch.distributed.fsdp.fully_shard": ("torch", "2.6"),
+    "torch.distributed.fsdp.FSDPModule": ("torch", "2.6"),
+    "torch.distributed.fsdp.MixedPrecisionPolicy": ("torch", "2.6"),
+    "torch.distributed.fsdp.CPUOffloadPolicy": ("torch", "2.6"),
+    "torch.distributed.fsdp.OffloadPolicy": ("torch", "2.6"),
+    # DTensor and device meshes
+    "torch.distributed._tensor": ("torch", "2.0"),
+    "torch.distributed.device_mesh": ("torch", "2.2"),
+    "torch.distributed.tensor.DTensor": ("torch", "2.5"),
+    "torch.distributed.tensor.distribute_tensor": ("torch", "2.5"),
+    "torch.distributed.tensor.Shard": ("torch", "2.5"),
+    "torch.distributed.tensor.Replicate": ("torch", "2.5"),
+    # distributed checkpoint's state-dict API
+    "torch.distributed.checkpoint.state_dict": ("torch", "2.2"),
+    # Lightning's FSDP strategies (design notes' API history)
+    "pytorch_lightning.strategies.DDPFullyShardedStrategy": ("lightning", "1.6"),
+    "pytorch_lightning.strategies.DDPFullyShardedNativeStrategy": ("lightning", "1.7"),
+    "lightning.pytorch.strategies.DDPFullyShardedNativeStrategy": ("lightning", "1.7"),
+    "pytorch_lightning.strategies.FSDPStrategy": ("lightning", "2.0"),
+    "lightning.pytorch.strategies.FSDPStrategy": ("lightning", "2.0"),
+    "lightning_lite": ("lightning", "1.8"),
+    "lightning.lite": ("lightning", "1.8"),
+    "lightning.fabric": ("lightning", "1.9"),
+    "lightning_fabric": ("lightning", "1.9"),
+}
+
+#: The top-level packages of each framework: a use of any of them is a use of it.
+PACKAGES: dict[str, str] = {
+    "torch": "torch",
+    "lightning": "lightning",
+    "pytorch_lightning": "lightning",
+    "lightning_fabric": "lightning",
+    "lightning_lite": "lightning",
+    "fairscale": "torch",  # FairScale rules are dated by torch's releases
+}

@@ -1,0 +1,256 @@
+"""The releases a file runs on: per framework, a range from a floor to a top.
+
+A project runs on a range of releases, not one. A rule asks two questions of it:
+
+- :meth:`Releases.reported`: is the old form a problem on *any* release of the range
+  (it is deprecated or removed at or below the top; for a changed default, the range
+  holds releases on both sides of the change);
+- :meth:`Releases.fixable`: does the new form run on *every* release of the range (it
+  exists at the floor).
+
+The command line builds one value per project (:mod:`codemods.cli.targets`); a floor
+nobody declares is each file's *evidence floor*, the oldest release on which every API
+the file uses exists (:mod:`codemods.screen.evidence`), filled in once the file is parsed
+(:meth:`Releases.with_evidence`). The default value (``Releases()``) judges code at the
+current release, as a run with no project did before ranges existed.
+
+Example:
+    >>> from codemods.registry import REGISTRY
+    >>> releases = Releases.parse(torch="1.12..")
+    >>> rule = REGISTRY["FSDP102"]  # `unwrapped_params`, removed in torch 2.0
+    >>> releases.reported(rule), releases.fixable(rule)
+    (True, False)
+    >>> releases.breaks(rule)
+    'no fix runs on torch 1.12..latest: it needs torch 2.0'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from packaging.version import InvalidVersion, Version
+
+__all__ = ["RangeError", "Releases", "Span", "parse_span"]
+
+#: Framework key -> how messages name it.
+TITLES = {"torch": "torch", "lightning": "Lightning"}
+
+
+class RangeError(ValueError):
+    """A release or range that cannot be read; the message says why."""
+
+
+@dataclass(frozen=True)
+class Span:
+    """One framework's releases: from ``floor`` to ``top``, and where each came from.
+
+    Attributes:
+        floor: The oldest release (None: not set, the current release stands in).
+        top: The newest release (None: the newest there is).
+        top_exclusive: ``top`` itself is not in the range (``torch<2.0``).
+        floor_origin: Where the floor came from (``--target-torch``, a declaration,
+            ``evidence: ...``).
+        top_origin: Where the top came from (empty: the newest release).
+        evidence: Nothing declares the floor: each file's evidence floor is used
+            (:meth:`Releases.with_evidence` fills ``floor`` in).
+        unversioned: A declaration that names no release (a URL or path pin): below the
+            evidence floor the range is unknown. Empty where there is none.
+    """
+
+    floor: Version | None = None
+    top: Version | None = None
+    top_exclusive: bool = False
+    floor_origin: str = ""
+    top_origin: str = ""
+    evidence: bool = False
+    unversioned: str = ""
+
+    def reaches(self, release: Version) -> bool:
+        """Whether some release of the range is ``release`` or newer."""
+        if self.top is None:
+            return True
+        return release < self.top if self.top_exclusive else release <= self.top
+
+    def all_at_least(self, release: Version) -> bool:
+        """Whether every release of the range is ``release`` or newer."""
+        return self.floor is None or self.floor >= release
+
+    def below(self, release: Version) -> bool:
+        """Whether some release of the range is older than ``release``."""
+        return self.floor is not None and self.floor < release
+
+    def text(self) -> str:
+        """The range as written: ``1.12..latest``, ``2.2``, ``2.4..<2.6``, ``latest``.
+
+        Example:
+            >>> Span(Version("1.12")).text(), Span(Version("2.2"), Version("2.2")).text()
+            ('1.12..latest', '2.2')
+        """
+        if self.floor is not None:
+            floor = _short(self.floor)
+        else:
+            floor = "evidence" if self.evidence else "latest"
+        if self.top is None:
+            if self.evidence and self.floor is None:
+                return "evidence..latest"
+            return floor if self.floor is None else f"{floor}..latest"
+        top = ("<" if self.top_exclusive else "") + _short(self.top)
+        return floor if top == floor else f"{floor}..{top}"
+
+    def described(self, title: str) -> str:
+        """``torch 1.12..latest (floor: ...; top: ...)`` for summaries and reports."""
+        origins = []
+        if self.floor_origin:
+            origins.append(f"floor: {self.floor_origin}")
+        if self.top_origin:
+            origins.append(f"top: {self.top_origin}")
+        if self.evidence and self.floor is None:
+            origins.append("floor: each file's evidence floor, as nothing declares one")
+        if self.unversioned:
+            origins.append(f"unknown below the evidence floor: {self.unversioned}")
+        return f"{title} {self.text()}" + (f" ({'; '.join(origins)})" if origins else "")
+
+
+@dataclass(frozen=True)
+class Releases:
+    """The releases of each framework a file runs on.
+
+    FairScale rules are dated by torch's releases (``Rule.version_framework``).
+    """
+
+    torch: Span = field(default_factory=Span)
+    lightning: Span = field(default_factory=Span)
+
+    @classmethod
+    def parse(cls, torch: str | None = None, lightning: str | None = None) -> Releases:
+        """Releases from range texts (see :func:`parse_span`); None leaves a framework unset.
+
+        Example:
+            >>> Releases.parse(torch="2.4..2.13").torch.text()
+            '2.4..2.13'
+        """
+        spans = {}
+        for framework, text in (("torch", torch), ("lightning", lightning)):
+            if text is not None:
+                spans[framework] = parse_span(text, f"--target-{framework}")
+        return cls(**spans)
+
+    def span(self, framework: str) -> Span:
+        """The span of ``"torch"`` / ``"lightning"`` (``"fairscale"``: torch's)."""
+        return self.lightning if framework == "lightning" else self.torch
+
+    def _rule_span(self, rule) -> Span:  # noqa: ANN001 - a registry Rule (no import cycle)
+        return self.span(rule.version_framework.value)
+
+    def reported(self, rule) -> bool:  # noqa: ANN001
+        """Whether ``rule``'s old form is a problem on some release of the range.
+
+        It is once deprecated or removed there. A changed default with no warning is a
+        problem where the range holds releases on both sides of the change. Advice to
+        use a newer form (neither) is given once that form exists in the range.
+        """
+        span = self._rule_span(rule)
+        flagged = [Version(v) for v in (rule.deprecated, rule.removed) if v is not None]
+        if flagged:
+            return span.reaches(min(flagged))
+        if rule.introduced is None:
+            return True
+        introduced = Version(rule.introduced)
+        if rule.kind.value == "default value change":
+            return span.floor is None or (span.below(introduced) and span.reaches(introduced))
+        return span.reaches(introduced)
+
+    def fixable(self, rule) -> bool:  # noqa: ANN001
+        """Whether ``rule``'s new form runs on every release of the range."""
+        if rule.introduced is None:
+            return True
+        return self._rule_span(rule).all_at_least(Version(rule.introduced))
+
+    def at_least(self, release: str, framework: str = "torch") -> bool:
+        """Whether every release of ``framework``'s range is ``release`` or newer."""
+        return self.span(framework).all_at_least(Version(release))
+
+    def breaks(self, rule) -> str:  # noqa: ANN001
+        """Why ``rule``'s fix is not written here: the range it would not run on, or ``""``."""
+        if self.fixable(rule):
+            return ""
+        span = self._rule_span(rule)
+        title = TITLES[rule.version_framework.value]
+        reason = f"no fix runs on {title} {span.text()}: it needs {title} {rule.introduced}"
+        if span.unversioned:
+            reason += f" ({span.unversioned} names no release)"
+        return reason
+
+    def with_evidence(self, floors: dict[str, tuple[Version, str]]) -> Releases:
+        """These releases with each evidence span's floor set from ``floors``.
+
+        Args:
+            floors: Framework -> (the file's evidence floor, what evidences it).
+        """
+        spans = {}
+        for framework in TITLES:
+            span = self.span(framework)
+            if span.evidence and framework in floors:
+                release, why = floors[framework]
+                spans[framework] = replace(span, floor=release, floor_origin=f"evidence: {why}")
+        return replace(self, **spans) if spans else self
+
+    @property
+    def needs_evidence(self) -> bool:
+        """Whether a floor is still to be taken from each file's evidence."""
+        return self.torch.evidence or self.lightning.evidence
+
+    def line(self) -> str:
+        """``torch 1.12..latest (...); Lightning latest`` for summaries."""
+        return "; ".join(self.span(f).described(title) for f, title in TITLES.items())
+
+
+def _short(version: Version) -> str:
+    parts = list(version.release)
+    while len(parts) > 2 and parts[-1] == 0:
+        parts.pop()
+    parts += [0] * (2 - len(parts))
+    return ".".join(map(str, parts))
+
+
+def _release(text: str, option: str) -> Version:
+    try:
+        return Version(Version(text.strip()).base_version)
+    except InvalidVersion as exc:
+        raise RangeError(
+            f"{option} must be a release like 2.2 or a range like 2.4..2.13, got {text!r}"
+        ) from exc
+
+
+def parse_span(text: str, option: str = "--target-torch") -> Span:
+    """A span from ``2.2`` (that release only), ``2.4..2.13``, ``2.4..``, ``..2.13``, ``latest``.
+
+    An open floor (``..2.13``) is the evidence floor of each file; ``latest`` judges the
+    code at the current release only.
+
+    Raises:
+        RangeError: If a bound is not a release, or the floor is above the top.
+
+    Example:
+        >>> parse_span("2.4..").text(), parse_span("2.2").text(), parse_span("..2.6").evidence
+        ('2.4..latest', '2.2', True)
+    """
+    text = str(text).strip()
+    if text == "latest":  # the current release only, as a run with no project
+        return Span(floor_origin=option, top_origin=option)
+    if ".." not in text:
+        release = _release(text, option)
+        return Span(release, release, False, option, option)
+    low, _, high = text.partition("..")
+    floor = _release(low, option) if low.strip() else None
+    top = _release(high, option) if high.strip() and high.strip() != "latest" else None
+    if floor is not None and top is not None and floor > top:
+        raise RangeError(f"{option}: the floor {floor} is above the top {top} in {text!r}")
+    return Span(
+        floor,
+        top,
+        False,
+        option if floor is not None else "",
+        option if top is not None else "",
+        evidence=floor is None,
+    )

@@ -1,0 +1,149 @@
+r"""A file's evidence floor: the oldest release on which every API it uses exists.
+
+Where a project declares no floor, the releases a file runs on start at its evidence
+floor (:mod:`codemods.releases`): a test that imports ``fully_shard`` from
+``torch.distributed._composable.fsdp`` runs on torch 2.4 and 2.5 too, so a fix that needs
+torch 2.6 would break it there. The floor of each framework is the newest first release
+(:data:`codemods.registry.appearances.APPEARED`) among the names the file imports or
+reaches through an imported module, and at least the framework's first FSDP release.
+
+Code that bridges releases on purpose evidences nothing: names imported inside a
+``try: ... except ImportError:`` block or an ``if`` gated on a release or capability
+(:data:`codemods.syntax.gates.GATE`) are the file's way of running on several releases,
+not a floor.
+
+Example:
+    >>> import ast
+    >>> tree = ast.parse("from torch.distributed._composable.fsdp import fully_shard\n")
+    >>> floors = evidence_floors(tree)
+    >>> str(floors["torch"][0]), floors["torch"][1]
+    ('2.4', '`torch.distributed._composable.fsdp.fully_shard` (torch 2.4)')
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from collections.abc import Iterator
+
+from packaging.version import Version
+
+from codemods.registry.appearances import APPEARED, BASELINE, PACKAGES
+from codemods.settings import Settings
+from codemods.syntax.ast_nodes import dotted
+from codemods.syntax.gates import GATE, IMPORT_ERRORS
+
+__all__ = ["evidence_floors", "with_evidence"]
+
+_TITLES = {"torch": "torch", "lightning": "Lightning"}
+
+
+def with_evidence(
+    source: bytes, settings: Settings, tree: ast.Module | None
+) -> tuple[Settings, ast.Module] | None:
+    """``settings`` with the file's evidence floors filled in, and the tree read for them.
+
+    None where no floor is left to the evidence, or ``ast`` cannot parse the file (the
+    engine then reports why).
+    """
+    if not settings.releases.needs_evidence:
+        return None
+    if tree is None:
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError):
+            return None
+    releases = settings.releases.with_evidence(evidence_floors(tree))
+    return dataclasses.replace(settings, releases=releases), tree
+
+
+def evidence_floors(tree: ast.Module) -> dict[str, tuple[Version, str]]:
+    """Each framework the file uses -> (its evidence floor, what evidences it).
+
+    A framework the file does not use is absent.
+    """
+    floors: dict[str, tuple[Version, str]] = {}
+    for name in _names(tree):
+        framework = PACKAGES.get(name.partition(".")[0])
+        if framework is None:
+            continue
+        if framework not in floors:
+            baseline = BASELINE[framework]
+            floors[framework] = (
+                Version(baseline),
+                f"nothing newer than {_TITLES[framework]} {baseline} is used",
+            )
+        appeared = _appeared(name)
+        if appeared is not None and appeared[0] == framework:
+            release = Version(appeared[1])
+            if release > floors[framework][0]:
+                why = f"`{name}` ({_TITLES[framework]} {appeared[1]})"
+                floors[framework] = (release, why)
+    return floors
+
+
+def _appeared(name: str) -> tuple[str, str] | None:
+    """The entry for ``name`` or the nearest module holding it."""
+    while name:
+        found = APPEARED.get(name)
+        if found is not None:
+            return found
+        name = name.rpartition(".")[0]
+    return None
+
+
+def _names(tree: ast.Module) -> Iterator[str]:
+    """The qualified names the file's ungated code imports or reaches through imports."""
+    bound: dict[str, str] = {}
+    attributes: list[ast.Attribute] = []
+    for node in _ungated(tree):
+        kind = type(node)
+        if kind is ast.Import:
+            for alias in node.names:  # type: ignore[attr-defined]
+                yield alias.name
+                if alias.asname:
+                    bound[alias.asname] = alias.name
+                else:
+                    top = alias.name.partition(".")[0]
+                    bound[top] = top
+        elif kind is ast.ImportFrom and node.module and not node.level:  # type: ignore[attr-defined]
+            for alias in node.names:  # type: ignore[attr-defined]
+                if alias.name == "*":
+                    yield node.module  # type: ignore[attr-defined]
+                    continue
+                qualified = f"{node.module}.{alias.name}"  # type: ignore[attr-defined]
+                yield qualified
+                bound[alias.asname or alias.name] = qualified
+        elif kind is ast.Attribute:
+            attributes.append(node)  # type: ignore[arg-type]
+    for node in attributes:
+        name = dotted(node)
+        if name is None:
+            continue
+        root, _, rest = name.partition(".")
+        if root in bound:
+            yield f"{bound[root]}.{rest}"
+
+
+def _ungated(tree: ast.AST) -> Iterator[ast.AST]:
+    """Every node of ``tree`` outside import fallbacks and release-gated ``if`` blocks."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is ast.Try and _catches_import_error(node):  # type: ignore[arg-type]
+            continue
+        if kind is ast.If and GATE.search(ast.unparse(node.test)):  # type: ignore[attr-defined]
+            continue
+        yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _catches_import_error(node: ast.Try) -> bool:
+    for handler in node.handlers:
+        if handler.type is None:
+            return True
+        types = handler.type.elts if type(handler.type) is ast.Tuple else [handler.type]
+        if any(dotted(t) in IMPORT_ERRORS for t in types):
+            return True
+    return False

@@ -1,0 +1,212 @@
+"""Evidence floors and the range model's two questions (reported, fixable).
+
+A file whose project declares no floor runs, as far as the tool knows, from the oldest
+release on which every API it uses exists: its evidence floor. These tests pin that
+floor for the old form of every rule whose old spelling appeared after the framework's
+first FSDP release, for gated and fallback code (which evidences nothing), and the
+answers a range gives each kind of rule.
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import pytest
+
+from codemods.engine.run import run
+from codemods.registry import REGISTRY
+from codemods.releases import Releases, Span, parse_span
+from codemods.screen.evidence import evidence_floors, with_evidence
+from codemods.settings import Settings
+
+
+def floors(source: str) -> dict[str, str]:
+    found = evidence_floors(ast.parse(textwrap.dedent(source)))
+    return {framework: str(release) for framework, (release, _) in found.items()}
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("import os\n", {}),
+        ("from torch.distributed.fsdp import FullyShardedDataParallel\n", {"torch": "1.11"}),
+        ("from torch.distributed._composable.fsdp import fully_shard\n", {"torch": "2.4"}),
+        (
+            "from torch.distributed.fsdp import fully_shard, MixedPrecisionPolicy\n",
+            {"torch": "2.6"},
+        ),
+        ("import torch\ntorch.distributed.fsdp.wrap.ModuleWrapPolicy({B})\n", {"torch": "2.0"}),
+        ("import torch.distributed.fsdp.wrap as w\nw.CustomPolicy(f)\n", {"torch": "2.1"}),
+        ("from torch.distributed.device_mesh import init_device_mesh\n", {"torch": "2.2"}),
+        (
+            "from pytorch_lightning.strategies import DDPFullyShardedNativeStrategy\n",
+            {"lightning": "1.7"},
+        ),
+        ("from lightning.fabric import Fabric\n", {"lightning": "1.9"}),
+        ("from fairscale.nn import FullyShardedDataParallel\n", {"torch": "1.11"}),
+    ],
+    ids=[
+        "no framework",
+        "FSDP1",
+        "FSDP2's first home",
+        "FSDP2's public home",
+        "attribute chain",
+        "module alias",
+        "device mesh",
+        "Lightning 1.7 strategy",
+        "Fabric",
+        "FairScale is dated by torch",
+    ],
+)
+def test_the_evidence_floor_is_the_newest_first_release_among_the_uses(source, expected):
+    assert floors(source) == expected
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        """\
+        try:
+            from torch.distributed.fsdp import fully_shard
+        except ImportError:
+            from torch.distributed._composable.fsdp import fully_shard
+        """,
+        """\
+        if version.parse(torch.__version__) >= version.parse("2.6"):
+            from torch.distributed.fsdp import fully_shard
+        else:
+            from torch.distributed._composable.fsdp import fully_shard
+        """,
+        """\
+        if _TORCH_GREATER_EQUAL_2_6:
+            fully_shard = torch.distributed.fsdp.fully_shard
+        """,
+    ],
+    ids=["import fallback", "version gate", "capability flag"],
+)
+def test_code_that_bridges_releases_evidences_nothing(source):
+    assert floors(
+        "import torch\nfrom torch.distributed.fsdp import FullyShardedDataParallel\n"
+        + textwrap.dedent(source)
+    ) == {"torch": "1.11"}
+
+
+def test_the_floor_names_what_evidences_it():
+    found = evidence_floors(ast.parse("from torch.distributed.fsdp import fully_shard\n"))
+    assert found["torch"][1] == "`torch.distributed.fsdp.fully_shard` (torch 2.6)"
+
+
+#: The evidence floor of each rule's example (its old form, as users write it). Most old
+#: forms are as old as the framework's FSDP; those that appeared later (FSDP2's first
+#: home, DTensor's private package, the 1.7 strategy, Lightning Lite) evidence their own
+#: release, and examples that also import a newer API evidence that.
+OLD_FORM_FLOORS = {
+    "FSDP101": {"torch": "1.11"},
+    "FSDP102": {},
+    "FSDP103": {"torch": "1.11"},
+    "FSDP104": {"torch": "1.11"},
+    "FSDP105": {"torch": "1.11"},
+    "FSDP106": {},
+    "FSDP107": {"torch": "2.4"},
+    "FSDP108": {"torch": "1.11"},
+    "FSDP109": {},
+    "FSDP110": {},
+    "FSDP112": {},
+    "FSDP113": {},
+    "FSDP114": {"torch": "1.11"},
+    "FSDP115": {"torch": "1.11"},
+    "FSDP116": {"torch": "1.11"},
+    "FSDP117": {"torch": "1.11"},
+    "FSDP118": {"torch": "1.11"},
+    "FSDP120": {"torch": "1.11"},
+    "FSDP121": {"torch": "1.11"},
+    "FSDP122": {"torch": "1.11"},
+    "FSDP123": {"torch": "2.0"},
+    "FSDP124": {"torch": "1.11"},
+    "FSDP125": {"torch": "2.6"},
+    "FSDP126": {"torch": "1.11"},
+    "FSDP127": {"torch": "2.2"},
+    "FSDP128": {"torch": "2.2"},
+    "FSDP129": {"torch": "1.11"},
+    "FSDP130": {"torch": "2.0"},
+    "FSDP131": {"torch": "2.0"},
+    "FSDP132": {"torch": "1.11"},
+    "FSDP201": {"lightning": "1.2"},
+    "FSDP202": {"lightning": "1.6"},
+    "FSDP203": {"lightning": "1.7"},
+    "FSDP204": {"lightning": "1.2"},
+    "FSDP205": {"lightning": "1.2"},
+    "FSDP206": {"lightning": "1.2"},
+    "FSDP207": {"lightning": "1.2"},
+    "FSDP208": {"lightning": "2.0"},
+    "FSDP209": {"lightning": "2.0", "torch": "1.11"},
+    "FSDP210": {},
+    "FSDP211": {"lightning": "1.2"},
+    "FSDP212": {"lightning": "1.2"},
+    "FSDP213": {"lightning": "1.8"},
+    "FSDP214": {"lightning": "1.8"},
+    "FSDP301": {"torch": "1.11"},
+    "FSDP302": {"torch": "1.11"},
+    "FSDP303": {"torch": "1.11"},
+    "FSDP304": {"torch": "1.11"},
+    "FSDP305": {"torch": "1.11"},
+    "FSDP306": {"torch": "1.11"},
+    "FSDP401": {"torch": "2.0"},
+}
+
+
+@pytest.mark.parametrize("rule", list(REGISTRY), ids=lambda rule: rule.code)
+def test_the_evidence_floor_of_each_rules_old_form(rule):
+    found = evidence_floors(ast.parse(rule.example.before))
+    assert {f: str(release) for f, (release, _) in found.items()} == OLD_FORM_FLOORS[rule.code]
+
+
+def test_every_rule_has_its_evidence_floor_pinned():
+    assert set(OLD_FORM_FLOORS) == {rule.code for rule in REGISTRY}
+
+
+def test_evidence_fills_only_the_floors_nothing_declares():
+    releases = Releases(torch=Span(evidence=True), lightning=parse_span("2.1.."))
+    source = b"from torch.distributed._composable.fsdp import fully_shard\n"
+    settings, _ = with_evidence(source, Settings(releases=releases), None)
+    assert settings.releases.torch.text() == "2.4..latest"
+    assert settings.releases.torch.floor_origin.startswith("evidence: ")
+    assert settings.releases.lightning.text() == "2.1..latest"
+    assert with_evidence(source, Settings(), None) is None  # nothing left to the evidence
+
+
+@pytest.mark.parametrize(
+    ("code", "span", "reported", "fixable"),
+    [
+        # a removal (torch 2.0) inside the range: reported, and no fix runs on 1.12
+        ("FSDP102", "1.12..", True, False),
+        ("FSDP102", "2.0..", True, True),
+        ("FSDP102", "1.13", False, False),  # one release, as --target-torch 1.13
+        # advice to use a newer form: given once it exists in the range
+        ("FSDP107", "2.4..2.5", False, False),
+        ("FSDP107", "2.4..", True, False),
+        ("FSDP107", "2.6..", True, True),
+        # a changed default: a problem where the range holds both sides of the change
+        ("FSDP108", "1.12..", True, False),
+        ("FSDP108", "2.2..", False, True),
+        ("FSDP108", "1.12..2.1", False, False),
+    ],
+)
+def test_a_range_answers_both_questions(code, span, reported, fixable):
+    releases = Releases(torch=parse_span(span))
+    rule = REGISTRY[code]
+    assert (releases.reported(rule), releases.fixable(rule)) == (reported, fixable)
+
+
+def test_the_default_judges_at_the_current_release():
+    assert all(Releases().reported(rule) and Releases().fixable(rule) for rule in REGISTRY)
+
+
+def test_a_withheld_fix_says_which_range_it_would_break():
+    source = b"def policy(module, recurse, unwrapped_params):\n    return recurse\n"
+    settings = Settings(fix=True, releases=Releases.parse(torch="1.12.."))
+    outcome = run(source, settings)
+    (finding,) = outcome.findings
+    assert outcome.new_source is None and not finding.fixable
+    assert finding.no_fix == "no fix runs on torch 1.12..latest: it needs torch 2.0"
