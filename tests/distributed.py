@@ -28,7 +28,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 # The port checker (compat.portcheck) starts its ranks the same way: one copy of these.
-from compat.portcheck.launch import choose_backend, free_port
+from compat.portcheck.launch import choose_backend, free_port, torchrun_variables
 
 DEFAULT_TIMEOUT_S = 180.0
 
@@ -88,14 +88,7 @@ def _worker(rank, world_size, port, backend, fn, args, results, environment) -> 
     os.environ.clear()
     os.environ.update(environment)
     # The variables torchrun sets: Lightning reads them and then launches nothing itself.
-    os.environ.update(
-        MASTER_ADDR="127.0.0.1",
-        MASTER_PORT=str(port),
-        RANK=str(rank),
-        LOCAL_RANK=str(rank),
-        WORLD_SIZE=str(world_size),
-        LOCAL_WORLD_SIZE=str(world_size),
-    )
+    os.environ.update(torchrun_variables(rank, world_size, port))
     torch.set_num_threads(1)  # 2-core machines: ranks must not fight over threads
     try:
         if backend == "nccl":

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -247,3 +248,10 @@ def test_the_default_loss(batch, expected):
         "square": lambda: out.square().mean(),
     }[expected]()
     assert loss.item() == pytest.approx(wanted.item())
+
+
+def test_the_guide_lists_every_cause():
+    guide = (Path(__file__).parents[1] / "docs" / "fsdp2.md").read_text(encoding="utf-8")
+    section = guide.split("\n## The port checker\n", 1)[1].split("\n## ", 1)[0]
+    for code in CAUSES:
+        assert f"| `{code}`" in section

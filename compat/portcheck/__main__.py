@@ -12,6 +12,8 @@ import os
 import sys
 from pathlib import Path
 
+import torch.distributed as dist
+
 from compat.portcheck.api import check_port
 
 
@@ -51,24 +53,26 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _join_torchrun() -> None:
+def _join_torchrun() -> bool:
     # Under torchrun the ranks exist already: join their group instead of starting ranks.
     import torch
-    import torch.distributed as dist
 
-    if "WORLD_SIZE" in os.environ and "RANK" in os.environ and not dist.is_initialized():
-        backend = "nccl" if torch.cuda.is_available() and dist.is_nccl_available() else "gloo"
-        if backend == "nccl":
-            torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
-        dist.init_process_group(backend)
+    if "WORLD_SIZE" not in os.environ or "RANK" not in os.environ or dist.is_initialized():
+        return False
+    backend = "nccl" if torch.cuda.is_available() and dist.is_nccl_available() else "gloo"
+    if backend == "nccl":
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+    dist.init_process_group(backend)
+    return True
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line ``argv`` (default ``sys.argv[1:]``); return the exit status."""
     args = _parser().parse_args(argv)
     sys.path.insert(0, os.getcwd())  # specs name modules of the directory it runs in
+    joined = False
     try:
-        _join_torchrun()
+        joined = _join_torchrun()
         report = check_port(
             args.before,
             args.after,
@@ -88,10 +92,11 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as error:  # noqa: BLE001 - every failure to run is reported the same way
         print(f"python -m compat.portcheck: {type(error).__name__}: {error}", file=sys.stderr)
         return 2
-    import torch.distributed as dist
-
-    if not dist.is_initialized() or dist.get_rank() == 0:
-        print(report.to_json() if args.json else report.render(), end="" if not args.json else "\n")
+    finally:
+        if joined:
+            dist.destroy_process_group()
+    if not joined or int(os.environ["RANK"]) == 0:
+        print(report.to_json() if args.json else report.render().rstrip("\n"))
         if args.output:
             args.output.write_text(report.to_json() + "\n", encoding="utf-8")
     return 0 if report.passed else 1

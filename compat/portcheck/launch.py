@@ -49,6 +49,23 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def torchrun_variables(rank: int, world_size: int, port: int) -> dict[str, str]:
+    """The environment variables torchrun gives a rank on one machine.
+
+    Example:
+        >>> torchrun_variables(1, 2, 29500)["RANK"]
+        '1'
+    """
+    return {
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(port),
+        "RANK": str(rank),
+        "LOCAL_RANK": str(rank),
+        "WORLD_SIZE": str(world_size),
+        "LOCAL_WORLD_SIZE": str(world_size),
+    }
+
+
 def _rank_entry(
     rank: int,
     world_size: int,
@@ -58,15 +75,15 @@ def _rank_entry(
     result: str,
     fn: Callable[..., Any],
     args: tuple[Any, ...],
+    environment: dict[str, str],
+    path: list[str],
 ) -> None:
-    os.environ.update(
-        MASTER_ADDR="127.0.0.1",
-        MASTER_PORT=str(port),
-        RANK=str(rank),
-        LOCAL_RANK=str(rank),
-        WORLD_SIZE=str(world_size),
-        LOCAL_WORLD_SIZE=str(world_size),
-    )
+    # The caller's environment and import path as they are now: a fork server keeps
+    # those of the moment it started.
+    os.environ.clear()
+    os.environ.update(environment)
+    os.environ.update(torchrun_variables(rank, world_size, port))
+    sys.path[:] = path
     if backend == "gloo":
         # CPU ranks: FSDP1 would otherwise move a CPU model's compute to a visible GPU.
         os.environ["CUDA_VISIBLE_DEVICES"] = ""
@@ -125,7 +142,17 @@ def on_ranks(
         result = str(Path(folder) / "rank0.pt")
         context = mp.start_processes(
             _rank_entry,
-            args=(world_size, free_port(), backend, timeout, result, fn, args),
+            args=(
+                world_size,
+                free_port(),
+                backend,
+                timeout,
+                result,
+                fn,
+                args,
+                dict(os.environ),
+                list(sys.path),
+            ),
             nprocs=world_size,
             join=False,
             start_method=method,
@@ -145,4 +172,4 @@ def on_ranks(
         return torch.load(result, weights_only=False)
 
 
-__all__ = ["PRELOAD", "RankError", "choose_backend", "free_port", "on_ranks"]
+__all__ = ["PRELOAD", "RankError", "choose_backend", "free_port", "on_ranks", "torchrun_variables"]
