@@ -147,6 +147,9 @@ def test_what_each_finding_points_at(reports):
     assert {f.where for f in root} == {""}
     tied = reports["tied-weights-split"]
     assert any("embed.weight and head.weight" in f.message for f in tied.findings)
+    assert "optimizer-groups" not in tied.causes  # the untied head is the ties' finding
+    (error,) = [f for f in tied.findings if f.topic == "error"]
+    assert "already managed by another FSDP group" in error.message
     optimizer = reports["optimizer-before-sharding"]
     assert any(f.topic == "weights" and "did not change" in f.message for f in optimizer.findings)
     broadcast = next(f for f in reports["missed-rank0-broadcast"].findings if f.topic == "weights")

@@ -222,6 +222,7 @@ def _check_unit_dtypes(before: SideObservation, after: SideObservation, add: Add
             continue
         one, other = before.settings[name]["param_dtype"], after.settings[name]["param_dtype"]
         if one != other:
+            one, other = (d if d != "None" else "its parameters' own dtype" for d in (one, other))
             root = name == "" or name == after.units[0]
             add(
                 Finding(
@@ -240,6 +241,7 @@ def _check_optimizer_groups(before: SideObservation, after: SideObservation, add
     if not (one and other) or one["foreign"] or other["foreign"]:
         return  # a foreign optimizer is reported on its own
     groups, others = one["groups"], other["groups"]
+    untied = {name for group in _split_ties(before, after) for name in group}
     if len(groups) != len(others):
         add(
             Finding(
@@ -252,7 +254,7 @@ def _check_optimizer_groups(before: SideObservation, after: SideObservation, add
         )
         return
     for index, (group, twin) in enumerate(zip(groups, others)):
-        moved = sorted(set(group["names"]) ^ set(twin["names"]))
+        moved = sorted((set(group["names"]) ^ set(twin["names"])) - untied)  # ties: told apart
         hyper = sorted(
             k
             for k in set(group["hyper"]) | set(twin["hyper"])
@@ -280,22 +282,26 @@ def _check_optimizer_groups(before: SideObservation, after: SideObservation, add
             )
 
 
-def _check_ties(before: SideObservation, after: SideObservation, add: Add) -> None:
+def _split_ties(before: SideObservation, after: SideObservation) -> list[list[str]]:
+    """The before side's tied groups that the after side does not keep together."""
     if before.error and before.phase == "build" or after.error and after.phase == "build":
-        return
+        return []
     kept = [set(group) for group in after.ties]
-    for group in before.ties:
-        if not any(set(group) <= other for other in kept):
-            add(
-                Finding(
-                    "difference",
-                    "ties",
-                    f"{' and '.join(group)} are one parameter before and separate after",
-                    side="after",
-                    where=group[0],
-                    cause="tied-weights-split",
-                )
+    return [group for group in before.ties if not any(set(group) <= other for other in kept)]
+
+
+def _check_ties(before: SideObservation, after: SideObservation, add: Add) -> None:
+    for group in _split_ties(before, after):
+        add(
+            Finding(
+                "difference",
+                "ties",
+                f"{' and '.join(group)} are one parameter before and separate after",
+                side="after",
+                where=group[0],
+                cause="tied-weights-split",
             )
+        )
 
 
 def _check_state_dict(before: SideObservation, after: SideObservation, add: Add) -> None:

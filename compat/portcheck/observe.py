@@ -9,6 +9,8 @@ others ``None``.
 
 from __future__ import annotations
 
+import os
+import sys
 import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -89,9 +91,17 @@ def _agree(error: str | None) -> str | None:
 
 
 def _error() -> str:
-    # The exception and the user's innermost frame: enough to find it, short enough to read.
-    lines = traceback.format_exc().strip().splitlines()
-    return lines[-1] if len(lines) < 3 else f"{lines[-1]}  ({lines[-3].strip()})"
+    # The exception and the innermost frame of the user's code (not torch's, not ours):
+    # enough to find it, short enough to read.
+    error = sys.exc_info()[1]
+    frames = traceback.extract_tb(error.__traceback__)
+    skipped = (os.path.dirname(torch.__file__), os.path.dirname(__file__))
+    mine = [f for f in frames if not f.filename.startswith(skipped)] or frames
+    text = f"{type(error).__name__}: {error}".strip()
+    if mine:
+        frame = mine[-1]
+        text += f" (at {os.path.basename(frame.filename)}:{frame.lineno}, in {frame.name})"
+    return text
 
 
 def _split(built: Any) -> tuple[nn.Module, Any]:
