@@ -27,6 +27,7 @@ from compat.portcheck import (
     check_ports,
     default_loss,
 )
+from compat.portcheck.launch import RankError, on_ranks
 
 P = "tests.portcheck_ports:"
 runs_fsdp2 = pytest.mark.skipif(
@@ -196,6 +197,18 @@ def test_the_command(tmp_path):
     data = json.loads(done.stdout)
     assert "optimizer-before-sharding" in data["causes"] and len(data["step_rows"]) == 2
     assert json.loads(out.read_text()) == data
+
+
+def fail_on_rank_1(rank: int, world_size: int) -> int:
+    if rank == 1:
+        raise ValueError("rank 1 gives up")
+    return rank
+
+
+@pytest.mark.distributed
+def test_a_rank_that_raises_stops_the_run_with_its_traceback():
+    with pytest.raises(RankError, match="rank 1 gives up"):
+        on_ranks(fail_on_rank_1, world_size=2, backend="gloo", timeout=120)
 
 
 def test_the_command_refuses_a_spec_that_names_nothing():

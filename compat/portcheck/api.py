@@ -73,10 +73,10 @@ def check_ports(
 
     if dist.is_initialized():
         backend = dist.get_backend()
-    backend = backend or choose_backend(world_size)
-    require_fsdp2(backend)
     for case in cases.values():
         case.check()
+    backend = backend or choose_backend(world_size)
+    require_fsdp2(backend)
     return on_ranks(
         _run_cases, dict(cases), backend, world_size=world_size, backend=backend, timeout=timeout
     )

@@ -22,6 +22,7 @@ from typing import Any, Callable
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+from torch.multiprocessing.spawn import ProcessException
 
 #: Imported once by the fork server, not by each rank.
 PRELOAD = ["torch", "torch.distributed", "torch.distributed.fsdp", "torch.distributed.tensor"]
@@ -162,7 +163,7 @@ def on_ranks(
             while not context.join(timeout=1.0):
                 if time.monotonic() > deadline:
                     raise RankError(f"the ranks did not finish in {timeout:.0f} s")
-        except mp.ProcessException as error:
+        except ProcessException as error:
             raise RankError(f"a rank failed:\n{error}") from None
         finally:
             for process in context.processes:
