@@ -36,8 +36,7 @@ FSDP2 on CPU ranks needs torch >= 2.7 (:func:`~compat.portcheck.api.require_fsdp
 
 from compat.portcheck.api import assert_port_matches, check_port, check_ports, require_fsdp2
 from compat.portcheck.causes import CAUSES, Cause
-from compat.portcheck.launch import RankError
-from compat.portcheck.observe import rank_device
+from compat.portcheck.launch import RankError, rank_device
 from compat.portcheck.report import Finding, PortReport, SideSummary, StepRow, UnitRow
 from compat.portcheck.spec import PortCase, default_loss
 

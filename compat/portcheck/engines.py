@@ -17,6 +17,7 @@ import torch.nn as nn
 
 from compat.checkpointing import clean_name
 from compat.fsdp2.availability import fsdp2_module
+from compat.portcheck.launch import rank_device
 
 FSDP1, FSDP2, PLAIN = "FSDP1", "FSDP2", "plain"
 
@@ -221,12 +222,21 @@ def full_state(model: nn.Module, engine: str) -> dict[str, torch.Tensor]:
                 state = model.state_dict()
     else:
         state = model.state_dict()
-    out = {}
-    for key, value in state.items():
-        if hasattr(value, "full_tensor"):
-            value = value.full_tensor()
-        out[clean_name(key)] = value.detach().float().cpu().clone()
-    return out
+    return {clean_name(k): full_tensor(v).detach().float().cpu().clone() for k, v in state.items()}
+
+
+def full_tensor(tensor: torch.Tensor) -> torch.Tensor:
+    """A DTensor's full value (a plain tensor as it is).
+
+    A CPU-offloaded DTensor is moved to the rank's GPU first under NCCL, which cannot
+    gather CPU tensors (the bug torchtune and verl fixed in their save and clip paths).
+    """
+    if not hasattr(tensor, "full_tensor"):
+        return tensor
+    device = rank_device()
+    if tensor.device != device and device.type != "cpu":
+        tensor = tensor.to(device)
+    return tensor.full_tensor()
 
 
 def fsdp1_root(model: nn.Module) -> nn.Module | None:
@@ -250,12 +260,10 @@ def grad_norm(model: nn.Module, engine: str, max_norm: float | None) -> float:
         return float(root.clip_grad_norm_(limit))
     params = [p for p in model.parameters() if p.grad is not None]
     if max_norm is not None:
-        norm = torch.nn.utils.clip_grad_norm_(params, max_norm)
-        return float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm)
+        return float(full_tensor(torch.nn.utils.clip_grad_norm_(params, max_norm)))
     total = 0.0
     for param in params:
-        grad = param.grad.full_tensor() if hasattr(param.grad, "full_tensor") else param.grad
-        total += float(grad.detach().double().pow(2).sum())
+        total += float(full_tensor(param.grad).detach().double().pow(2).sum())
     return math.sqrt(total)
 
 
@@ -295,6 +303,7 @@ __all__ = [
     "engine_of",
     "fsdp1_root",
     "full_state",
+    "full_tensor",
     "grad_norm",
     "gradient_sync",
     "meta_names",

@@ -32,6 +32,17 @@ class RankError(RuntimeError):
     """A rank raised, or the ranks did not finish in time."""
 
 
+def rank_device() -> torch.device:
+    """The device this rank computes on: its GPU under NCCL, else the CPU.
+
+    Builders pass it as FSDP1's ``device_id`` and move their models there; the checker
+    moves each batch there.
+    """
+    if dist.is_initialized() and dist.get_backend() == "nccl":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
 def choose_backend(world_size: int) -> str:
     """NCCL where there is a GPU for each rank, else gloo.
 
@@ -173,4 +184,12 @@ def on_ranks(
         return torch.load(result, weights_only=False)
 
 
-__all__ = ["PRELOAD", "RankError", "choose_backend", "free_port", "on_ranks", "torchrun_variables"]
+__all__ = [
+    "PRELOAD",
+    "RankError",
+    "choose_backend",
+    "rank_device",
+    "free_port",
+    "on_ranks",
+    "torchrun_variables",
+]

@@ -20,6 +20,7 @@ import torch.distributed as dist
 import torch.nn as nn
 
 from compat.portcheck import engines
+from compat.portcheck.launch import rank_device
 from compat.portcheck.spec import PortCase, default_loss, resolve
 
 
@@ -67,17 +68,6 @@ class SideObservation:
     losses: list[list[float]] = field(default_factory=list)
     grad_norms: list[float] = field(default_factory=list)
     weights: list[dict[str, torch.Tensor]] = field(default_factory=list)
-
-
-def rank_device() -> torch.device:
-    """The device this rank computes on: its GPU under NCCL, else the CPU.
-
-    Builders pass it as FSDP1's ``device_id`` and move their models there; the checker
-    moves each batch there.
-    """
-    if dist.is_initialized() and dist.get_backend() == "nccl":
-        return torch.device("cuda", torch.cuda.current_device())
-    return torch.device("cpu")
 
 
 def _agree(error: str | None) -> str | None:
@@ -326,4 +316,4 @@ def _step(
     return total / case.accumulate, norm
 
 
-__all__ = ["SideObservation", "observe_side", "rank_device", "to_device"]
+__all__ = ["SideObservation", "observe_side", "to_device"]
