@@ -320,17 +320,20 @@ def _check_state_dict(before: SideObservation, after: SideObservation, add: Add)
         )
     one, other = Counter(before.kinds.values()), Counter(after.kinds.values())
     if one != other:
-        text = lambda c: ", ".join(f"{n} {kind}" for kind, n in sorted(c.items()))  # noqa: E731
         full_to_shards = set(one) == {"Tensor"} and "DTensor" in other
         add(
             Finding(
                 "note",
                 "state-dict",
-                f"model.state_dict() gives {text(other)} where before it gave {text(one)}",
+                f"model.state_dict() gives {_kinds(other)} where before it gave {_kinds(one)}",
                 side="after",
                 cause="state-dict-kind" if full_to_shards else None,
             )
         )
+
+
+def _kinds(counts: Counter) -> str:
+    return ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items()))
 
 
 def _chunk_cause(
@@ -513,7 +516,11 @@ def _check_steps(
                 "difference",
                 "weights",
                 f"the full weights differ after step {step}, most {key} (max |Δ| {worst:.3g})"
-                + _step_cause_text(before, after, step, loss_step),
+                + (
+                    ": the after side's weights did not change"
+                    if _stood_still(before, after, step)
+                    else ""
+                ),
                 side="after",
                 where=key,
                 step=step,
@@ -529,26 +536,32 @@ def _frozen(side: SideObservation, step: int) -> bool:
     return all(torch.equal(previous[k], side.weights[step][k]) for k in previous)
 
 
-def _step_cause(before, after, step, loss_step, case) -> str | None:
-    if _frozen(after, step) and not _frozen(before, step):
+def _stood_still(before: SideObservation, after: SideObservation, step: int) -> bool:
+    """The after side's weights did not move in ``step`` while the before side's did."""
+    return _frozen(after, step) and not _frozen(before, step)
+
+
+def _step_cause(
+    before: SideObservation,
+    after: SideObservation,
+    step: int,
+    loss_step: int | None,
+    case: PortCase,
+) -> str | None:
+    if _stood_still(before, after, step):
         return "optimizer-before-sharding"
     if _accumulated_low_precision(before, after, case, loss_step):
         return "accumulation-dtype"
     return None
 
 
-def _accumulated_low_precision(before, after, case, loss_step) -> bool:
+def _accumulated_low_precision(
+    before: SideObservation, after: SideObservation, case: PortCase, loss_step: int | None
+) -> bool:
     # The first forward agrees and low-precision gradients were accumulated: the dtype
     # they were accumulated in is the suspect.
-    return (
-        case.accumulate > 1 and loss_step != 0 and (_low_precision(before) or _low_precision(after))
-    )
-
-
-def _step_cause_text(before, after, step, loss_step) -> str:
-    if _frozen(after, step) and not _frozen(before, step):
-        return ": the after side's weights did not change"
-    return ""
+    low = _low_precision(before) or _low_precision(after)
+    return case.accumulate > 1 and loss_step != 0 and low
 
 
 def _weights_gap(one: dict, other: dict, tolerance: _Tolerance) -> tuple[float, str | None]:

@@ -252,6 +252,40 @@ def _gather_start(seen: SideObservation, model: nn.Module, rank: int, world_size
         seen.initial = {}
 
 
+@dataclass
+class _Training:
+    """What one side's steps need, set once."""
+
+    model: nn.Module
+    optimizer: Any
+    case: PortCase
+    rank: int
+    engine: str
+    probe: _UnitProbe
+
+    def step(self, step: int) -> tuple[float, float]:
+        """One optimizer step of ``accumulate`` micro-batches: the mean loss, the norm."""
+        case, model = self.case, self.model
+        batch_fn = resolve(case.batch)
+        loss_fn = resolve(case.loss) if case.loss is not None else default_loss
+        self.optimizer.zero_grad(set_to_none=True)
+        total = 0.0
+        for micro in range(case.accumulate):
+            batch = to_device(batch_fn(step * case.accumulate + micro, self.rank), rank_device())
+            last = micro == case.accumulate - 1
+            with engines.gradient_sync(model, self.engine, sync=last):
+                self.probe.on = step == 0 and micro == 0
+                try:
+                    loss = loss_fn(model, batch)
+                finally:
+                    self.probe.on = False
+                (loss / case.accumulate).backward()
+            total += float(loss.detach())
+        norm = engines.grad_norm(model, self.engine, case.max_norm)
+        self.optimizer.step()
+        return total / case.accumulate, norm
+
+
 def _train(
     seen: SideObservation,
     model: nn.Module,
@@ -260,26 +294,13 @@ def _train(
     rank: int,
     world_size: int,
 ) -> None:
-    batch_fn = resolve(case.batch)
-    loss_fn = resolve(case.loss) if case.loss is not None else default_loss
-    device = rank_device()
     probe = _UnitProbe(engines.units(model, seen.engine))
+    training = _Training(model, optimizer, case, rank, seen.engine, probe)
     try:
         for step in range(case.steps):
             loss_value = norm = error = None
             try:
-                loss_value, norm = _step(
-                    model,
-                    optimizer,
-                    case,
-                    step,
-                    rank,
-                    seen.engine,
-                    batch_fn,
-                    loss_fn,
-                    device,
-                    probe,
-                )
+                loss_value, norm = training.step(step)
             except Exception:  # noqa: BLE001
                 error = _error()
             if _stopped(seen, _agree(error), f"step {step}"):
@@ -294,26 +315,6 @@ def _train(
     finally:
         probe.remove()
         seen.inputs, seen.outputs = probe.inputs, probe.outputs
-
-
-def _step(
-    model, optimizer, case, step, rank, engine, batch_fn, loss_fn, device, probe
-) -> tuple[float, float]:
-    optimizer.zero_grad(set_to_none=True)
-    total = 0.0
-    for micro in range(case.accumulate):
-        batch = to_device(batch_fn(step * case.accumulate + micro, rank), device)
-        with engines.gradient_sync(model, engine, sync=micro == case.accumulate - 1):
-            probe.on = step == 0 and micro == 0
-            try:
-                loss = loss_fn(model, batch)
-            finally:
-                probe.on = False
-            (loss / case.accumulate).backward()
-        total += float(loss.detach())
-    norm = engines.grad_norm(model, engine, case.max_norm)
-    optimizer.step()
-    return total / case.accumulate, norm
 
 
 __all__ = ["SideObservation", "observe_side", "to_device"]
