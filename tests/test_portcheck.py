@@ -45,6 +45,7 @@ CLEAN = {
     "meta-then-load": _case("fsdp1", "fsdp2_meta"),
     "bf16-root-only-casting": _case("fsdp1_bf16", "fsdp2_bf16"),
     "fp32-accumulation": _case("fsdp1", "fsdp2", accumulate=2),
+    "fp32-clipped-own-loss": _case("fsdp1", "fsdp2", max_norm=0.5, loss=P + "smoothed_loss"),
 }
 #: Each bug: its case, the cause the report must name, and the finding's severity.
 BUGS = {
@@ -209,6 +210,31 @@ def fail_on_rank_1(rank: int, world_size: int) -> int:
 def test_a_rank_that_raises_stops_the_run_with_its_traceback():
     with pytest.raises(RankError, match="rank 1 gives up"):
         on_ranks(fail_on_rank_1, world_size=2, backend="gloo", timeout=120)
+
+
+def _inside_a_group(rank: int, world_size: int) -> dict:
+    # Under torchrun the process group exists before the checker is called.
+    reports = check_ports({"clean": _case("fsdp1", "fsdp2", steps=1)})
+    return {"rank": rank, "passed": reports["clean"].passed, "ranks": reports["clean"].world_size}
+
+
+@pytest.mark.distributed
+@runs_fsdp2
+def test_inside_a_process_group_it_uses_its_ranks_and_every_rank_gets_the_report():
+    seen = on_ranks(_every_rank, world_size=2, backend="gloo", timeout=300)
+    assert seen == [
+        {"rank": 0, "passed": True, "ranks": 2},
+        {"rank": 1, "passed": True, "ranks": 2},
+    ]
+
+
+def _every_rank(rank: int, world_size: int) -> list:
+    import torch.distributed as dist
+
+    mine = _inside_a_group(rank, world_size)
+    every = [None] * world_size
+    dist.all_gather_object(every, mine)
+    return every
 
 
 def test_the_command_refuses_a_spec_that_names_nothing():
