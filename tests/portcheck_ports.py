@@ -119,6 +119,11 @@ def fsdp1(rank: int, world_size: int) -> tuple[nn.Module, Any]:
     return model, _adamw(model)
 
 
+def fsdp1_orig_params(rank: int, world_size: int) -> tuple[nn.Module, Any]:
+    model = _fsdp1(Net().to(rank_device()), use_orig_params=True)
+    return model, _adamw(model)
+
+
 def fsdp1_bf16(rank: int, world_size: int) -> tuple[nn.Module, Any]:
     model = _fsdp1(Net().to(rank_device()), mixed_precision=_bf16_fsdp1())
     return model, _adamw(model)

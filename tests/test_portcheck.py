@@ -45,6 +45,7 @@ CLEAN = {
     "meta-then-load": _case("fsdp1", "fsdp2_meta"),
     "bf16-root-only-casting": _case("fsdp1_bf16", "fsdp2_bf16"),
     "fp32-accumulation": _case("fsdp1", "fsdp2", accumulate=2),
+    "fp32-use-orig-params": _case("fsdp1_orig_params", "fsdp2"),
     "fp32-clipped-own-loss": _case("fsdp1", "fsdp2", max_norm=0.5, loss=P + "smoothed_loss"),
 }
 #: Each bug: its case, the cause the report must name, and the finding's severity.
