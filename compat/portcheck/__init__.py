@@ -1,4 +1,4 @@
-"""The port checker: prove an FSDP1 to FSDP2 port (by hand or by the codemod) by running it.
+"""The port checker: check an FSDP1 to FSDP2 port (by hand or by the codemod) by running it.
 
 Give it two builders of your model, the FSDP1 one (or the script before migration) and
 the FSDP2 one, and a batch function. It runs both in the same ranks (gloo on CPU, NCCL
