@@ -318,3 +318,40 @@ def smoothed_loss(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) ->
     tokens, targets = batch
     logits = model(tokens).float()
     return nn.functional.cross_entropy(logits.flatten(0, 1), targets.flatten(), label_smoothing=0.1)
+
+
+def _mesh_2d() -> Any:
+    from torch.distributed.device_mesh import init_device_mesh
+
+    shape = (2, dist.get_world_size() // 2)
+    return init_device_mesh(rank_device().type, shape, mesh_dim_names=("replicate", "shard"))
+
+
+def fsdp1_hybrid(rank: int, world_size: int) -> tuple[nn.Module, Any]:
+    """FSDP1 HYBRID_SHARD on a 2-D mesh: replicas of 2 shard groups."""
+    from torch.distributed.fsdp import ShardingStrategy
+
+    model = _fsdp1(
+        Net().to(rank_device()),
+        sharding_strategy=ShardingStrategy.HYBRID_SHARD,
+        device_mesh=_mesh_2d(),
+    )
+    return model, _adamw(model)
+
+
+def fsdp2_hybrid(rank: int, world_size: int) -> tuple[nn.Module, Any]:
+    """The port: the same units on the same 2-D mesh (FSDP2 reads 2-D as hybrid)."""
+    model = _shard_layers(Net().to(rank_device()), mesh=_mesh_2d())
+    return model, _adamw(model)
+
+
+def hybrid_root_on_the_whole_world(rank: int, world_size: int) -> tuple[nn.Module, Any]:
+    """The units on the 2-D mesh, the root on the default 1-D mesh over every rank."""
+    from torch.distributed.fsdp import fully_shard
+
+    model = Net().to(rank_device())
+    mesh = _mesh_2d()
+    for layer in model.layers:
+        fully_shard(layer, mesh=mesh)
+    fully_shard(model)
+    return model, _adamw(model)

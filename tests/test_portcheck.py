@@ -201,6 +201,28 @@ def test_the_command(tmp_path):
     assert json.loads(out.read_text()) == data
 
 
+@pytest.mark.distributed
+@runs_fsdp2
+def test_four_ranks_on_a_2d_mesh():
+    """HYBRID_SHARD on a (2, 2) mesh against its FSDP2 port; a root left on the 1-D mesh."""
+    reports = check_ports(
+        {
+            "port": _case("fsdp1_hybrid", "fsdp2_hybrid"),
+            "root-off-the-mesh": _case("fsdp1_hybrid", "hybrid_root_on_the_whole_world"),
+        },
+        world_size=4,
+        timeout=600,
+    )
+    reports["port"].assert_passed()
+    assert [row.before for row in reports["port"].units] == ["HYBRID_SHARD"] * 3
+    assert [row.after for row in reports["port"].units] == ["mesh 2x2"] * 3
+    assert len(reports["port"].step_rows[0].loss_after) == 4
+    off = reports["root-off-the-mesh"]
+    assert not off.passed and off.causes[0] == "root-arguments"
+    (hazard,) = off.failing()  # the numbers agree here: the mesh is the finding
+    assert "mesh" in hazard.message and "('replicate', 'shard')" in hazard.message
+
+
 def fail_on_rank_1(rank: int, world_size: int) -> int:
     if rank == 1:
         raise ValueError("rank 1 gives up")

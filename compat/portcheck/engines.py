@@ -115,6 +115,7 @@ def unit_settings(model: nn.Module, engine: str) -> dict[str, dict[str, str]]:
                 group = groups[0]
                 mesh = group.mesh_info.mesh
                 entry["mesh"] = f"{mesh.device_type} {mesh.mesh.tolist()} {mesh.mesh_dim_names}"
+                entry["mesh_shape"] = "x".join(str(n) for n in mesh.mesh.shape)
                 entry["offload"] = type(group.offload_policy).__name__
                 entry["reshard_after_forward"] = str(group.post_forward_mesh_info is not None)
             settings[name] = entry
@@ -122,14 +123,25 @@ def unit_settings(model: nn.Module, engine: str) -> dict[str, dict[str, str]]:
 
 
 def describe(settings: dict[str, str]) -> str:
-    """A unit's settings in a few words, for the unit table."""
-    dtype = settings.get("param_dtype", "None")
-    text = (
-        "unit" if dtype == "None" else f"{dtype} (cast inputs: {settings['cast_forward_inputs']})"
-    )
+    """A unit's settings in a few words, for the unit table.
+
+    Example:
+        >>> describe({"strategy": "HYBRID_SHARD", "param_dtype": "None", "offload": "False"})
+        'HYBRID_SHARD'
+        >>> describe({"mesh_shape": "2x2", "param_dtype": "bfloat16",
+        ...           "cast_forward_inputs": "False", "offload": "CPUOffloadPolicy"})
+        'mesh 2x2, bfloat16 (cast inputs: False), offload'
+    """
+    parts = []
+    if "strategy" in settings:
+        parts.append(settings["strategy"])
+    if "mesh_shape" in settings:
+        parts.append(f"mesh {settings['mesh_shape']}")
+    if settings.get("param_dtype", "None") != "None":
+        parts.append(f"{settings['param_dtype']} (cast inputs: {settings['cast_forward_inputs']})")
     if settings.get("offload") not in (None, "False", "OffloadPolicy"):
-        text += " offload"
-    return text
+        parts.append("offload")
+    return ", ".join(parts) or "unit"
 
 
 def parameter_names(model: nn.Module, engine: str) -> dict[int, list[str]]:
