@@ -30,13 +30,14 @@ def _rope_table(length: int, width: int) -> torch.Tensor:
 
 
 class Block(nn.Module):
-    def __init__(self) -> None:
+    def __init__(self, dropout: float = 0.0) -> None:
         super().__init__()
         self.fc1 = nn.Linear(WIDTH, WIDTH)
         self.fc2 = nn.Linear(WIDTH, WIDTH)
+        self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
-        x = x + self.fc2(torch.relu(self.fc1(x)))
+        x = x + self.fc2(self.dropout(torch.relu(self.fc1(x))))
         if positions is not None:  # precision-sensitive: large fp32 positions
             x = x * torch.cos(positions * 1.7).to(x.dtype)
         return x
@@ -46,10 +47,10 @@ class Net(nn.Module):
     """Embedding, two blocks, a head; ``tied``: the head shares the embedding's weight;
     ``positions``: the root hands each block an fp32 position table it computes."""
 
-    def __init__(self, tied: bool = False, positions: bool = False) -> None:
+    def __init__(self, tied: bool = False, positions: bool = False, dropout: float = 0.0) -> None:
         super().__init__()
         self.embed = nn.Embedding(VOCAB, WIDTH)
-        self.layers = nn.ModuleList([Block(), Block()])
+        self.layers = nn.ModuleList([Block(dropout), Block(dropout)])
         self.head = nn.Linear(WIDTH, VOCAB, bias=False)
         if tied:
             self.head.weight = self.embed.weight
@@ -124,6 +125,11 @@ def fsdp1_orig_params(rank: int, world_size: int) -> tuple[nn.Module, Any]:
     return model, _adamw(model)
 
 
+def fsdp1_dropout(rank: int, world_size: int) -> tuple[nn.Module, Any]:
+    model = _fsdp1(Net(dropout=0.3).to(rank_device()))
+    return model, _adamw(model)
+
+
 def fsdp1_bf16(rank: int, world_size: int) -> tuple[nn.Module, Any]:
     model = _fsdp1(Net().to(rank_device()), mixed_precision=_bf16_fsdp1())
     return model, _adamw(model)
@@ -164,6 +170,13 @@ def fsdp1_rank0_load(rank: int, world_size: int) -> tuple[nn.Module, Any]:
 def fsdp2(rank: int, world_size: int) -> tuple[nn.Module, Any]:
     """Units in FSDP1's order, the root last, the optimizer after sharding."""
     model = _shard_layers(Net().to(rank_device()))
+    return model, _adamw(model)
+
+
+def fsdp2_dropout_after_drawing(rank: int, world_size: int) -> tuple[nn.Module, Any]:
+    """A port whose setup draws random numbers FSDP1's did not (a data order, say)."""
+    model = _shard_layers(Net(dropout=0.3).to(rank_device()))
+    torch.randperm(100)
     return model, _adamw(model)
 
 

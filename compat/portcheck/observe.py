@@ -99,7 +99,9 @@ def _split(built: Any) -> tuple[nn.Module, Any]:
         return built, torch.optim.SGD(built.parameters(), lr=0.1)
     if isinstance(built, (tuple, list)) and len(built) == 2 and isinstance(built[0], nn.Module):
         model, optimizer = built
-        return model, optimizer or torch.optim.SGD(model.parameters(), lr=0.1)
+        if optimizer is None:
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        return model, optimizer
     raise TypeError(f"a builder returns (model, optimizer) or a model, got {type(built).__name__}")
 
 
@@ -148,8 +150,8 @@ class _UnitProbe:
 
     def _post(self, name: str) -> Callable[..., None]:
         def hook(module: nn.Module, args: Any, output: Any) -> None:
-            found = _floating(output)
-            if self.on and name not in self.outputs and found:
+            found = _floating(output) if self.on and name not in self.outputs else []
+            if found:
                 tensor = found[0]
                 tensor = tensor.to_local() if hasattr(tensor, "to_local") else tensor
                 self.outputs[name] = tensor.detach().float().cpu().clone()
@@ -191,6 +193,9 @@ def observe_side(
         error = _error()
     if _stopped(seen, _agree(error), "gather"):
         return _mine(seen, rank)
+    # Both sides draw the same random numbers in training (dropout), whatever their
+    # builders drew.
+    torch.manual_seed(case.seed + 1 + rank)
     _train(seen, model, optimizer, case, rank, world_size)
     return _mine(seen, rank)
 

@@ -45,7 +45,9 @@ class PortCase:
             synchronisation (FSDP1 ``no_sync()``, FSDP2 ``set_requires_gradient_sync``).
             Micro-batch ``i`` of step ``s`` is ``batch(s * accumulate + i, rank)``.
         max_norm: Clip gradients to it, each engine's way (``None``: measure only).
-        seed: ``torch.manual_seed`` before each builder and before training.
+        seed: ``torch.manual_seed(seed)`` before each builder, and
+            ``seed + 1 + rank`` before the first step (dropout draws the same on both
+            sides whatever the builders drew).
         distinct_seeds: Seed rank ``r`` with ``seed + r``: ranks start from different
             values, as when rank 0 alone loads a checkpoint, so a port that does not
             broadcast what FSDP1's ``sync_module_states`` did shows.
