@@ -28,6 +28,7 @@ from compat.portcheck import (
     default_loss,
 )
 from compat.portcheck.launch import RankError, on_ranks
+from compat.portcheck.spec import resolve
 
 P = "tests.portcheck_ports:"
 runs_fsdp2 = pytest.mark.skipif(
@@ -275,6 +276,16 @@ def test_a_torch_without_fsdp2_on_cpu_gets_a_clear_error(monkeypatch):
         monkeypatch.setattr(api, "fsdp2_on_cpu", lambda: False)
     with pytest.raises((RuntimeError, ImportError), match=r"torch >= 2\.[47]"):
         check_port(P + "fsdp1", P + "fsdp2", P + "batch", backend="gloo")
+
+
+def test_a_file_spec_imports_the_files_beside_it(tmp_path):
+    (tmp_path / "model_parts.py").write_text("WIDTH = 7\n")
+    (tmp_path / "my_ports.py").write_text(
+        "import model_parts\n\ndef width(rank, world_size):\n    return model_parts.WIDTH\n"
+    )
+    assert resolve(f"{tmp_path / 'my_ports.py'}:width")(0, 1) == 7
+    with pytest.raises(ImportError, match="no such file"):
+        resolve(f"{tmp_path / 'missing.py'}:width")
 
 
 def test_a_lambda_cannot_reach_the_ranks():

@@ -128,6 +128,8 @@ def _load_file(path: Path) -> Any:
     name = f"portcheck_{path.stem}_{hashlib.sha1(str(path).encode()).hexdigest()[:8]}"
     if name in sys.modules:
         return sys.modules[name]
+    if str(path.parent) not in sys.path:  # as for a script: its neighbours import
+        sys.path.insert(0, str(path.parent))
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
