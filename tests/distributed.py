@@ -20,7 +20,6 @@ import datetime
 import io
 import os
 import queue
-import socket
 import traceback
 from typing import Any, Callable
 
@@ -28,14 +27,10 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
+# The port checker (compat.portcheck) starts its ranks the same way: one copy of these.
+from compat.portcheck.launch import choose_backend, free_port, torchrun_variables
+
 DEFAULT_TIMEOUT_S = 180.0
-
-
-def free_port() -> int:
-    """A TCP port on loopback that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def device_for(rank: int) -> torch.device:
@@ -87,31 +82,13 @@ def _context() -> Any:
 RUNS: list[tuple[str, str]] = []
 
 
-def choose_backend(world_size: int) -> str:
-    """NCCL where there is a GPU for each of ``world_size`` ranks, else gloo.
-
-    Example:
-        >>> choose_backend(10_000)
-        'gloo'
-    """
-    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    return "nccl" if gpus >= world_size and dist.is_nccl_available() else "gloo"
-
-
 def _worker(rank, world_size, port, backend, fn, args, results, environment) -> None:
     # The test's environment as it is now (the fork server's is the one it started with),
     # set before anything here asks CUDA for its devices.
     os.environ.clear()
     os.environ.update(environment)
     # The variables torchrun sets: Lightning reads them and then launches nothing itself.
-    os.environ.update(
-        MASTER_ADDR="127.0.0.1",
-        MASTER_PORT=str(port),
-        RANK=str(rank),
-        LOCAL_RANK=str(rank),
-        WORLD_SIZE=str(world_size),
-        LOCAL_WORLD_SIZE=str(world_size),
-    )
+    os.environ.update(torchrun_variables(rank, world_size, port))
     torch.set_num_threads(1)  # 2-core machines: ranks must not fight over threads
     try:
         if backend == "nccl":
