@@ -3,7 +3,8 @@
 ``from compat.fairscale import FullyShardedDataParallel, auto_wrap, enable_wrap, wrap``
 keeps FairScale-era code running: each call builds torch's FSDP with the arguments
 translated, warns with the FairScale rule's code, and names every argument that has no
-torch meaning instead of dropping it silently.
+torch meaning instead of dropping it silently. FairScale's ZeRO stack (``OSS``,
+``ShardedDataParallel``, ``ShardedGradScaler``) is served from :mod:`compat.fairscale_zero`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import torch.nn as nn
 
 from codemods.registry.names import FAIRSCALE_FSDP_ARGUMENTS, FAIRSCALE_PRECISION_DETAILS
 from compat.deprecation import warn_deprecated
+from compat.fairscale_zero import OSS, ShardedDataParallel, ShardedGradScaler
 from compat.features import import_fsdp_module
 from compat.fsdp import FSDP
 from compat.fsdp import wrap as compat_wrap
@@ -203,7 +205,10 @@ def checkpoint_wrapper(module: nn.Module, offload_to_cpu: bool = False) -> nn.Mo
 
 
 __all__ = [
+    "OSS",
     "FullyShardedDataParallel",
+    "ShardedDataParallel",
+    "ShardedGradScaler",
     "auto_wrap",
     "checkpoint_wrapper",
     "default_auto_wrap_policy",

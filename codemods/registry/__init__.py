@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from codemods.registry import (
     compat_fsdp_rules,
+    fairscale_optim_rules,
     fairscale_rules,
     lightning_legacy_rules,
     lightning_rules,
@@ -57,6 +58,7 @@ _MODULES = (
     lightning_strategy_rules,
     lightning_legacy_rules,
     fairscale_rules,
+    fairscale_optim_rules,
     to_fsdp2_rules,
 )
 
