@@ -12,19 +12,21 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from collections.abc import Iterator
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 import torch.nn as nn
 
 from codemods.registry.names import FAIRSCALE_FSDP_ARGUMENTS, FAIRSCALE_PRECISION_DETAILS
 from compat.deprecation import warn_deprecated
-from compat.fairscale_zero import OSS, ShardedDataParallel, ShardedGradScaler
 from compat.features import import_fsdp_module
 from compat.fsdp import FSDP
 from compat.fsdp import wrap as compat_wrap
 from compat.policies import normalize_policy, select_modules
 from compat.signatures import given_arguments, legacy_signature
+
+if TYPE_CHECKING:  # served lazily by __getattr__ below
+    from compat.fairscale_zero import OSS, ShardedDataParallel, ShardedGradScaler
 
 _torch_fsdp = import_fsdp_module()
 
@@ -202,6 +204,23 @@ def checkpoint_wrapper(module: nn.Module, offload_to_cpu: bool = False) -> nn.Mo
     )
 
     return torch_checkpoint_wrapper(module, checkpoint_impl=CheckpointImpl.NO_REENTRANT)
+
+
+#: FairScale's ZeRO stack, served from :mod:`compat.fairscale_zero` when first read, so
+#: that FSDP code does not import ``torch.distributed.optim``.
+_ZERO_NAMES = ("OSS", "ShardedDataParallel", "ShardedGradScaler")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _ZERO_NAMES:
+        from compat import fairscale_zero
+
+        return getattr(fairscale_zero, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_ZERO_NAMES])
 
 
 __all__ = [
