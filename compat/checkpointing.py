@@ -202,3 +202,60 @@ def checkpoint_modules(model: nn.Module, classes: Any) -> list[str]:
     return apply_activation_checkpointing(
         model, module_classes(classes, "activation_checkpointing")
     )
+
+
+#: The keyword torch's ``checkpoint_wrapper`` lost in 2.0 (FSDP133).
+OFFLOAD_KEYWORD = "offload_to_cpu"
+_OFFLOAD_DETAIL = (
+    "`offload_to_cpu=True` runs as `offload_wrapper(module)`: activations are saved on CPU "
+    "and nothing is recomputed, what torch 1.13 did (its other arguments ignored); on "
+    "torch 1.11 and 1.12 the module was also checkpointed (reentrant): for both, write "
+    "`offload_wrapper(checkpoint_wrapper(module))`."
+)
+_DROPPED_DETAIL = "`offload_to_cpu=False` was the default: the keyword is dropped."
+
+
+def checkpoint_wrapper(module: nn.Module, *args: Any, **kwargs: Any) -> nn.Module:
+    """The ``checkpoint_wrapper`` of torch, also taking the ``offload_to_cpu`` it lost in 2.0.
+
+    ``offload_to_cpu=True`` gives torch's ``offload_wrapper(module)`` and
+    ``offload_to_cpu=False`` is dropped, each with an FSDP133 warning that says what runs;
+    any other call is torch's own.
+
+    Example:
+        >>> import warnings
+        >>> import torch.nn as nn
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     wrapped = checkpoint_wrapper(nn.Linear(2, 2), offload_to_cpu=True)
+        >>> type(wrapped).__name__
+        'OffloadWrapper'
+    """
+    return legacy_checkpoint_wrapper(_torch_checkpoint_wrapper(), module, args, kwargs)
+
+
+def legacy_checkpoint_wrapper(
+    wrapper: Callable[..., nn.Module], module: nn.Module, args: tuple, kwargs: dict[str, Any]
+) -> nn.Module:
+    """Call torch's ``wrapper`` with ``offload_to_cpu`` translated (FSDP133), else as is."""
+    if OFFLOAD_KEYWORD not in kwargs:
+        return wrapper(module, *args, **kwargs)
+    from compat.deprecation import warn_deprecated
+
+    kwargs = dict(kwargs)
+    offload = kwargs.pop(OFFLOAD_KEYWORD)
+    if not offload:
+        warn_deprecated("FSDP133", detail=_DROPPED_DETAIL)
+        return wrapper(module, *args, **kwargs)
+    warn_deprecated("FSDP133", detail=_OFFLOAD_DETAIL)
+    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import offload_wrapper
+
+    return offload_wrapper(module)
+
+
+def _torch_checkpoint_wrapper() -> Callable[..., nn.Module]:
+    """The ``checkpoint_wrapper`` of torch itself, whether or not the drop-in patched it."""
+    from torch.distributed.algorithms._checkpoint import checkpoint_wrapper as home
+
+    found = home.checkpoint_wrapper
+    return getattr(found, "__compat_original__", found)

@@ -3,7 +3,8 @@
 ``from compat.fairscale import FullyShardedDataParallel, auto_wrap, enable_wrap, wrap``
 keeps FairScale-era code running: each call builds torch's FSDP with the arguments
 translated, warns with the FairScale rule's code, and names every argument that has no
-torch meaning instead of dropping it silently.
+torch meaning instead of dropping it silently. FairScale's ZeRO stack (``OSS``,
+``ShardedDataParallel``, ``ShardedGradScaler``) is served from :mod:`compat.fairscale_zero`.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from collections.abc import Iterator
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 import torch.nn as nn
@@ -23,6 +24,9 @@ from compat.fsdp import FSDP
 from compat.fsdp import wrap as compat_wrap
 from compat.policies import normalize_policy, select_modules
 from compat.signatures import given_arguments, legacy_signature
+
+if TYPE_CHECKING:  # served lazily by __getattr__ below
+    from compat.fairscale_zero import OSS, ShardedDataParallel, ShardedGradScaler
 
 _torch_fsdp = import_fsdp_module()
 
@@ -202,8 +206,28 @@ def checkpoint_wrapper(module: nn.Module, offload_to_cpu: bool = False) -> nn.Mo
     return torch_checkpoint_wrapper(module, checkpoint_impl=CheckpointImpl.NO_REENTRANT)
 
 
+#: FairScale's ZeRO stack, served from :mod:`compat.fairscale_zero` when first read, so
+#: that FSDP code does not import ``torch.distributed.optim``.
+_ZERO_NAMES = ("OSS", "ShardedDataParallel", "ShardedGradScaler")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _ZERO_NAMES:
+        from compat import fairscale_zero
+
+        return getattr(fairscale_zero, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_ZERO_NAMES])
+
+
 __all__ = [
+    "OSS",
     "FullyShardedDataParallel",
+    "ShardedDataParallel",
+    "ShardedGradScaler",
     "auto_wrap",
     "checkpoint_wrapper",
     "default_auto_wrap_policy",

@@ -417,12 +417,16 @@ out = {
              fairscale.nn.FullyShardedDataParallel is cf.FullyShardedDataParallel,
              checkpoint_wrapper is cf.checkpoint_wrapper],
 }
+from fairscale.optim import OSS
+from fairscale.optim.grad_scaler import ShardedGradScaler
+out["zero"] = [OSS is cf.OSS, fairscale.nn.ShardedDataParallel is cf.ShardedDataParallel,
+               ShardedGradScaler is cf.ShardedGradScaler]
 try:
-    from fairscale.optim import OSS
+    from fairscale.experimental.nn.offload import OffloadModel
 except ImportError as exc:
     out["other"] = type(exc).__name__
 try:
-    fairscale.nn.ShardedDataParallel
+    fairscale.nn.Pipe
 except AttributeError as exc:
     out["missing"] = str(exc)
 compat.uninstall()
@@ -434,8 +438,9 @@ print(json.dumps(out))
 """
     out = json.loads(fresh_python(code))
     assert out["same"] == [True] * 6
+    assert out["zero"] == [True] * 3
     assert out["other"] == "ModuleNotFoundError"
-    assert out["missing"] == "module 'fairscale.nn' has no attribute 'ShardedDataParallel'"
+    assert out["missing"] == "module 'fairscale.nn' has no attribute 'Pipe'"
     assert out["after"] == "ImportError"
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from codemods.registry import (
     compat_fsdp_rules,
+    fairscale_optim_rules,
     fairscale_rules,
     lightning_legacy_rules,
     lightning_rules,
@@ -24,6 +25,7 @@ from codemods.registry import (
     torch_checkpoint_rules,
     torch_dcp_state_dict_rules,
     torch_dtensor_rules,
+    torch_fsdp1_private_rules,
     torch_fsdp2_rules,
     torch_fsdp_rules,
     torch_policy_rules,
@@ -46,6 +48,7 @@ _MODULES = (
     torch_rules,
     torch_policy_rules,
     torch_fsdp_rules,
+    torch_fsdp1_private_rules,
     torch_state_dict_rules,
     torch_checkpoint_rules,
     torch_dcp_state_dict_rules,
@@ -57,6 +60,7 @@ _MODULES = (
     lightning_strategy_rules,
     lightning_legacy_rules,
     fairscale_rules,
+    fairscale_optim_rules,
     to_fsdp2_rules,
 )
 

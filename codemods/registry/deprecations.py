@@ -346,10 +346,7 @@ DEPRECATIONS: tuple[Deprecation, ...] = (
         pattern=r"^`torch\.distributed\._composable\.fully_shard` is being deprecated",
         first="2.4.1",
         last="2.4.1",
-        out_of_scope=(
-            "private package (`torch.distributed._composable`): the composable FSDP1 prototype, "
-            "gone in 2.6; its callers choose between the FSDP wrapper and FSDP2 by hand"
-        ),
+        answered_by="FSDP134",
     ),
     # torch.utils.checkpoint ---------------------------------------------------------------
     Deprecation(

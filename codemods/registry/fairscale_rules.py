@@ -7,9 +7,13 @@ arguments. Versions on these rules are torch releases, the owner of the new spel
 from __future__ import annotations
 
 from codemods.registry.model import ChangeKind, Example, FixSafety, Framework, Rule
-from codemods.registry.names import FAIRSCALE_CHECKPOINT, FAIRSCALE_NN, FAIRSCALE_WRAP
+from codemods.registry.names import (
+    FAIRSCALE_CHECKPOINT,
+    FAIRSCALE_FSDP_CLASSES,
+    FAIRSCALE_NN,
+    FAIRSCALE_WRAP,
+)
 
-_FSDP = f"{FAIRSCALE_NN}.data_parallel"
 _WRAP = FAIRSCALE_WRAP
 _CHECKPOINT = FAIRSCALE_CHECKPOINT
 #: ``fairscale.nn`` re-exports every name below (FairScale's documented import path).
@@ -23,12 +27,7 @@ RULES = (
         name="fairscale-fsdp",
         framework=Framework.FAIRSCALE,
         kind=ChangeKind.CALL_REWRITE,
-        old=(
-            "fairscale.nn.FullyShardedDataParallel",
-            f"{_FSDP}.FullyShardedDataParallel",
-            f"{_FSDP}.fully_sharded_data_parallel.FullyShardedDataParallel",
-            f"{_COMPAT}.FullyShardedDataParallel",
-        ),
+        old=(*FAIRSCALE_FSDP_CLASSES, f"{_COMPAT}.FullyShardedDataParallel"),
         new="torch.distributed.fsdp.FullyShardedDataParallel",
         message="FairScale's `FullyShardedDataParallel` is archived; use torch's",
         why=(

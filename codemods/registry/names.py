@@ -109,6 +109,12 @@ def lite_paths(*suffixes: str) -> tuple[str, ...]:
 FAIRSCALE_NN = "fairscale.nn"
 FAIRSCALE_WRAP = f"{FAIRSCALE_NN}.wrap"
 FAIRSCALE_CHECKPOINT = f"{FAIRSCALE_NN}.checkpoint"
+#: The names FairScale's FSDP class is imported under.
+FAIRSCALE_FSDP_CLASSES = (
+    f"{FAIRSCALE_NN}.FullyShardedDataParallel",
+    f"{FAIRSCALE_NN}.data_parallel.FullyShardedDataParallel",
+    f"{FAIRSCALE_NN}.data_parallel.fully_sharded_data_parallel.FullyShardedDataParallel",
+)
 #: Names that are a module and, re-exported by its parent package, a function of the
 #: same name: ``fairscale.nn.wrap`` is a subpackage and ``fairscale.nn``'s ``wrap()``;
 #: ``fairscale.nn.wrap.auto_wrap`` a module and the subpackage's ``auto_wrap()``. A name

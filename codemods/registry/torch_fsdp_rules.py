@@ -1,4 +1,4 @@
-"""torch's FSDP modules and checkpointing (FSDP107, FSDP108, FSDP114).
+"""torch's FSDP modules and checkpointing (FSDP107, FSDP108, FSDP114, FSDP133).
 
 FSDP111 (FSDP1 to FSDP2) is now FSDP401, in :mod:`codemods.registry.to_fsdp2_rules`.
 """
@@ -160,6 +160,12 @@ RULES = (
                 "from fairscale.nn.checkpoint import checkpoint_wrapper\n"
                 "wrapped = checkpoint_wrapper(block)\n"
             ),
+            (
+                # torch 2.0 removed the keyword (FSDP133); 1.13 ignored the implementation
+                "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import "
+                "checkpoint_wrapper\n"
+                "wrapped = checkpoint_wrapper(block, offload_to_cpu=True)\n"
+            ),
         ),
     ),
     Rule(
@@ -202,6 +208,121 @@ RULES = (
             "def FSDP(module, fsdp_auto_wrap_policy=None):\n"
             "    return module\n"
             "model = FSDP(model, fsdp_auto_wrap_policy=policy)\n",
+        ),
+    ),
+    Rule(
+        code="FSDP133",
+        name="checkpoint-wrapper-offload-to-cpu",
+        framework=Framework.TORCH,
+        kind=ChangeKind.CALL_REWRITE,
+        old=(f"{CHECKPOINT_WRAPPER}.checkpoint_wrapper",),
+        new=f"{CHECKPOINT_WRAPPER}.offload_wrapper",
+        argument="offload_to_cpu",
+        message=(
+            "`checkpoint_wrapper(offload_to_cpu=...)` was removed in torch 2.0 (the keyword now "
+            "reaches the module's forward: TypeError); use `offload_wrapper(module)`"
+        ),
+        why=(
+            "torch 1.11 gave `checkpoint_wrapper` an `offload_to_cpu` flag; torch 2.0 removed "
+            "it (pytorch PR 85459) for a separate `offload_wrapper`, with no deprecation. "
+            "Since then the wrapper hands unknown keywords to its checkpoint function, which "
+            "passes them to the wrapped module, so the call still builds and the first "
+            "forward raises `TypeError: forward() got an unexpected keyword argument "
+            "'offload_to_cpu'` (`offload_to_cpu=False` too). The fix writes "
+            "`offload_wrapper(module)` for `offload_to_cpu=True`, what torch 1.13 ran for the "
+            "flag (activations saved on CPU, nothing recomputed, `checkpoint_impl` ignored); "
+            "on torch 1.11 and 1.12 the flag also checkpointed the module (reentrant), so "
+            "code written for those releases that wants both writes "
+            "`offload_wrapper(checkpoint_wrapper(module))`. `offload_to_cpu=False` is "
+            "dropped. Other arguments beside the flag, or a value that is not a literal, "
+            "are left for a human."
+        ),
+        example=Example(
+            before=(
+                f"from {CHECKPOINT_WRAPPER} import checkpoint_wrapper\n"
+                "block = checkpoint_wrapper(block, offload_to_cpu=True)\n"
+            ),
+            after=(
+                f"from {CHECKPOINT_WRAPPER} import offload_wrapper\n"
+                "block = offload_wrapper(block)\n"
+            ),
+        ),
+        fix=FixSafety.UNSAFE,
+        introduced="2.0",
+        removed="2.0",
+        references=(
+            "https://github.com/pytorch/pytorch/pull/70165",
+            "https://github.com/pytorch/pytorch/pull/84907",
+            "https://github.com/pytorch/pytorch/pull/85459",
+        ),
+        cases=(
+            Example(
+                before=(
+                    "import functools\n"
+                    f"from {CHECKPOINT_WRAPPER} import (\n"
+                    "    CheckpointImpl,\n"
+                    "    apply_activation_checkpointing,\n"
+                    "    checkpoint_wrapper,\n"
+                    ")\n"
+                    "wrapper_fn = functools.partial(\n"
+                    "    checkpoint_wrapper,\n"
+                    "    offload_to_cpu=True,\n"
+                    "    checkpoint_impl=CheckpointImpl.NO_REENTRANT,\n"
+                    ")\n"
+                    "apply_activation_checkpointing(model, checkpoint_wrapper_fn=wrapper_fn)\n"
+                ),
+                after=(
+                    f"from {CHECKPOINT_WRAPPER} import (\n"
+                    "    offload_wrapper,\n"
+                    "    apply_activation_checkpointing,\n"
+                    ")\n"
+                    "wrapper_fn = offload_wrapper\n"
+                    "apply_activation_checkpointing(model, checkpoint_wrapper_fn=wrapper_fn)\n"
+                ),
+            ),
+            Example(
+                before=(
+                    f"import {CHECKPOINT_WRAPPER} as ac\n"
+                    "layers = [ac.checkpoint_wrapper(layer, offload_to_cpu=False) "
+                    "for layer in layers]\n"
+                ),
+                after=(
+                    f"import {CHECKPOINT_WRAPPER} as ac\n"
+                    "layers = [ac.checkpoint_wrapper(layer) for layer in layers]\n"
+                ),
+            ),
+            Example.reported_only(
+                f"from {CHECKPOINT_WRAPPER} import checkpoint_wrapper\n"
+                "def wrap(block, offload):\n"
+                "    return checkpoint_wrapper(block, offload_to_cpu=offload)\n"
+            ),
+            Example.reported_only(
+                f"from {CHECKPOINT_WRAPPER} import checkpoint_wrapper\n"
+                "block = checkpoint_wrapper(\n"
+                "    block, offload_to_cpu=True, checkpoint_fn=my_checkpoint\n"
+                ")\n"
+            ),
+            Example.reported_only(
+                f"from {CHECKPOINT_WRAPPER} import checkpoint_wrapper\n"
+                "from my_project.memory import offload_wrapper\n"
+                "block = offload_wrapper(checkpoint_wrapper(block, offload_to_cpu=True))\n"
+            ),
+        ),
+        untouched=(
+            (f"from {CHECKPOINT_WRAPPER} import offload_wrapper\nblock = offload_wrapper(block)\n"),
+            (
+                "from fairscale.nn.checkpoint import checkpoint_wrapper\n"
+                "block = checkpoint_wrapper(block, offload_to_cpu=True)\n"
+            ),
+            (
+                "from torch.distributed.fsdp import FullStateDictConfig\n"
+                "config = FullStateDictConfig(offload_to_cpu=True, rank0_only=True)\n"
+            ),
+            (
+                "def checkpoint_wrapper(module, offload_to_cpu=False):\n"
+                "    return module\n"
+                "block = checkpoint_wrapper(block, offload_to_cpu=True)\n"
+            ),
         ),
     ),
 )

@@ -12,14 +12,24 @@ import ast
 from codemods.registry.names import CHECKPOINT_WRAPPER
 from codemods.rules.api import Detector, Engine
 from codemods.rules.kinds.default_change import DefaultChange
-from codemods.syntax.cst_nodes import append_arg, dotted, new_keyword
+from codemods.syntax.cst_nodes import append_arg, dotted, keyword, new_keyword
 from codemods.syntax.lazy_libcst import cst
+
+_OFFLOAD = "offload_to_cpu"
 
 
 class Fsdp108(DefaultChange):
     """Add ``checkpoint_impl=CheckpointImpl.NO_REENTRANT`` to calls and partials."""
 
     position = 1
+
+    def passes(self, args: list[cst.Arg]) -> bool:
+        # `offload_to_cpu=` is FSDP133's: torch 1.13 ignored the implementation with it.
+        return any(keyword(a) == _OFFLOAD for a in args) or DefaultChange.passes(self, args)
+
+    def ast_passes(self, arguments: list) -> bool:
+        found = any(type(a) is ast.keyword and a.arg == _OFFLOAD for a in arguments)
+        return found or DefaultChange.ast_passes(self, arguments)
 
     def fix(self, engine: Engine, original: cst.Call, updated: cst.Call, start: int) -> cst.Call:
         if not engine.report(original, self.rule):

@@ -2,7 +2,8 @@
 
 :func:`install` puts back, on the installed torch and Lightning, every old name the
 registry knows and compat stands in for (:mod:`compat.dropin.plan`); makes torch's
-``FullyShardedDataParallel`` take legacy arguments, whoever builds it; registers the
+``FullyShardedDataParallel`` take legacy arguments, whoever builds it (and its
+``checkpoint_wrapper`` the removed ``offload_to_cpu``); registers the
 strategy strings Lightning removed; and, where FairScale is not installed, lets
 ``import fairscale.nn`` find :mod:`compat.fairscale`. Nothing is imported for it: each
 module is patched when the program imports it (or at once, if it has already). Current
@@ -35,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from codemods.registry.names import TORCH_FSDP_CLASSES
+from codemods.registry.names import CHECKPOINT_WRAPPER, TORCH_FSDP_CLASSES
 from compat.deprecation import warn_deprecated
 from compat.dropin import patches
 from compat.dropin.finder import DropInFinder, StandIn, exists
@@ -106,7 +107,7 @@ def install(*, subprocesses: bool = False) -> None:
             or (fairscale_absent and name.split(".")[0] == FAIRSCALE)
         }
         watched = {p for p in state.prefixes if p.split(".")[0] in PATCHED_ROOTS}
-        watched |= {_FSDP_HOME, *STRATEGY_MODULES}
+        watched |= {_FSDP_HOME, CHECKPOINT_WRAPPER, *STRATEGY_MODULES}
         state.finder = DropInFinder(watched, candidates, _stand_in, _after_import)
         if fairscale_absent:  # stood in for from the start
             state.records += [e for old, e in entries.items() if old.startswith(f"{FAIRSCALE}.")]
@@ -285,6 +286,15 @@ def _after_import(module: types.ModuleType) -> None:
         cls = getattr(module, _FSDP_CLASS)
         _state.undo.append(patches.translate_fsdp_init(cls))
         _state.records.append(_fsdp_record)
+    if name == CHECKPOINT_WRAPPER and "checkpoint_wrapper" in vars(module):
+        _state.undo.append(patches.translate_checkpoint_wrapper(module))
+        _state.records.append(
+            Installed(
+                ("FSDP133",),
+                f"{CHECKPOINT_WRAPPER}.checkpoint_wrapper",
+                "compat.checkpointing.legacy_checkpoint_wrapper",
+            )
+        )
     if name in STRATEGY_MODULES:
         added, undo = patches.register_strategy_names(module, STRATEGY_MODULES[name])
         _state.undo.append(undo)

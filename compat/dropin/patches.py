@@ -5,6 +5,8 @@
 - :func:`translate_fsdp_init`: torch's ``FullyShardedDataParallel.__init__`` translates
   legacy arguments (:func:`compat.fsdp.legacy_fsdp_call`) and passes current calls on
   untouched, whoever makes them;
+- :func:`translate_checkpoint_wrapper`: torch's ``checkpoint_wrapper`` takes the
+  ``offload_to_cpu`` keyword torch 2.0 removed;
 - :func:`register_strategy_names`: the removed strategy strings in a Lightning flavour's
   strategy registry.
 
@@ -81,6 +83,26 @@ def translate_fsdp_init(cls: type) -> Undo:
 
     def undo() -> None:
         cls.__init__ = original  # type: ignore[misc]
+
+    return undo
+
+
+def translate_checkpoint_wrapper(module: types.ModuleType) -> Undo:
+    """Let ``module.checkpoint_wrapper`` (torch's) take ``offload_to_cpu`` again (FSDP133)."""
+    original = module.__dict__["checkpoint_wrapper"]
+
+    @functools.wraps(original)
+    def checkpoint_wrapper(wrapped: Any, *args: Any, **kwargs: Any) -> Any:
+        from compat.checkpointing import legacy_checkpoint_wrapper
+
+        return legacy_checkpoint_wrapper(original, wrapped, args, kwargs)
+
+    checkpoint_wrapper.__compat_dropin__ = True  # type: ignore[attr-defined]
+    checkpoint_wrapper.__compat_original__ = original  # type: ignore[attr-defined]
+    module.checkpoint_wrapper = checkpoint_wrapper  # type: ignore[attr-defined]
+
+    def undo() -> None:
+        module.checkpoint_wrapper = original  # type: ignore[attr-defined]
 
     return undo
 

@@ -1,0 +1,140 @@
+"""compat.fairscale's ZeRO stack: FairScale's ``OSS`` / ``ShardedDataParallel`` / scaler on torch's.
+
+The argument handling is checked in-process; one 2-rank gloo run trains the same model
+twice from the same seed, once through FairScale's spelling (``ShardedDataParallel``,
+``OSS``, ``ShardedGradScaler``, ``OSS.clip_grad_norm``, ``consolidate_state_dict``) and
+once with torch's own classes, and the two must agree at every step.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+import torch.nn as nn
+
+from compat import FSDPDeprecationWarning
+from compat import fairscale as fs
+from tests import distributed
+
+STEPS = 4
+
+
+def _messages(build):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        built = build()
+    return built, [str(w.message) for w in caught if issubclass(w.category, FSDPDeprecationWarning)]
+
+
+def test_oss_names_the_arguments_torch_has_no_use_for():
+    params = [nn.Parameter(torch.ones(2))]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(ValueError, match="init_process_group"):  # torch's own need
+            fs.OSS(params, optim=torch.optim.SGD, lr=0.1, broadcast_fp16=True)
+    messages = [str(w.message) for w in caught if issubclass(w.category, FSDPDeprecationWarning)]
+    assert any("`broadcast_fp16`: no torch meaning (dropped)" in m for m in messages)
+    assert all(m.endswith("[FSDP307]") for m in messages)
+
+
+def test_sharded_ddp_refuses_what_ddp_cannot_do():
+    with pytest.raises(ValueError, match="sync_models_at_startup"):
+        _messages(lambda: fs.ShardedDataParallel(nn.Linear(2, 2), sync_models_at_startup=False))
+    with pytest.raises(TypeError, match="bucket_cap_mb"):
+        _messages(lambda: fs.ShardedDataParallel(nn.Linear(2, 2), bucket_cap_mb=25))
+
+
+def test_the_grad_scaler_takes_fairscales_order():
+    scaler, messages = _messages(lambda: fs.ShardedGradScaler(8.0, 3.0, 0.25, 7, device="cpu"))
+    from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler
+
+    assert type(scaler) is ShardedGradScaler
+    assert (scaler.get_scale(), scaler.get_growth_factor(), scaler.get_backoff_factor()) == (
+        8.0,
+        3.0,
+        0.25,
+    )
+    assert scaler.get_growth_interval() == 7
+    assert [m.rsplit("[", 1)[1] for m in messages] == ["FSDP309]"]
+
+
+def _model() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(
+        nn.Linear(6, 16), nn.Tanh(), nn.Linear(16, 16), nn.Tanh(), nn.Linear(16, 1)
+    )
+
+
+def _train(rank: int, world_size: int, legacy: bool) -> dict:
+    from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler
+    from torch.distributed.optim import ZeroRedundancyOptimizer
+
+    model = _model()
+    caught: list[str] = []
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        if legacy:  # FairScale's spelling, through compat
+            optimizer = fs.OSS(model.parameters(), optim=torch.optim.AdamW, lr=0.05)
+            model = fs.ShardedDataParallel(model, optimizer, reduce_buffer_size=0)
+            scaler = fs.ShardedGradScaler(init_scale=2.0**10, device="cpu")
+        else:
+            optimizer = ZeroRedundancyOptimizer(
+                model.parameters(), optimizer_class=torch.optim.AdamW, lr=0.05
+            )
+            model = nn.parallel.DistributedDataParallel(model)
+            scaler = ShardedGradScaler(device="cpu", init_scale=2.0**10)
+        caught += [str(w.message) for w in record if issubclass(w.category, FSDPDeprecationWarning)]
+    losses, norms = [], []
+    for step in range(STEPS):
+        torch.manual_seed(100 + 10 * step + rank)  # each rank its own batch
+        x, y = torch.randn(8, 6), torch.randn(8, 1)
+        optimizer.zero_grad()
+        loss = nn.functional.mse_loss(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
+        if legacy:
+            norm = optimizer.clip_grad_norm(0.5)
+        else:
+            norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+        scaler.step(optimizer)
+        scaler.update()
+        losses.append(loss.item())
+        norms.append(float(norm))
+    if legacy:
+        optimizer.consolidate_state_dict(recipient_rank=0)
+    else:
+        optimizer.consolidate_state_dict(to=0)
+    state = optimizer.state_dict() if rank == 0 else None
+    return {
+        "params": {k: v.detach().clone() for k, v in model.module.state_dict().items()},
+        "losses": losses,
+        "norms": norms,
+        "optimizer steps": None
+        if state is None
+        else sorted(int(s["step"]) for s in state["state"].values()),
+        "codes": sorted({m.rsplit("[", 1)[1].rstrip("]") for m in caught if m.endswith("]")}),
+        "scale": scaler.get_scale(),
+    }
+
+
+@pytest.mark.distributed
+def test_fairscale_zero_trains_as_torchs_own_on_two_ranks():
+    legacy = distributed.run(_train, True, world_size=2, backend="gloo")
+    native = distributed.run(_train, False, world_size=2, backend="gloo")
+    start = _model().state_dict()
+    for rank in range(2):
+        assert legacy[rank]["codes"] == ["FSDP307", "FSDP308", "FSDP309"]
+        assert native[rank]["codes"] == []
+        assert legacy[rank]["losses"] == pytest.approx(native[rank]["losses"], rel=1e-6)
+        assert legacy[rank]["norms"] == pytest.approx(native[rank]["norms"], rel=1e-6)
+        assert legacy[rank]["scale"] == native[rank]["scale"]
+        for name, value in native[rank]["params"].items():
+            torch.testing.assert_close(legacy[rank]["params"][name], value, msg=name)
+            # it trained, and the ranks hold the same model (ZeRO broadcasts the shards)
+            assert not torch.equal(value, start[name])
+            torch.testing.assert_close(legacy[rank]["params"][name], legacy[0]["params"][name])
+    # the consolidated state is on rank 0: every parameter stepped STEPS times
+    assert legacy[0]["optimizer steps"] == native[0]["optimizer steps"] == [STEPS] * 6
+    assert legacy[1]["optimizer steps"] is None
