@@ -29,6 +29,7 @@ from typing import Any, Callable, NamedTuple
 
 import torch
 
+from compat.call_source import described
 from compat.deprecation import warn_deprecated
 from compat.fsdp.fallbacks import runs_on_cpu
 from compat.signatures import given_arguments, legacy_signature
@@ -207,8 +208,9 @@ class LegacyArguments:
     adapt_arguments: Callable[[dict[str, Any]], dict[str, Any]]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        warn_deprecated(self._rule)
         given = given_arguments(f"{type(self).__name__}.__init__", self._signature, args, kwargs)
+        # With the arguments: FSDP202's warning says what migrate does with this call.
+        warn_deprecated(self._rule, arguments=described(given))
         super().__init__(**self.adapt_arguments(type(self)._translate(given)))
 
 
