@@ -19,10 +19,13 @@ import os
 import sys
 import types
 import warnings
+from collections.abc import Sequence
 
 import codemods.registry
 from codemods.registry import ChangeKind, FixSafety, Rule
 from codemods.registry.names import LIGHTNING_PACKAGES
+from codemods.rules.call_blockers import Argument
+from compat.call_source import migrate_blockers
 
 # Frames in these packages are library plumbing between the user's line and ours.
 _LIBRARY_PACKAGES = ("torch", *LIGHTNING_PACKAGES, "fairscale")
@@ -42,7 +45,9 @@ class FSDPDeprecationWarning(FutureWarning):
     """
 
 
-def deprecation_message(rule: Rule, detail: str | None = None) -> str:
+def deprecation_message(
+    rule: Rule, detail: str | None = None, withheld: Sequence[str] | None = None
+) -> str:
     """Compose the warning text for ``rule``.
 
     The text says what is deprecated, since which release, what to write instead (the
@@ -51,6 +56,7 @@ def deprecation_message(rule: Rule, detail: str | None = None) -> str:
     Args:
         rule: The registry rule that the legacy spelling falls under.
         detail: Extra context for this call site, appended before the code.
+        withheld: Why the codemod leaves this call for a human, where it does.
 
     Returns:
         The full message.
@@ -61,6 +67,13 @@ def deprecation_message(rule: Rule, detail: str | None = None) -> str:
         size_based_auto_wrap_policy(unwrapped_params=...) is deprecated since torch 2.0:
         the policy argument `unwrapped_params` is now `nonwrapped_numel`.
         `python -m codemods.migrate PATH` rewrites it. [FSDP102]
+        >>> why = ["`verbose` has no torch FSDP meaning"]
+        >>> print(deprecation_message(REGISTRY["FSDP301"], withheld=why))
+        ... # doctest: +NORMALIZE_WHITESPACE
+        fairscale.nn.FullyShardedDataParallel is deprecated since torch 1.11: FairScale's
+        `FullyShardedDataParallel` is archived; use torch's. `python -m codemods.migrate
+        --unsafe-fixes PATH` leaves this call for a human: `verbose` has no torch FSDP
+        meaning. [FSDP301]
     """
     when = rule.deprecated or rule.introduced
     release = f"{rule.version_framework.display} {when}"
@@ -74,23 +87,31 @@ def deprecation_message(rule: Rule, detail: str | None = None) -> str:
             head += f" (removed in {rule.removed})"
     else:  # a spelling that only compat ever offered
         head = f"{rule.short_old_spelling} is deprecated in compat"
-    parts = [f"{head}: {rule.message}.", _TOOL_HINT[rule.fix]]
+    hint = _TOOL_HINT[rule.fix]
+    if withheld:
+        hint = f"{_MIGRATE[rule.fix]} leaves this call for a human: {'; '.join(withheld)}."
+    parts = [f"{head}: {rule.message}.", hint]
     if detail:
         parts.append(detail)
     parts.append(f"[{rule.code}]")
     return " ".join(parts)
 
 
+_MIGRATE = {
+    FixSafety.SAFE: "`python -m codemods.migrate PATH`",
+    FixSafety.UNSAFE: "`python -m codemods.migrate --unsafe-fixes PATH`",
+    FixSafety.MANUAL: "`python -m codemods.migrate PATH`",
+}
 _TOOL_HINT = {
-    FixSafety.SAFE: "`python -m codemods.migrate PATH` rewrites it.",
-    FixSafety.UNSAFE: (
-        "`python -m codemods.migrate --unsafe-fixes PATH` rewrites it; review the change."
-    ),
-    FixSafety.MANUAL: "`python -m codemods.migrate PATH` lists every place that needs this change.",
+    FixSafety.SAFE: f"{_MIGRATE[FixSafety.SAFE]} rewrites it.",
+    FixSafety.UNSAFE: f"{_MIGRATE[FixSafety.UNSAFE]} rewrites it; review the change.",
+    FixSafety.MANUAL: f"{_MIGRATE[FixSafety.MANUAL]} lists every place that needs this change.",
 }
 
 
-def warn_deprecated(code: str, *, detail: str | None = None) -> None:
+def warn_deprecated(
+    code: str, *, detail: str | None = None, arguments: Sequence[Argument] | None = None
+) -> None:
     """Emit :class:`FSDPDeprecationWarning` for registry rule ``code`` at the user's line.
 
     The warning is attributed to the first frame outside ``compat`` and outside the
@@ -101,19 +122,23 @@ def warn_deprecated(code: str, *, detail: str | None = None) -> None:
     Args:
         code: The registry rule code, e.g. ``"FSDP102"``.
         detail: Extra context for this call site.
+        arguments: For a rule whose fix decides call by call (FSDP301, FSDP202), the
+            call's arguments as compat received them: the warning then says what
+            ``migrate`` does with this call (:mod:`compat.call_source`).
 
     Raises:
         KeyError: If ``code`` is not in the registry.
     """
-    message = _message(code, detail)
     frame = _user_frame()
     if frame is None:  # called from library code only; fall back to the direct caller
-        warnings.warn(message, FSDPDeprecationWarning, stacklevel=2)
+        withheld = migrate_blockers(code, None, arguments)
+        warnings.warn(_message(code, detail, withheld), FSDPDeprecationWarning, stacklevel=2)
         return
     site = (code, detail, frame.f_code.co_filename, frame.f_lineno)
     if site in _warned_sites:
         return
     _warned_sites.add(site)
+    message = _message(code, detail, migrate_blockers(code, frame, arguments))
     warnings.warn_explicit(
         message,
         FSDPDeprecationWarning,
@@ -124,9 +149,9 @@ def warn_deprecated(code: str, *, detail: str | None = None) -> None:
     )
 
 
-def _message(code: str, detail: str | None) -> str:
+def _message(code: str, detail: str | None, withheld: Sequence[str] | None = None) -> str:
     rule = codemods.registry.REGISTRY[code]  # looked up now: a test may add a rule
-    return deprecation_message(rule, detail)
+    return deprecation_message(rule, detail, withheld)
 
 
 def reset_warned_sites() -> None:

@@ -18,6 +18,8 @@ import torch
 import torch.nn as nn
 
 from codemods.registry.names import FAIRSCALE_FSDP_ARGUMENTS, FAIRSCALE_PRECISION_DETAILS
+from codemods.rules.call_blockers import Argument
+from compat.call_source import described
 from compat.deprecation import warn_deprecated
 from compat.features import import_fsdp_module
 from compat.fsdp import FSDP
@@ -60,6 +62,7 @@ def translate_fairscale_arguments(module: nn.Module, *args: Any, **kwargs: Any) 
         "FullyShardedDataParallel", _FAIRSCALE_SIGNATURE, (module, *args), kwargs
     )
     given.pop("module")
+    call = described(given, positional=[module])  # what migrate's verdict is read from
     options = {**FAIRSCALE_FSDP_ARGUMENTS, **given}
     translated: dict[str, Any] = {"process_group": options["process_group"]}
     if options["compute_device"] is not None:  # where FairScale computed: torch's device_id
@@ -79,6 +82,7 @@ def translate_fairscale_arguments(module: nn.Module, *args: Any, **kwargs: Any) 
         _no_meaning(
             sorted(given.keys() & set(FAIRSCALE_PRECISION_DETAILS)),
             "FairScale used it only with mixed_precision=True",
+            call,
         )
     offload = bool(options["move_params_to_cpu"] or options["cpu_offload"])
     if offload:
@@ -86,24 +90,34 @@ def translate_fairscale_arguments(module: nn.Module, *args: Any, **kwargs: Any) 
     grads = options["move_grads_to_cpu"]
     if grads is not None and bool(grads) != offload:
         _no_meaning(
-            ["move_grads_to_cpu"], "torch offloads gradients exactly when it offloads parameters"
+            ["move_grads_to_cpu"],
+            "torch offloads gradients exactly when it offloads parameters",
+            call,
         )
     untranslated = sorted(name for name in given if name not in _TRANSLATED)
     if "flatten_parameters" in untranslated and given["flatten_parameters"]:
         untranslated.remove("flatten_parameters")  # torch's FSDP1 always flattens
     if untranslated:
-        _no_meaning(untranslated, "dropped")
+        _no_meaning(untranslated, "dropped", call)
     return translated
 
 
-def _no_meaning(names: list[str], why: str) -> None:
+def _no_meaning(names: list[str], why: str, call: list[Argument]) -> None:
     listed = ", ".join(f"`{name}`" for name in names)
-    warn_deprecated("FSDP301", detail=f"{listed}: no torch FSDP meaning ({why}).")
+    detail = f"{listed}: no torch FSDP meaning ({why})."
+    warn_deprecated("FSDP301", detail=detail, arguments=call)
 
 
 def FullyShardedDataParallel(module: nn.Module, *args: Any, **kwargs: Any) -> nn.Module:  # noqa: N802
-    """Build torch's FSDP from FairScale ``FullyShardedDataParallel`` arguments (FSDP301)."""
-    warn_deprecated("FSDP301")
+    """Build torch's FSDP from FairScale ``FullyShardedDataParallel`` arguments (FSDP301).
+
+    Its warning says what ``python -m codemods.migrate --unsafe-fixes`` does with this
+    call: rewrites it, or leaves it for a human, and why (:mod:`compat.call_source`).
+    """
+    given = given_arguments(
+        "FullyShardedDataParallel", _FAIRSCALE_SIGNATURE, (module, *args), kwargs
+    )
+    warn_deprecated("FSDP301", arguments=described(given, positional=[given.pop("module")]))
     return FSDP(module, **translate_fairscale_arguments(module, *args, **kwargs))
 
 

@@ -8,7 +8,13 @@ through the legacy classes and compare them with native torch FSDP code.
 from __future__ import annotations
 
 import functools
+import os
+import re
+import runpy
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 
 import pytest
 import torch
@@ -21,6 +27,7 @@ from compat.strategies import (  # noqa: E402
     DDPFullyShardedStrategy,
     translate,
 )
+from tests.distributed import cpu_environment, run  # noqa: E402
 from tests.equivalence import (  # noqa: E402
     Case,
     checkpoint_reference,
@@ -420,3 +427,86 @@ def test_removed_strategy_names_for_fabric():
     with pytest.warns(FSDPDeprecationWarning, match=r"\[FSDP204\]"):
         fabric = Fabric(strategy="fsdp_native", accelerator="cpu", devices=1)
     assert isinstance(fabric.strategy, FSDPStrategy)
+
+
+# Checkpoints on CPU ranks ----------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+#: What a launcher sets for its ranks: the example's own Lightning launcher must set them.
+_RANK_VARIABLES = ("MASTER_ADDR", "MASTER_PORT", "RANK", "LOCAL_RANK", "WORLD_SIZE", "NODE_RANK")
+
+
+def _readme_lightning_example() -> str:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    match = re.search(r"<!-- lightning-example -->\n```python\n(.+?)```", readme, flags=re.S)
+    assert match, "README.md has no ```python block after <!-- lightning-example -->"
+    return match.group(1)
+
+
+@pytest.mark.distributed
+@pytest.mark.slow
+def test_readme_lightning_example_saves_its_full_checkpoint_on_cpu(tmp_path):
+    """The README's script as written: the Trainer's defaults, its own launcher, 2 CPU ranks.
+
+    Lightning saves its end-of-epoch checkpoint with FSDP1's full state dict offloaded
+    to the CPU, which crashed CPU ranks (exit 139) before compat's strategies took it
+    in place.
+    """
+    script = tmp_path / "train.py"
+    script.write_text(_readme_lightning_example(), encoding="utf-8")
+    environment = {k: v for k, v in cpu_environment().items() if k not in _RANK_VARIABLES}
+    environment["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(ROOT), environment.get("PYTHONPATH")) if p
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert "[FSDP202]" in done.stderr and "[FSDP208]" in done.stderr
+
+    (saved_path,) = (tmp_path / "lightning_logs" / "version_0" / "checkpoints").glob("*.ckpt")
+    saved = torch.load(saved_path, map_location="cpu", weights_only=False)
+    model = runpy.run_path(str(script), run_name="readme_example")["Model"]()
+    weights = saved["state_dict"]
+    # strict: every weight of the unwrapped model, by name and full shape
+    model.load_state_dict(weights)
+    assert all(torch.isfinite(tensor).all() for tensor in weights.values())
+    # AdamW's full state, keyed by parameter position, the shape of each parameter
+    optimizer_state = saved["optimizer_states"][0]["state"]
+    shapes = [tuple(p.shape) for p in model.parameters()]
+    assert sorted(optimizer_state) == list(range(len(shapes)))
+    assert [tuple(optimizer_state[i]["exp_avg"].shape) for i in range(len(shapes))] == shapes
+
+
+def _fabric_saves_on_cpu(rank, world_size, directory):
+    from lightning.fabric import Fabric
+
+    from compat.strategies.fabric import DDPFullyShardedStrategy as FabricStrategy
+
+    # Fabric's default is a sharded checkpoint (a folder); a full one is a file.
+    strategy = FabricStrategy(min_num_params=500, state_dict_type="full")
+    fabric = Fabric(accelerator="cpu", devices=world_size, strategy=strategy)
+    fabric.launch()  # the ranks exist already: this only marks Fabric as launched
+    model = fabric.setup_module(make_model())
+    optimizer = fabric.setup_optimizers(torch.optim.AdamW(model.parameters()))
+    x, y = batch(rank, 0)
+    fabric.backward(torch.nn.functional.mse_loss(model(x), y))
+    optimizer.step()
+    path = os.path.join(directory, "fabric.ckpt")
+    fabric.save(path, {"model": model, "optimizer": optimizer})
+    fabric.barrier()
+    return torch.load(path, map_location="cpu", weights_only=False)["model"]
+
+
+@pytest.mark.distributed
+def test_fabric_save_from_cpu_ranks_has_the_full_weights(tmp_path):
+    saved = run(_fabric_saves_on_cpu, str(tmp_path), world_size=2, backend="gloo")
+    model = make_model()
+    model.load_state_dict(saved[0])  # strict: every full weight, by name and shape
+    assert all(torch.equal(saved[0][k], saved[1][k]) for k in saved[0])
+    assert not all(torch.equal(saved[0][k], v) for k, v in make_model().state_dict().items())

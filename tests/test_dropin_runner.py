@@ -3,7 +3,10 @@
 Each test runs a small script both ways and compares what the script sees (argv,
 ``__main__``, ``sys.path[0]``), the exit code and the traceback, and checks that the
 processes the script starts (a subprocess, a ``multiprocessing`` spawn child) have the
-drop-in too.
+drop-in too. ``-c CODE`` and ``-`` (stdin) are compared with ``python -c`` and
+``python -``. The console script ``fsdp-compat-run`` runs through a wrapper written
+from ``pyproject.toml``'s entry point, as pip writes it, also where a ``compat.py`` in
+the working directory replaces ``python -m compat``.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
+from tests import console_scripts
 
 ROOT = Path(__file__).resolve().parents[1]
 # Every test starts Python processes that import torch: seconds each.
@@ -30,18 +35,29 @@ print(json.dumps({
 """
 
 
-def run(args: list[str], cwd: Path, path: Path | None = None) -> subprocess.CompletedProcess:
+def run(
+    args: list[str],
+    cwd: Path,
+    path: Path | None = None,
+    stdin: str | None = None,
+    first: str | None = None,
+) -> subprocess.CompletedProcess:
     environment = dict(os.environ)
-    environment["PYTHONPATH"] = os.pathsep.join(str(p) for p in (ROOT, path) if p)
+    environment["PYTHONPATH"] = os.pathsep.join(str(p) for p in (first, ROOT, path) if p)
     environment.pop("FSDP_COMPAT_INSTALL", None)
     return subprocess.run(
         [sys.executable, *args],
         cwd=cwd,
         env=environment,
+        input=stdin,
         capture_output=True,
         text=True,
         timeout=300,
     )
+
+
+def console_script(folder: Path) -> Path:
+    return console_scripts.console_script(folder, "fsdp-compat-run")
 
 
 def write(folder: Path, name: str, text: str) -> Path:
@@ -70,7 +86,12 @@ def test_a_module_sees_what_it_sees_under_python_m(tmp_path):
 
 @pytest.mark.parametrize(
     ("body", "code"),
-    [("import sys\nsys.exit(3)\n", 3), ("raise SystemExit('bye')\n", 1), ("pass\n", 0)],
+    [
+        ("import sys\nsys.exit(3)\n", 3),
+        ("raise SystemExit('bye')\n", 1),
+        ("pass\n", 0),
+        ("def f(:\n", 1),
+    ],
 )
 def test_the_exit_code_is_the_scripts(tmp_path, body, code):
     write(tmp_path, "s.py", body)
@@ -94,6 +115,7 @@ def test_a_traceback_starts_at_the_users_line(tmp_path):
         (["-m", "no_such_module"], "No module named no_such_module", 1),
         ([], "usage: python -m compat", 2),
         (["--nope"], "unknown option --nope", 2),
+        (["-c"], "-c needs a program", 2),
     ],
 )
 def test_bad_command_lines(tmp_path, args, message, code):
@@ -154,3 +176,137 @@ def test_the_sitecustomize_it_shadows_still_runs(tmp_path):
     result = run(["-m", "compat", "s.py"], tmp_path, path=tmp_path / "site")
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["True", "True"]
+
+
+_SHOW_CODE = """\
+import json, sys
+print(json.dumps({
+    "argv": sys.argv, "name": __name__, "path0": sys.path[0], "file": globals().get("__file__"),
+    "spec": __spec__, "loader": repr(__loader__), "package": __package__,
+    "main": sys.modules["__main__"].__dict__ is globals(), "names": sorted(globals()),
+}))
+"""
+
+
+@pytest.mark.parametrize("how", ["-m compat", "console script"])
+def test_c_runs_code_as_python_c_does(tmp_path, how):
+    command = ["-m", "compat"] if how == "-m compat" else [str(console_script(tmp_path))]
+    native = run(["-c", _SHOW_CODE, "a", "-b"], tmp_path)
+    dropin = run([*command, "-c", _SHOW_CODE, "a", "-b"], tmp_path)
+    assert native.returncode == dropin.returncode == 0, dropin.stderr
+    assert dropin.stdout == native.stdout
+
+
+@pytest.mark.parametrize("how", ["-m compat", "console script"])
+def test_dash_runs_stdin_as_python_dash_does(tmp_path, how):
+    command = ["-m", "compat"] if how == "-m compat" else [str(console_script(tmp_path))]
+    native = run(["-", "a"], tmp_path, stdin=_SHOW_CODE)
+    dropin = run([*command, "-", "a"], tmp_path, stdin=_SHOW_CODE)
+    assert native.returncode == dropin.returncode == 0, dropin.stderr
+    assert dropin.stdout == native.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin"),
+    [
+        (["-c", "def f():\n    raise ValueError('boom')\n\nf()\n"], None),
+        (["-"], "import sys\nsys.exit(4)\n"),
+        (["-"], "def f(:\n"),
+        (["-c", "from torch.distributed.fsdp.wrap import default_auto_wrap_policy"], None),
+    ],
+)
+def test_c_and_dash_fail_as_python_does(tmp_path, args, stdin):
+    native, dropin = (
+        run(args, tmp_path, stdin=stdin),
+        run(["-m", "compat", *args], tmp_path, stdin=stdin),
+    )
+    if "default_auto_wrap_policy" in args[-1]:  # gone from torch; back under the drop-in
+        assert native.returncode == 1 and "cannot import name" in native.stderr
+        assert dropin.returncode == 0 and "<string>:1: FSDPDeprecationWarning" in dropin.stderr
+        return
+    assert native.returncode == dropin.returncode != 0
+    assert dropin.stderr == native.stderr
+
+
+def test_legacy_code_on_stdin_gets_the_drop_in(tmp_path):
+    code = "from torch.distributed.fsdp.wrap import default_auto_wrap_policy as p\nprint(p)\n"
+    result = run([str(console_script(tmp_path)), "-"], tmp_path, stdin=code)
+    assert result.returncode == 0 and "default_auto_wrap_policy" in result.stdout, result.stderr
+    assert "<stdin>:1: FSDPDeprecationWarning" in result.stderr
+
+
+_USERS_COMPAT = "print('the user compat module ran')\n"
+
+
+@pytest.mark.parametrize("shadow", ["compat.py", "compat/__init__.py"])
+@pytest.mark.parametrize("pythonpath_first", [None, "."])
+def test_a_local_compat_module_cannot_shadow_the_console_script(tmp_path, shadow, pythonpath_first):
+    write(tmp_path, shadow, _USERS_COMPAT)
+    write(tmp_path, "show.py", _SHOW)
+    # What the console script is for: python -m compat runs the user's module instead.
+    hijacked = run(["-m", "compat", "show.py", "x"], tmp_path, first=pythonpath_first)
+    assert "the user compat module ran" in hijacked.stdout
+    if shadow == "compat.py":  # and show.py never runs (a package fails for lack of __main__)
+        assert hijacked.returncode == 0 and '"argv"' not in hijacked.stdout
+
+    native = run(["show.py", "x"], tmp_path, first=pythonpath_first)
+    script = console_script(tmp_path)
+    dropin = run([str(script), "show.py", "x"], tmp_path, first=pythonpath_first)
+    assert native.returncode == dropin.returncode == 0, dropin.stderr
+    assert dropin.stdout == native.stdout
+    assert "the user compat module ran" not in dropin.stdout
+    expected = os.path.join("compat", "") if shadow.startswith("compat/") else "compat.py"
+    assert (
+        f"fsdp-compat-run: warning: {expected.rstrip(os.sep)} is a module named `compat` "
+        "that is not fsdp-compat's" in dropin.stderr
+    )
+
+
+def test_python_m_compat_says_when_a_compat_module_is_near(tmp_path):
+    write(tmp_path, "compat.py", _USERS_COMPAT)
+    write(tmp_path, "show.py", _SHOW)
+    # -P: the working directory is not searched, so fsdp-compat's __main__ runs after all
+    result = run(["-P", "-m", "compat", "show.py"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "python -m compat: warning: compat.py is a module named `compat`" in result.stderr
+    assert "Use `fsdp-compat-run SCRIPT`" in result.stderr
+
+
+def test_no_warning_without_a_compat_module(tmp_path):
+    write(tmp_path, "show.py", _SHOW)
+    result = run([str(console_script(tmp_path)), "show.py"], tmp_path)
+    assert result.returncode == 0 and "warning" not in result.stderr, result.stderr
+
+
+def test_children_of_the_console_script_get_the_drop_in_despite_a_local_compat(tmp_path):
+    write(tmp_path, "compat.py", _USERS_COMPAT)
+    write(tmp_path, "legacy.py", _LEGACY_IN_CHILDREN)
+    result = run([str(console_script(tmp_path)), "legacy.py"], tmp_path, first=".")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["_default_auto_wrap_policy", "4", "_default_auto_wrap_policy"]
+
+
+def test_the_console_script_without_torch_says_what_to_install(run_without_torch):
+    code = (
+        "sys.argv = ['fsdp-compat-run', 'train.py']\n"
+        "from fsdp_compat_run import main\n"
+        "sys.exit(main())\n"
+    )
+    stderr = run_without_torch(code, expect_failure=True)
+    assert stderr.startswith("fsdp-compat-run: cannot import fsdp-compat's compat package")
+    assert "pip install torch" in stderr and "Traceback" not in stderr
+
+
+def test_the_console_script_refuses_when_another_compat_was_imported(tmp_path):
+    write(tmp_path, "compat.py", _USERS_COMPAT)
+    code = (
+        "import sys\n"
+        "import compat\n"  # the user's, from the working directory ("" on sys.path)
+        "sys.argv = ['fsdp-compat-run', 'train.py']\n"
+        "from fsdp_compat_run import main\n"
+        "sys.exit(main())\n"
+    )
+    result = run(["-c", code], tmp_path)
+    assert result.returncode == 2 and "the user compat module ran" in result.stdout
+    assert "another module named compat was imported already" in result.stderr
+    assert str(tmp_path / "compat.py") in result.stderr

@@ -4,7 +4,8 @@ The scripts in ``tests/fixtures/dropin/`` are written as users wrote them for to
 1.12/1.13, FairScale and Lightning 1.9 (``legacy.py``). Each runs on 2 gloo ranks,
 as ``python -m compat legacy.py`` (the script or Lightning starts the second rank,
 which must inherit the drop-in) or as ``torchrun --nproc-per-node 2 -m compat
-legacy.py``: each way of launching with a plain script and with Lightning. Each rank
+legacy.py`` (or ``torchrun ... --no-python fsdp-compat-run legacy.py``, the console
+script): each way of launching with a plain script and with Lightning. Each rank
 saves what it built and how it trained (``tests.models.summary``: FSDP units,
 checkpointed modules, parameters after the steps, losses); the run must equal the
 migrated script (``migrated.py``) run natively, and must warn with exactly the rules
@@ -31,6 +32,7 @@ import torch
 
 from compat.features import current
 from tests import distributed
+from tests.console_scripts import console_script
 from tests.models import make_model, summary
 
 pytestmark = [pytest.mark.distributed, pytest.mark.slow]
@@ -57,16 +59,14 @@ def launch(how: str, script: Path, out: Path, *args: str) -> subprocess.Complete
     """Run ``script`` on 2 ranks: under ``python -m compat``, or ``torchrun`` + compat."""
     port = str(distributed.free_port())
     out.mkdir(parents=True, exist_ok=True)
+    torchrun = [_torchrun(), "--nproc-per-node", "2", "--master-port", port]
     prefix = {
         "compat": [sys.executable, "-m", "compat"],
-        "torchrun": [
-            _torchrun(),
-            "--nproc-per-node",
-            "2",
-            "--master-port",
-            port,
-            "-m",
-            "compat",
+        "torchrun": [*torchrun, "-m", "compat"],
+        "torchrun-console": [
+            *torchrun,
+            "--no-python",
+            str(console_script(out, "fsdp-compat-run")),
         ],
     }[how]
     environment = {**distributed.cpu_environment(), "PYTHONPATH": str(ROOT), "MASTER_PORT": port}
@@ -163,8 +163,8 @@ def _native_rank(rank: int, world_size: int, script: str, port: int, out: str) -
 # script imports; under torchrun each rank runs ``-m compat`` itself.
 @pytest.mark.parametrize(
     ("name", "how"),
-    [("torch_1_12", "compat"), ("fairscale", "torchrun")],
-    ids=["torch_1_12-compat", "fairscale-torchrun"],
+    [("torch_1_12", "compat"), ("fairscale", "torchrun"), ("torch_1_12", "torchrun-console")],
+    ids=["torch_1_12-compat", "fairscale-torchrun", "torch_1_12-torchrun-console"],
 )
 def test_legacy_script_trains_as_its_migration(name, how, native_runs, tmp_path):
     run = launch(how, SCRIPTS / name / "legacy.py", tmp_path)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import ast
 from typing import TYPE_CHECKING, Any
 
 from codemods.registry.names import FAIRSCALE_ONLY_STRATEGY_ARGUMENTS, TORCH_WRAP
 from codemods.rules.api import CallSiteFix, Import, Site, Translation
+from codemods.rules.call_blockers import ddp_fully_sharded_blockers, from_ast
 from codemods.rules.kinds.reference import Reported
-from codemods.rules.lightning_strategy import DROP, certain, translate
+from codemods.rules.lightning_strategy import DROP, fabric, translate
 from codemods.syntax import ast_nodes as on_ast
 from codemods.syntax.cst_nodes import dotted, keyword_arg, string_like
 from codemods.syntax.lazy_libcst import cst
@@ -51,19 +51,15 @@ def ddp_fully_sharded_arguments(site: Site) -> Translation | None:
 
 def ddp_fully_sharded_certain(site: AstSite) -> bool:
     """The ``ast`` half of :func:`ddp_fully_sharded_arguments`."""
-
-    def specific(name: str, arg: ast.keyword) -> bool | None:
-        if name == "flatten_parameters":
-            return on_ast.spelled(arg.value) == "True"
-        if name in FAIRSCALE_ONLY_STRATEGY_ARGUMENTS:
-            return False
-        if name == "min_num_params":
-            return True
-        if name == "reshard_after_forward":
-            return on_ast.spelled(arg.value) in ("True", "False")
-        return None
-
-    return certain(site, specific)
+    if site.partial:
+        return False
+    arguments = [
+        from_ast(arg, classes=site.resolver.class_set(arg.value) is not None)
+        if on_ast.keyword(arg) == "activation_checkpointing"
+        else from_ast(arg)
+        for arg in site.arguments
+    ]
+    return not ddp_fully_sharded_blockers(arguments, fabric=fabric(site))  # type: ignore[arg-type]
 
 
 class Fsdp202(Reported):

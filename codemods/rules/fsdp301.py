@@ -13,8 +13,12 @@ from typing import TYPE_CHECKING
 
 from codemods.registry.names import FAIRSCALE_OFFLOAD, FAIRSCALE_PRECISION_DETAILS, TORCH_FSDP
 from codemods.rules.api import CallSiteFix, Import, Site, Translation
+from codemods.rules.call_blockers import (
+    fairscale_fsdp_blockers,
+    fairscale_fsdp_keyword_blockers,
+    from_ast,
+)
 from codemods.rules.kinds.reference import Reported
-from codemods.syntax import ast_nodes as on_ast
 from codemods.syntax.cst_nodes import (
     dotted,
     is_plain_positional,
@@ -136,50 +140,14 @@ def fsdp_arguments(site: Site) -> Translation | None:
 
 def fsdp_keywords_certain(site: AstSite, arguments: list) -> bool:
     """The ``ast`` half of :func:`fsdp_keywords`: whether it translates ``arguments``."""
-    d = site.resolver
-    given = {on_ast.keyword(a): a for a in arguments}
-    if None in given or len(given) != len(arguments):
-        return False
-    flags = {name: on_ast.flag(d, given[name].value) for name in given}
-    precision = flags.get("mixed_precision", False)
-    offload = any(flags.get(name) for name in _OFFLOAD)
-    grads = given.get("move_grads_to_cpu")
-    if grads is not None and (
-        on_ast.spelled(grads.value) not in ("True", "False", "None")
-        or on_ast.literal(d, grads.value) not in (None, offload)
-    ):
-        return False
-    for name in given:
-        if name in ("process_group", "compute_device", "move_grads_to_cpu"):
-            continue
-        if name == "reshard_after_forward" and flags[name] is not None:
-            continue
-        if name == "flatten_parameters" and flags[name] is True:
-            continue
-        if name == "mixed_precision" and precision is not None:
-            if precision and not _mixed_precision_certain(d, given):
-                return False
-        elif name in _PRECISION_DETAILS and precision:
-            continue
-        elif not (name in _OFFLOAD and flags[name] is not None):
-            return False
-    return True
-
-
-def _mixed_precision_certain(detector: object, given: dict) -> bool:
-    for name in ("compute_dtype", "buffer_dtype"):
-        if name in given and on_ast.spelled(given[name].value) is None:
-            return False
-    reduce_fp32 = given.get("fp32_reduce_scatter")
-    return reduce_fp32 is None or on_ast.flag(detector, reduce_fp32.value) is not None
+    return not fairscale_fsdp_keyword_blockers([from_ast(arg) for arg in arguments])
 
 
 def fsdp_certain(site: AstSite) -> bool:
     """The ``ast`` half of :func:`fsdp_arguments`."""
-    arguments = site.arguments
-    if site.partial or not arguments or not on_ast.plain_positional(arguments[0]):
+    if site.partial:
         return False
-    return fsdp_keywords_certain(site, arguments[1:])
+    return not fairscale_fsdp_blockers([from_ast(arg) for arg in site.arguments])
 
 
 class Fsdp301(Reported):

@@ -15,7 +15,8 @@ if TYPE_CHECKING:
     from codemods.rules.api import AstSite
 
 
-def _fabric(site: Site) -> bool:
+def fabric(site: Site | AstSite) -> bool:
+    """Whether the strategy called is Fabric's (compat's or Lightning's)."""
     return site.old.startswith(("compat.strategies.fabric.", *FABRIC_ROOTS))
 
 
@@ -33,9 +34,9 @@ def _common(site: Site, name: str, original: cst.Arg, updated: cst.Arg) -> cst.A
             return updated
         classes = site.resolver.class_set(original.value, updated.value)
         return None if classes is None else keyword_arg(updated, f"{name}_policy", classes)
-    if _fabric(site) and name == "precision_plugin":
+    if fabric(site) and name == "precision_plugin":
         return updated.with_changes(keyword=cst.Name("precision"))  # Fabric's spelling
-    if _fabric(site) and name == "checkpoint_io":
+    if fabric(site) and name == "checkpoint_io":
         return None  # Fabric's FSDPStrategy has no checkpoint_io
     return updated
 
@@ -44,7 +45,7 @@ def _ast_common(site: AstSite, name: str, arg: ast.keyword) -> bool:
     """The ``ast`` half of :func:`_common`: whether it translates the argument."""
     if name == "activation_checkpointing":
         return site.resolver.class_set(arg.value) is not None
-    return not (_fabric(site) and name == "checkpoint_io")  # type: ignore[arg-type]
+    return not (fabric(site) and name == "checkpoint_io")  # type: ignore[arg-type]
 
 
 def certain(site: AstSite, specific: Callable[[str, ast.keyword], bool | None]) -> bool:

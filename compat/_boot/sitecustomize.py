@@ -6,8 +6,9 @@ imports a module named ``sitecustomize`` at start-up, before any of the program'
 code: Lightning's launcher re-running the script for the other ranks, ``multiprocessing``
 spawn children, ``torchrun`` workers. This one first runs the ``sitecustomize`` it
 shadows, if there is one, then installs the drop-in, so that the child sees the old
-names too. A child Python that cannot import ``compat`` (another environment) is left
-as it is. Imported under any other name, it does nothing.
+names too. It imports ``compat`` from its own installation, so that a ``compat.py`` on
+``PYTHONPATH`` does not answer. A child Python that cannot import ``compat`` (another
+environment) is left as it is. Imported under any other name, it does nothing.
 """
 
 from __future__ import annotations
@@ -34,10 +35,16 @@ def install() -> None:
     """Install the drop-in when the environment asks for it."""
     if os.environ.get("FSDP_COMPAT_INSTALL") != "1":
         return
+    # From this file's own installation: a `compat.py` on PYTHONPATH must not answer.
+    home = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    saved = list(sys.path)
+    sys.path.insert(0, home)
     try:
         import compat
     except ImportError:  # a Python without compat or torch, started by the program
         return
+    finally:
+        sys.path[:] = saved
     compat.install(subprocesses=True)
 
 

@@ -12,6 +12,12 @@ CPU (a subclass passes its check), and passes ``device_id=root_device.index`` (N
 CPU), which torch's FSDP1 cannot use without an accelerator. Here the model is wrapped
 with ``device_id=cpu`` first, and Lightning then finishes its own setup (torchmetrics,
 activation checkpointing) on the wrapped model.
+
+Lightning takes its full state dicts (the Trainer's default checkpoint, Fabric's
+``save``) with ``FullStateDictConfig(offload_to_cpu=True)``, which makes FSDP1 free the
+gathered parameters it then reads on CPU ranks (a segmentation fault on torch 2.13).
+Where the ranks compute on the CPU the tensors are there already, so these classes take
+them in place: the same dict, without the offload.
 """
 
 from __future__ import annotations
@@ -23,7 +29,9 @@ from typing import Any, Callable, NamedTuple
 
 import torch
 
+from compat.call_source import described
 from compat.deprecation import warn_deprecated
+from compat.fsdp.fallbacks import runs_on_cpu
 from compat.signatures import given_arguments, legacy_signature
 from compat.strategies import translate
 
@@ -69,6 +77,69 @@ def _sharded_context(strategy: Any, fsdp_kwargs: dict[str, Any]):
     return enable_wrap(wrapper_cls=FullyShardedDataParallel, **_wrap_kwargs(strategy, fsdp_kwargs))
 
 
+def full_state_dict_in_place(
+    module: torch.nn.Module, world_size: int = 1, rank0_only: bool = True
+) -> contextlib.AbstractContextManager[Any]:
+    """The full-state-dict context Lightning asks for, but with no offload to the CPU.
+
+    For FSDP1 units that compute on the CPU: a full state dict offloaded "to the CPU"
+    there stays in the storage FSDP1 frees, and reading it crashes the process. The
+    optimizer's state is still gathered as Lightning asks (that offload copies).
+
+    Args:
+        module: The FSDP1-wrapped model.
+        world_size: Lightning's argument, unused: no offload at any size.
+        rank0_only: Whether only rank 0 gets the dict (the others an empty one).
+    """
+    del world_size
+    from torch.distributed.fsdp import FullStateDictConfig, StateDictType
+    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+    optimizer_config: dict[str, Any] = {}
+    try:  # torch >= 2.0; Lightning's own context sets it where torch has it
+        from torch.distributed.fsdp.api import FullOptimStateDictConfig
+    except ImportError:
+        pass
+    else:
+        optimizer_config["optim_state_dict_config"] = FullOptimStateDictConfig(
+            offload_to_cpu=True, rank0_only=rank0_only
+        )
+    return FSDP.state_dict_type(
+        module,
+        StateDictType.FULL_STATE_DICT,
+        FullStateDictConfig(offload_to_cpu=False, rank0_only=rank0_only),
+        **optimizer_config,
+    )
+
+
+#: The name of Lightning's helper that builds its full-state-dict context (Lightning 2.1+).
+_LIGHTNING_FULL_CONTEXT = "_get_full_state_dict_context"
+
+
+@contextlib.contextmanager
+def _full_state_dicts_in_place(method: Callable[..., Any]) -> Iterator[None]:
+    # Fabric's save_checkpoint builds the context inline from its module's helper: for
+    # this one call, that name answers with the in-place context instead.
+    namespace = getattr(method, "__globals__", {})
+    original = namespace.get(_LIGHTNING_FULL_CONTEXT)
+    if original is None:
+        yield
+        return
+    namespace[_LIGHTNING_FULL_CONTEXT] = full_state_dict_in_place
+    try:
+        yield
+    finally:
+        namespace[_LIGHTNING_FULL_CONTEXT] = original
+
+
+def _full_on_cpu(strategy: Any, module: Any) -> bool:
+    return (
+        getattr(strategy, "_state_dict_type", "full") == "full"
+        and isinstance(module, torch.nn.Module)
+        and runs_on_cpu(module)
+    )
+
+
 class TrainerOnCPU:
     """For a Trainer-side ``FSDPStrategy`` subclass: also runs on CPU with gloo."""
 
@@ -92,6 +163,13 @@ class TrainerOnCPU:
         with _sharded_context(self, self.kwargs):
             yield
 
+    def lightning_module_state_dict(self) -> dict[str, Any]:
+        """Lightning's state dict; a full one from CPU ranks is taken in place, not offloaded."""
+        if not _full_on_cpu(self, self.model):
+            return super().lightning_module_state_dict()
+        with full_state_dict_in_place(self.model, rank0_only=True):
+            return self.model.state_dict()
+
 
 class FabricOnCPU:
     """For Fabric's ``FSDPStrategy`` subclass: also runs on CPU with gloo."""
@@ -112,6 +190,14 @@ class FabricOnCPU:
             return super().module_sharded_context()
         return _sharded_context(self, self._fsdp_kwargs)
 
+    def save_checkpoint(self, path: Any, state: dict[str, Any], *args: Any, **kwargs: Any) -> None:
+        """Fabric's ``save``; a full checkpoint from CPU ranks is taken in place, not offloaded."""
+        save = super().save_checkpoint
+        if not any(_full_on_cpu(self, value) for value in state.values()):
+            return save(path, state, *args, **kwargs)
+        with _full_state_dicts_in_place(save.__func__):
+            return save(path, state, *args, **kwargs)
+
 
 class LegacyArguments:
     """Binds a legacy signature, warns with the rule, translates, then builds FSDPStrategy."""
@@ -122,8 +208,9 @@ class LegacyArguments:
     adapt_arguments: Callable[[dict[str, Any]], dict[str, Any]]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        warn_deprecated(self._rule)
         given = given_arguments(f"{type(self).__name__}.__init__", self._signature, args, kwargs)
+        # With the arguments: FSDP202's warning says what migrate does with this call.
+        warn_deprecated(self._rule, arguments=described(given))
         super().__init__(**self.adapt_arguments(type(self)._translate(given)))
 
 

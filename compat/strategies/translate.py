@@ -18,6 +18,7 @@ from codemods.registry.names import (
     DDP_FULLY_SHARDED_NATIVE_ARGUMENTS,
     FAIRSCALE_ONLY_STRATEGY_ARGUMENTS,
 )
+from compat.call_source import described
 from compat.deprecation import warn_deprecated
 from compat.policies import module_classes, normalize_policy
 from compat.policy_types import torch_wrap
@@ -89,7 +90,8 @@ def translate_ddp_fully_sharded(given: dict[str, Any]) -> dict[str, Any]:
         dropped.remove("flatten_parameters")  # torch's FSDP1 always flattens
     if dropped:
         listed = ", ".join(f"`{name}`" for name in dropped)
-        warn_deprecated("FSDP202", detail=f"{listed}: no FSDPStrategy meaning; dropped.")
+        detail = f"{listed}: no FSDPStrategy meaning; dropped."
+        warn_deprecated("FSDP202", detail=detail, arguments=described(given))
     return translated
 
 

@@ -1,0 +1,175 @@
+"""The legacy call a warning is about, as its source spells it, and what ``migrate`` does with it.
+
+FSDP301's and FSDP202's fixes rewrite a call only where every argument has a certain
+translation (:mod:`codemods.rules.call_blockers`). A warning from ``compat`` about such
+a call says what ``migrate`` will do with *that* call: it reads the call from the
+source (Python 3.11+ keeps each instruction's position; the source comes from
+``linecache``, so notebooks and ``python -c`` work too) and asks the codemod's own
+helper; where the source cannot be read, it asks with the argument values compat
+received, which cannot show ``**kwargs`` or a variable passed for a literal.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import linecache
+import os
+import types
+from collections.abc import Mapping, Sequence
+from typing import Any, Callable
+
+from codemods.rules.call_blockers import (
+    Argument,
+    ddp_fully_sharded_blockers,
+    fairscale_fsdp_blockers,
+    from_ast,
+)
+from codemods.syntax import ast_nodes as on_ast
+
+#: The rules whose fix decides call by call, and how it decides.
+BLOCKERS: dict[str, Callable[[Sequence[Argument]], list[str]]] = {
+    "FSDP301": fairscale_fsdp_blockers,
+    "FSDP202": ddp_fully_sharded_blockers,
+}
+
+
+def described(given: Mapping[str, Any], positional: Sequence[Any] = ()) -> list[Argument]:
+    """Arguments as their values describe them: ``positional`` ones, then ``given`` by keyword.
+
+    Example:
+        >>> described({"reshard_after_forward": False, "bucket_cap_mb": 25})[0].flag
+        False
+    """
+    arguments = [Argument(spelled=_spelled(value)) for value in positional]
+    arguments += [
+        Argument(name, spelled=_spelled(value), classes=_classes(value))
+        for name, value in given.items()
+    ]
+    return arguments
+
+
+def _spelled(value: Any) -> str | None:
+    if value is None or isinstance(value, bool):
+        return str(value)
+    if type(value).__module__ == "torch" and type(value).__name__ == "dtype":
+        return str(value)  # torch.float16: written as that name
+    return None
+
+
+def _classes(value: Any) -> bool:
+    if isinstance(value, type):
+        return True
+    return isinstance(value, (list, tuple, set, frozenset)) and all(
+        isinstance(item, type) for item in value
+    )
+
+
+def _call_position(frame: types.FrameType) -> tuple[int, int, int, int] | None:
+    """``(line, end line, column, end column)`` of the call ``frame`` is making."""
+    positions = getattr(frame.f_code, "co_positions", None)
+    if positions is None:  # Python < 3.11
+        return None
+    try:
+        found = list(positions())[frame.f_lasti // 2]
+    except (IndexError, ValueError):
+        return None
+    return None if None in found else found
+
+
+def call_arguments(frame: types.FrameType) -> list[Argument] | None:
+    """The arguments of the call ``frame`` is making, as its source spells them.
+
+    None where Python has no position for the instruction (before 3.11) or the source
+    is not at hand.
+    """
+    position = _call_position(frame)
+    lines = linecache.getlines(frame.f_code.co_filename, frame.f_globals)
+    if position is None or len(lines) < position[1]:
+        return None
+    start, end, col, end_col = position
+    encoded = [line.encode() for line in lines[start - 1 : end]]  # columns count UTF-8 bytes
+    if start == end:
+        text = encoded[0][col:end_col]
+    else:
+        text = b"".join([encoded[0][col:], *encoded[1:-1], encoded[-1][:end_col]])
+    try:
+        node = ast.parse(text.decode(), mode="eval").body
+    except (SyntaxError, UnicodeDecodeError, ValueError):
+        return None
+    if type(node) is not ast.Call:
+        return None
+    # `classes` here: spelled as names (the codemod resolves those to classes, or not)
+    return [from_ast(arg, _names(on_ast.value(arg))) for arg in on_ast.arguments(node)]
+
+
+def _names(node: ast.expr) -> bool:
+    items = node.elts if type(node) in (ast.List, ast.Tuple, ast.Set) else [node]  # type: ignore[attr-defined]
+    return all(on_ast.dotted(item) is not None for item in items)
+
+
+def _kept_with_its_file(code: str, frame: types.FrameType) -> bool:
+    """Whether ``migrate`` leaves this call of ``code`` because of the rest of its file."""
+    position = _call_position(frame)
+    lines = linecache.getlines(frame.f_code.co_filename, frame.f_globals)
+    if position is None or not lines:
+        return False
+    fixable = _fixable_calls("".join(lines).encode(), code)
+    return (position[0], position[2] + 1) in fixable.get(False, ())
+
+
+@functools.lru_cache(maxsize=32)
+def _fixable_calls(source: bytes, code: str) -> dict[bool, frozenset[tuple[int, int]]]:
+    """The (line, column) of ``code``'s findings in ``source``, by whether they are fixable."""
+    from codemods.astlint.lint import lint  # the codemod's own lint, on ast
+    from codemods.settings import Settings
+
+    try:
+        findings = lint(source, Settings(select=(code,)))
+    except Exception:  # noqa: BLE001 - a warning must never break the user's program
+        return {}
+    return {
+        fixable: frozenset((f.line, f.col) for f in findings if f.fixable is fixable)
+        for fixable in (True, False)
+    }
+
+
+def migrate_blockers(
+    code: str, frame: types.FrameType | None, values: Sequence[Argument] | None
+) -> list[str] | None:
+    """Why ``migrate`` leaves the call of rule ``code`` at ``frame`` for a human.
+
+    Args:
+        code: The rule.
+        frame: The user's frame, making the call.
+        values: The call's arguments as compat received them (:func:`described`).
+
+    Returns:
+        The reasons (empty where the fix rewrites the call), or None where ``code``'s fix
+        does not decide call by call or nothing is known of the call.
+    """
+    decide = BLOCKERS.get(code)
+    if decide is None:
+        return None
+    spelled = call_arguments(frame) if frame is not None else None
+    if spelled is None:
+        return None if values is None else decide(values)
+    # Module classes: spelled as names in the source, and classes at run time.
+    classes = {arg.keyword for arg in values or () if arg.classes}
+    reasons = decide(
+        [_with_classes(arg, arg.classes and arg.keyword in classes) for arg in spelled]
+    )
+    if not reasons and frame is not None and _kept_with_its_file(code, frame):
+        name = os.path.basename(frame.f_code.co_filename)
+        reasons.append(
+            f"it renames a file's uses together, and not every one in {name} is certain "
+            f"(`fsdp-lint --select {code} {name}` lists them)"
+        )
+    return reasons
+
+
+def _with_classes(arg: Argument, classes: bool) -> Argument:
+    return Argument(arg.keyword, arg.star, arg.spelled, classes)
+
+
+__all__ = ["BLOCKERS", "call_arguments", "described", "migrate_blockers"]

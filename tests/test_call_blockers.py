@@ -1,0 +1,204 @@
+"""What migrate does with one FairScale FSDP / ``DDPFullyShardedStrategy`` call, said alike.
+
+FSDP301's and FSDP202's fixes decide call by call (:mod:`codemods.rules.call_blockers`);
+compat's warnings for the same calls say what ``migrate`` will do with *that* call,
+from the same helper and the codemod's own lint of the file
+(:mod:`compat.call_source`). Each source below is run through the codemod (lint on
+``ast``, the libcst engine) and, as a program, through compat: the codemod's verdict
+on the call and compat's warning must agree, and the warning names the reason.
+"""
+
+from __future__ import annotations
+
+import ast
+import runpy
+import textwrap
+import warnings
+
+import pytest
+
+from codemods.astlint.lint import lint
+from codemods.engine.run import run
+from codemods.rules.call_blockers import (
+    ddp_fully_sharded_blockers,
+    fairscale_fsdp_blockers,
+    from_ast,
+)
+from codemods.settings import Settings
+from codemods.syntax import ast_nodes as on_ast
+
+FAIRSCALE = "from compat.fairscale import FullyShardedDataParallel as FSDP\n"
+STRATEGY = (
+    "from torch import nn\n"
+    "from compat.strategies import DDPFullyShardedStrategy\n"
+    "class Block(nn.Module):\n"
+    "    pass\n"
+)
+
+# (call, the reasons migrate leaves it for a human: none where it rewrites it)
+FSDP301_CALLS = [
+    ("FSDP(model, reshard_after_forward=False)", []),
+    ("FSDP(model, mixed_precision=True, compute_dtype=torch.bfloat16)", []),
+    ("FSDP(model, cpu_offload=True, move_grads_to_cpu=True)", []),
+    ("FSDP(model, bucket_cap_mb=25)", ["`bucket_cap_mb` has no torch FSDP meaning"]),
+    (
+        "FSDP(model, state_dict_device=torch.device('cpu'))",
+        ["`state_dict_device` has no torch FSDP meaning"],
+    ),
+    ("FSDP(model, **config)", ["`**kwargs` hides which arguments it passes"]),
+    (
+        "FSDP(model, reshard_after_forward=flag)",
+        ["`reshard_after_forward` is not a literal True or False"],
+    ),
+    (
+        "FSDP(model, compute_dtype=torch.bfloat16)",
+        ["`compute_dtype` without `mixed_precision=True` has no torch FSDP meaning"],
+    ),
+    ("FSDP(module=model)", ["the module is not its first positional argument"]),
+    (
+        "FSDP(model, move_grads_to_cpu=True)",
+        [
+            "`move_grads_to_cpu=True` disagrees with the parameters' offload (torch offloads "
+            "gradients exactly when it offloads parameters)"
+        ],
+    ),
+]
+FSDP202_CALLS = [
+    ("DDPFullyShardedStrategy(min_num_params=100, cpu_offload=True)", []),
+    ("DDPFullyShardedStrategy(activation_checkpointing=[Block])", []),
+    ("DDPFullyShardedStrategy(bucket_cap_mb=25)", ["`bucket_cap_mb` has no FSDPStrategy meaning"]),
+    (
+        "DDPFullyShardedStrategy(state_dict_to_cpu=True)",
+        ["`state_dict_to_cpu` has no FSDPStrategy meaning"],
+    ),
+    ("DDPFullyShardedStrategy(**config)", ["`**kwargs` hides which arguments it passes"]),
+    (
+        "DDPFullyShardedStrategy(reshard_after_forward=flag)",
+        ["`reshard_after_forward` is not a literal True or False"],
+    ),
+    (
+        "DDPFullyShardedStrategy(activation_checkpointing=checkpointed())",
+        ["`activation_checkpointing` is not a class or a list of classes"],
+    ),
+]
+
+
+def _call_of(source: str) -> ast.Call:
+    return ast.parse(source, mode="eval").body  # type: ignore[return-value]
+
+
+def _codemod_fixes(source: bytes, code: str) -> bool:
+    """The codemod's verdict on the file's last line's call, with libcst and ast agreeing."""
+    settings = Settings(select=(code,))
+    findings = lint(source, settings)
+    assert findings == run(source, settings).findings
+    (finding,) = [f for f in findings if f.line == source.count(b"\n")]
+    return finding.fixable
+
+
+@pytest.mark.parametrize(("call", "reasons"), FSDP301_CALLS)
+def test_fsdp301_blockers_are_the_codemods_decision(call, reasons):
+    source = f"import torch\n{FAIRSCALE}wrapped = {call}\n".encode()
+    assert _codemod_fixes(source, "FSDP301") is (not reasons)
+    arguments = [from_ast(arg) for arg in on_ast.arguments(_call_of(call))]
+    assert fairscale_fsdp_blockers(arguments) == reasons
+
+
+@pytest.mark.parametrize(("call", "reasons"), FSDP202_CALLS)
+def test_fsdp202_blockers_are_the_codemods_decision(call, reasons):
+    source = f"{STRATEGY}strategy = {call}\n".encode()
+    assert _codemod_fixes(source, "FSDP202") is (not reasons)
+    classes = "activation_checkpointing=[" in call  # what the codemod's resolver sees
+    arguments = [from_ast(arg, classes) for arg in on_ast.arguments(_call_of(call))]
+    assert ddp_fully_sharded_blockers(arguments) == reasons
+
+
+# compat's warnings --------------------------------------------------------------------
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.fixture
+def single_rank():
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    yield
+    dist.destroy_process_group()
+
+
+def _warnings_of(tmp_path, body: str, name: str = "program.py") -> list[str]:
+    """Run ``body`` as a program from a file; its FSDP deprecation warnings' texts."""
+    from compat import FSDPDeprecationWarning
+
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(body))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        runpy.run_path(str(path))
+    return [str(w.message) for w in caught if issubclass(w.category, FSDPDeprecationWarning)]
+
+
+_PRELUDE_301 = (
+    f"import torch\n{FAIRSCALE}model = torch.nn.Linear(2, 2)\nflag = True\nconfig = {{}}\n"
+)
+
+
+@pytest.mark.distributed
+@pytest.mark.parametrize(("call", "reasons"), FSDP301_CALLS)
+def test_fsdp301_warning_says_what_migrate_does_with_the_call(tmp_path, single_rank, call, reasons):
+    messages = _warnings_of(tmp_path, f"{_PRELUDE_301}wrapped = {call}\n")
+    general = [m for m in messages if "[FSDP301]" in m][0]
+    if reasons:
+        expected = f"--unsafe-fixes PATH` leaves this call for a human: {'; '.join(reasons)}."
+        assert expected in general
+    else:
+        assert "--unsafe-fixes PATH` rewrites it; review the change." in general
+    # every FSDP301 warning of the call (the dropped arguments' too) says the same
+    assert all(("leaves this call" in m) is bool(reasons) for m in messages if "[FSDP301]" in m)
+
+
+_PRELUDE_202 = f"{STRATEGY}flag = True\nconfig = {{}}\ndef checkpointed():\n    return [Block]\n"
+
+
+@pytest.mark.parametrize(("call", "reasons"), FSDP202_CALLS)
+def test_fsdp202_warning_says_what_migrate_does_with_the_call(tmp_path, call, reasons):
+    pytest.importorskip("lightning")
+    messages = _warnings_of(tmp_path, f"{_PRELUDE_202}strategy = {call}\n")
+    general = [m for m in messages if "[FSDP202]" in m][0]
+    if reasons:
+        expected = f"--unsafe-fixes PATH` leaves this call for a human: {'; '.join(reasons)}."
+        assert expected in general
+    else:
+        assert "--unsafe-fixes PATH` rewrites it; review the change." in general
+
+
+def test_a_certain_call_in_a_file_migrate_keeps_says_so(tmp_path):
+    pytest.importorskip("lightning")
+    body = (
+        f"{_PRELUDE_202}"
+        "kept = DDPFullyShardedStrategy(bucket_cap_mb=25)\n"
+        "certain = DDPFullyShardedStrategy(min_num_params=100)\n"
+    )
+    messages = [m for m in _warnings_of(tmp_path, body, "train.py") if "[FSDP202]" in m]
+    assert "leaves this call for a human: it renames a file's uses together, and not every " \
+        "one in train.py is certain (`fsdp-lint --select FSDP202 train.py` lists them)." \
+        in messages[-1]  # fmt: skip
+    source = (tmp_path / "train.py").read_bytes()
+    assert not any(f.fixable for f in lint(source, Settings(select=("FSDP202",))))
+
+
+def test_without_source_the_values_decide(tmp_path):
+    pytest.importorskip("lightning")
+    from compat import FSDPDeprecationWarning
+
+    code = compile(f"{_PRELUDE_202}strategy = DDPFullyShardedStrategy(bucket_cap_mb=25)\n",
+                   "<no source>", "exec")  # fmt: skip
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        exec(code, {})  # noqa: S102
+    messages = [str(w.message) for w in caught if issubclass(w.category, FSDPDeprecationWarning)]
+    assert (
+        "leaves this call for a human: `bucket_cap_mb` has no FSDPStrategy meaning."
+        in (messages[0])
+    )
