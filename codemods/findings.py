@@ -20,6 +20,7 @@ class Finding:
             applies only with ``--unsafe-fixes``).
         withheld: Why a fix this run would have applied was not written (the rewrite
             would have broken the file), or None.
+        cell: The notebook cell (1-based) ``line`` counts in, in a notebook; else None.
     """
 
     line: int
@@ -30,6 +31,17 @@ class Finding:
     fixed: bool = False
     unsafe: bool = False
     withheld: str | None = None
+    cell: int | None = None
+
+    @property
+    def position(self) -> str:
+        """``line:col``, or ``cell N:line:col`` in a notebook (as ruff writes them)."""
+        cell = f"cell {self.cell}:" if self.cell is not None else ""
+        return f"{cell}{self.line}:{self.col}"
+
+
+#: The code of a file that does not parse, as ruff names it (no registry rule has it).
+INVALID_SYNTAX = "invalid-syntax"
 
 
 def applicability(finding: Finding, safety: str) -> str | None:

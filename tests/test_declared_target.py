@@ -45,8 +45,10 @@ def here(tmp_path, monkeypatch) -> Path:
 
 
 def run_migrate(capsys, *argv: str) -> tuple[int, str]:
+    """The exit code, and what migrate printed (findings on stdout, then stderr's summary)."""
     code = migrate.main(list(argv))
-    return code, capsys.readouterr().err
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
 
 
 def test_a_fix_newer_than_the_declared_floor_is_not_applied(here, capsys):

@@ -86,8 +86,14 @@ def test_exit_codes(project, capsys):
     (project / "src" / "broken.py").write_text(
         "from torch.distributed.fsdp.wrap import default_auto_wrap_policy(\n"
     )
+    # A file that does not parse is a finding (ruff's invalid-syntax), exit 1.
+    code, out, _ = lint(capsys, "src")
+    assert code == 1 and "src/broken.py:1:65: invalid-syntax invalid syntax" in out
+    assert lint(capsys, "--exit-zero", "src")[0] == 0
+    (project / "src" / "broken.py").unlink()
+    (project / "src" / "binary.py").write_bytes(b"\0" + LEGACY.encode())
     code, _, err = lint(capsys, "src")
-    assert code == 2 and "error: src/broken.py: cannot parse" in err
+    assert code == 2 and "error: src/binary.py: not Python source" in err
     assert lint(capsys, "--exit-zero", "src")[0] == 2  # errors are not findings
     with pytest.raises(SystemExit) as exc:
         main(["--output-format", "xml", "src"])
@@ -112,6 +118,8 @@ def test_json_output(project, capsys):
     first = data[0]
     assert first["code"] == "FSDP101" and first["filename"] == "src/legacy.py"
     assert first["location"] == {"row": 1, "column": 41}
+    # ruff's end_location: the end of the name the finding points at.
+    assert first["end_location"] == {"row": 1, "column": 41 + len("default_auto_wrap_policy")}
     assert first["fix"] == {"applicability": "safe"}
     assert {d["code"]: d["fix"] for d in data}["FSDP304"] is None
     assert {d["code"]: d["fix"] for d in data}["FSDP205"] == {"applicability": "unsafe"}

@@ -16,6 +16,8 @@ back as not reached. A file is written only if it still holds the bytes that wer
 
 from __future__ import annotations
 
+import ast
+import dataclasses
 import functools
 import os
 import re
@@ -26,8 +28,10 @@ from typing import TYPE_CHECKING
 
 from codemods.batch import stopping
 from codemods.batch.files import ChangedMeanwhile, write_atomic
+from codemods.batch.notebooks import NOT_REWRITTEN, SUFFIX, NotANotebook, Notebook
 from codemods.batch.pool import Work, in_process, in_workers, one
-from codemods.findings import Finding
+from codemods.findings import INVALID_SYNTAX, Finding
+from codemods.registry import REGISTRY
 from codemods.screen.prefilter import screen
 from codemods.settings import Settings
 
@@ -65,6 +69,8 @@ class FileResult:
         skipped: Why the new bytes were not written although nothing failed (the file
             changed on disk since it was read), or None.
         reached: False when the run stopped before finishing this file (it is unchanged).
+        syntax: Where and why the file does not parse as Python (an ``invalid-syntax``
+            finding), when that is its ``error``; None otherwise.
     """
 
     path: str
@@ -76,6 +82,7 @@ class FileResult:
     crashed: bool = False
     skipped: str | None = None
     reached: bool = True
+    syntax: Finding | None = None
 
     @property
     def outcome(self) -> str:
@@ -108,6 +115,7 @@ class ToParse:
 
     source: bytes
     detection: Detection | None = None
+    notebook: Notebook | None = None
 
 
 def process_source(
@@ -144,10 +152,15 @@ def process_source(
     try:
         outcome = run(source, settings, filename=path, detection=detection)
     except libcst.ParserSyntaxError as exc:
-        result.error = (
-            f"cannot parse: {exc.message} (line {exc.raw_line}, column {exc.raw_column + 1})"
+        # Python's own message and position where Python refuses the file too; else
+        # libcst's, with the position its native parser puts in the text left out (it
+        # counts differently from the one libcst reports beside it).
+        syntax = syntax_error(source) or (
+            exc.raw_line,
+            exc.raw_column + 1,
+            _NATIVE_POSITION.sub("", exc.message),
         )
-        return result
+        return _unparsable(result, syntax)
     except (UnicodeDecodeError, LookupError, SyntaxError, ValueError) as exc:
         result.error = f"cannot decode or parse: {exc}"
         return result
@@ -158,6 +171,40 @@ def process_source(
     result.findings = outcome.findings
     if outcome.new_source is not None:
         result.old_source, result.new_source = source, outcome.new_source
+    return result
+
+
+#: The position libcst's native parser writes into its messages (``error at 3:0: ``).
+_NATIVE_POSITION = re.compile(r"^(?:parser error: )?error at \d+:\d+: ")
+
+
+def syntax_error(source: bytes) -> tuple[int, int, str] | None:
+    r"""Where and why Python refuses ``source``: ``(line, column, message)``, 1-based; or None.
+
+    A file whose bytes do not decode is not a syntax error (it is reported as such).
+
+    Example:
+        >>> syntax_error(b"x = (\n")
+        (1, 5, "'(' was never closed")
+        >>> syntax_error(b"x = 1\n") is None
+        True
+    """
+    try:
+        compile(source, "<file>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as exc:
+        if exc.msg.startswith(("Non-UTF-8", "(unicode error)", "encoding problem")):
+            return None
+        return (exc.lineno or 1, exc.offset or 1, exc.msg)
+    except ValueError:  # NUL bytes: reported before any parse
+        return None
+    return None
+
+
+def _unparsable(result: FileResult, syntax: tuple[int, int, str]) -> FileResult:
+    """``result`` as a file that does not parse, at ``syntax``'s position."""
+    line, column, message = syntax
+    result.syntax = Finding(line, column, INVALID_SYNTAX, message)
+    result.error = f"cannot parse: {message} (line {line}, column {column})"
     return result
 
 
@@ -177,7 +224,45 @@ def _screen(path: Path, settings: Settings, prefilter: bool) -> FileResult | ToP
     error = _not_python(source)
     if error:
         return FileResult(str(path), error=error)
-    return _screen_source(str(path), source, settings, prefilter)
+    if path.suffix != SUFFIX:
+        return _screen_source(str(path), source, settings, prefilter)
+    try:
+        notebook = Notebook.read(source)
+    except NotANotebook as exc:
+        return FileResult(str(path), error=str(exc))
+    screened = _screen_source(str(path), notebook.source, _reporting(settings), prefilter)
+    if isinstance(screened, ToParse):
+        return dataclasses.replace(screened, notebook=notebook)
+    return _in_cells(screened, notebook, settings)
+
+
+def _reporting(settings: Settings) -> Settings:
+    """``settings`` for a notebook: reported, never fixed (see :mod:`~.notebooks`)."""
+    return dataclasses.replace(settings, fix=False) if settings.fix else settings
+
+
+def _in_cells(result: FileResult, notebook: Notebook, settings: Settings) -> FileResult:
+    """A notebook's result, its positions in its cells; why its fixes are not written.
+
+    No finding of a notebook is fixable: no run writes one, so none is marked as if
+    ``--fix`` would fix it.
+    """
+    fixes = settings.fix and any(
+        settings.fixes(REGISTRY[f.code], f.fixable, f.unsafe) for f in result.findings
+    )
+    result.findings = [
+        dataclasses.replace(notebook.locate(f), fixable=False, unsafe=False)
+        for f in result.findings
+    ]
+    if result.syntax is not None:
+        result.syntax = notebook.locate(result.syntax)
+        cell = result.syntax
+        result.error = (
+            f"cannot parse: {cell.message} (cell {cell.cell}, line {cell.line}, column {cell.col})"
+        )
+    if fixes:
+        result.skipped = NOT_REWRITTEN
+    return result
 
 
 def _screen_source(
@@ -194,7 +279,10 @@ def _screen_source(
     if prefilter:
         passed = screen(source, settings)
         if passed is None:
-            return FileResult(path)
+            # Nothing to find; a file Python refuses is still reported, as ruff does.
+            # (The cost: one ``ast`` parse of each such file.)
+            syntax = syntax_error(source)
+            return FileResult(path) if syntax is None else _unparsable(FileResult(path), syntax)
         tree = passed.tree
     if len(source) > MAX_PARSE_BYTES or settings.fsdp1_companion:
         # A file converted with its project's FSDP1 calls: FSDP401 rewrites its checks,
@@ -212,6 +300,16 @@ def _parse(args: Work) -> FileResult:
     """Run the engine on a screened file and (with ``write``) atomically rewrite it."""
     path, todo, settings, write, before_write = args
     source = todo.source
+    if todo.notebook is not None:
+        result = process_source(
+            str(path),
+            source,
+            _reporting(settings),
+            prefilter=False,
+            on_ast=False,
+            detection=todo.detection,
+        )
+        return _in_cells(result, todo.notebook, settings)
     result = process_source(
         str(path), source, settings, prefilter=False, on_ast=False, detection=todo.detection
     )
@@ -359,7 +457,10 @@ def process_files(
         # The parse stage's items hold what the screening made of each file in place of
         # the pre-filter flag; a worker gets the bytes only (it makes its own ast pass).
         if jobs > 1 and len(todo) >= PARSE_IN_WORKERS_FROM:
-            todo = [(i, (p, ToParse(d.source), s, w, h)) for i, (p, d, s, w, h) in todo]
+            todo = [
+                (i, (p, ToParse(d.source, notebook=d.notebook), s, w, h))
+                for i, (p, d, s, w, h) in todo
+            ]
             workers = min(jobs, len(todo))
             in_workers(_parse, todo, workers, finished, _chunksize(len(todo), workers), lost)
         else:
