@@ -209,6 +209,16 @@ def test_a_syntax_error_without_a_legacy_name_is_reported(tmp_path):
     assert (tmp_path / "broken.py").read_text() == SYNTAX_ERROR
 
 
+def test_a_file_only_newer_than_this_python_is_not_a_syntax_error(here, capsys):
+    # Python 3.12's grammar: this Python may refuse it, but it is valid code (libcst
+    # reads it), and a tool run under an older Python must not call it broken.
+    (here / "aliases.py").write_text(
+        "type Vector = list[float]\n\ndef first[T](x: T) -> T:\n    return x\n"
+    )
+    code, out, _ = run(capsys, lint, "aliases.py")
+    assert code == 0 and out == "All checks passed!\n"
+
+
 def test_a_syntax_error_message_has_one_position(here, capsys):
     # libcst's native parser writes its own position into its message ("error at 3:0"),
     # which disagreed with the one beside it; the message now has Python's, once.

@@ -120,9 +120,32 @@ def test_json_output(project, capsys):
     assert first["location"] == {"row": 1, "column": 41}
     # ruff's end_location: the end of the name the finding points at.
     assert first["end_location"] == {"row": 1, "column": 41 + len("default_auto_wrap_policy")}
-    assert first["fix"] == {"applicability": "safe"}
+    # ruff's fix.edits: the lines this finding's fix rewrites (rule by rule, as
+    # `--select CODE --fix` would write them).
+    assert first["fix"] == {
+        "applicability": "safe",
+        "edits": [
+            {
+                "content": "from torch.distributed.fsdp.wrap import size_based_auto_wrap_policy\n",
+                "location": {"row": 1, "column": 1},
+                "end_location": {"row": 2, "column": 1},
+            }
+        ],
+    }
     assert {d["code"]: d["fix"] for d in data}["FSDP304"] is None
-    assert {d["code"]: d["fix"] for d in data}["FSDP205"] == {"applicability": "unsafe"}
+    unsafe = {d["code"]: d["fix"] for d in data}["FSDP205"]
+    assert unsafe["applicability"] == "unsafe"
+    assert [edit["content"] for edit in unsafe["edits"]] == ['trainer = Trainer(strategy="fsdp")\n']
+    # Applying every finding's edits gives what --fix --unsafe-fixes writes.
+    lines = LEGACY.splitlines(keepends=True)
+    for edit in sorted(
+        (e for d in data if d["fix"] for e in d["fix"]["edits"]),
+        key=lambda e: -e["location"]["row"],
+    ):
+        start, end = edit["location"]["row"] - 1, edit["end_location"]["row"] - 1
+        lines[start:end] = [edit["content"]]
+    assert lint(capsys, "--fix", "--unsafe-fixes", "src")[0] == 1
+    assert "".join(lines) == (project / "src" / "legacy.py").read_text()
 
 
 # A workflow command: ::error <key=value,...>::<message>, values and message escaped.

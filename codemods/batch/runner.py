@@ -200,6 +200,17 @@ def syntax_error(source: bytes) -> tuple[int, int, str] | None:
     return None
 
 
+def _newer_python(source: bytes) -> bool:
+    """Whether libcst parses ``source`` (which this Python refused): a newer grammar."""
+    import libcst  # only for files this Python cannot parse
+
+    try:
+        libcst.parse_module(source)
+    except Exception:  # noqa: BLE001 - any failure means it does not parse
+        return False
+    return True
+
+
 def _unparsable(result: FileResult, syntax: tuple[int, int, str]) -> FileResult:
     """``result`` as a file that does not parse, at ``syntax``'s position."""
     line, column, message = syntax
@@ -279,10 +290,13 @@ def _screen_source(
     if prefilter:
         passed = screen(source, settings)
         if passed is None:
-            # Nothing to find; a file Python refuses is still reported, as ruff does.
-            # (The cost: one ``ast`` parse of each such file.)
+            # Nothing to find; a file Python refuses is still reported, as ruff does
+            # (the cost: one ``ast`` parse of each such file), unless it is only newer
+            # than this Python (``type X = ...`` under 3.11) and libcst reads it.
             syntax = syntax_error(source)
-            return FileResult(path) if syntax is None else _unparsable(FileResult(path), syntax)
+            if syntax is None or _newer_python(source):
+                return FileResult(path)
+            return _unparsable(FileResult(path), syntax)
         tree = passed.tree
     if len(source) > MAX_PARSE_BYTES or settings.fsdp1_companion:
         # A file converted with its project's FSDP1 calls: FSDP401 rewrites its checks,

@@ -49,11 +49,13 @@ class Located:
         path: The file.
         finding: The finding.
         end: Its end (line, column), where known (the end of the token it points at).
+        edits: The edits of its fix, where asked for (:mod:`codemods.cli.fix_edits`).
     """
 
     path: str
     finding: Finding
     end: tuple[int, int] | None = None
+    edits: tuple[dict, ...] | None = None
 
     @property
     def applicability(self) -> str | None:
@@ -268,14 +270,10 @@ def with_ends(items: Sequence[Located]) -> list[Located]:
 
 
 def _fix_json(item: Located) -> dict | None:
-    """The ``fix`` object of a finding in JSON: its applicability (no edits: see below).
-
-    ruff lists each fix's edits; a fix here is a libcst rewrite that may touch the
-    imports as well as the finding's line, and is not split into edits per finding.
-    """
+    """The ``fix`` object of a finding in JSON: its applicability and its edits."""
     if item.applicability is None:
         return None
-    return {"applicability": item.applicability}
+    return {"applicability": item.applicability, "edits": list(item.edits or ())}
 
 
 def as_json(items: Sequence[Located]) -> str:
