@@ -199,6 +199,7 @@ def fix_list(results: list[FileResult], written: bool) -> str:
     """``--show-fixes``: the fixes applied (or that ``--fix`` would apply), by file and rule.
 
     Example:
+        >>> from codemods.findings import Finding
         >>> result = FileResult("a.py", [Finding(1, 1, "FSDP101", "m", True, fixed=True)])
         >>> result.new_source, result.written = b"", True
         >>> print(fix_list([result], written=True), end="")

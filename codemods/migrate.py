@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from codemods.batch import stopping
-from codemods.batch.notebooks import NOT_REWRITTEN
 from codemods.batch.runner import FileResult, process_files, process_source
 from codemods.cli import output
 from codemods.cli.config import ConfigError
@@ -168,11 +167,8 @@ def summarize(
     parts = [f"{len(results)} files scanned", f"{len(done)} {verb}"]
     if failed:
         parts.append(f"{failed} not written (see the errors)")
-    notebooks = sum(r.skipped == NOT_REWRITTEN for r in results)
-    if skipped - notebooks:
-        parts.append(f"{skipped - notebooks} skipped (changed on disk meanwhile)")
-    if notebooks:
-        parts.append(f"{notebooks} notebook{'s' * (notebooks != 1)} reported, not rewritten")
+    if skipped:
+        parts.append(f"{skipped} skipped (changed on disk meanwhile)")
     if missing:
         parts.append(f"{missing} not reached")
     parts += [

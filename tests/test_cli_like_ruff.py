@@ -248,11 +248,10 @@ def test_a_notebook_is_linted_cell_by_cell(tmp_path):
     walked = script("fsdp-lint", ".", cwd=tmp_path)  # found in a walk, as ruff finds it
     for done in (named, walked):
         assert done.returncode == 1, done.stderr
-        # Cells counted as ruff counts them (the markdown cell is cell 1); no [*]:
-        # notebooks are never rewritten, so --fix would not fix these.
+        # Cells counted as ruff counts them (the markdown cell is cell 1).
         assert done.stdout.splitlines()[:2] == [
-            "explore.ipynb:cell 3:2:41: FSDP101 " + REGISTRY["FSDP101"].message,
-            "explore.ipynb:cell 3:3:10: FSDP101 " + REGISTRY["FSDP101"].message,
+            "explore.ipynb:cell 3:2:41: FSDP101 [*] " + REGISTRY["FSDP101"].message,
+            "explore.ipynb:cell 3:3:10: FSDP101 [*] " + REGISTRY["FSDP101"].message,
         ]
     ruff = shutil.which("ruff")
     if ruff:  # ruff's own numbering of the same notebook: an unused import in cell 2
@@ -276,18 +275,67 @@ def test_a_notebook_is_linted_cell_by_cell(tmp_path):
         assert "explore.ipynb:cell 2:2:8: F401" in seen.stdout
 
 
-def test_a_notebook_is_reported_by_migrate_and_never_rewritten(tmp_path):
+@pytest.mark.parametrize("sort_keys", [True, False], ids=["as-jupyter-writes", "json-order"])
+def test_a_notebook_is_fixed_in_its_cells_and_nothing_else(tmp_path, sort_keys):
     path = tmp_path / "explore.ipynb"
-    path.write_text(NOTEBOOK)
-    before = path.read_bytes()
+    document = json.loads(NOTEBOOK)
+    document["cells"][2]["outputs"] = [{"output_type": "stream", "name": "stdout", "text": ["é\n"]}]
+    document["metadata"] = {"kernelspec": {"name": "python3"}}
+    # Jupyter's own layout (sorted keys, one-space indent, a final newline), or json's.
+    text = json.dumps(document, sort_keys=sort_keys, indent=1, ensure_ascii=False)
+    path.write_text(text + "\n" * sort_keys, encoding="utf-8")
+    patch = script("fsdp-migrate", "--diff", ".", cwd=tmp_path)
+    assert patch.returncode == 1 and patch.stdout.count("\n-") == 2  # two source lines
     done = script("fsdp-migrate", ".", cwd=tmp_path)
-    assert done.returncode == 1
-    assert "explore.ipynb:cell 3:2:41: FSDP101" in done.stdout
-    assert "skipped: explore.ipynb: a notebook: its findings are reported" in done.stderr
-    assert "1 notebook reported, not rewritten" in done.stderr
-    fixed = script("fsdp-lint", "--fix", "explore.ipynb", cwd=tmp_path)
-    assert fixed.returncode == 1 and "(2 fixed" not in fixed.stdout
-    assert path.read_bytes() == before
+    assert done.returncode == 1, done.stdout + done.stderr  # changes made
+    assert "1 changed, 2 fixes applied" in done.stderr
+    after = json.loads(path.read_text(encoding="utf-8"))
+    document["cells"][2]["source"] = [
+        "!pip install lightning\n",  # the shell escape kept as it was
+        "from torch.distributed.fsdp.wrap import size_based_auto_wrap_policy\n",
+        "policy = size_based_auto_wrap_policy",
+    ]
+    assert after == document  # outputs, metadata and the other cells untouched
+    expected = json.dumps(document, sort_keys=sort_keys, indent=1, ensure_ascii=False)
+    assert path.read_text(encoding="utf-8") == expected + "\n" * sort_keys  # same layout
+    assert script("fsdp-lint", "explore.ipynb", cwd=tmp_path).returncode == 0
+
+
+def test_a_fix_adding_an_import_puts_it_in_the_first_cell(tmp_path):
+    path = tmp_path / "explore.ipynb"
+    path.write_text(
+        notebook(
+            "import functools\n"
+            "from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy\n",
+            "%%time\nx = 1\n",
+            "# %time stays a comment\n"
+            "policy = functools.partial(transformer_auto_wrap_policy, transformer_layer_cls={B})\n",
+        )
+    )
+    done = script("fsdp-lint", "--fix", "--unsafe-fixes", "explore.ipynb", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    cells = ["".join(c["source"]) for c in json.loads(path.read_text())["cells"]]
+    assert cells == [
+        "from torch.distributed.fsdp.wrap import ModuleWrapPolicy\n",
+        "%%time\nx = 1\n",
+        "# %time stays a comment\npolicy = ModuleWrapPolicy({B})\n",
+    ]
+
+
+def test_a_notebook_that_cannot_be_written_back_keeps_its_bytes_and_says_why(tmp_path):
+    path = tmp_path / "compact.ipynb"
+    # Not a layout json (or Jupyter) writes: written back, it would change beyond the fix.
+    path.write_text(
+        '{"cells":[{"cell_type":"code","source":'
+        '"from torch.distributed.fsdp.wrap import default_auto_wrap_policy"}],  "metadata": {}}'
+    )
+    before = path.read_bytes()
+    linted = script("fsdp-lint", "compact.ipynb", cwd=tmp_path)
+    assert "[*]" not in linted.stdout  # --fix would not write it: no promise made
+    assert "cannot write back unchanged" in linted.stdout
+    done = script("fsdp-migrate", ".", cwd=tmp_path)
+    assert done.returncode == 1 and path.read_bytes() == before
+    assert "fix withheld: a notebook whose fixes cannot be written back safely" in done.stdout
 
 
 def test_a_notebook_that_is_not_json_is_an_error(tmp_path):
@@ -384,6 +432,11 @@ def test_unused_noqa_is_reported_when_selected(here, capsys):
         "train.py:1:12: FSDP900 unused `noqa` directive (unused: `FSDP101`)"
     )
     assert "train.py:2:" not in out and "train.py:3:" not in out
+    code, out, _ = run(capsys, lint, "--select", "FSDP2,FSDP900", "train.py")
+    assert out.splitlines()[:2] == [
+        "train.py:1:12: FSDP900 unused `noqa` directive (non-enabled: `FSDP101`)",
+        "train.py:2:67: FSDP900 unused `noqa` directive (non-enabled: `FSDP101`)",
+    ]
 
 
 def test_statistics_has_a_trailer_and_a_json_form(here, capsys):

@@ -9,6 +9,7 @@ holds fsdp-compat and no torch.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -144,7 +145,7 @@ def test_hooks_leave_excluded_and_ignored_files_alone_and_lint_notebooks(tmp_pat
 
     A vendored copy under ``third_party/`` (excluded in ``[tool.fsdp-compat]``) is
     neither reported by fsdp-lint nor rewritten by fsdp-migrate, while the user's own
-    file is; a staged notebook is linted cell by cell, and left as it is.
+    file is; a staged notebook is linted cell by cell, and fixed in its cell.
     """
     repo = tmp_path / "user-project"
     (repo / "third_party").mkdir(parents=True)
@@ -156,7 +157,6 @@ def test_hooks_leave_excluded_and_ignored_files_alone_and_lint_notebooks(tmp_pat
     (repo / "third_party" / "vendored.py").write_text(LEGACY)
     notebook = repo / "explore.ipynb"
     notebook.write_text(notebook_files.notebook("import torch\n", LEGACY))
-    notebook_bytes = notebook.read_bytes()
     _git(repo, "add", "-A")
     env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "cache"), "PRE_COMMIT_COLOR": "never"}
     run = _try_repo(repo, env)
@@ -168,4 +168,6 @@ def test_hooks_leave_excluded_and_ignored_files_alone_and_lint_notebooks(tmp_pat
     assert "third_party" not in lint and "third_party" not in migrate
     assert (repo / "third_party" / "vendored.py").read_text() == LEGACY  # not rewritten
     assert "size_based_auto_wrap_policy" in (repo / "train.py").read_text()  # rewritten
-    assert notebook.read_bytes() == notebook_bytes  # reported, never rewritten
+    cells = [c["source"] for c in json.loads(notebook.read_text())["cells"]]
+    assert cells[0] == ["import torch\n"]
+    assert cells[1][1] == "from torch.distributed.fsdp.wrap import size_based_auto_wrap_policy\n"

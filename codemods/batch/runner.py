@@ -28,7 +28,13 @@ from typing import TYPE_CHECKING
 
 from codemods.batch import stopping
 from codemods.batch.files import ChangedMeanwhile, write_atomic
-from codemods.batch.notebooks import NOT_REWRITTEN, SUFFIX, NotANotebook, Notebook
+from codemods.batch.notebooks import (
+    NOT_REWRITTEN,
+    SUFFIX,
+    CannotWriteBack,
+    NotANotebook,
+    Notebook,
+)
 from codemods.batch.pool import Work, in_process, in_workers, one
 from codemods.findings import INVALID_SYNTAX, Finding
 from codemods.registry import REGISTRY
@@ -241,38 +247,48 @@ def _screen(path: Path, settings: Settings, prefilter: bool) -> FileResult | ToP
         notebook = Notebook.read(source)
     except NotANotebook as exc:
         return FileResult(str(path), error=str(exc))
-    screened = _screen_source(str(path), notebook.source, _reporting(settings), prefilter)
+    screened = _screen_source(str(path), notebook.source, _fixing(settings), prefilter)
     if isinstance(screened, ToParse):
         return dataclasses.replace(screened, notebook=notebook)
-    return _in_cells(screened, notebook, settings)
+    return _in_cells(screened, notebook)
 
 
-def _reporting(settings: Settings) -> Settings:
-    """``settings`` for a notebook: reported, never fixed (see :mod:`~.notebooks`)."""
-    return dataclasses.replace(settings, fix=False) if settings.fix else settings
+def _fixing(settings: Settings) -> Settings:
+    """``settings`` for a notebook: always a fixing run.
 
-
-def _in_cells(result: FileResult, notebook: Notebook, settings: Settings) -> FileResult:
-    """A notebook's result, its positions in its cells; why its fixes are not written.
-
-    No finding of a notebook is fixable: no run writes one, so none is marked as if
-    ``--fix`` would fix it.
+    So each fix is known to go back into the cells
+    (:meth:`~codemods.batch.notebooks.Notebook.write_back`) before ``[*]`` promises it.
     """
-    fixes = settings.fix and any(
-        settings.fixes(REGISTRY[f.code], f.fixable, f.unsafe) for f in result.findings
-    )
-    result.findings = [
-        dataclasses.replace(notebook.locate(f), fixable=False, unsafe=False)
-        for f in result.findings
-    ]
+    return settings if settings.fix else dataclasses.replace(settings, fix=True)
+
+
+def _in_cells(result: FileResult, notebook: Notebook) -> FileResult:
+    """A notebook's result with its positions in its cells."""
+    result.findings = [notebook.locate(f) for f in result.findings]
     if result.syntax is not None:
-        result.syntax = notebook.locate(result.syntax)
-        cell = result.syntax
+        result.syntax = cell = notebook.locate(result.syntax)
         result.error = (
             f"cannot parse: {cell.message} (cell {cell.cell}, line {cell.line}, column {cell.col})"
         )
-    if fixes:
-        result.skipped = NOT_REWRITTEN
+    return result
+
+
+def _into_notebook(result: FileResult, notebook: Notebook) -> FileResult:
+    """A notebook's fixed result: its cells' new JSON, or its fixes withheld with why."""
+    result = _in_cells(result, notebook)
+    if result.new_source is None:
+        return result
+    try:
+        new = notebook.write_back(result.new_source)
+    except CannotWriteBack as exc:
+        why = f"fix withheld: {NOT_REWRITTEN} ({exc})"
+        result.findings = [
+            dataclasses.replace(f, fixed=False, withheld=why) if f.fixed else f
+            for f in result.findings
+        ]
+        result.old_source = result.new_source = None
+        return result
+    result.old_source, result.new_source = notebook.original, new
     return result
 
 
@@ -318,15 +334,17 @@ def _parse(args: Work) -> FileResult:
         result = process_source(
             str(path),
             source,
-            _reporting(settings),
+            _fixing(settings),
             prefilter=False,
             on_ast=False,
             detection=todo.detection,
         )
-        return _in_cells(result, todo.notebook, settings)
-    result = process_source(
-        str(path), source, settings, prefilter=False, on_ast=False, detection=todo.detection
-    )
+        result = _into_notebook(result, todo.notebook)
+        source = todo.notebook.original  # what the file holds, for the write's check
+    else:
+        result = process_source(
+            str(path), source, settings, prefilter=False, on_ast=False, detection=todo.detection
+        )
     if write and result.new_source is not None:
         if before_write is not None:
             before_write(path)
@@ -355,8 +373,6 @@ def _process(args: Work) -> FileResult:
 @functools.lru_cache(maxsize=1)
 def _module_words() -> frozenset[str]:
     """The module names along the registry's old names: ``fsdp``, ``strategies``, ..."""
-    from codemods.registry import REGISTRY
-
     return frozenset(part for rule in REGISTRY for old in rule.old for part in old.split(".")[:-1])
 
 

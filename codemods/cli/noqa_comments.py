@@ -76,17 +76,32 @@ def unused(path: str, source: bytes, settings: Settings) -> list[Finding]:
     found = []
     for line, codes in sorted(ours.items()):
         waste = [c for c in codes if not any(code.startswith(c) for code in seen[line])]
-        if waste:
-            listed = ", ".join(f"`{c}`" for c in waste)
+        # As ruff words it: a code of no rule this run reports is "non-enabled".
+        off = [c for c in waste if not any(settings.enabled(r) for r in _rules(c))]
+        kinds = [
+            (kind, [c for c in waste if (c in off) == disabled])
+            for kind, disabled in (("unused", False), ("non-enabled", True))
+        ]
+        parts = [
+            f"{kind}: {', '.join(f'`{c}`' for c in listed)}" for kind, listed in kinds if listed
+        ]
+        if parts:
             found.append(
                 Finding(
                     line,
                     comments[line].start() + 1,
                     UNUSED_NOQA,
-                    f"unused `noqa` directive (unused: {listed})",
+                    f"unused `noqa` directive ({'; '.join(parts)})",
                 )
             )
     return found
+
+
+def _rules(prefix: str) -> list:
+    """The registry's rules a ``noqa`` code (or prefix) names."""
+    from codemods.registry import REGISTRY
+
+    return [rule for rule in REGISTRY if rule.code.startswith(prefix)]
 
 
 def add_unused(results: list[FileResult], settings_for: Callable[[str], Settings]) -> None:
@@ -114,6 +129,8 @@ def add_noqa(results: list[FileResult], problems: list[str]) -> int:
         if not lines or result.error or result.path.endswith(".ipynb"):
             if result.error:
                 errors.append(f"{result.path}: {result.error}")
+            elif lines:
+                print(f"{result.path}: a notebook: no `# noqa` added", file=sys.stderr)
             continue
         path = Path(result.path)
         try:

@@ -207,8 +207,9 @@ def statistics(items: Sequence[Located], settings: Settings) -> str:
 
     Example:
         >>> item = Located("a.py", Finding(1, 1, "FSDP101", "renamed", fixable=True))
-        >>> print(statistics([item, item], Settings()), end="")
-        2\tFSDP101\t[*] default-auto-wrap-policy
+        >>> statistics([item, item], Settings()).splitlines()[0]
+        '2\tFSDP101\t[*] default-auto-wrap-policy'
+        >>> print(statistics([item, item], Settings()).split("\n", 1)[1], end="")
         Found 2 findings.
         [*] 2 fixable with the `--fix` option.
     """
