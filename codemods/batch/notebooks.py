@@ -35,7 +35,9 @@ import json
 import re
 from dataclasses import dataclass
 
+from codemods.batch.results import FileResult
 from codemods.findings import Finding
+from codemods.settings import Settings
 
 SUFFIX = ".ipynb"
 
@@ -218,3 +220,42 @@ def _commented(line: str, magic_cell: bool) -> str:
         indent = len(line) - len(stripped)
         return line[:indent] + "#" + stripped[1:]
     return line
+
+
+def fixing(settings: Settings) -> Settings:
+    """``settings`` for a notebook: always a fixing run.
+
+    So each fix is known to go back into the cells (:meth:`Notebook.write_back`)
+    before ``[*]`` promises it.
+    """
+    return settings if settings.fix else dataclasses.replace(settings, fix=True)
+
+
+def in_cells(result: FileResult, notebook: Notebook) -> FileResult:
+    """A notebook's result with its positions in its cells."""
+    result.findings = [notebook.locate(f) for f in result.findings]
+    if result.syntax is not None:
+        result.syntax = cell = notebook.locate(result.syntax)
+        result.error = (
+            f"cannot parse: {cell.message} (cell {cell.cell}, line {cell.line}, column {cell.col})"
+        )
+    return result
+
+
+def into_notebook(result: FileResult, notebook: Notebook) -> FileResult:
+    """A notebook's fixed result: its cells' new JSON, or its fixes withheld with why."""
+    result = in_cells(result, notebook)
+    if result.new_source is None:
+        return result
+    try:
+        new = notebook.write_back(result.new_source)
+    except CannotWriteBack as exc:
+        why = f"fix withheld: {NOT_REWRITTEN} ({exc})"
+        result.findings = [
+            dataclasses.replace(f, fixed=False, withheld=why) if f.fixed else f
+            for f in result.findings
+        ]
+        result.old_source = result.new_source = None
+        return result
+    result.old_source, result.new_source = notebook.original, new
+    return result

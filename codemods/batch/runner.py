@@ -16,28 +16,21 @@ back as not reached. A file is written only if it still holds the bytes that wer
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import functools
 import os
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codemods.batch import stopping
 from codemods.batch.files import ChangedMeanwhile, write_atomic
-from codemods.batch.notebooks import (
-    NOT_REWRITTEN,
-    SUFFIX,
-    CannotWriteBack,
-    NotANotebook,
-    Notebook,
-)
+from codemods.batch.notebooks import SUFFIX, NotANotebook, Notebook, fixing, in_cells, into_notebook
 from codemods.batch.pool import Work, in_process, in_workers, one
-from codemods.findings import INVALID_SYNTAX, Finding
-from codemods.registry import REGISTRY
+from codemods.batch.results import FileResult
+from codemods.batch.syntax_errors import from_libcst, newer_python, syntax_error, unparsable
 from codemods.screen.prefilter import screen
 from codemods.settings import Settings
 
@@ -58,55 +51,6 @@ MAX_PARSE_BYTES = 4 * 2**20
 PARSE_IN_WORKERS_FROM = 8
 #: What separates the words of a path (directories, extension, snake case is kept whole).
 _PATH_PARTS = re.compile(r"[/\\.\-]+")
-
-
-@dataclass
-class FileResult:
-    """What happened to one file.
-
-    Attributes:
-        path: The file as named on the command line (or found in a directory).
-        findings: What the engine found.
-        old_source: The bytes read (kept only when the file changes, for diffs).
-        new_source: The rewritten bytes, or None when nothing changes.
-        error: Why the file could not be processed (or written), or None.
-        written: The new bytes were written to disk.
-        crashed: The engine itself failed on this file (a bug to report).
-        skipped: Why the new bytes were not written although nothing failed (the file
-            changed on disk since it was read), or None.
-        reached: False when the run stopped before finishing this file (it is unchanged).
-        syntax: Where and why the file does not parse as Python (an ``invalid-syntax``
-            finding), when that is its ``error``; None otherwise.
-    """
-
-    path: str
-    findings: list[Finding] = field(default_factory=list)
-    old_source: bytes | None = None
-    new_source: bytes | None = None
-    error: str | None = None
-    written: bool = False
-    crashed: bool = False
-    skipped: str | None = None
-    reached: bool = True
-    syntax: Finding | None = None
-
-    @property
-    def outcome(self) -> str:
-        """One word for what happened to the file on disk.
-
-        ``written``, ``failed`` (a write was due and failed), ``skipped``, ``not
-        reached``, ``error`` (it could not be read or parsed), ``would change`` (a run
-        that writes nothing), or ``unchanged``.
-        """
-        if not self.reached:
-            return "not reached"
-        if self.written:
-            return "written"
-        if self.skipped:
-            return "skipped"
-        if self.error:
-            return "failed" if self.new_source is not None else "error"
-        return "unchanged" if self.new_source is None else "would change"
 
 
 @dataclass(frozen=True)
@@ -158,15 +102,7 @@ def process_source(
     try:
         outcome = run(source, settings, filename=path, detection=detection)
     except libcst.ParserSyntaxError as exc:
-        # Python's own message and position where Python refuses the file too; else
-        # libcst's, with the position its native parser puts in the text left out (it
-        # counts differently from the one libcst reports beside it).
-        syntax = syntax_error(source) or (
-            exc.raw_line,
-            exc.raw_column + 1,
-            _NATIVE_POSITION.sub("", exc.message),
-        )
-        return _unparsable(result, syntax)
+        return unparsable(result, syntax_error(source) or from_libcst(exc))
     except (UnicodeDecodeError, LookupError, SyntaxError, ValueError) as exc:
         result.error = f"cannot decode or parse: {exc}"
         return result
@@ -177,51 +113,6 @@ def process_source(
     result.findings = outcome.findings
     if outcome.new_source is not None:
         result.old_source, result.new_source = source, outcome.new_source
-    return result
-
-
-#: The position libcst's native parser writes into its messages (``error at 3:0: ``).
-_NATIVE_POSITION = re.compile(r"^(?:parser error: )?error at \d+:\d+: ")
-
-
-def syntax_error(source: bytes) -> tuple[int, int, str] | None:
-    r"""Where and why Python refuses ``source``: ``(line, column, message)``, 1-based; or None.
-
-    A file whose bytes do not decode is not a syntax error (it is reported as such).
-
-    Example:
-        >>> syntax_error(b"x = (\n")
-        (1, 5, "'(' was never closed")
-        >>> syntax_error(b"x = 1\n") is None
-        True
-    """
-    try:
-        compile(source, "<file>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
-    except SyntaxError as exc:
-        if exc.msg.startswith(("Non-UTF-8", "(unicode error)", "encoding problem")):
-            return None
-        return (exc.lineno or 1, exc.offset or 1, exc.msg)
-    except ValueError:  # NUL bytes: reported before any parse
-        return None
-    return None
-
-
-def _newer_python(source: bytes) -> bool:
-    """Whether libcst parses ``source`` (which this Python refused): a newer grammar."""
-    import libcst  # only for files this Python cannot parse
-
-    try:
-        libcst.parse_module(source)
-    except Exception:  # noqa: BLE001 - any failure means it does not parse
-        return False
-    return True
-
-
-def _unparsable(result: FileResult, syntax: tuple[int, int, str]) -> FileResult:
-    """``result`` as a file that does not parse, at ``syntax``'s position."""
-    line, column, message = syntax
-    result.syntax = Finding(line, column, INVALID_SYNTAX, message)
-    result.error = f"cannot parse: {message} (line {line}, column {column})"
     return result
 
 
@@ -247,49 +138,10 @@ def _screen(path: Path, settings: Settings, prefilter: bool) -> FileResult | ToP
         notebook = Notebook.read(source)
     except NotANotebook as exc:
         return FileResult(str(path), error=str(exc))
-    screened = _screen_source(str(path), notebook.source, _fixing(settings), prefilter)
+    screened = _screen_source(str(path), notebook.source, fixing(settings), prefilter)
     if isinstance(screened, ToParse):
         return dataclasses.replace(screened, notebook=notebook)
-    return _in_cells(screened, notebook)
-
-
-def _fixing(settings: Settings) -> Settings:
-    """``settings`` for a notebook: always a fixing run.
-
-    So each fix is known to go back into the cells
-    (:meth:`~codemods.batch.notebooks.Notebook.write_back`) before ``[*]`` promises it.
-    """
-    return settings if settings.fix else dataclasses.replace(settings, fix=True)
-
-
-def _in_cells(result: FileResult, notebook: Notebook) -> FileResult:
-    """A notebook's result with its positions in its cells."""
-    result.findings = [notebook.locate(f) for f in result.findings]
-    if result.syntax is not None:
-        result.syntax = cell = notebook.locate(result.syntax)
-        result.error = (
-            f"cannot parse: {cell.message} (cell {cell.cell}, line {cell.line}, column {cell.col})"
-        )
-    return result
-
-
-def _into_notebook(result: FileResult, notebook: Notebook) -> FileResult:
-    """A notebook's fixed result: its cells' new JSON, or its fixes withheld with why."""
-    result = _in_cells(result, notebook)
-    if result.new_source is None:
-        return result
-    try:
-        new = notebook.write_back(result.new_source)
-    except CannotWriteBack as exc:
-        why = f"fix withheld: {NOT_REWRITTEN} ({exc})"
-        result.findings = [
-            dataclasses.replace(f, fixed=False, withheld=why) if f.fixed else f
-            for f in result.findings
-        ]
-        result.old_source = result.new_source = None
-        return result
-    result.old_source, result.new_source = notebook.original, new
-    return result
+    return in_cells(screened, notebook)
 
 
 def _screen_source(
@@ -306,13 +158,11 @@ def _screen_source(
     if prefilter:
         passed = screen(source, settings)
         if passed is None:
-            # Nothing to find; a file Python refuses is still reported, as ruff does
-            # (the cost: one ``ast`` parse of each such file), unless it is only newer
-            # than this Python (``type X = ...`` under 3.11) and libcst reads it.
+            # Nothing to find, but a file Python refuses is reported (see syntax_errors).
             syntax = syntax_error(source)
-            if syntax is None or _newer_python(source):
+            if syntax is None or newer_python(source):
                 return FileResult(path)
-            return _unparsable(FileResult(path), syntax)
+            return unparsable(FileResult(path), syntax)
         tree = passed.tree
     if len(source) > MAX_PARSE_BYTES or settings.fsdp1_companion:
         # A file converted with its project's FSDP1 calls: FSDP401 rewrites its checks,
@@ -330,21 +180,14 @@ def _parse(args: Work) -> FileResult:
     """Run the engine on a screened file and (with ``write``) atomically rewrite it."""
     path, todo, settings, write, before_write = args
     source = todo.source
-    if todo.notebook is not None:
-        result = process_source(
-            str(path),
-            source,
-            _fixing(settings),
-            prefilter=False,
-            on_ast=False,
-            detection=todo.detection,
-        )
-        result = _into_notebook(result, todo.notebook)
-        source = todo.notebook.original  # what the file holds, for the write's check
-    else:
-        result = process_source(
-            str(path), source, settings, prefilter=False, on_ast=False, detection=todo.detection
-        )
+    notebook = todo.notebook
+    settings = fixing(settings) if notebook else settings
+    result = process_source(
+        str(path), source, settings, prefilter=False, on_ast=False, detection=todo.detection
+    )
+    if notebook is not None:
+        result = into_notebook(result, notebook)
+        source = notebook.original  # what the file holds, for the write's check
     if write and result.new_source is not None:
         if before_write is not None:
             before_write(path)
@@ -373,6 +216,8 @@ def _process(args: Work) -> FileResult:
 @functools.lru_cache(maxsize=1)
 def _module_words() -> frozenset[str]:
     """The module names along the registry's old names: ``fsdp``, ``strategies``, ..."""
+    from codemods.registry import REGISTRY
+
     return frozenset(part for rule in REGISTRY for old in rule.old for part in old.split(".")[:-1])
 
 
