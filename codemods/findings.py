@@ -20,6 +20,7 @@ class Finding:
             applies only with ``--unsafe-fixes``).
         withheld: Why a fix this run would have applied was not written (the rewrite
             would have broken the file), or None.
+        cell: The notebook cell (1-based) ``line`` counts in, in a notebook; else None.
         no_fix: Why the rule's fix is not offered here at all: the releases the code
             runs on include one the new form does not run on (``no fix runs on torch
             1.12..latest: it needs torch 2.0``), or None.
@@ -33,7 +34,18 @@ class Finding:
     fixed: bool = False
     unsafe: bool = False
     withheld: str | None = None
+    cell: int | None = None
     no_fix: str | None = field(default=None, compare=False)
+
+    @property
+    def position(self) -> str:
+        """``line:col``, or ``cell N:line:col`` in a notebook (as ruff writes them)."""
+        cell = f"cell {self.cell}:" if self.cell is not None else ""
+        return f"{cell}{self.line}:{self.col}"
+
+
+#: The code of a file that does not parse, as ruff names it (no registry rule has it).
+INVALID_SYNTAX = "invalid-syntax"
 
 
 def applicability(finding: Finding, safety: str) -> str | None:

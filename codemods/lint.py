@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
 from collections.abc import Sequence
 
 from codemods.batch import stopping
-from codemods.batch.files import discover
 from codemods.batch.runner import FileResult, process_files, process_source
-from codemods.cli import output
+from codemods.cli import explaining, fix_edits, json_format, noqa_comments, output
 from codemods.cli.config import ConfigError
+from codemods.cli.diffs import unified_diff, write_stdout
 from codemods.cli.options import (
     EXIT_CLEAN,
     EXIT_ERROR,
@@ -29,12 +30,14 @@ from codemods.cli.options import (
     EXIT_SIGNAL_BASE,
     Choices,
     add_rule_options,
+    add_run_options,
     base_parser,
     choices,
+    paths_of,
     skipped_lines,
     stopped_lines,
 )
-from codemods.registry import REGISTRY
+from codemods.cli.progress import progress_printer
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -45,28 +48,42 @@ def build_parser() -> argparse.ArgumentParser:
         "rule codes.",
         epilog="Examples:\n  python -m codemods.lint src/\n"
         "  python -m codemods.lint --output-format github --target-torch 2.2 .\n"
-        "  python -m codemods.lint --explain FSDP103",
-    )
-    parser.add_argument(
-        "paths", nargs="*", metavar="PATH", help="files or directories; - for stdin"
+        "  python -m codemods.lint --explain FSDP103\n"
+        "  python -m codemods.lint --explain    (every rule)",
     )
     parser.add_argument("--fix", action="store_true", help="apply the safe fixes")
+    parser.add_argument(
+        "--diff",
+        action="store_true",
+        help="print the diff --fix would write, write nothing; exit 1 if there is one",
+    )
+    parser.add_argument(
+        "--show-fixes",
+        action="store_true",
+        help="with --fix, list the fixes applied, by file and rule (with --diff, those it "
+        "would apply)",
+    )
+    parser.add_argument(
+        "--add-noqa",
+        action="store_true",
+        help="add a `# noqa: CODE` comment on each line with a finding, and exit",
+    )
     add_rule_options(parser)
     parser.add_argument(
         "--output-format", choices=output.FORMATS, default="text", help="default: text"
     )
-    parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings remain")
     parser.add_argument(
         "--statistics", action="store_true", help="print a count per rule instead of each finding"
     )
-    parser.add_argument("--explain", metavar="CODE", help="explain a rule and exit")
     parser.add_argument(
-        "--stdin-filename", metavar="PATH", help="the name of the file read from stdin"
+        "--explain",
+        metavar="CODE",
+        nargs="?",
+        const="",
+        help="explain a rule and exit; without CODE, list every rule "
+        "(--output-format json for either in JSON)",
     )
-    parser.add_argument(
-        "--jobs", type=int, default=None, metavar="N", help="worker processes (default: all cores)"
-    )
-    parser.add_argument("--quiet", action="store_true", help="no summary line")
+    add_run_options(parser)
     return parser
 
 
@@ -74,30 +91,48 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.explain:
-        return _explain(args.explain)
+    with explaining.quiet_broken_pipe():
+        return _main(parser, args)
+
+
+def _main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    if args.explain is not None:
+        return explaining.explain(args.explain, args.output_format)
+    args.paths = paths_of(args)
     stdin = args.paths == ["-"]
     if "-" in args.paths and not stdin:
         parser.error("- (stdin) cannot be combined with other paths")
+    if args.diff and args.fix:
+        parser.error("--diff writes nothing: it cannot be combined with --fix")
     try:
         chosen = choices(
-            args, [args.stdin_filename] if stdin and args.stdin_filename else args.paths, args.fix
+            args,
+            [args.stdin_filename] if stdin and args.stdin_filename else args.paths,
+            args.fix or args.diff,
         )
     except ConfigError as exc:
         parser.error(str(exc))
+    if args.verbose:
+        print(f"configuration: {chosen.config.path or 'none (the defaults)'}", file=sys.stderr)
     if stdin:
+        if args.add_noqa:
+            parser.error("--add-noqa writes files: it does not read stdin")
         return _finish(args, chosen, [_stdin(args, chosen)], [], stopping.Stop())
     # SIGINT and SIGTERM stop the run between files, and the summary says what it did.
     with stopping.on_signals() as stop:
-        files, problems = discover(args.paths, skip=chosen.skip())
-        chosen = chosen.with_files(files)  # classes one file's hooks derive from in another
+        chosen, files, problems = chosen.files(args)
         results = process_files(
             files,
             chosen.settings,
             write=args.fix,
             jobs=args.jobs,
             settings_for=chosen.settings_for,
+            progress=progress_printer(len(files)),
         )
+        if noqa_comments.wanted(chosen.settings):
+            noqa_comments.add_unused(results, chosen.settings_for)
+        if args.add_noqa:
+            return noqa_comments.add_noqa(results, [str(p) for p in problems])
         return _finish(args, chosen, results, [str(p) for p in problems], stop)
 
 
@@ -109,7 +144,8 @@ def _finish(
     stop: stopping.Stop,
 ) -> int:
     """Print the findings, the summary and the errors; the exit code."""
-    errors = problems + [f"{r.path}: {r.error}" for r in results if r.error]
+    # A file that does not parse is a finding (ruff's invalid-syntax), not an error.
+    errors = problems + [f"{r.path}: {r.error}" for r in results if r.error and not r.syntax]
     # A fix counts once it is written; a file whose write failed (or was skipped, or
     # not reached) still holds its findings, and they are reported as remaining.
     items = [
@@ -118,10 +154,24 @@ def _finish(
         for f in r.findings
         if not (f.fixed and r.written)
     ]
+    items += [output.Located(r.path, r.syntax) for r in results if r.syntax]
+    items.sort(key=lambda i: (i.path, i.finding.cell or 0, i.finding.line, i.finding.col))
+    if args.output_format == "json" and not args.statistics:
+        items = fix_edits.with_edits(json_format.with_ends(items), chosen.settings_for)
     fixed = sum(f.fixed for r in results if r.written for f in r.findings)
-    unchecked = len(problems) + sum(r.outcome == "error" for r in results)
+    unchecked = len(problems) + sum(r.outcome == "error" and not r.syntax for r in results)
     unreached = sum(not r.reached for r in results)
-    _print(args, chosen, items, fixed, errors, len(results), (unchecked, unreached))
+    if args.diff:
+        _write_diff(results)
+    if not args.silent:
+        _print(args, chosen, items, fixed, errors, len(results), (unchecked, unreached))
+        if args.show_fixes and (args.fix or args.diff):
+            # Beside the findings: stderr where stdout carries code or a patch.
+            out = sys.stderr if args.diff or args.paths == ["-"] else sys.stdout
+            out.write(fix_list(results, written=args.fix))
+    else:
+        for error in errors:
+            print(f"error: {error}", file=sys.stderr)
     for line in skipped_lines(results):
         print(line, file=sys.stderr)
     if stop.signum or unreached:
@@ -130,7 +180,51 @@ def _finish(
         return EXIT_SIGNAL_BASE + stop.signum
     if errors:
         return EXIT_ERROR
-    return EXIT_FINDINGS if items and not args.exit_zero else EXIT_CLEAN
+    if args.exit_zero:
+        return EXIT_CLEAN
+    if args.diff:
+        return EXIT_FINDINGS if any(r.new_source is not None for r in results) else EXIT_CLEAN
+    return EXIT_FINDINGS if items else EXIT_CLEAN
+
+
+def _write_diff(results: list[FileResult]) -> None:
+    """``--diff``: the patch ``--fix`` would write, on stdout; the count on stderr."""
+    patch = b"".join(unified_diff(r) for r in results if r.new_source is not None)
+    write_stdout(patch)
+    fixes = sum(f.fixed for r in results if r.new_source is not None for f in r.findings)
+    print(f"Would fix {fixes} finding{'s' if fixes != 1 else ''}.", file=sys.stderr)
+
+
+def fix_list(results: list[FileResult], written: bool) -> str:
+    """``--show-fixes``: the fixes applied (or that ``--fix`` would apply), by file and rule.
+
+    Example:
+        >>> from codemods.findings import Finding
+        >>> result = FileResult("a.py", [Finding(1, 1, "FSDP101", "m", True, fixed=True)])
+        >>> result.new_source, result.written = b"", True
+        >>> print(fix_list([result], written=True), end="")
+        <BLANKLINE>
+        Fixed 1 finding:
+        - a.py:
+            1 × FSDP101 (default-auto-wrap-policy)
+    """
+    done = [
+        (r.path, Counter(f.code for f in r.findings if f.fixed))
+        for r in results
+        if (r.written if written else r.new_source is not None)
+    ]
+    done = [(path, counts) for path, counts in done if counts]
+    total = sum(sum(counts.values()) for _, counts in done)
+    if not total:
+        return "\nNo fixes applied.\n" if written else "\nNo fixes available.\n"
+    lines = ["", f"{'Fixed' if written else 'Would fix'} {total} finding{'s' * (total != 1)}:"]
+    for path, counts in done:
+        lines.append(f"- {path}:")
+        lines += [
+            f"    {count} × {code} ({output.rule_name(code)})"
+            for code, count in sorted(counts.items())
+        ]
+    return "\n".join(lines) + "\n"
 
 
 def _stdin(args: argparse.Namespace, chosen: Choices) -> FileResult:
@@ -154,11 +248,16 @@ def _print(
     files: int,
     missed: tuple[int, int] = (0, 0),
 ) -> None:
-    # With --fix on stdin, stdout carries the code: the findings go to stderr.
-    out = sys.stderr if args.fix and args.paths == ["-"] else sys.stdout
+    # With --fix on stdin (or --diff), stdout carries the code: the findings go to stderr.
+    out = sys.stderr if (args.fix and args.paths == ["-"]) or args.diff else sys.stdout
     settings = chosen.settings
     if args.output_format == "json":
-        out.write(output.as_json(items))
+        if args.statistics:
+            import json
+
+            out.write(json.dumps(output.statistics_rows(items, settings), indent=2) + "\n")
+        else:
+            out.write(json_format.as_json(items))
     elif args.output_format == "github":
         out.write(output.github(items))
     elif args.output_format == "sarif":
@@ -178,21 +277,6 @@ def _print(
     out.flush()
     for error in errors:
         print(f"error: {error}", file=sys.stderr)
-
-
-def _explain(code: str) -> int:
-    try:
-        rule = REGISTRY[code.strip().upper()]
-    except KeyError as exc:
-        print(f"error: {exc.args[0]}", file=sys.stderr)
-        return EXIT_ERROR
-    from codemods.registry.render import explain
-    from codemods.rules.index import where_it_lives
-
-    print(explain(rule))
-    print("\n## Where it lives")
-    print("\n".join(f"- `{path}`" for path in where_it_lives(rule)))
-    return EXIT_CLEAN
 
 
 if __name__ == "__main__":

@@ -12,18 +12,17 @@ written before the stop is listed, and the rest is unchanged).
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from codemods.batch import stopping
-from codemods.batch.files import discover
 from codemods.batch.runner import FileResult, process_files, process_source
 from codemods.cli import output
 from codemods.cli.config import ConfigError
+from codemods.cli.diffs import unified_diff, write_stdout
+from codemods.cli.explaining import quiet_broken_pipe
 from codemods.cli.options import (
     EXIT_CLEAN,
     EXIT_ERROR,
@@ -31,11 +30,14 @@ from codemods.cli.options import (
     EXIT_SIGNAL_BASE,
     Choices,
     add_rule_options,
+    add_run_options,
     base_parser,
     choices,
+    paths_of,
     skipped_lines,
     stopped_lines,
 )
+from codemods.cli.progress import progress_printer
 from codemods.settings import Settings
 
 
@@ -47,78 +49,15 @@ def build_parser() -> argparse.ArgumentParser:
         "Lightning API, keeping formatting and comments.",
         epilog="Example:\n  python -m codemods.migrate --diff src/",
     )
-    parser.add_argument(
-        "paths", nargs="*", metavar="PATH", help="files or directories; - for stdin"
-    )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--diff", action="store_true", help="print a unified diff, write nothing")
     mode.add_argument(
         "--check", action="store_true", help="write nothing; exit 1 if anything would change"
     )
     add_rule_options(parser)
-    parser.add_argument(
-        "--jobs", type=int, default=None, metavar="N", help="worker processes (default: all cores)"
-    )
     parser.add_argument("--report", type=Path, metavar="FILE", help="write a JSON report")
-    parser.add_argument("--quiet", action="store_true", help="print only findings and errors")
+    add_run_options(parser)
     return parser
-
-
-#: Runs with at least this many files show progress on a terminal.
-PROGRESS_MIN_FILES = 200
-
-
-def _progress(total: int):
-    """A progress printer for long runs on a terminal, else None."""
-    if total < PROGRESS_MIN_FILES or not sys.stderr.isatty():
-        return None
-
-    def show(done: int, total: int) -> None:
-        end = "\n" if done == total else ""
-        print(f"\r{done}/{total} files", end=end, file=sys.stderr, flush=True)
-
-    return show
-
-
-def _diff(result: FileResult) -> bytes:
-    r"""A unified diff of the file, in its own bytes, that ``git apply`` accepts.
-
-    Lines end where ``\n`` ends them (a CRLF line keeps its ``\r``, a form feed
-    does not split one), and a last line without a newline gets git's
-    ``\ No newline at end of file`` marker, so the next file's header starts a line.
-    """
-    # git's a/ and b/ prefixes for relative paths; an absolute path is shown as it is.
-    path = os.fsencode(Path(result.path).as_posix())
-    before, after = (
-        (path, path) if Path(result.path).is_absolute() else (b"a/" + path, b"b/" + path)
-    )
-    lines = difflib.diff_bytes(
-        difflib.unified_diff,
-        _lines(result.old_source or b""),
-        _lines(result.new_source or b""),
-        before,
-        after,
-    )
-    return b"".join(
-        line if line.endswith(b"\n") else line + b"\n\\ No newline at end of file\n"
-        for line in lines
-    )
-
-
-def _lines(source: bytes) -> list[bytes]:
-    r"""``source`` split after each ``\n`` only, as git and patch count lines."""
-    lines = source.split(b"\n")
-    return [line + b"\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
-
-
-def _write_stdout(data: bytes) -> None:
-    sys.stdout.flush()
-    buffer = getattr(sys.stdout, "buffer", None)
-    if buffer is None:  # a text-only stream (an embedding program's)
-        sys.stdout.write(data.decode("utf-8", "replace"))
-    else:
-        buffer.write(data)
-        buffer.flush()
 
 
 def _report(path: Path, results: list[FileResult], summary: dict) -> None:
@@ -157,18 +96,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    with quiet_broken_pipe():
+        return _main(parser, args)
+
+
+def _main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    args.paths = paths_of(args)
+    stdin = args.paths == ["-"]
+    if "-" in args.paths and not stdin:
+        parser.error("- (stdin) cannot be combined with other paths")
     try:
-        chosen = choices(args, args.paths, fix=True)
+        chosen = choices(
+            args, [args.stdin_filename] if stdin and args.stdin_filename else args.paths, True
+        )
     except ConfigError as exc:
         parser.error(str(exc))
     write = not (args.diff or args.check)
-    if args.paths == ["-"]:
-        return _stdin(chosen.settings, write)
+    if args.verbose:
+        print(f"configuration: {chosen.config.path or 'none (the defaults)'}", file=sys.stderr)
+    if stdin:
+        name = args.stdin_filename or "-"
+        return _stdin(chosen.settings_for(name), write, name, args.exit_zero)
     # SIGINT and SIGTERM stop the run between files, and the summary says what it did.
     with stopping.on_signals() as stop:
-        files, problems = discover(args.paths, skip=chosen.skip())
-        chosen = chosen.with_files(files)  # classes one file's hooks derive from in another
-        progress = _progress(len(files))
+        chosen, files, problems = chosen.files(args)
+        progress = progress_printer(len(files))
         results = process_files(
             files,
             chosen.settings,
@@ -177,7 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             progress=progress,
             settings_for=chosen.settings_for,
         )
-        if progress is not None and stop.signum:
+        if progress is not None and stop.signum and sys.stderr.isatty():
             print(file=sys.stderr)  # end the progress line
         return _finish(args, write, results, [str(p) for p in problems], stop, chosen)
 
@@ -250,12 +202,16 @@ def _finish(
     the command line, the configuration, or each project's declared floors).
     """
     if args.diff:
-        _write_stdout(b"".join(_diff(r) for r in results if r.new_source is not None))
+        write_stdout(b"".join(unified_diff(r) for r in results if r.new_source is not None))
+    # The findings left for a human go to stdout (`fsdp-migrate src/ > todo.txt`), unless
+    # stdout carries the diff.
+    out = sys.stderr if args.diff else sys.stdout
     for result in results:
         target = chosen.settings_for(result.path) if chosen is not None else None
         for finding in result.findings:
-            if not finding.fixed:
-                print(output.finding_line(result.path, finding, target=target), file=sys.stderr)
+            if not finding.fixed and not args.silent:
+                print(output.finding_line(result.path, finding, target=target), file=out)
+    out.flush()
     errors = problems + [f"{r.path}: {r.error}" for r in results if r.error]
     for error in errors:
         print(f"error: {error}", file=sys.stderr)
@@ -264,7 +220,7 @@ def _finish(
     summary, line = summarize(results, write, problems, stop.signal_name)
     if chosen is not None and chosen.targets is not None:
         summary["targets"] = chosen.targets.report()
-    if not args.quiet:
+    if not (args.quiet or args.silent):
         print(line, file=sys.stderr)
         no_fix = any(f.no_fix and not f.fixable for r in results for f in r.findings)
         for note in chosen.summary_lines(no_fix) if chosen is not None else []:
@@ -278,21 +234,26 @@ def _finish(
     if errors:
         return EXIT_ERROR
     changed = any(r.new_source is not None for r in results)
+    if args.exit_zero:
+        return EXIT_CLEAN
     return EXIT_FINDINGS if changed or summary["findings_left"] else EXIT_CLEAN
 
 
-def _stdin(settings: Settings, write: bool) -> int:
+def _stdin(settings: Settings, write: bool, name: str = "-", exit_zero: bool = False) -> int:
+    """Migrate standard input to standard output (it carries the code: findings on stderr)."""
     source = sys.stdin.buffer.read()
-    result = process_source("-", source, settings)
+    result = process_source(name, source, settings)
     if result.error:
-        print(f"error: -: {result.error}", file=sys.stderr)
+        print(f"error: {name}: {result.error}", file=sys.stderr)
         sys.stdout.buffer.write(source)
         return EXIT_ERROR
     sys.stdout.buffer.write(result.new_source if write and result.new_source else source)
     for finding in result.findings:
         if not finding.fixed:
-            print(output.finding_line("-", finding, target=settings), file=sys.stderr)
+            print(output.finding_line(name, finding, target=settings), file=sys.stderr)
     left = any(not f.fixed for f in result.findings)
+    if exit_zero:
+        return EXIT_CLEAN
     return EXIT_FINDINGS if result.new_source is not None or left else EXIT_CLEAN
 
 

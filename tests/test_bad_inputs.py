@@ -34,10 +34,16 @@ MIGRATED = (
 
 def run_both(capsys, *argv: str) -> list[tuple[int, str]]:
     """Exit code and stderr of migrate --check, then of lint."""
+    return [(code, err) for code, _, err in run_both_out(capsys, *argv)]
+
+
+def run_both_out(capsys, *argv: str) -> list[tuple[int, str, str]]:
+    """Exit code, stdout and stderr of migrate --check, then of lint."""
     outcomes = []
     for tool in (migrate, lint):
         code = tool.main(["--check", *argv] if tool is migrate else list(argv))
-        outcomes.append((code, capsys.readouterr().err))
+        captured = capsys.readouterr()
+        outcomes.append((code, captured.out, captured.err))
     return outcomes
 
 
@@ -67,9 +73,17 @@ def test_unreadable_python_is_reported_and_left_alone(tmp_path, capsys, name, da
     path.write_bytes(data)
     good = tmp_path / "good.py"
     good.write_text(LEGACY)
-    for code, err in run_both(capsys, str(tmp_path)):
-        assert code == 2
-        (line,) = error_lines(err)
+    (migrated, _, err), (linted, out, lint_err) = run_both_out(capsys, str(tmp_path))
+    assert migrated == 2
+    (line,) = error_lines(err)
+    assert line.startswith(f"error: {path}: {reason}"), line
+    if reason == "cannot parse":
+        # lint reports a syntax error as a finding, as ruff does: exit 1, no error.
+        assert linted == 1 and not error_lines(lint_err)
+        assert f"{path}:" in out and " invalid-syntax " in out
+    else:
+        assert linted == 2
+        (line,) = error_lines(lint_err)
         assert line.startswith(f"error: {path}: {reason}"), line
     assert migrate.main([str(tmp_path)]) == 2  # in place: the others are still processed
     assert path.read_bytes() == data and good.read_text() == MIGRATED

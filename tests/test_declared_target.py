@@ -48,8 +48,10 @@ def here(tmp_path, monkeypatch) -> Path:
 
 
 def run_migrate(capsys, *argv: str) -> tuple[int, str]:
+    """The exit code, and what migrate printed (findings on stdout, then stderr's summary)."""
     code = migrate.main(list(argv))
-    return code, capsys.readouterr().err
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
 
 
 def test_a_removal_inside_the_declared_range_is_reported_and_not_fixed(here, capsys):

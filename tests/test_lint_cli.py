@@ -93,8 +93,14 @@ def test_exit_codes(project, capsys):
     (project / "src" / "broken.py").write_text(
         "from torch.distributed.fsdp.wrap import default_auto_wrap_policy(\n"
     )
+    # A file that does not parse is a finding (ruff's invalid-syntax), exit 1.
+    code, out, _ = lint(capsys, "src")
+    assert code == 1 and "src/broken.py:1:65: invalid-syntax invalid syntax" in out
+    assert lint(capsys, "--exit-zero", "src")[0] == 0
+    (project / "src" / "broken.py").unlink()
+    (project / "src" / "binary.py").write_bytes(b"\0" + LEGACY.encode())
     code, _, err = lint(capsys, "src")
-    assert code == 2 and "error: src/broken.py: cannot parse" in err
+    assert code == 2 and "error: src/binary.py: not Python source" in err
     assert lint(capsys, "--exit-zero", "src")[0] == 2  # errors are not findings
     with pytest.raises(SystemExit) as exc:
         main(["--output-format", "xml", "src"])
@@ -119,9 +125,34 @@ def test_json_output(project, capsys):
     first = data[0]
     assert first["code"] == "FSDP101" and first["filename"] == "src/legacy.py"
     assert first["location"] == {"row": 1, "column": 41}
-    assert first["fix"] == {"applicability": "safe"}
+    # ruff's end_location: the end of the name the finding points at.
+    assert first["end_location"] == {"row": 1, "column": 41 + len("default_auto_wrap_policy")}
+    # ruff's fix.edits: the lines this finding's fix rewrites (rule by rule, as
+    # `--select CODE --fix` would write them).
+    assert first["fix"] == {
+        "applicability": "safe",
+        "edits": [
+            {
+                "content": "from torch.distributed.fsdp.wrap import size_based_auto_wrap_policy\n",
+                "location": {"row": 1, "column": 1},
+                "end_location": {"row": 2, "column": 1},
+            }
+        ],
+    }
     assert {d["code"]: d["fix"] for d in data}["FSDP304"] is None
-    assert {d["code"]: d["fix"] for d in data}["FSDP205"] == {"applicability": "unsafe"}
+    unsafe = {d["code"]: d["fix"] for d in data}["FSDP205"]
+    assert unsafe["applicability"] == "unsafe"
+    assert [edit["content"] for edit in unsafe["edits"]] == ['trainer = Trainer(strategy="fsdp")\n']
+    # Applying every finding's edits gives what --fix --unsafe-fixes writes.
+    lines = LEGACY.splitlines(keepends=True)
+    for edit in sorted(
+        (e for d in data if d["fix"] for e in d["fix"]["edits"]),
+        key=lambda e: -e["location"]["row"],
+    ):
+        start, end = edit["location"]["row"] - 1, edit["end_location"]["row"] - 1
+        lines[start:end] = [edit["content"]]
+    assert lint(capsys, "--fix", "--unsafe-fixes", "src")[0] == 1
+    assert "".join(lines) == (project / "src" / "legacy.py").read_text()
 
 
 # A workflow command: ::error <key=value,...>::<message>, values and message escaped.

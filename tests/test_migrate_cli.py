@@ -75,7 +75,10 @@ def test_findings_for_a_human_exit_1_with_location(tmp_path, capsys):
     path = tmp_path / "fs.py"
     path.write_text(MANUAL)
     assert main([str(path)]) == 1
-    assert f"{path}:1:31: FSDP304 " in capsys.readouterr().err
+    # On stdout, so that `fsdp-migrate src/ > todo.txt` keeps them; the summary on stderr.
+    captured = capsys.readouterr()
+    assert captured.out.startswith(f"{path}:1:31: FSDP304 ")
+    assert "1 findings left for a human" in captured.err
     assert path.read_text() == MANUAL
 
 
@@ -156,11 +159,18 @@ def test_read_only_file_is_reported_unchanged(tmp_path, capsys):
     assert "is read-only" in capsys.readouterr().err and path.read_text() == LEGACY
 
 
-def test_missing_path_exit_2_and_zero_files_exit_0(tmp_path, capsys):
+def test_missing_path_exit_2_and_zero_files_exit_0(tmp_path, capsys, monkeypatch):
     assert main([str(tmp_path / "nope")]) == 2
     assert "no such file or directory" in capsys.readouterr().err
     assert main([str(tmp_path)]) == 0  # an empty directory: nothing to do
+    monkeypatch.chdir(tmp_path)
     assert main([]) == 0
+
+
+def test_no_path_means_the_current_directory(tree, capsys, monkeypatch):
+    monkeypatch.chdir(tree)
+    assert main(["--check"]) == 1  # as ruff: no PATH is `.`, not zero files
+    assert "2 files scanned, 1 would change" in capsys.readouterr().err
 
 
 def test_report_json(tree):
@@ -217,24 +227,34 @@ def test_progress_is_reported_as_results_arrive(tmp_path):
     assert [r.new_source is not None for r in results] == [False, True, False, True, False]
 
 
-def test_progress_shows_only_for_long_runs_on_a_terminal(monkeypatch):
+def test_progress_shows_only_for_long_runs_with_a_percentage_and_an_eta(monkeypatch):
     import io
 
-    import codemods.migrate as migrate
+    from codemods.cli import progress
 
     class Terminal(io.StringIO):
         def isatty(self):
             return True
 
     terminal = Terminal()
-    monkeypatch.setattr(migrate.sys, "stderr", terminal)
-    assert migrate._progress(10) is None  # a short run
-    show = migrate._progress(migrate.PROGRESS_MIN_FILES)
-    show(1, 200)
+    monkeypatch.setattr(progress.sys, "stderr", terminal)
+    assert progress.progress_printer(10) is None  # a short run
+    ticks = iter([0.0, 2.0, 40.0])
+    show = progress.progress_printer(progress.PROGRESS_MIN_FILES, clock=lambda: next(ticks))
+    show(10, 200)
     show(200, 200)
-    assert terminal.getvalue() == "\r1/200 files\r200/200 files\n"
-    monkeypatch.setattr(migrate.sys, "stderr", io.StringIO())  # not a terminal
-    assert migrate._progress(1000) is None
+    # One line rewritten in place on a terminal, ended once the run is done.
+    assert terminal.getvalue() == (
+        "\r\033[K10/200 files (5%), ETA 38s\r\033[K200/200 files (100%), 40s\n"
+    )
+    log = io.StringIO()  # not a terminal (a CI log): a line each tenth of the run
+    monkeypatch.setattr(progress.sys, "stderr", log)
+    show = progress.progress_printer(1000, clock=lambda: 0.0)
+    for done in range(1, 1001):
+        show(done, 1000)
+    lines = log.getvalue().splitlines()
+    assert len(lines) == 10 and lines[0] == "100/1000 files (10%), ETA 0s"
+    assert lines[-1] == "1000/1000 files (100%), 0s"
 
 
 def test_a_large_run_keeps_the_input_order_whatever_order_it_works_in(tmp_path):
@@ -302,8 +322,8 @@ def test_withheld_fixes_are_listed_counted_and_reported(tmp_path, capsys):
     report = tmp_path / "report.json"
     assert main([str(source), "--report", str(report)]) == 1
     assert source.read_bytes() == before
-    err = capsys.readouterr().err
-    assert "[fix withheld: DDPFullyShardedNativeStrategy still used at 5:12]" in err
+    out, err = capsys.readouterr()
+    assert "[fix withheld: DDPFullyShardedNativeStrategy still used at 5:12]" in out
     assert "2 fixes withheld in 1 files" in err
     data = json.loads(report.read_text())
     assert data["summary"]["fixes_withheld"] == 2

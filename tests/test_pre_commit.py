@@ -9,6 +9,7 @@ holds fsdp-compat and no torch.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import notebook_files
 from tests.scratch_projects import CURRENT_RELEASES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,14 +58,7 @@ def test_hooks_fail_on_legacy_code_and_pass_after_migrate(tmp_path):
     env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "cache"), "PRE_COMMIT_COLOR": "never"}
 
     def hook(*name: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "pre_commit", "try-repo", str(ROOT), *name, "--verbose"],
-            cwd=repo,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
+        return _try_repo(repo, env, *name)
 
     # Every hook of the repository, in its order (each try-repo builds its environment
     # anew): fsdp-lint reports, then fsdp-migrate rewrites.
@@ -98,6 +93,18 @@ def test_hooks_fail_on_legacy_code_and_pass_after_migrate(tmp_path):
     assert "codemods from the hook environment" in check.stdout
 
 
+def _try_repo(repo: Path, env: dict[str, str], *hooks: str) -> subprocess.CompletedProcess[str]:
+    """``pre-commit try-repo`` of this checkout in ``repo`` (every hook, or ``hooks``)."""
+    return subprocess.run(
+        [sys.executable, "-m", "pre_commit", "try-repo", str(ROOT), *hooks, "--verbose"],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
 def _outputs(stdout: str) -> dict[str, str]:
     """Each hook's part of a verbose run's output, by hook id, in the order they ran."""
     parts = re.split(r"^- hook id: (\S+)$", stdout, flags=re.MULTILINE)
@@ -127,3 +134,42 @@ repos:
           print('codemods from the hook environment:', codemods.lint.__file__);
           sys.exit(importlib.util.find_spec('torch') is not None)"
 """
+
+
+VENDORED_CONFIG = """\
+[tool.fsdp-compat]
+exclude = ["third_party/*"]
+"""
+
+
+def test_hooks_leave_excluded_and_ignored_files_alone_and_lint_notebooks(tmp_path):
+    """pre-commit names every staged file; the configuration's exclude still holds.
+
+    A vendored copy under ``third_party/`` (excluded in ``[tool.fsdp-compat]``) is
+    neither reported by fsdp-lint nor rewritten by fsdp-migrate, while the user's own
+    file is; a staged notebook is linted cell by cell, and fixed in its cell.
+    """
+    repo = tmp_path / "user-project"
+    (repo / "third_party").mkdir(parents=True)
+    _git(repo, "init", "-q")
+    _git(repo, "config", "user.email", "dev@example.invalid")
+    _git(repo, "config", "user.name", "dev")
+    (repo / "pyproject.toml").write_text(VENDORED_CONFIG)
+    (repo / "train.py").write_text(LEGACY)
+    (repo / "third_party" / "vendored.py").write_text(LEGACY)
+    notebook = repo / "explore.ipynb"
+    notebook.write_text(notebook_files.notebook("import torch\n", LEGACY))
+    _git(repo, "add", "-A")
+    env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "cache"), "PRE_COMMIT_COLOR": "never"}
+    run = _try_repo(repo, env)
+    assert run.returncode == 1, run.stdout + run.stderr
+    outputs = _outputs(run.stdout)
+    lint, migrate = outputs["fsdp-lint"], outputs["fsdp-migrate"]
+    assert "train.py:2:41: FSDP101" in lint
+    assert "explore.ipynb:cell 2:2:41: FSDP101" in lint  # the notebook, by cell
+    assert "third_party" not in lint and "third_party" not in migrate
+    assert (repo / "third_party" / "vendored.py").read_text() == LEGACY  # not rewritten
+    assert "size_based_auto_wrap_policy" in (repo / "train.py").read_text()  # rewritten
+    cells = [c["source"] for c in json.loads(notebook.read_text())["cells"]]
+    assert cells[0] == ["import torch\n"]
+    assert cells[1][1] == "from torch.distributed.fsdp.wrap import size_based_auto_wrap_policy\n"

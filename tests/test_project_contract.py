@@ -138,3 +138,18 @@ def test_readme_python_examples_run(tmp_path):
         )
         assert run.returncode == 0, f"README example {index} failed:\n{block}\n{run.stderr}"
         assert "FSDPDeprecationWarning" in run.stderr, "each example shows a legacy spelling"
+
+
+@pytest.mark.parametrize("page", ["README.md", "docs/recipes.md"])
+def test_the_pre_commit_snippets_pin_this_versions_tag(page):
+    """Whoever copies the snippet gets the hooks of the release whose docs they read."""
+    from codemods import __version__
+
+    text = (ROOT / page).read_text(encoding="utf-8")
+    revs = re.findall(r"^\s*rev: (\S+)", text, flags=re.MULTILINE)
+    assert revs == [f"v{__version__}"]
+    assert "pre-commit autoupdate --freeze" in text  # and what to pin before the tag exists
+    hooks = (ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8")
+    entries = re.findall(r"^  entry: (.+)$", hooks, flags=re.MULTILINE)
+    assert entries == ["fsdp-lint --force-exclude", "fsdp-migrate --force-exclude"]
+    assert hooks.count("types_or: [python, pyi, jupyter]") == 2

@@ -62,38 +62,69 @@ def discover(
     paths: Iterable[str],
     exclude: Sequence[str] = DEFAULT_EXCLUDES,
     skip: Callable[[Path], bool] | None = None,
+    force_exclude: bool = False,
+    respect_gitignore: bool = False,
 ) -> tuple[list[Path], list[Problem]]:
-    """The Python files under ``paths``, sorted and without duplicates.
+    """The Python files (and notebooks) under ``paths``, sorted and without duplicates.
 
     Directories are walked (not following directory symlinks, so a link loop cannot
-    trap the walk) for ``*.py`` and ``*.pyi`` files, skipping names matching
-    ``exclude`` and paths ``skip`` rules out (a configuration's excludes); a file named
-    explicitly is always included.
+    trap the walk) for ``*.py``, ``*.pyi`` and ``*.ipynb`` files, skipping names
+    matching ``exclude``, paths ``skip`` rules out (a configuration's excludes) and,
+    with ``respect_gitignore``, what the repository's ``.gitignore`` files ignore. A
+    file named explicitly is included, unless ``force_exclude`` is set and it, or one of
+    the directories it is named under, is excluded (pre-commit names every file).
 
     Returns:
         The files, and a problem for each path that does not exist.
     """
+    from codemods.batch.gitignore import ignorer
+
     files: dict[str, Path] = {}
     problems: list[Problem] = []
     for raw in paths:
         path = Path(raw)
+        if force_exclude and _force_excluded(path, exclude, skip):
+            continue
         if path.is_dir():
+            git = ignorer(path) if respect_gitignore else None
             for root, dirs, names in os.walk(path):
                 dirs[:] = sorted(
                     d
                     for d in dirs
-                    if not _excluded(d, exclude) and not (skip and skip(Path(root, d)))
+                    if not _excluded(d, exclude)
+                    and not (skip and skip(Path(root, d)))
+                    and not (git and git.ignored(Path(root, d), is_dir=True))
                 )
                 for name in names:
-                    if name.endswith((".py", ".pyi")) and not _excluded(name, exclude):
+                    if name.endswith(SUFFIXES) and not _excluded(name, exclude):
                         found = Path(root, name)
-                        if not (skip and skip(found)):
+                        if not (skip and skip(found)) and not (
+                            git and git.ignored(found, is_dir=False)
+                        ):
                             files.setdefault(os.path.normpath(found), found)
         elif path.exists() or path.is_symlink():
             files.setdefault(os.path.normpath(path), path)
         else:
             problems.append(Problem(raw, "no such file or directory"))
     return [files[key] for key in sorted(files)], problems
+
+
+#: What a directory walk collects.
+SUFFIXES = (".py", ".pyi", ".ipynb")
+
+
+def _force_excluded(
+    path: Path, exclude: Sequence[str], skip: Callable[[Path], bool] | None
+) -> bool:
+    """Whether a path named on the command line, or a directory it is under, is excluded.
+
+    Only the parts of the path as written count for the built-in names (``.venv``): a
+    project that itself sits in a ``build`` directory is still checked.
+    """
+    candidates = [path, *(p for p in path.parents if p.name)]
+    if any(_excluded(p.name, exclude) for p in candidates if p.name not in ("", ".", "..")):
+        return True
+    return skip is not None and any(skip(p) for p in candidates)
 
 
 class ChangedMeanwhile(Exception):

@@ -16,18 +16,21 @@ back as not reached. A file is written only if it still holds the bytes that wer
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codemods.batch import stopping
 from codemods.batch.files import ChangedMeanwhile, write_atomic
+from codemods.batch.notebooks import SUFFIX, NotANotebook, Notebook, fixing, in_cells, into_notebook
 from codemods.batch.pool import Work, in_process, in_workers, one
-from codemods.findings import Finding
+from codemods.batch.results import FileResult
+from codemods.batch.syntax_errors import from_libcst, newer_python, syntax_error, unparsable
 from codemods.screen.evidence import with_evidence
 from codemods.screen.prefilter import screen
 from codemods.settings import Settings
@@ -51,55 +54,6 @@ PARSE_IN_WORKERS_FROM = 8
 _PATH_PARTS = re.compile(r"[/\\.\-]+")
 
 
-@dataclass
-class FileResult:
-    """What happened to one file.
-
-    Attributes:
-        path: The file as named on the command line (or found in a directory).
-        findings: What the engine found.
-        old_source: The bytes read (kept only when the file changes, for diffs).
-        new_source: The rewritten bytes, or None when nothing changes.
-        error: Why the file could not be processed (or written), or None.
-        written: The new bytes were written to disk.
-        crashed: The engine itself failed on this file (a bug to report).
-        skipped: Why the new bytes were not written although nothing failed (the file
-            changed on disk since it was read), or None.
-        reached: False when the run stopped before finishing this file (it is unchanged).
-        releases: The releases the file was judged against, where it was parsed
-            (``torch 2.4..latest (floor: evidence: ...); Lightning latest``), or None.
-    """
-
-    path: str
-    findings: list[Finding] = field(default_factory=list)
-    old_source: bytes | None = None
-    new_source: bytes | None = None
-    error: str | None = None
-    written: bool = False
-    crashed: bool = False
-    skipped: str | None = None
-    reached: bool = True
-    releases: str | None = None
-
-    @property
-    def outcome(self) -> str:
-        """One word for what happened to the file on disk.
-
-        ``written``, ``failed`` (a write was due and failed), ``skipped``, ``not
-        reached``, ``error`` (it could not be read or parsed), ``would change`` (a run
-        that writes nothing), or ``unchanged``.
-        """
-        if not self.reached:
-            return "not reached"
-        if self.written:
-            return "written"
-        if self.skipped:
-            return "skipped"
-        if self.error:
-            return "failed" if self.new_source is not None else "error"
-        return "unchanged" if self.new_source is None else "would change"
-
-
 @dataclass(frozen=True)
 class ToParse:
     """A screened file that the libcst engine decides.
@@ -115,6 +69,7 @@ class ToParse:
     source: bytes
     detection: Detection | None = None
     settings: Settings | None = None
+    notebook: Notebook | None = None
 
 
 def process_source(
@@ -153,10 +108,7 @@ def process_source(
     try:
         outcome = run(source, settings, filename=path, detection=detection)
     except libcst.ParserSyntaxError as exc:
-        result.error = (
-            f"cannot parse: {exc.message} (line {exc.raw_line}, column {exc.raw_column + 1})"
-        )
-        return result
+        return unparsable(result, syntax_error(source) or from_libcst(exc))
     except (UnicodeDecodeError, LookupError, SyntaxError, ValueError) as exc:
         result.error = f"cannot decode or parse: {exc}"
         return result
@@ -186,7 +138,16 @@ def _screen(path: Path, settings: Settings, prefilter: bool) -> FileResult | ToP
     error = _not_python(source)
     if error:
         return FileResult(str(path), error=error)
-    return _screen_source(str(path), source, settings, prefilter)
+    if path.suffix != SUFFIX:
+        return _screen_source(str(path), source, settings, prefilter)
+    try:
+        notebook = Notebook.read(source)
+    except NotANotebook as exc:
+        return FileResult(str(path), error=str(exc))
+    screened = _screen_source(str(path), notebook.source, fixing(settings), prefilter)
+    if isinstance(screened, ToParse):
+        return dataclasses.replace(screened, notebook=notebook)
+    return in_cells(screened, notebook)
 
 
 def _screen_source(
@@ -203,7 +164,11 @@ def _screen_source(
     if prefilter:
         passed = screen(source, settings)
         if passed is None:
-            return FileResult(path)
+            # Nothing to find, but a file Python refuses is reported (see syntax_errors).
+            syntax = syntax_error(source)
+            if syntax is None or newer_python(source):
+                return FileResult(path)
+            return unparsable(FileResult(path), syntax)
         tree = passed.tree
     evidenced = with_evidence(source, settings, tree)
     if evidenced is not None:
@@ -229,10 +194,15 @@ def _parse(args: Work) -> FileResult:
     """Run the engine on a screened file and (with ``write``) atomically rewrite it."""
     path, todo, settings, write, before_write = args
     source = todo.source
+    notebook = todo.notebook
     settings = todo.settings or settings
+    settings = fixing(settings) if notebook else settings
     result = process_source(
         str(path), source, settings, prefilter=False, on_ast=False, detection=todo.detection
     )
+    if notebook is not None:
+        result = into_notebook(result, notebook)
+        source = notebook.original  # what the file holds, for the write's check
     if write and result.new_source is not None:
         if before_write is not None:
             before_write(path)
@@ -378,7 +348,7 @@ def process_files(
         # the pre-filter flag; a worker gets the bytes only (it makes its own ast pass).
         if jobs > 1 and len(todo) >= PARSE_IN_WORKERS_FROM:
             todo = [
-                (i, (p, ToParse(d.source, settings=d.settings), s, w, h))
+                (i, (p, ToParse(d.source, settings=d.settings, notebook=d.notebook), s, w, h))
                 for i, (p, d, s, w, h) in todo
             ]
             workers = min(jobs, len(todo))

@@ -24,11 +24,14 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from packaging.version import Version
 
 from codemods.releases import RangeError, Span, parse_span
 
@@ -37,6 +40,10 @@ _LISTS = ("select", "extend-select", "ignore", "exclude")
 _VERSIONS = ("target-torch", "target-lightning")
 _FLAGS = ("fsdp2-bridge",)
 _KNOWN = {*_LISTS, *_VERSIONS, *_FLAGS, "per-file-ignores"}
+
+
+#: A rule selector's shape: the linter's letters, then some digits of a code.
+_SELECTOR = re.compile(r"[A-Z]+[0-9]*")
 
 
 class ConfigError(ValueError):
@@ -150,7 +157,10 @@ def load(path: Path | None) -> Config:
     values: dict[str, Any] = {"path": path}
     for key in _LISTS:
         if key in table:
-            values[key.replace("-", "_")] = _strings(path, key, table[key])
+            strings = _strings(path, key, table[key])
+            if key != "exclude":
+                strings = check_selectors(strings, f"{path}: {key}")
+            values[key.replace("-", "_")] = strings
     for key in _VERSIONS:
         if key in table:
             values[key.replace("-", "_")] = _version(path, key, table[key])
@@ -163,18 +173,63 @@ def load(path: Path | None) -> Config:
     if not isinstance(ignores, dict):
         raise ConfigError(f"{path}: per-file-ignores must be a table of glob = [codes]")
     values["per_file_ignores"] = tuple(
-        (pattern, _strings(path, f"per-file-ignores.{pattern}", codes))
+        (
+            pattern,
+            check_selectors(
+                _strings(path, f"per-file-ignores.{pattern}", codes),
+                f"{path}: per-file-ignores.{pattern}",
+            ),
+        )
         for pattern, codes in ignores.items()
     )
     return Config(**values)
 
 
 def _strings(path: Path, key: str, value: Any) -> tuple[str, ...]:
-    if isinstance(value, str):
-        value = [value]
+    # A bare string is refused, as ruff refuses it: ``ignore = "FSDP101"`` is a typo
+    # for a list more often than not, and a silent reading of it hides the mistake.
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise ConfigError(f"{path}: {key} must be a list of strings, got {value!r}")
+        raise ConfigError(
+            f"{path}: {key} must be a list of strings, got {value!r}"
+            + (f' (write {key} = ["{value}"])' if isinstance(value, str) else "")
+        )
     return tuple(value)
+
+
+def check_selectors(codes: Sequence[str], where: str) -> tuple[str, ...]:
+    """``codes`` (rule codes or prefixes), upper-cased, each checked against the registry.
+
+    A selector is a rule code (``FSDP101``) or a prefix of one made of the linter's
+    letters and leading digits (``FSDP``, ``FSDP1``, ``FSDP10``).
+
+    Raises:
+        ConfigError: For a selector no rule matches (``FSDP999``, ``E501``); the
+            message says where it was given and lists the valid prefixes.
+
+    Example:
+        >>> check_selectors(["fsdp1", "FSDP101"], "--select")
+        ('FSDP1', 'FSDP101')
+        >>> check_selectors(["E501"], "--select")
+        Traceback (most recent call last):
+        ...
+        codemods.cli.config.ConfigError: --select: unknown rule selector 'E501'; ...
+    """
+    from codemods.cli.output import TOOL_RULES  # not for runs without selectors
+    from codemods.registry import REGISTRY
+
+    known = [rule.code for rule in REGISTRY] + [c for c in TOOL_RULES if c[-1].isdigit()]
+    checked = []
+    for raw in codes:
+        code = raw.strip().upper()
+        if not (_SELECTOR.fullmatch(code) and any(c.startswith(code) for c in known)):
+            prefixes = sorted({c[: len(c) - 2] for c in known})
+            raise ConfigError(
+                f"{where}: unknown rule selector {raw!r}; a selector is a rule code "
+                f"or a prefix of one: {', '.join(['FSDP', *prefixes])} "
+                "(`python -m codemods.lint --explain` lists every rule)"
+            )
+        checked.append(code)
+    return tuple(checked)
 
 
 def _version(path: Path, key: str, value: Any) -> str:
@@ -191,12 +246,68 @@ def check_version(text: str, option: str, where: str = "") -> Span:
     """A release or range (``--target-torch 2.2``, ``2.4..2.13``, ``2.4..``), read.
 
     Raises:
-        ConfigError: If it is not a release or a range of releases.
+        ConfigError: If it is not a release or a range of releases, or a bound is newer
+            than any release this version of fsdp-compat knows
+            (:func:`check_known_release`).
     """
     try:
-        return parse_span(text, option)
+        span = parse_span(text, option)
     except RangeError as exc:
         raise ConfigError(f"{where}{exc}") from exc
+    framework = option.rsplit("-", 1)[-1]
+    for bound in (span.floor, span.top):
+        if bound is not None:
+            check_known_release(framework, bound, f"{where}{option}")
+    return span
+
+
+def newest_known(framework: str) -> Version:
+    """The newest ``torch`` or ``lightning`` release the registry knows anything about.
+
+    The releases it was measured on, and every version a rule names.
+
+    Example:
+        >>> newest_known("torch") >= Version("2.13")
+        True
+    """
+    from codemods.registry import REGISTRY, Framework
+    from codemods.registry.deprecations import LIGHTNING_RELEASES, TORCH_RELEASES
+
+    lightning = framework == "lightning"
+    versions = [Version(v) for v in (LIGHTNING_RELEASES if lightning else TORCH_RELEASES)]
+    for rule in REGISTRY:
+        if (rule.version_framework is Framework.LIGHTNING) == lightning:
+            versions += [Version(v) for v in (rule.introduced, rule.deprecated, rule.removed) if v]
+    return max(versions)
+
+
+def check_known_release(framework: str, version: str | Version, where: str) -> None:
+    """Refuse a target newer than any release of ``framework`` this tool knows.
+
+    Such a target is a typo (``2.99``, ``9.0``) or a release this version of
+    fsdp-compat cannot know the changes of; a later release of the same minor
+    (``2.13.5`` beside a known ``2.13.0``) is accepted. ``where`` names the option or
+    the file and key, for the message.
+
+    Raises:
+        ConfigError: For such a target.
+
+    Example:
+        >>> check_known_release("torch", "2.2", "--target-torch")
+        >>> check_known_release("torch", "9.0", "--target-torch")
+        Traceback (most recent call last):
+        ...
+        codemods.cli.config.ConfigError: --target-torch: torch 9.0 is newer than any release ...
+    """
+    newest = newest_known(framework)
+    release = Version(str(version))
+    if release.release[:2] > newest.release[:2]:
+        title = "Lightning" if framework == "lightning" else "torch"
+        raise ConfigError(
+            f"{where}: {title} {version} is newer than any release this fsdp-compat "
+            f"knows (the newest is {title} {newest.major}.{newest.minor}); "
+            "check the number, or upgrade fsdp-compat"
+        )
 
 
 def start_of(paths: Sequence[str]) -> Path:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codemods._version import __version__
+from codemods.batch.files import Problem, discover
 from codemods.cli import config as configuration
 from codemods.cli.project_classes import ProjectClasses
 from codemods.cli.project_fsdp1 import ProjectFsdp1Checks
@@ -81,10 +83,100 @@ def add_rule_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _codes(text: str | None) -> tuple[str, ...] | None:
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """The options that choose files, workers and how much is said (lint and migrate alike).
+
+    The short flags ruff users type are here: ``-q``, ``-s``, ``-v``, ``-n`` (no cache
+    exists to skip: accepted, and nothing changes), ``-e``.
+    """
+    parser.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="files or directories (default: the current directory); - for stdin",
+    )
+    parser.add_argument(
+        "--stdin-filename",
+        metavar="PATH",
+        help="read the code from stdin, as if it were this file (for its configuration)",
+    )
+    parser.add_argument(
+        "--jobs", type=jobs, default=None, metavar="N", help="worker processes (default: all cores)"
+    )
+    parser.add_argument(
+        "--force-exclude",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="apply the configuration's exclude to files named on the command line too "
+        "(as pre-commit passes them)",
+    )
+    parser.add_argument(
+        "--respect-gitignore",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="skip the files .gitignore ignores when walking directories (default: on)",
+    )
+    parser.add_argument(
+        "-e", "--exit-zero", action="store_true", help="exit 0 even when findings remain"
+    )
+    talk = parser.add_mutually_exclusive_group()
+    talk.add_argument(
+        "-q", "--quiet", action="store_true", help="print only findings and errors, no summary"
+    )
+    talk.add_argument(
+        "-s",
+        "--silent",
+        action="store_true",
+        help="print nothing but errors; the exit code says it",
+    )
+    talk.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="also say which configuration and files are used",
+    )
+    parser.add_argument(
+        "-n", "--no-cache", action="store_true", help="accepted for ruff's users: there is no cache"
+    )
+
+
+def paths_of(args: argparse.Namespace) -> list[str]:
+    """The paths to read: ``-`` where ``--stdin-filename`` is given, ``.`` where none are.
+
+    ruff reads standard input whenever ``--stdin-filename`` is given, and checks the
+    current directory when no path is.
+    """
+    if args.stdin_filename is not None:
+        return ["-"]
+    return list(args.paths) or ["."]
+
+
+def _codes(text: str | None, option: str) -> tuple[str, ...] | None:
+    """The selectors of a command-line option, checked (:func:`config.check_selectors`)."""
     if text is None:
         return None
-    return tuple(code.strip().upper() for code in text.split(",") if code.strip())
+    codes = [code for code in text.split(",") if code.strip()]
+    return configuration.check_selectors(codes, option)
+
+
+def jobs(text: str) -> int:
+    """``--jobs``: a count of worker processes, at least 1.
+
+    Example:
+        >>> jobs("2")
+        2
+        >>> jobs("0")
+        Traceback (most recent call last):
+        ...
+        argparse.ArgumentTypeError: must be a whole number of at least 1, got '0'
+    """
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, got {text!r}")
+    return count
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,6 +197,23 @@ class Choices:
     targets: ProjectTargets | None = dataclasses.field(default=None, compare=False)
     classes: ProjectClasses | None = dataclasses.field(default=None, compare=False)
     fsdp1_checks: ProjectFsdp1Checks | None = dataclasses.field(default=None, compare=False)
+
+    def files(self, args: argparse.Namespace) -> tuple[Choices, list[Path], list[Problem]]:
+        """The files the command line names (:func:`~codemods.batch.files.discover`).
+
+        Returns:
+            These choices for a run over them (:meth:`with_files`), the files, and a
+            problem for each path that does not exist.
+        """
+        files, problems = discover(
+            args.paths,
+            skip=self.skip(),
+            force_exclude=args.force_exclude,
+            respect_gitignore=args.respect_gitignore,
+        )
+        if args.verbose:
+            print(f"checking {len(files)} files", file=sys.stderr)
+        return self.with_files(files), files, problems
 
     def with_files(self, paths: list[Path]) -> Choices:
         """These choices for a run over ``paths``: the project classes across them read.
@@ -224,12 +333,12 @@ def choices(args: argparse.Namespace, paths: list[str], fix: bool) -> Choices:
     if path is None:
         path = configuration.find(configuration.start_of(paths))
     config = configuration.load(path)
-    select = _codes(args.select)
+    select = _codes(args.select, "--select")
     select = config.select if select is None else select
-    extend = _codes(args.extend_select) or config.extend_select
+    extend = _codes(args.extend_select, "--extend-select") or config.extend_select
     if extend:  # an empty select means every rule that is not opt-in: extend those
         select = (*(select or _default_codes()), *extend)
-    ignore = _codes(args.ignore)
+    ignore = _codes(args.ignore, "--ignore")
     command_line = {
         framework: configuration.check_version(value, f"--target-{framework}") if value else None
         for framework, value in (("torch", args.target_torch), ("lightning", args.target_lightning))

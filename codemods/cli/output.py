@@ -1,4 +1,4 @@
-"""Findings as text, JSON, GitHub workflow commands or SARIF 2.1.0.
+"""Findings as text, GitHub workflow commands or SARIF 2.1.0 (JSON: :mod:`.json_format`).
 
 Every format is a pure function from the run's findings (and errors) to a string, so
 the same data prints the same way from lint and from its tests.
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from codemods._version import __version__
-from codemods.findings import Finding, applicability
+from codemods.findings import INVALID_SYNTAX, Finding, applicability
 from codemods.registry import REGISTRY, FixSafety
 from codemods.settings import Settings
 
@@ -22,16 +22,45 @@ HOME = "https://github.com/fsdp-compat/fsdp-compat"
 RULES_URL = f"{HOME}/blob/main/docs/rules.md"
 
 
+#: The code of a ``noqa`` comment naming an FSDP code it does not use (opt-in: ruff's RUF100).
+UNUSED_NOQA = "FSDP900"
+#: The tool's own findings, beside the registry's rules: code to (name, what it says).
+TOOL_RULES = {
+    INVALID_SYNTAX: ("invalid-syntax", "the file does not parse as Python"),
+    UNUSED_NOQA: (
+        "unused-noqa",
+        "a noqa comment names a code of this tool that it does not silence on its "
+        "line; remove the code (or the comment) so that a real finding is not hidden later",
+    ),
+}
+
+
+def rule_name(code: str) -> str:
+    """The kebab-case name of a registry rule or of one of :data:`TOOL_RULES`."""
+    return TOOL_RULES[code][0] if code in TOOL_RULES else REGISTRY[code].name
+
+
 @dataclass(frozen=True)
 class Located:
-    """A finding with the file it is in."""
+    """A finding with the file it is in.
+
+    Attributes:
+        path: The file.
+        finding: The finding.
+        end: Its end (line, column), where known (the end of the token it points at).
+        edits: The edits of its fix, where asked for (:mod:`codemods.cli.fix_edits`).
+    """
 
     path: str
     finding: Finding
+    end: tuple[int, int] | None = None
+    edits: tuple[dict, ...] | None = None
 
     @property
     def applicability(self) -> str | None:
         """``"safe"`` or ``"unsafe"`` where an automatic fix exists here, else None."""
+        if self.finding.code in TOOL_RULES:
+            return None
         return applicability(self.finding, REGISTRY[self.finding.code].fix.value)
 
 
@@ -51,6 +80,8 @@ def finding_line(
         >>> finding_line("a.py", finding, Settings())
         'a.py:3:5: FSDP101 [*] renamed'
     """
+    if finding.code in TOOL_RULES:
+        return f"{path}:{finding.position}: {finding.code} {finding.message}"
     # A finding fixed in a file that could not be written is still there, and --fix
     # still fixes it: it keeps its marker.
     marker = settings is not None and fix_marker(Located(path, finding), settings)
@@ -63,7 +94,7 @@ def finding_line(
     elif too_old:
         hint = f" [{too_old}]"
     return (
-        f"{path}:{finding.line}:{finding.col}: {finding.code} "
+        f"{path}:{finding.position}: {finding.code} "
         f"{'[*] ' if marker else ''}{finding.message}{hint}"
     )
 
@@ -71,6 +102,8 @@ def finding_line(
 def fix_marker(item: Located, settings: Settings) -> bool:
     """Whether ``--fix`` (with this run's ``--unsafe-fixes``) would fix ``item``."""
     finding = item.finding
+    if finding.code in TOOL_RULES:
+        return False
     rule = REGISTRY[finding.code]
     return not finding.withheld and settings.fixes(rule, finding.fixable, finding.unsafe)
 
@@ -83,13 +116,15 @@ def target_too_old(finding: Finding, settings: Settings | None = None) -> str:
         >>> target_too_old(finding)
         'no fix runs on torch 2.2'
     """
-    if finding.fixed or finding.fixable:
+    if finding.fixed or finding.fixable or finding.code in TOOL_RULES:
         return ""
     return finding.no_fix or ""
 
 
 def needs_unsafe(finding: Finding) -> bool:
     """Whether the finding is left and an unsafe fix exists for it (``--unsafe-fixes``)."""
+    if finding.code in TOOL_RULES:
+        return False
     unsafe = applicability(finding, REGISTRY[finding.code].fix.value) == "unsafe"
     return unsafe and not finding.fixed and not finding.withheld
 
@@ -99,7 +134,10 @@ def text(
     settings: Settings,
     settings_for: Callable[[str], Settings] | None = None,
 ) -> str:
-    """:func:`finding_line` for each item, one line each (``settings_for``: each file's)."""
+    """:func:`finding_line` for each item, one line each (``settings_for``: each file's).
+
+    A notebook's findings say their cell: ``path:cell 2:1:8: ...``.
+    """
     return "".join(
         finding_line(i.path, i.finding, settings, settings_for(i.path) if settings_for else None)
         + "\n"
@@ -156,39 +194,40 @@ def _files(count: int) -> str:
 
 
 def statistics(items: Sequence[Located], settings: Settings) -> str:
-    """A count per rule, most frequent first: ``count  CODE  [*] name``."""
+    r"""A count per rule, most frequent first (``count  CODE  [*] name``), then a trailer.
+
+    Example:
+        >>> item = Located("a.py", Finding(1, 1, "FSDP101", "renamed", fixable=True))
+        >>> statistics([item, item], Settings()).splitlines()[0]
+        '2\tFSDP101\t[*] default-auto-wrap-policy'
+        >>> print(statistics([item, item], Settings()).split("\n", 1)[1], end="")
+        Found 2 findings.
+        [*] 2 fixable with the `--fix` option.
+    """
+    rows = statistics_rows(items, settings)
+    width = len(str(max((row["count"] for row in rows), default=0)))
+    table = "".join(
+        f"{row['count']:>{width}}\t{row['code']}\t{'[*]' if row['fixable'] else '[ ]'} "
+        f"{row['name']}\n"
+        for row in rows
+    )
+    return table + summary(items, 0, settings)
+
+
+def statistics_rows(items: Sequence[Located], settings: Settings) -> list[dict]:
+    """The rows of ``--statistics`` (what its JSON form holds), most frequent first."""
     counts = Counter(i.finding.code for i in items)
-    fixable = {i.finding.code for i in items if fix_marker(i, settings)}
-    width = len(str(max(counts.values(), default=0)))
-    return "".join(
-        f"{count:>{width}}\t{code}\t{'[*]' if code in fixable else '[ ]'} {REGISTRY[code].name}\n"
+    fixable = Counter(i.finding.code for i in items if fix_marker(i, settings))
+    return [
+        {
+            "code": code,
+            "name": rule_name(code),
+            "count": count,
+            "fixable": bool(fixable[code]),
+            "fixable_count": fixable[code],
+        }
         for code, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-    )
-
-
-def as_json(items: Sequence[Located]) -> str:
-    """A JSON array, one object per finding."""
-    import json  # only for this format: every run imports this module
-
-    return (
-        json.dumps(
-            [
-                {
-                    "code": i.finding.code,
-                    "name": REGISTRY[i.finding.code].name,
-                    "message": i.finding.message,
-                    "filename": i.path,
-                    "location": {"row": i.finding.line, "column": i.finding.col},
-                    "fix": {"applicability": i.applicability} if i.applicability else None,
-                    "no_fix": i.finding.no_fix,
-                    "url": f"{RULES_URL}#{i.finding.code.lower()}",
-                }
-                for i in items
-            ],
-            indent=2,
-        )
-        + "\n"
-    )
+    ]
 
 
 def _escape_data(value: str) -> str:
@@ -230,6 +269,17 @@ def sarif(items: Sequence[Located], errors: Sequence[str] = ()) -> str:
     index = {code: n for n, code in enumerate(codes)}
     rules = []
     for code in codes:
+        if code in TOOL_RULES:
+            name, why = TOOL_RULES[code]
+            rules.append(
+                {
+                    "id": code,
+                    "name": name,
+                    "shortDescription": {"text": why},
+                    "fullDescription": {"text": why},
+                }
+            )
+            continue
         rule = REGISTRY[code]
         rules.append(
             {
@@ -245,7 +295,12 @@ def sarif(items: Sequence[Located], errors: Sequence[str] = ()) -> str:
         {
             "ruleId": i.finding.code,
             "ruleIndex": index[i.finding.code],
-            "level": "error" if REGISTRY[i.finding.code].fix is not FixSafety.MANUAL else "warning",
+            "level": (
+                "error"
+                if i.finding.code in TOOL_RULES
+                or REGISTRY[i.finding.code].fix is not FixSafety.MANUAL
+                else "warning"
+            ),
             "message": {"text": i.finding.message},
             "locations": [
                 {
