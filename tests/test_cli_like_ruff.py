@@ -38,6 +38,12 @@ trainer = Trainer(strategy="fsdp")
 """
 
 
+@pytest.fixture(autouse=True)
+def _at_the_current_releases(current_releases):
+    """Tests of the command line, not of ranges (tests/test_declared_target.py): the
+    scratch project declares the current releases, so each fix runs on the whole range."""
+
+
 @pytest.fixture
 def here(tmp_path: Path, monkeypatch) -> Path:
     monkeypatch.chdir(tmp_path)
@@ -360,7 +366,8 @@ def test_the_short_flags_ruff_users_type(here, capsys, tool, flag):
     if flag == "-q":
         assert "Found" not in out and "files scanned" not in err
     if flag == "-v":
-        assert "configuration: none (the defaults)" in err and "checking 1 files" in err
+        config = f"configuration: {here / 'pyproject.toml'}"  # the scratch project's
+        assert config in err and "checking 1 files" in err
     if tool is lint and flag not in ("-s",):
         assert "train.py:1:41: FSDP101" in out
 

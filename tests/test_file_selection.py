@@ -15,6 +15,7 @@ import pytest
 from codemods import lint, migrate
 from codemods.batch.files import discover
 from codemods.batch.gitignore import ignorer
+from tests.scratch_projects import CURRENT_RELEASES
 
 LEGACY = "from torch.distributed.fsdp.wrap import default_auto_wrap_policy\n"
 
@@ -25,7 +26,7 @@ needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 def vendored(tmp_path: Path, monkeypatch) -> Path:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "pyproject.toml").write_text(
-        '[tool.fsdp-compat]\nexclude = ["third_party/*", "legacy_*.py"]\n'
+        CURRENT_RELEASES + 'exclude = ["third_party/*", "legacy_*.py"]\n'
     )
     for name in ("train.py", "third_party/copy.py", "third_party/deep/more.py", "legacy_1.py"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)

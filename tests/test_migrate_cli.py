@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import stat
 import subprocess
 import sys
@@ -19,6 +20,7 @@ def _at_the_current_releases(current_releases):
     declares the current releases, so each fix's new form runs on the whole range."""
 
 
+ROOT = Path(__file__).resolve().parents[1]
 LEGACY = (
     "from lightning.pytorch import Trainer\n"
     'trainer = Trainer(strategy="fsdp_native", precision=16)  # keep me\n'
@@ -186,9 +188,11 @@ def test_report_json(tree):
     ]
 
 
-def test_stdin_to_stdout():
+def test_stdin_to_stdout(tmp_path):
     run = subprocess.run(
         [sys.executable, "-m", "codemods.migrate", "-"],
+        cwd=tmp_path,  # its [tool.fsdp-compat] names the current releases
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
         input=LEGACY.encode(),
         capture_output=True,
         timeout=60,
