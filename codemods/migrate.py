@@ -34,10 +34,9 @@ from codemods.cli.options import (
     base_parser,
     choices,
     paths_of,
-    skipped_lines,
-    stopped_lines,
 )
 from codemods.cli.progress import progress_printer
+from codemods.cli.run_lines import skipped_lines, stopped_lines
 from codemods.settings import Settings
 
 
