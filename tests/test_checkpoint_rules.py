@@ -56,8 +56,7 @@ def train(model, state, path, mesh_shape):
 #: import's finding: tests/test_import_findings.py).
 EXPECTED = [
     (5, "FSDP122"),
-    (6, "FSDP123"),
-    (6, "FSDP123"),
+    (6, "FSDP123"),  # one finding per rule and import statement
     (6, "FSDP131"),
     (7, "FSDP130"),
     (16, "FSDP129"),

@@ -27,7 +27,7 @@ CASES = {
         weight = DTensor.from_local(local, mesh, [Shard(0)])
         bias = DTensor.from_local(local_bias, mesh, [Shard(0)])
         """,
-        [(1, "FSDP123"), (1, "FSDP123")],
+        [(1, "FSDP123")],  # one finding per rule and import statement
     ),
     "module alias, uses unchanged": (
         """
@@ -123,3 +123,34 @@ def test_uses_that_read_the_same_are_the_imports_finding(name: str):
     code = textwrap.dedent(source).lstrip().encode()
     assert _lines(run(code, Settings()).findings) == expected
     assert _lines(lint(code, Settings())) == expected
+
+
+def test_identical_function_local_imports_each_move_in_place():
+    """Three test methods each import FSDP2 from its first home: each import moves, none
+    is deleted as a duplicate of another function's (seen in a real test file)."""
+    source = textwrap.dedent(
+        """\
+        class TestFSDP2:
+            def test_one(self):
+                from torch.distributed._composable.fsdp import fully_shard
+                fully_shard(a)
+
+            def test_two(self):
+                from torch.distributed._composable.fsdp import fully_shard
+                fully_shard(b)
+
+            def test_three(self):
+                from torch.distributed._composable.fsdp import fully_shard, MixedPrecisionPolicy
+                fully_shard(c, mp_policy=MixedPrecisionPolicy())
+        """
+    )
+    outcome = run(source.encode(), Settings(fix=True))
+    new = outcome.new_source.decode()
+    assert new.count("from torch.distributed.fsdp import fully_shard\n") == 2
+    assert "from torch.distributed.fsdp import fully_shard, MixedPrecisionPolicy\n" in new
+    assert "_composable" not in new
+    assert [(f.line, f.code, f.fixed) for f in outcome.findings] == [
+        (3, "FSDP107", True),
+        (7, "FSDP107", True),
+        (11, "FSDP107", True),
+    ]

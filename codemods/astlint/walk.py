@@ -74,8 +74,10 @@ class Walk:
             kind, node, fallback = event[0], event[1], event[2]
             d.fallback = fallback
             if kind == "import":
+                said: set[str] = set()  # one finding per rule and statement (as libcst's)
                 for alias, rule, _ in d.imported(node):
-                    self._renaming(alias, rule, fixable)
+                    self._renaming(alias, rule, fixable, quiet=rule.code in said)
+                    said.add(rule.code)
             elif kind == "ref":
                 rule = event[3][1]
                 self._renaming(node, rule, fixable, d.answered_by_import(node, rule))

@@ -73,7 +73,7 @@ class Engine(Lookups, ColdStatements, ImportMoves, cst.CSTTransformer):
         self._fallback_depth = 0
         self._older: set[int] = set()  # the older branches of the version gates met
         self._name_renames: dict[int, str] = {}  # id of a Name node -> its new value
-        self._moved_in: set[tuple[str, str, str | None]] = set()  # imports moved in place
+        self._moved_in: set[tuple[int, str, str, str | None]] = set()  # imports moved in place
         # id of an annotation in quotes -> (old name, new name)
         self._string_renames: dict[int, tuple[str, str]] = {}
         self._attribute_renames: dict[int, str] = {}  # id of an Attribute -> its new name
@@ -279,9 +279,11 @@ class Engine(Lookups, ColdStatements, ImportMoves, cst.CSTTransformer):
         return self._reference(node)
 
     def _visit_import(self, node: cst.Import | cst.ImportFrom) -> bool:
+        said: set[str] = set()  # one finding per rule and statement, at its first name
         for alias, rule, old in self._imported_names(node):
-            if self._renaming(alias, rule):
+            if self._renaming(alias, rule, quiet=rule.code in said):
                 self.renames[old] = self.new_name(rule, old)
+            said.add(rule.code)
         return False
 
     visit_Import = _visit_import

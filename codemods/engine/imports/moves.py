@@ -31,7 +31,7 @@ class ImportMoves:
     _name_renames: dict[int, str]
     _string_renames: dict[int, tuple[str, str]]
     _attribute_renames: dict[int, str]
-    _moved_in: set[tuple[str, str, str | None]]
+    _moved_in: set[tuple[int, str, str, str | None]]
     edits: Any
 
     def leave_Attribute(
@@ -103,13 +103,15 @@ class ImportMoves:
         if not moves:
             return updated_node
         pairs = list(zip(original_node.names, updated_node.names))
+        scope = id(self.scope(original_node))
         if len(moves) == len(pairs) and len({m for m, _ in moves.values()}) == 1:
             (module,) = {m for m, _ in moves.values()}
             names = []
             for original, alias in pairs:
                 name = moves[id(original)][1]
-                # Two old names can become one (both Lightning strategies: FSDPStrategy).
-                key = (module, name, original.asname and dotted(original.asname.name))
+                # Two old names can become one (both Lightning strategies: FSDPStrategy);
+                # in one scope only: identical imports in two functions each stay.
+                key = (scope, module, name, original.asname and dotted(original.asname.name))
                 if key not in self._moved_in:
                     self._moved_in.add(key)
                     names.append(alias.with_changes(name=cst.Name(name)))
@@ -126,7 +128,7 @@ class ImportMoves:
                 continue
             module, name = moves[id(original)]
             local = original.asname.name.value if original.asname else name
-            key = (module, name, original.asname and dotted(original.asname.name))
+            key = (scope, module, name, original.asname and dotted(original.asname.name))
             if module == here and key not in self._moved_in:
                 # Renamed within its own module: in place, keeping its line and comment.
                 self._moved_in.add(key)
