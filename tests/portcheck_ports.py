@@ -173,6 +173,12 @@ def fsdp2(rank: int, world_size: int) -> tuple[nn.Module, Any]:
     return model, _adamw(model)
 
 
+def fsdp2_tied(rank: int, world_size: int) -> tuple[nn.Module, Any]:
+    """Tied weights left together in the root, as FSDP1's policy left them."""
+    model = _shard_layers(Net(tied=True).to(rank_device()))
+    return model, _adamw(model)
+
+
 def fsdp2_dropout_after_drawing(rank: int, world_size: int) -> tuple[nn.Module, Any]:
     """A port whose setup draws random numbers FSDP1's did not (a data order, say)."""
     model = _shard_layers(Net(dropout=0.3).to(rank_device()))

@@ -242,6 +242,13 @@ def _check_optimizer_groups(before: SideObservation, after: SideObservation, add
         return  # a foreign optimizer is reported on its own
     groups, others = one["groups"], other["groups"]
     untied = {name for group in _split_ties(before, after) for name in group}
+    # One tied parameter goes by all its names on one side (FSDP2) and by one on the
+    # other (FSDP1's flat parameters): compare each group by its first name.
+    alias = {name: min(group) for group in [*before.ties, *after.ties] for name in group}
+
+    def named(group: dict) -> set[str]:
+        return {alias.get(name, name) for name in group["names"]}
+
     if len(groups) != len(others):
         add(
             Finding(
@@ -254,7 +261,7 @@ def _check_optimizer_groups(before: SideObservation, after: SideObservation, add
         )
         return
     for index, (group, twin) in enumerate(zip(groups, others)):
-        moved = sorted((set(group["names"]) ^ set(twin["names"])) - untied)  # ties: told apart
+        moved = sorted((named(group) ^ named(twin)) - untied)  # a split tie: told apart
         hyper = sorted(
             k
             for k in set(group["hyper"]) | set(twin["hyper"])
