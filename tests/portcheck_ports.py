@@ -374,3 +374,26 @@ def hybrid_root_on_the_whole_world(rank: int, world_size: int) -> tuple[nn.Modul
         fully_shard(layer, mesh=mesh)
     fully_shard(model)
     return model, _adamw(model)
+
+
+def fsdp1_shard_grad_op_checkpointed(rank: int, world_size: int) -> tuple[nn.Module, Any]:
+    """SHARD_GRAD_OP, blocks checkpointed after wrapping (the Lightning order)."""
+    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+        apply_activation_checkpointing,
+    )
+    from torch.distributed.fsdp import ShardingStrategy
+
+    model = _fsdp1(Net().to(rank_device()), sharding_strategy=ShardingStrategy.SHARD_GRAD_OP)
+    apply_activation_checkpointing(model, check_fn=lambda module: isinstance(module, Block))
+    return model, _adamw(model)
+
+
+def fsdp2_no_reshard_checkpointed(rank: int, world_size: int) -> tuple[nn.Module, Any]:
+    """The port: checkpoint the blocks, then shard them with reshard_after_forward=False."""
+    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+        apply_activation_checkpointing,
+    )
+
+    model = Net().to(rank_device())
+    apply_activation_checkpointing(model, check_fn=lambda module: isinstance(module, Block))
+    return _shard_layers(model, reshard_after_forward=False), _adamw(model)

@@ -47,6 +47,9 @@ CLEAN = {
     "bf16-root-only-casting": _case("fsdp1_bf16", "fsdp2_bf16"),
     "fp32-accumulation": _case("fsdp1", "fsdp2", accumulate=2),
     "fp32-use-orig-params": _case("fsdp1_orig_params", "fsdp2"),
+    "shard-grad-op-checkpointed": _case(
+        "fsdp1_shard_grad_op_checkpointed", "fsdp2_no_reshard_checkpointed"
+    ),
     "tied-in-the-root": _case("fsdp1_tied", "fsdp2_tied"),
     "dropout-after-other-draws": _case("fsdp1_dropout", "fsdp2_dropout_after_drawing"),
     "fp32-clipped-own-loss": _case("fsdp1", "fsdp2", max_norm=0.5, loss=P + "smoothed_loss"),
