@@ -336,3 +336,23 @@ def test_the_guide_lists_every_cause():
     section = guide.split("\n## The port checker\n", 1)[1].split("\n## ", 1)[0]
     for code in CAUSES:
         assert f"| `{code}`" in section
+
+
+def test_fsdp_state_this_torch_hides_is_skipped_and_said(monkeypatch):
+    """The units' arguments come from FSDP's private state: a torch that moves it costs
+    that one comparison, named in a note, not the check."""
+    from compat.portcheck import compare, engines, observe
+
+    def moved(model, engine):
+        raise AttributeError("'FSDPState' object has no attribute '_mp_policy'")
+
+    monkeypatch.setattr(engines, "unit_settings", moved)
+    seen = observe.SideObservation("after")
+    model = nn.Linear(2, 2)
+    observe._setup(seen, model, torch.optim.SGD(model.parameters(), lr=0.1))
+    assert seen.settings == {} and "_mp_policy" in seen.unread[0]
+    report = compare.compare(
+        observe.SideObservation("before"), seen, PortCase("", "", ""), 1, "gloo"
+    )
+    (note,) = report.findings
+    assert note.severity == "note" and "the units' arguments" in note.message and report.passed

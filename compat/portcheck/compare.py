@@ -62,6 +62,7 @@ def compare(
     add = report.findings.append
     for side in (before, after):
         _check_error(side, add)
+        _check_unread(side, add)
         _check_meta(side, add)
         _check_root_arguments(side, add)
         _check_optimizer_holds_the_model(side, add)
@@ -114,6 +115,11 @@ def _check_error(side: SideObservation, add: Add) -> None:
             cause=cause,
         )
     )
+
+
+def _check_unread(side: SideObservation, add: Add) -> None:
+    for what in side.unread:
+        add(Finding("note", "unread", f"not compared: {what} could not be read", side=side.label))
 
 
 def _check_meta(side: SideObservation, add: Add) -> None:

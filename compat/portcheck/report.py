@@ -38,7 +38,7 @@ class Finding:
             behaviour a port accepts, with its consequence).
         topic: What was compared: ``units``, ``arguments``, ``meta``, ``weights``,
             ``buffers``, ``loss``, ``grad-norm``, ``inputs``, ``optimizer``, ``ties``,
-            ``state-dict``, ``error``.
+            ``state-dict``, ``error``, ``unread`` (what this torch would not show).
         message: The finding in words.
         side: ``before`` or ``after`` when it is about one side.
         where: The unit, parameter or buffer.
