@@ -163,6 +163,9 @@ def test_what_each_finding_points_at(reports):
     assert any(f.topic == "weights" and "did not change" in f.message for f in optimizer.findings)
     broadcast = next(f for f in reports["missed-rank0-broadcast"].findings if f.topic == "weights")
     assert "rank 0's part" in broadcast.message and broadcast.step is None
+    table = next(f for f in reports["missed-rank0-broadcast"].findings if f.topic == "buffers")
+    assert table.where == "rope" and table.cause == "missed-broadcast"
+    assert "on rank 1 " in table.message  # rank 0 has the right table
 
 
 @pytest.mark.distributed
