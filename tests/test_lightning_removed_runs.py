@@ -70,3 +70,19 @@ def test_the_removed_strategies_fail_on_lightning_2(code, error):
     source = source.replace('accelerator="gpu", devices=4', 'accelerator="cpu", devices=1')
     with pytest.raises(error):
         _run(source)
+
+
+def test_fabric_save_fails_in_the_old_order_and_saves_in_the_fixed_one(tmp_path, monkeypatch):
+    import torch
+
+    rule = REGISTRY["FSDP221"]
+    monkeypatch.chdir(tmp_path)
+    setup = "import torch\nmodel = torch.nn.Linear(2, 2)\nstep = 3\n"
+    cpu = ("Fabric()", 'Fabric(accelerator="cpu", devices=1)')
+    # Lightning 2.6.6 reads the path string as the state: 'str' object has no attribute 'items'
+    with pytest.raises(AttributeError, match="'str' object has no attribute 'items'"):
+        _run(setup + rule.example.before.replace(*cpu))
+    assert not (tmp_path / "checkpoint.ckpt").exists()
+    _run(setup + rule.example.after.replace(*cpu))
+    saved = torch.load(tmp_path / "checkpoint.ckpt", weights_only=False)
+    assert saved["step"] == 3 and set(saved["model"]) == {"weight", "bias"}

@@ -1,4 +1,4 @@
-"""Lightning 1.x APIs that Lightning 2.0 removed with no alias (FSDP215-FSDP220).
+"""Lightning 1.x APIs that Lightning 2.0 removed or reordered with no alias (FSDP215-FSDP221).
 
 Each fails on Lightning 2.x (ImportError, TypeError or ValueError, checked on 2.6.6).
 Only the half-precision literal (FSDP220) and ``amp_backend="native"`` (FSDP218) have a
@@ -15,6 +15,8 @@ from codemods.registry.names import LIGHTNING, fabric_paths, trainer_paths
 TRAINER = trainer_paths("Trainer", "trainer.Trainer", "trainer.trainer.Trainer") + (
     f"{LIGHTNING}.Trainer",
 )
+#: Fabric, whose ``save`` took ``(content, filepath)`` before 2.0 (FSDP221).
+FABRIC = fabric_paths("Fabric", "fabric.Fabric") + (f"{LIGHTNING}.Fabric",)
 #: Trainer arguments Lightning 2.0 removed (FSDP218).
 REMOVED_TRAINER_ARGUMENTS = ("amp_backend", "amp_level", "track_grad_norm")
 #: Lightning's AMP precision plugin, under its 1.x and 2.x names (FSDP220).
@@ -359,6 +361,80 @@ RULES = (
                 "from lightning.pytorch.plugins import HalfPrecision\n"
                 'plugin = HalfPrecision("16-true")\n'
             ),
+        ),
+    ),
+    Rule(
+        code="FSDP221",
+        name="fabric-save-argument-order",
+        framework=Framework.LIGHTNING,
+        kind=ChangeKind.CALL_REWRITE,
+        old=tuple(f"{name}.save" for name in FABRIC),
+        new=f"{FABRIC[0]}.save",
+        message=(
+            "`fabric.save(state, path)` is Lightning 1.x's order: since 2.0 it is "
+            "`fabric.save(path, state)`"
+        ),
+        why=(
+            "Fabric's `save` took `(content, filepath)` up to Lightning 1.9 and takes "
+            "`(path, state)` since 2.0, with no deprecation. The old order still reaches "
+            "the strategy, which then tries to write the path string as the checkpoint and "
+            "save the state where a path should be (a real script stopped with `cannot "
+            "pickle 'module' object`). The rule looks at `save` called on a name the file "
+            "binds to `Fabric(...)`, with two positional arguments of which only the second "
+            "is a path (a string, an f-string, `os.path.join(...)`, `Path(...)` or a `/` "
+            "join); the fix swaps them. Where both could be either, nothing is said."
+        ),
+        example=Example(
+            before=(
+                "from lightning.fabric import Fabric\n"
+                "fabric = Fabric()\n"
+                'fabric.save({"model": model, "step": step}, "checkpoint.ckpt")\n'
+            ),
+            after=(
+                "from lightning.fabric import Fabric\n"
+                "fabric = Fabric()\n"
+                'fabric.save("checkpoint.ckpt", {"model": model, "step": step})\n'
+            ),
+        ),
+        fix=FixSafety.SAFE,
+        introduced="2.0",
+        removed="2.0",
+        found_in=FABRIC,
+        cases=(
+            Example(
+                before=(
+                    "import os\n"
+                    "import lightning as L\n"
+                    "class Runner:\n"
+                    "    def __init__(self):\n"
+                    '        self.fabric = L.Fabric(accelerator="cpu")\n'
+                    "    def checkpoint(self, state, folder, epoch):\n"
+                    '        self.fabric.save(state, os.path.join(folder, f"epoch-{epoch}.ckpt"))\n'
+                ),
+                after=(
+                    "import os\n"
+                    "import lightning as L\n"
+                    "class Runner:\n"
+                    "    def __init__(self):\n"
+                    '        self.fabric = L.Fabric(accelerator="cpu")\n'
+                    "    def checkpoint(self, state, folder, epoch):\n"
+                    '        self.fabric.save(os.path.join(folder, f"epoch-{epoch}.ckpt"), state)\n'
+                ),
+            ),
+        ),
+        untouched=(
+            (
+                "from lightning.fabric import Fabric\n"
+                "fabric = Fabric()\n"
+                'fabric.save("checkpoint.ckpt", {"model": model})\n'
+            ),
+            (
+                "from lightning.fabric import Fabric\n"
+                "fabric = Fabric()\n"
+                "fabric.save(path, state)  # either order: nothing is said\n"
+            ),
+            'torch.save(state, "checkpoint.ckpt")\n',
+            'trainer.save(state, "checkpoint.ckpt")\n',
         ),
     ),
 )
