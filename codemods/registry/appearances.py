@@ -22,6 +22,8 @@ APPEARED: dict[str, tuple[str, str]] = {
     "torch.distributed.fsdp.wrap.ModuleWrapPolicy": ("torch", "2.0"),
     "torch.distributed.fsdp.wrap.CustomPolicy": ("torch", "2.1"),
     "torch.distributed.fsdp.wrap._Policy": ("torch", "2.1"),
+    # FSDP1's composable prototype (torch 2.0 to 2.5; FSDP134)
+    "torch.distributed._composable.fully_shard": ("torch", "2.0"),
     # FSDP2: its first, private home, then its public one
     "torch.distributed._composable.fsdp": ("torch", "2.4"),
     "torch.distributed.fsdp.fully_shard": ("torch", "2.6"),
@@ -44,6 +46,9 @@ APPEARED: dict[str, tuple[str, str]] = {
     "lightning.pytorch.strategies.DDPFullyShardedNativeStrategy": ("lightning", "1.7"),
     "pytorch_lightning.strategies.FSDPStrategy": ("lightning", "2.0"),
     "lightning.pytorch.strategies.FSDPStrategy": ("lightning", "2.0"),
+    # Lightning's strategies package (1.6) and what it gained later
+    "pytorch_lightning.strategies.DDPShardedStrategy": ("lightning", "1.6"),
+    "pytorch_lightning.strategies.ColossalAIStrategy": ("lightning", "1.8"),
     "lightning_lite": ("lightning", "1.8"),
     "lightning.lite": ("lightning", "1.8"),
     "lightning.fabric": ("lightning", "1.9"),
