@@ -126,7 +126,7 @@ def _main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             write=args.fix,
             jobs=args.jobs,
             settings_for=chosen.settings_for,
-            progress=progress_printer(len(files)),
+            progress=None if args.quiet or args.silent else progress_printer(len(files)),
         )
         if noqa_comments.wanted(chosen.settings):
             noqa_comments.add_unused(results, chosen.settings_for)

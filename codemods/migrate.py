@@ -119,7 +119,7 @@ def _main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     # SIGINT and SIGTERM stop the run between files, and the summary says what it did.
     with stopping.on_signals() as stop:
         chosen, files, problems = chosen.files(args)
-        progress = progress_printer(len(files))
+        progress = None if args.quiet or args.silent else progress_printer(len(files))
         results = process_files(
             files,
             chosen.settings,

@@ -512,3 +512,5 @@ def test_progress_in_a_ci_log_is_a_line_per_tenth(tmp_path):
     assert len(lines) == 10, done.stderr
     assert lines[0].startswith("20/200 files (10%), ETA ")
     assert lines[-1].startswith("200/200 files (100%), ")
+    quiet = script("fsdp-migrate", "--check", "-q", ".", cwd=tmp_path)
+    assert quiet.stderr == ""  # -q: findings and errors only, as ruff's

@@ -132,31 +132,44 @@ class GitIgnore:
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self._prefix = os.path.join(os.path.abspath(root), "")
         self._info = _read(root / ".git" / "info" / "exclude")
+        self._levels: dict[str, tuple[tuple[int, tuple[_Rule, ...]], ...]] = {}
 
     def ignored(self, path: Path, is_dir: bool) -> bool:
         """Whether git ignores ``path`` (its parent directories are not looked at)."""
-        absolute = Path(os.path.abspath(path))
-        try:
-            parts = absolute.relative_to(self.root).parts
-        except ValueError:
+        absolute = os.path.abspath(path)
+        if not absolute.startswith(self._prefix):
             return False
-        if not parts or parts[0] == ".git":
+        relative = absolute[len(self._prefix) :].replace(os.sep, "/")
+        if not relative or relative == ".git" or relative.startswith(".git/"):
             return False
         verdict = None
         # From the root's rules (info/exclude first, the lowest priority) down to the
         # parent directory's: a deeper .gitignore wins, and in each the last line.
-        levels = [(self.root, self._info)]
-        levels += [
-            (self.root.joinpath(*parts[:depth]), _rules_of(self.root.joinpath(*parts[:depth])))
-            for depth in range(len(parts))
-        ]
-        for base, rules in levels:
-            relative = "/".join(parts[len(base.parts) - len(self.root.parts) :])
+        for cut, rules in self._chain(relative.rpartition("/")[0]):
+            tail = relative[cut:]
             for rule in rules:
-                if rule.matches(relative, is_dir):
+                if rule.matches(tail, is_dir):
                     verdict = not rule.negated
         return bool(verdict)
+
+    def _chain(self, directory: str) -> tuple[tuple[int, tuple[_Rule, ...]], ...]:
+        """The rules that apply in ``directory`` (relative, ``/``-separated), root first.
+
+        Each comes with the length of its own directory's prefix in a relative path.
+        """
+        chain = self._levels.get(directory)
+        if chain is None:
+            if directory:
+                parent, _, _ = directory.rpartition("/")
+                own = _rules_of(self.root / directory)
+                chain = self._chain(parent) + (((len(directory) + 1, own),) if own else ())
+            else:
+                own = _rules_of(self.root)
+                chain = ((0, self._info),) + (((0, own),) if own else ())
+            self._levels[directory] = chain
+        return chain
 
 
 def ignorer(top: Path) -> GitIgnore | None:
