@@ -79,7 +79,7 @@ def main(
     if argv[0] == "--list":
         return list_installed()
     if argv[0] in ("-m", "-c") and len(argv) < 2:
-        needed = "a module name" if argv[0] == "-m" else "a program (Argument expected)"
+        needed = "a module name" if argv[0] == "-m" else "a program"
         print(f"{prog}: {argv[0]} needs {needed}\n{usage}", file=sys.stderr)
         return 2
     if argv[0].startswith("-") and argv[0] not in ("-m", "-c", "-"):
