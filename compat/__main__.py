@@ -79,7 +79,7 @@ def main(
     if argv[0] == "--list":
         return list_installed()
     if argv[0] in ("-m", "-c") and len(argv) < 2:
-        needed = "a module name" if argv[0] == "-m" else "a program (Argument expected)"
+        needed = "a module name" if argv[0] == "-m" else "a program"
         print(f"{prog}: {argv[0]} needs {needed}\n{usage}", file=sys.stderr)
         return 2
     if argv[0].startswith("-") and argv[0] not in ("-m", "-c", "-"):
@@ -207,7 +207,7 @@ def _set_path0(directory: str) -> None:
     # Python put the runner's own entry first (`python -m compat`: the working directory;
     # the console script: its folder); `python SCRIPT` puts the script's folder there,
     # `python -m` the working directory, `python -c` and `python -` "".
-    if sys.flags.safe_path:
+    if getattr(sys.flags, "safe_path", False):  # -P, Python 3.11+
         return
     if sys.path and _runner_path0 is not None and sys.path[0] in _runner_path0:
         sys.path[0] = directory

@@ -108,30 +108,33 @@ def _names(node: ast.expr) -> bool:
     return all(on_ast.dotted(item) is not None for item in items)
 
 
-def _kept_with_its_file(code: str, frame: types.FrameType) -> bool:
-    """Whether ``migrate`` leaves this call of ``code`` because of the rest of its file."""
+def _codemods_verdict(code: str, frame: types.FrameType) -> str:
+    """What the codemod's lint says of the finding of ``code`` at the call ``frame`` makes.
+
+    ``"fixed"``, ``"kept"``, ``"absent"`` where it reports no ``code`` there (a FairScale
+    ``wrap(...)`` building the FSDP), ``"unknown"`` where it cannot tell (no source, a
+    file its ``ast`` lint leaves to libcst).
+    """
     position = _call_position(frame)
     lines = linecache.getlines(frame.f_code.co_filename, frame.f_globals)
-    if position is None or not lines:
-        return False
-    fixable = _fixable_calls("".join(lines).encode(), code)
-    return (position[0], position[2] + 1) in fixable.get(False, ())
+    verdicts = None if position is None or not lines else _verdicts("".join(lines).encode(), code)
+    if verdicts is None:
+        return "unknown"
+    fixable = verdicts.get((position[0], position[2] + 1))  # type: ignore[index]
+    return "absent" if fixable is None else "fixed" if fixable else "kept"
 
 
 @functools.lru_cache(maxsize=32)
-def _fixable_calls(source: bytes, code: str) -> dict[bool, frozenset[tuple[int, int]]]:
-    """The (line, column) of ``code``'s findings in ``source``, by whether they are fixable."""
+def _verdicts(source: bytes, code: str) -> dict[tuple[int, int], bool] | None:
+    """Whether each finding of ``code`` in ``source`` is fixable, by (line, column)."""
     from codemods.astlint.lint import lint  # the codemod's own lint, on ast
     from codemods.settings import Settings
 
     try:
         findings = lint(source, Settings(select=(code,)))
     except Exception:  # noqa: BLE001 - a warning must never break the user's program
-        return {}
-    return {
-        fixable: frozenset((f.line, f.col) for f in findings if f.fixable is fixable)
-        for fixable in (True, False)
-    }
+        return None
+    return {(f.line, f.col): f.fixable for f in findings}
 
 
 def migrate_blockers(
@@ -146,7 +149,8 @@ def migrate_blockers(
 
     Returns:
         The reasons (empty where the fix rewrites the call), or None where ``code``'s fix
-        does not decide call by call or nothing is known of the call.
+        does not decide call by call, nothing is known of the call, or the codemod
+        reports no ``code`` at it.
     """
     decide = BLOCKERS.get(code)
     if decide is None:
@@ -159,8 +163,13 @@ def migrate_blockers(
     reasons = decide(
         [_with_classes(arg, arg.classes and arg.keyword in classes) for arg in spelled]
     )
-    if not reasons and frame is not None and _kept_with_its_file(code, frame):
-        name = os.path.basename(frame.f_code.co_filename)
+    verdict = _codemods_verdict(code, frame) if frame is not None else "unknown"
+    if verdict == "absent":
+        return None  # not a call the fix is about: nothing to say of it
+    if verdict == "fixed":
+        return []  # the codemod's lint has the last word
+    if verdict == "kept" and not reasons:
+        name = os.path.basename(frame.f_code.co_filename)  # type: ignore[union-attr]
         reasons.append(
             f"it renames a file's uses together, and not every one in {name} is certain "
             f"(`fsdp-lint --select {code} {name}` lists them)"

@@ -202,3 +202,20 @@ def test_without_source_the_values_decide(tmp_path):
         "leaves this call for a human: `bucket_cap_mb` has no FSDPStrategy meaning."
         in (messages[0])
     )
+
+
+@pytest.mark.distributed
+def test_a_call_the_fix_is_not_about_gets_no_verdict(tmp_path, single_rank):
+    """FairScale's ``wrap()`` builds the FSDP (FSDP301 warns there); the codemod reports
+    FSDP303 at that line, not FSDP301, so the warning keeps the rule's own hint."""
+    from codemods.registry import REGISTRY
+    from compat.deprecation import deprecation_message
+
+    body = (
+        f"{_PRELUDE_301}from compat.fairscale import enable_wrap, wrap\n"
+        "with enable_wrap(wrapper_cls=FSDP):\n"
+        "    layer = wrap(torch.nn.Linear(2, 2), bucket_cap_mb=25)\n"
+    )
+    messages = _warnings_of(tmp_path, body)
+    assert deprecation_message(REGISTRY["FSDP301"]) in messages
+    assert not any("leaves this call" in m for m in messages)

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -443,35 +444,29 @@ def _readme_lightning_example() -> str:
     return match.group(1)
 
 
-@pytest.mark.distributed
-@pytest.mark.slow
-def test_readme_lightning_example_saves_its_full_checkpoint_on_cpu(tmp_path):
-    """The README's script as written: the Trainer's defaults, its own launcher, 2 CPU ranks.
-
-    Lightning saves its end-of-epoch checkpoint with FSDP1's full state dict offloaded
-    to the CPU, which crashed CPU ranks (exit 139) before compat's strategies took it
-    in place.
-    """
-    script = tmp_path / "train.py"
-    script.write_text(_readme_lightning_example(), encoding="utf-8")
+def _fit_script_and_load_its_checkpoint(folder: Path, text: str) -> tuple[str, dict, Any]:
+    """Run ``text`` as ``python train.py`` in ``folder``; its stderr, checkpoint and a Model."""
+    script = folder / "train.py"
+    script.write_text(text, encoding="utf-8")
     environment = {k: v for k, v in cpu_environment().items() if k not in _RANK_VARIABLES}
     environment["PYTHONPATH"] = os.pathsep.join(
         p for p in (str(ROOT), environment.get("PYTHONPATH")) if p
     )
     done = subprocess.run(
         [sys.executable, str(script)],
-        cwd=tmp_path,
+        cwd=folder,
         env=environment,
         capture_output=True,
         text=True,
         timeout=600,
     )
     assert done.returncode == 0, done.stderr[-4000:]
-    assert "[FSDP202]" in done.stderr and "[FSDP208]" in done.stderr
-
-    (saved_path,) = (tmp_path / "lightning_logs" / "version_0" / "checkpoints").glob("*.ckpt")
+    (saved_path,) = (folder / "lightning_logs" / "version_0" / "checkpoints").glob("*.ckpt")
     saved = torch.load(saved_path, map_location="cpu", weights_only=False)
-    model = runpy.run_path(str(script), run_name="readme_example")["Model"]()
+    return done.stderr, saved, runpy.run_path(str(script), run_name="example")["Model"]()
+
+
+def _assert_full(saved: dict, model: torch.nn.Module) -> None:
     weights = saved["state_dict"]
     # strict: every weight of the unwrapped model, by name and full shape
     model.load_state_dict(weights)
@@ -481,6 +476,49 @@ def test_readme_lightning_example_saves_its_full_checkpoint_on_cpu(tmp_path):
     shapes = [tuple(p.shape) for p in model.parameters()]
     assert sorted(optimizer_state) == list(range(len(shapes)))
     assert [tuple(optimizer_state[i]["exp_avg"].shape) for i in range(len(shapes))] == shapes
+
+
+@pytest.mark.distributed
+@pytest.mark.slow
+def test_readme_lightning_example_saves_its_full_checkpoint_on_cpu(tmp_path):
+    """The README's script as written: the Trainer's defaults, its own launcher, 2 CPU ranks.
+
+    Lightning saves its end-of-epoch checkpoint with FSDP1's full state dict offloaded
+    to the CPU, which crashed CPU ranks (exit 139) before compat's strategies took it
+    in place.
+    """
+    stderr, saved, model = _fit_script_and_load_its_checkpoint(
+        tmp_path, _readme_lightning_example()
+    )
+    assert "[FSDP202]" in stderr and "[FSDP208]" in stderr
+    _assert_full(saved, model)
+
+
+def _swapped(text: str, *pairs: tuple[str, str]) -> str:
+    for old, new in pairs:
+        assert old in text, old
+        text = text.replace(old, new)
+    return text
+
+
+@pytest.mark.distributed
+@pytest.mark.slow
+def test_a_removed_strategy_name_saves_its_full_checkpoint_on_cpu(tmp_path):
+    """The same script on the standalone pytorch_lightning, with ``strategy="fsdp_native"``."""
+    pytest.importorskip("pytorch_lightning")
+    text = _swapped(
+        _readme_lightning_example(),
+        ("import lightning as L", "import pytorch_lightning as L"),
+        (
+            "from compat.strategies import DDPFullyShardedStrategy",
+            "import compat.strategies.pytorch_lightning",
+        ),
+    )
+    text = re.sub(r"strategy = DDPFullyShardedStrategy\(.*\)", 'strategy = "fsdp_native"', text)
+    assert 'strategy = "fsdp_native"' in text
+    stderr, saved, model = _fit_script_and_load_its_checkpoint(tmp_path, text)
+    assert "[FSDP204]" in stderr
+    _assert_full(saved, model)
 
 
 def _fabric_saves_on_cpu(rank, world_size, directory):

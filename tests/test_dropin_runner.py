@@ -262,13 +262,21 @@ def test_a_local_compat_module_cannot_shadow_the_console_script(tmp_path, shadow
     )
 
 
-def test_python_m_compat_says_when_a_compat_module_is_near(tmp_path):
-    write(tmp_path, "compat.py", _USERS_COMPAT)
-    write(tmp_path, "show.py", _SHOW)
-    # -P: the working directory is not searched, so fsdp-compat's __main__ runs after all
-    result = run(["-P", "-m", "compat", "show.py"], tmp_path)
+@pytest.mark.parametrize("how", ["beside the script", "-P"])
+def test_python_m_compat_says_when_a_compat_module_is_near(tmp_path, how):
+    if how == "-P" and sys.version_info < (3, 11):
+        pytest.skip("-P (the working directory not searched) is Python 3.11's")
+    folder = tmp_path / "scripts" if how == "beside the script" else tmp_path
+    write(folder, "compat.py", _USERS_COMPAT)
+    write(folder, "show.py", _SHOW)
+    script = os.path.relpath(folder / "show.py", tmp_path)
+    # Where fsdp-compat's __main__ runs after all: a compat.py only beside the script, or
+    # -P, which leaves the working directory out of sys.path.
+    flags = ["-P"] if how == "-P" else []
+    result = run([*flags, "-m", "compat", script], tmp_path)
     assert result.returncode == 0, result.stderr
-    assert "python -m compat: warning: compat.py is a module named `compat`" in result.stderr
+    expected = os.path.relpath(folder / "compat.py", tmp_path)
+    assert f"python -m compat: warning: {expected} is a module named `compat`" in result.stderr
     assert "Use `fsdp-compat-run SCRIPT`" in result.stderr
 
 

@@ -100,6 +100,9 @@ def test_pip_install_without_torch_pulls_no_torch(tmp_path):
     for script in ("fsdp-lint", "fsdp-migrate"):
         run = subprocess.run([bin_dir / script, "--version"], capture_output=True, text=True)
         assert run.returncode == 0 and run.stdout.startswith(script)
+    # The drop-in's runner is installed too; without torch it says what to install.
+    run = subprocess.run([bin_dir / "fsdp-compat-run", "train.py"], capture_output=True, text=True)
+    assert run.returncode == 2 and "pip install torch" in run.stderr, run.stderr
     legacy = tmp_path / "legacy.py"
     legacy.write_text("from pytorch_lightning import Trainer\nTrainer(precision=16)\n")
     (tmp_path / "pyproject.toml").write_text(CURRENT_RELEASES)  # moving to the current releases

@@ -35,16 +35,19 @@ def install() -> None:
     """Install the drop-in when the environment asks for it."""
     if os.environ.get("FSDP_COMPAT_INSTALL") != "1":
         return
-    # From this file's own installation: a `compat.py` on PYTHONPATH must not answer.
+    # From this file's own installation, as fsdp-compat-run imports it: a `compat.py`
+    # on PYTHONPATH must not answer.
     home = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    saved = list(sys.path)
-    sys.path.insert(0, home)
+    launcher = os.path.join(home, "fsdp_compat_run.py")
     try:
+        if os.path.isfile(launcher):
+            spec = importlib.util.spec_from_file_location("fsdp_compat_run", launcher)
+            module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+            spec.loader.exec_module(module)  # type: ignore[union-attr]
+            module.import_own_compat()
         import compat
     except ImportError:  # a Python without compat or torch, started by the program
         return
-    finally:
-        sys.path[:] = saved
     compat.install(subprocesses=True)
 
 
