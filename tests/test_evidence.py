@@ -170,16 +170,6 @@ OLD_FORM_FLOORS = {
     "FSDP310": {"torch": "1.11"},
     "FSDP311": {"torch": "1.11"},
     "FSDP401": {"torch": "2.0"},
-    "FSDP133": {"torch": "1.11"},
-    "FSDP134": {"torch": "1.11"},
-    "FSDP135": {"torch": "1.11"},
-    "FSDP136": {"torch": "1.11"},
-    "FSDP137": {"torch": "1.11"},
-    "FSDP307": {"torch": "1.11"},
-    "FSDP308": {"torch": "1.11"},
-    "FSDP309": {"torch": "1.11"},
-    "FSDP310": {"torch": "1.11"},
-    "FSDP311": {"torch": "1.11"},
 }
 
 
