@@ -10,6 +10,9 @@ packages count as imported too.
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -135,14 +138,47 @@ def test_the_registry_imports_only_itself(name):
     assert outside == set()
 
 
-#: What compat may take from codemods: the registry (with its shared names) and the version.
-COMPAT_MAY_IMPORT = ("codemods.registry", "codemods._version")
+#: What compat may take from codemods: the registry (with its shared names), the version,
+#: and what a warning asks of a call (what migrate does with it: the fixes' per-call
+#: decision, the ``ast`` lint of the file, the releases it runs on), none of which loads
+#: libcst (test_a_warning_about_a_call_loads_no_libcst).
+COMPAT_MAY_IMPORT = (
+    "codemods.registry",
+    "codemods._version",
+    "codemods.rules.call_blockers",
+    "codemods.syntax",
+    "codemods.astlint.lint",
+    "codemods.settings",
+    "codemods.releases",
+    "codemods.screen.evidence",
+    "codemods.cli.targets",
+)
 
 
 @pytest.mark.parametrize("name", sorted(n for n in MODULES if n.split(".")[0] == "compat"))
 def test_compat_imports_only_the_registry_from_codemods(name):
     taken = {m for m in direct_imports(name) if m.split(".")[0] == "codemods"}
     assert {m for m in taken if not m.startswith(COMPAT_MAY_IMPORT)} == set()
+
+
+def test_a_warning_about_a_call_loads_no_libcst(tmp_path):
+    """compat's verdict on a FairScale call runs the codemod's ``ast`` lint, not libcst."""
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import sys\n"
+        "from compat.call_source import _verdicts\n"
+        "source = b'from fairscale.nn import FullyShardedDataParallel as F\\nF(m, verbose=1)\\n'\n"
+        "assert _verdicts(source, 'FSDP301') is not None\n"
+        "assert 'libcst._nodes.base' not in sys.modules, 'libcst loaded'\n"
+    )
+    run = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
 
 
 @pytest.mark.parametrize(
