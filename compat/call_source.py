@@ -19,6 +19,7 @@ import types
 from collections.abc import Mapping, Sequence
 from typing import Any, Callable
 
+from codemods.releases import Releases
 from codemods.rules.call_blockers import (
     Argument,
     ddp_fully_sharded_blockers,
@@ -26,6 +27,7 @@ from codemods.rules.call_blockers import (
     from_ast,
 )
 from codemods.syntax import ast_nodes as on_ast
+from compat.project_releases import file_releases
 
 #: The rules whose fix decides call by call, and how it decides.
 BLOCKERS: dict[str, Callable[[Sequence[Argument]], list[str]]] = {
@@ -117,7 +119,9 @@ def _codemods_verdict(code: str, frame: types.FrameType) -> str:
     """
     position = _call_position(frame)
     lines = linecache.getlines(frame.f_code.co_filename, frame.f_globals)
-    verdicts = None if position is None or not lines else _verdicts("".join(lines).encode(), code)
+    releases = file_releases(frame.f_code.co_filename)
+    source = "".join(lines).encode()
+    verdicts = None if position is None or not lines else _verdicts(source, code, releases)
     if verdicts is None:
         return "unknown"
     fixable = verdicts.get((position[0], position[2] + 1))  # type: ignore[index]
@@ -125,13 +129,18 @@ def _codemods_verdict(code: str, frame: types.FrameType) -> str:
 
 
 @functools.lru_cache(maxsize=32)
-def _verdicts(source: bytes, code: str) -> dict[tuple[int, int], bool] | None:
-    """Whether each finding of ``code`` in ``source`` is fixable, by (line, column)."""
+def _verdicts(
+    source: bytes, code: str, releases: Releases | None = None
+) -> dict[tuple[int, int], bool] | None:
+    """Whether each finding of ``code`` in ``source`` is fixable, by (line, column).
+
+    ``releases``: those the file runs on (None: the current releases).
+    """
     from codemods.astlint.lint import lint  # the codemod's own lint, on ast
     from codemods.settings import Settings
 
     try:
-        findings = lint(source, Settings(select=(code,)))
+        findings = lint(source, Settings(select=(code,), releases=releases or Releases()))
     except Exception:  # noqa: BLE001 - a warning must never break the user's program
         return None
     return {(f.line, f.col): f.fixable for f in findings}

@@ -24,8 +24,10 @@ from collections.abc import Sequence
 import codemods.registry
 from codemods.registry import ChangeKind, FixSafety, Rule
 from codemods.registry.names import LIGHTNING_PACKAGES
+from codemods.releases import Releases
 from codemods.rules.call_blockers import Argument
 from compat.call_source import migrate_blockers
+from compat.project_releases import file_releases
 
 # Frames in these packages are library plumbing between the user's line and ours.
 _LIBRARY_PACKAGES = ("torch", *LIGHTNING_PACKAGES, "fairscale")
@@ -46,7 +48,10 @@ class FSDPDeprecationWarning(FutureWarning):
 
 
 def deprecation_message(
-    rule: Rule, detail: str | None = None, withheld: Sequence[str] | None = None
+    rule: Rule,
+    detail: str | None = None,
+    withheld: Sequence[str] | None = None,
+    releases: Releases | None = None,
 ) -> str:
     """Compose the warning text for ``rule``.
 
@@ -57,6 +62,9 @@ def deprecation_message(
         rule: The registry rule that the legacy spelling falls under.
         detail: Extra context for this call site, appended before the code.
         withheld: Why the codemod leaves this call for a human, where it does.
+        releases: The releases the calling file runs on
+            (:func:`compat.project_releases.file_releases`): where the rule's new form
+            does not run on all of them, the text says migrate leaves the call, and why.
 
     Returns:
         The full message.
@@ -88,7 +96,10 @@ def deprecation_message(
     else:  # a spelling that only compat ever offered
         head = f"{rule.short_old_spelling} is deprecated in compat"
     hint = _TOOL_HINT[rule.fix]
-    if withheld:
+    breaks = releases.breaks(rule) if releases is not None and rule.fixable else ""
+    if breaks:
+        hint = f"{_MIGRATE[rule.fix]} leaves it where the file runs: {breaks}."
+    elif withheld:
         hint = f"{_MIGRATE[rule.fix]} leaves this call for a human: {'; '.join(withheld)}."
     parts = [f"{head}: {rule.message}.", hint]
     if detail:
@@ -138,7 +149,8 @@ def warn_deprecated(
     if site in _warned_sites:
         return
     _warned_sites.add(site)
-    message = _message(code, detail, migrate_blockers(code, frame, arguments))
+    filename = frame.f_code.co_filename
+    message = _message(code, detail, migrate_blockers(code, frame, arguments), filename)
     warnings.warn_explicit(
         message,
         FSDPDeprecationWarning,
@@ -149,9 +161,15 @@ def warn_deprecated(
     )
 
 
-def _message(code: str, detail: str | None, withheld: Sequence[str] | None = None) -> str:
+def _message(
+    code: str,
+    detail: str | None,
+    withheld: Sequence[str] | None = None,
+    filename: str | None = None,
+) -> str:
     rule = codemods.registry.REGISTRY[code]  # looked up now: a test may add a rule
-    return deprecation_message(rule, detail, withheld)
+    releases = file_releases(filename) if filename else None
+    return deprecation_message(rule, detail, withheld, releases)
 
 
 def reset_warned_sites() -> None:

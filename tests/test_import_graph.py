@@ -152,6 +152,7 @@ COMPAT_MAY_IMPORT = (
     "codemods.releases",
     "codemods.screen.evidence",
     "codemods.cli.targets",
+    "codemods.cli.config",
 )
 
 
