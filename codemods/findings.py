@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True, order=True)
@@ -60,3 +61,17 @@ def applicability(finding: Finding, safety: str) -> str | None:
     if not finding.fixable:
         return None
     return "unsafe" if finding.unsafe else safety
+
+
+def no_fix(settings: Any, rule: Any, fixable: bool, why_not: str | None = None) -> str | None:
+    """Why a finding of ``rule`` has no fix: the releases the code runs on, else ``why_not``.
+
+    ``settings`` is the run's :class:`codemods.settings.Settings` (not imported here: the
+    findings module sits below it). None where the rule has a fix here or none at all.
+    """
+    if not rule.fixable:
+        return None
+    breaks = settings.releases.breaks(rule)
+    if breaks:
+        return breaks
+    return None if fixable else why_not

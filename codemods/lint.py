@@ -269,7 +269,7 @@ def _print(
             if not files and not errors:
                 out.write("No Python files found.\n")
             out.write(output.summary(items, fixed, settings, *missed))
-            if any(item.finding.no_fix for item in items):
+            if any((i.finding.no_fix or "").startswith("no fix runs on") for i in items):
                 # why those findings have no fix: the ranges they were judged against
                 lines = chosen.summary_lines(no_fix=True)
                 out.write("".join(line + "\n" for line in lines))

@@ -221,7 +221,9 @@ def _finish(
         summary["targets"] = chosen.targets.report()
     if not (args.quiet or args.silent):
         print(line, file=sys.stderr)
-        no_fix = any(f.no_fix and not f.fixable for r in results for f in r.findings)
+        no_fix = any(
+            (f.no_fix or "").startswith("no fix runs on") for r in results for f in r.findings
+        )
         for note in chosen.summary_lines(no_fix) if chosen is not None else []:
             print(note, file=sys.stderr)
     if stop.signum or summary["files_not_reached"]:

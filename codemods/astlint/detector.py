@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from codemods.astlint.scopes import Names, Undecided, dotted
-from codemods.findings import Finding
+from codemods.findings import Finding, no_fix
 from codemods.registry import REGISTRY, Rule
 from codemods.rules.index import INDEX
 from codemods.screen.noqa import Suppressions
@@ -147,6 +147,7 @@ class Detector:
         fixable_here: bool = True,
         quiet: bool = False,
         unsafe_here: bool = False,
+        why_not: str | None = None,
     ) -> bool:
         """Record a finding (see ``Engine.report``); False: nothing is rewritten here."""
         self.touched.append(node)
@@ -167,7 +168,7 @@ class Detector:
                     fixable,
                     False,
                     unsafe=fixable and unsafe_here,
-                    no_fix=self.settings.releases.breaks(rule) if rule.fixable else None,
+                    no_fix=no_fix(self.settings, rule, fixable, why_not),
                 )
             )
         return False

@@ -20,7 +20,7 @@ from codemods.astlint.scopes import dotted
 from codemods.registry import REGISTRY, Rule
 from codemods.rules.api import PARTIAL, AstSite, Behaviour, unchanged
 from codemods.rules.index import INDEX, fix_for
-from codemods.rules.plan import Planner, new_name
+from codemods.rules.plan import Planner, new_name, why_not
 from codemods.screen.prefilter import rule_filter
 from codemods.syntax.ast_nodes import tree_index
 from codemods.syntax.gates import ast_fallback_regions
@@ -57,6 +57,7 @@ class Walk:
         self.d = detector
         self.below = tree_index(detector.tree).below
         self.events: list[tuple] = []
+        self.why_not: dict[str, str] = {}  # see Plan.why_not
         self.definitions = bool(self._enabled(INDEX.definitions))
         # Names that may refer to something a rule looks at: imported in the file, or
         # spelled like a package the rules name (a module-level `torch = ...` is
@@ -147,7 +148,8 @@ class Walk:
         if fix_for(rule) is None:
             self.d.report(node, rule, quiet=quiet)
         else:
-            self.d.report(node, rule, fixable_here=rule.code in fixable, quiet=quiet)
+            why = self.why_not.get(rule.code)
+            self.d.report(node, rule, fixable_here=rule.code in fixable, quiet=quiet, why_not=why)
 
     def _call(self, call: ast.Call) -> None:
         d = self.d
@@ -202,13 +204,19 @@ class Walk:
                 seen(rule, old, event[1], event[2])
                 references.setdefault(rule.code, []).append((event[1], rule, old, qualified))
         present = set(olds)
-        certain = {
-            code
-            for code in present - held
-            if fix_for(REGISTRY[code]) is not None
-            and all(self._certain(*r) for r in references.get(code, ()))
-        }
-        certain -= _Clashes.clashes(certain, olds)
+        certain: set[str] = set()
+        for code in present:
+            if fix_for(REGISTRY[code]) is None:
+                continue
+            doubtful = next((r for r in references.get(code, ()) if not self._certain(*r)), None)
+            if code not in held and doubtful is None:
+                certain.add(code)
+                continue
+            line = d.position(doubtful[0])[0] if doubtful is not None else None
+            self.why_not[code] = why_not(code, line, code in held, False)  # type: ignore[assignment]
+        clashes = _Clashes.clashes(certain, olds)
+        certain -= clashes
+        self.why_not.update((code, why_not(code, None, False, True)) for code in clashes)  # type: ignore[misc]
         can_fix = d.settings.can_fix
         return Planner._settle({c for c in certain if can_fix(REGISTRY[c])}, present)
 

@@ -29,7 +29,7 @@ from codemods.engine.cold import ColdStatements
 from codemods.engine.imports.finish import Edits
 from codemods.engine.imports.moves import ImportMoves
 from codemods.engine.lookups import Lookups
-from codemods.findings import Finding
+from codemods.findings import Finding, no_fix
 from codemods.registry import REGISTRY, Rule
 from codemods.rules.api import PARTIAL, Site
 from codemods.rules.index import INDEX, fix_for
@@ -114,6 +114,7 @@ class Engine(Lookups, ColdStatements, ImportMoves, cst.CSTTransformer):
         unsafe_here: bool = False,
         detail: str | None = None,
         withheld: str | None = None,
+        why_not: str | None = None,
     ) -> bool:
         """Record a finding; return whether this run applies its fix.
 
@@ -123,7 +124,9 @@ class Engine(Lookups, ColdStatements, ImportMoves, cst.CSTTransformer):
         ``unsafe_here``: the fix may change behaviour at this site though the rule's fix
         is safe elsewhere, so it applies only with ``--unsafe-fixes``. ``detail`` is
         added to the rule's message for this site; ``withheld`` says why a fix this run
-        would apply is not written here (the finding then says so and returns False).
+        would apply is not written here (the finding then says so and returns False);
+        ``why_not`` why the fix is not certain here (the finding's ``no_fix``, where the
+        releases the code runs on do not already say why).
         """
         if (
             self._fallback_depth
@@ -148,9 +151,7 @@ class Engine(Lookups, ColdStatements, ImportMoves, cst.CSTTransformer):
                 applies and not withheld,
                 unsafe=fixable and unsafe_here,
                 withheld=withheld if applies else None,
-                no_fix=self.settings.releases.breaks(rule)
-                if fixable_here and rule.fixable
-                else None,
+                no_fix=no_fix(self.settings, rule, fixable, why_not),
             )
         )
         return applies and not withheld
@@ -248,7 +249,8 @@ class Engine(Lookups, ColdStatements, ImportMoves, cst.CSTTransformer):
             self.report(node, rule, quiet=quiet)
             return False
         fixable = rule.code in self._plan.fixable
-        applies = self.report(node, rule, fixable_here=fixable, quiet=quiet)
+        why = self._plan.why_not.get(rule.code)
+        applies = self.report(node, rule, fixable_here=fixable, quiet=quiet, why_not=why)
         return applies and rule.code in self._plan.applies
 
     def _reference(self, node: cst.BaseExpression) -> bool:

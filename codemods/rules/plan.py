@@ -55,12 +55,41 @@ class Plan:
         fixable: Renaming rules whose fix is certain here, if every enabled fix ran.
         applies: Renaming rules whose fix this run applies.
         superseded: Rules not reported, because a fix that applies rewrites their sites.
+        why_not: Why a renaming rule present here has no certain fix in this file (see
+            :func:`why_not`), by code.
     """
 
     present: set[str] = field(default_factory=set)
     fixable: set[str] = field(default_factory=set)
     applies: set[str] = field(default_factory=set)
     superseded: set[str] = field(default_factory=set)
+    why_not: dict[str, str] = field(default_factory=dict)
+
+
+def why_not(code: str, uncertain_line: int | None, held: bool, clash: bool) -> str | None:
+    """Why rule ``code``'s rename is not certain in a file: the first reason that holds.
+
+    Both planners (libcst's and the ``ast`` detector's) word it here, so lint and migrate
+    say the same.
+
+    Example:
+        >>> why_not("FSDP301", 12, False, False)
+        'not every use in this file is one its fix rewrites with certainty (line 12: a call whose arguments do not all translate, or a use it does not rewrite); it renames every use together'
+    """  # noqa: E501
+    if held:
+        return (
+            "the file also binds the name another way (a fallback, another import or "
+            "assignment), or a noqa comment keeps one use"
+        )
+    if uncertain_line is not None:
+        return (
+            f"not every use in this file is one its fix rewrites with certainty (line "
+            f"{uncertain_line}: a call whose arguments do not all translate, or a use it "
+            "does not rewrite); it renames every use together"
+        )
+    if clash:
+        return "its new name would also name something else in this file"
+    return None
 
 
 def restyle(new: str, old: str) -> str:
@@ -164,6 +193,9 @@ class PlanningEngine(Resolver, Protocol):
     def cold(self, node: cst.CSTNode) -> bool:
         """Whether the visit passes over ``node``: nothing the plan needs is in it."""
 
+    def position(self, node: cst.CSTNode) -> Any:
+        """The syntactic range of an original node."""
+
 
 class Planner:
     """Builds the :class:`Plan` for a module, asking the engine about its names.
@@ -185,6 +217,7 @@ class Planner:
         self.applies_fix = engine.settings.applies_fix
         self.silenced = engine.silenced
         self.cold = engine.cold
+        self.position = engine.position
 
     def plan(self, module: cst.Module, parents: dict[Any, Any] | None = None) -> Plan:
         """The plan for ``module``; ``parents`` gets the parents of the nodes it reached."""
@@ -196,13 +229,19 @@ class Planner:
         by_rule: dict[str, list[Reference]] = {}
         for reference in (Reference(*found) for found in collector.references):
             by_rule.setdefault(reference.rule.code, []).append(reference)
-        certain = {
-            code
-            for code in plan.present - collector.held
-            if fix_for(REGISTRY[code]) is not None
-            and all(self.certain(r) for r in by_rule.get(code, ()))
-        }
-        certain -= self._clashes(certain, collector.olds)
+        certain: set[str] = set()
+        for code in plan.present:
+            if fix_for(REGISTRY[code]) is None:
+                continue
+            doubtful = next((r for r in by_rule.get(code, ()) if not self.certain(r)), None)
+            if code not in collector.held and doubtful is None:
+                certain.add(code)
+                continue
+            line = self.position(doubtful.node).start.line if doubtful is not None else None
+            plan.why_not[code] = why_not(code, line, code in collector.held, False)  # type: ignore[assignment]
+        clashes = self._clashes(certain, collector.olds)
+        certain -= clashes
+        plan.why_not.update((code, why_not(code, None, False, True)) for code in clashes)  # type: ignore[misc]
         plan.fixable = self._settle({c for c in certain if self.can_fix(REGISTRY[c])}, plan.present)
         plan.applies = self._settle(
             {c for c in plan.fixable if self.applies_fix(REGISTRY[c])}, plan.present
