@@ -86,3 +86,35 @@ def test_fabric_save_fails_in_the_old_order_and_saves_in_the_fixed_one(tmp_path,
     _run(setup + rule.example.after.replace(*cpu))
     saved = torch.load(tmp_path / "checkpoint.ckpt", weights_only=False)
     assert saved["step"] == 3 and set(saved["model"]) == {"weight", "bias"}
+
+
+@pytest.mark.parametrize(
+    "example", [_PRECISION.example, *_PRECISION.cases], ids=lambda e: e.before.splitlines()[-1]
+)
+def test_the_drop_in_serves_the_old_values_and_uninstall_takes_them_back(example):
+    import compat
+    from compat import FSDPDeprecationWarning
+
+    compat.install()
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            namespace: dict = {}
+            exec(compile(_with_instance(example.before), "<example>", "exec"), namespace)
+        plugins = [
+            v
+            for v in namespace.values()
+            if any(c.__name__ == "MixedPrecision" for c in type(v).__mro__)
+        ]
+        assert plugins or "Trainer" in example.before
+        assert all(p.precision in ("16-mixed", "bf16-mixed") for p in plugins)
+        codes = {
+            str(w.message).rsplit("[", 1)[1]
+            for w in caught
+            if issubclass(w.category, FSDPDeprecationWarning)
+        }
+        assert codes == {"FSDP220]"}
+    finally:
+        compat.uninstall()
+    with pytest.raises(ValueError, match="must be '16-mixed' or 'bf16-mixed'"):
+        _run(_with_instance(example.before))

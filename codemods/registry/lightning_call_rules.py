@@ -43,7 +43,9 @@ RULES = (
             "`MixedPrecisionPlugin` as a deprecated alias) and refuses the old ones with a "
             "ValueError, unlike the Trainer, which still maps them (FSDP206). The fix writes "
             "the new value, by keyword or as the first positional argument, in the plugin "
-            "and in subclasses' `super().__init__(...)` calls where the file shows the base."
+            "and in subclasses' `super().__init__(...)` calls where the file shows the base. "
+            "Under `fsdp-compat-run` the plugin takes the old values again, mapped as the "
+            "Trainer maps them."
         ),
         example=Example(
             before=(
