@@ -53,6 +53,21 @@ def test_the_amp_plugin_refuses_the_old_value_and_takes_the_fixed_one(example):
         assert plugin.precision in ("16-mixed", "bf16-mixed")
 
 
+_NATIVE = REGISTRY["FSDP222"]
+
+
+@pytest.mark.parametrize(
+    "example", [_NATIVE.example, _NATIVE.cases[0]], ids=lambda e: e.before.splitlines()[-1]
+)
+def test_the_native_amp_plugin_is_gone_and_its_fix_builds(example):
+    setup = "import torch\n"
+    with pytest.raises((ImportError, AttributeError), match="NativeMixedPrecisionPlugin"):
+        _run(setup + example.before.replace('"cuda"', '"cpu"').replace("'cuda'", "'cpu'"))
+    built = _run(setup + example.after.replace('"cuda"', '"cpu"').replace("'cuda'", "'cpu'"))
+    (plugin,) = [v for v in built.values() if type(v).__name__ == "MixedPrecisionPlugin"]
+    assert plugin.precision in ("16-mixed", "bf16-mixed")
+
+
 def test_the_trainer_refuses_amp_backend_and_takes_the_fixed_call():
     example = REGISTRY["FSDP218"].example
     with pytest.raises(TypeError, match="amp_backend"):

@@ -1,9 +1,9 @@
-"""Lightning 1.x APIs that Lightning 2.0 removed with no alias (FSDP215-FSDP219).
+"""Lightning 1.x APIs that Lightning 2.0 removed with no alias (FSDP215-FSDP219, FSDP222).
 
 Each fails on Lightning 2.x (ImportError, TypeError or ValueError, checked on 2.6.6).
-Only ``amp_backend="native"`` (FSDP218) has a fix, one that means the same on every
-release; the rest are reported. Calls whose arguments 2.0 changed are in
-:mod:`codemods.registry.lightning_call_rules`.
+``amp_backend="native"`` (FSDP218) is dropped, and ``NativeMixedPrecisionPlugin(16, ...)``
+(FSDP222) becomes ``MixedPrecisionPlugin("16-mixed", ...)``; the rest are reported.
+Calls whose arguments 2.0 changed are in :mod:`codemods.registry.lightning_call_rules`.
 """
 
 from __future__ import annotations
@@ -253,6 +253,69 @@ RULES = (
         ),
         untouched=(
             "from lightning.pytorch.strategies import FSDPStrategy\nstrategy = FSDPStrategy()\n",
+        ),
+    ),
+    Rule(
+        code="FSDP222",
+        name="native-mixed-precision-plugin",
+        framework=Framework.LIGHTNING,
+        kind=ChangeKind.CALL_REWRITE,
+        old=trainer_paths(
+            "plugins.NativeMixedPrecisionPlugin",
+            "plugins.precision.NativeMixedPrecisionPlugin",
+            "plugins.precision.native_amp.NativeMixedPrecisionPlugin",
+        ),
+        new="lightning.pytorch.plugins.MixedPrecisionPlugin",
+        message=(
+            "`NativeMixedPrecisionPlugin` was removed in Lightning 2.0: use "
+            '`MixedPrecisionPlugin("16-mixed", device)` (`MixedPrecision` since 2.1)'
+        ),
+        why=(
+            "Lightning 1.x's AMP plugin was `NativeMixedPrecisionPlugin(precision, device, "
+            "scaler=None)`; 1.9 renamed it `MixedPrecisionPlugin` (the old name deprecated) "
+            'and 2.0 removed the old name and took only `"16-mixed"` / `"bf16-mixed"`, so '
+            "both the name and the value change (FSDP220 is the value alone). The fix does "
+            "both where the precision is a literal, for Lightning 2.0 and later; "
+            "`MixedPrecisionPlugin` is a deprecated alias of `MixedPrecision` since 2.1."
+        ),
+        example=Example(
+            before=(
+                "from pytorch_lightning.plugins import NativeMixedPrecisionPlugin\n"
+                'plugin = NativeMixedPrecisionPlugin(16, "cuda", torch.cuda.amp.GradScaler())\n'
+            ),
+            after=(
+                "from pytorch_lightning.plugins import MixedPrecisionPlugin\n"
+                'plugin = MixedPrecisionPlugin("16-mixed", "cuda", torch.cuda.amp.GradScaler())\n'
+            ),
+        ),
+        fix=FixSafety.SAFE,
+        introduced="2.0",
+        deprecated="1.9",
+        removed="2.0",
+        cases=(
+            Example(
+                before=(
+                    "import pytorch_lightning as pl\n"
+                    "amp = pl.plugins.precision.NativeMixedPrecisionPlugin(precision='bf16', "
+                    "device='cuda')\n"
+                ),
+                after=(
+                    "from pytorch_lightning.plugins import MixedPrecisionPlugin\n\n"
+                    "amp = MixedPrecisionPlugin(precision='bf16-mixed', device='cuda')\n"
+                ),
+            ),
+            Example.reported_only(
+                "from pytorch_lightning.plugins import NativeMixedPrecisionPlugin\n"
+                "def amp_plugin(precision):\n"
+                '    return NativeMixedPrecisionPlugin(precision, "cuda")\n'
+            ),
+        ),
+        untouched=(
+            (
+                "from lightning.pytorch.plugins import MixedPrecision\n"
+                'plugin = MixedPrecision("16-mixed", "cuda")\n'
+            ),
+            "from my_project.amp import NativeMixedPrecisionPlugin\n",
         ),
     ),
 )
