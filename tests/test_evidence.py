@@ -158,6 +158,7 @@ OLD_FORM_FLOORS = {
     "FSDP219": {"lightning": "1.8"},
     "FSDP220": {"lightning": "1.2"},
     "FSDP221": {"lightning": "1.9"},
+    "FSDP222": {"lightning": "1.2"},
     "FSDP301": {"torch": "1.11"},
     "FSDP302": {"torch": "1.11"},
     "FSDP303": {"torch": "1.11"},

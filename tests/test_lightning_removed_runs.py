@@ -53,6 +53,21 @@ def test_the_amp_plugin_refuses_the_old_value_and_takes_the_fixed_one(example):
         assert plugin.precision in ("16-mixed", "bf16-mixed")
 
 
+_NATIVE = REGISTRY["FSDP222"]
+
+
+@pytest.mark.parametrize(
+    "example", [_NATIVE.example, _NATIVE.cases[0]], ids=lambda e: e.before.splitlines()[-1]
+)
+def test_the_native_amp_plugin_is_gone_and_its_fix_builds(example):
+    setup = "import torch\n"
+    with pytest.raises((ImportError, AttributeError), match="NativeMixedPrecisionPlugin"):
+        _run(setup + example.before.replace('"cuda"', '"cpu"').replace("'cuda'", "'cpu'"))
+    built = _run(setup + example.after.replace('"cuda"', '"cpu"').replace("'cuda'", "'cpu'"))
+    (plugin,) = [v for v in built.values() if type(v).__name__ == "MixedPrecisionPlugin"]
+    assert plugin.precision in ("16-mixed", "bf16-mixed")
+
+
 def test_the_trainer_refuses_amp_backend_and_takes_the_fixed_call():
     example = REGISTRY["FSDP218"].example
     with pytest.raises(TypeError, match="amp_backend"):
@@ -86,3 +101,35 @@ def test_fabric_save_fails_in_the_old_order_and_saves_in_the_fixed_one(tmp_path,
     _run(setup + rule.example.after.replace(*cpu))
     saved = torch.load(tmp_path / "checkpoint.ckpt", weights_only=False)
     assert saved["step"] == 3 and set(saved["model"]) == {"weight", "bias"}
+
+
+@pytest.mark.parametrize(
+    "example", [_PRECISION.example, *_PRECISION.cases], ids=lambda e: e.before.splitlines()[-1]
+)
+def test_the_drop_in_serves_the_old_values_and_uninstall_takes_them_back(example):
+    import compat
+    from compat import FSDPDeprecationWarning
+
+    compat.install()
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            namespace: dict = {}
+            exec(compile(_with_instance(example.before), "<example>", "exec"), namespace)
+        plugins = [
+            v
+            for v in namespace.values()
+            if any(c.__name__ == "MixedPrecision" for c in type(v).__mro__)
+        ]
+        assert plugins or "Trainer" in example.before
+        assert all(p.precision in ("16-mixed", "bf16-mixed") for p in plugins)
+        codes = {
+            str(w.message).rsplit("[", 1)[1]
+            for w in caught
+            if issubclass(w.category, FSDPDeprecationWarning)
+        }
+        assert codes == {"FSDP220]"}
+    finally:
+        compat.uninstall()
+    with pytest.raises(ValueError, match="must be '16-mixed' or 'bf16-mixed'"):
+        _run(_with_instance(example.before))

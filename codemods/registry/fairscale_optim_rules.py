@@ -3,7 +3,8 @@
 FairScale's ZeRO stack (``OSS``, ``ShardedDataParallel``, ``ShardedGradScaler``) went
 into torch as ``ZeroRedundancyOptimizer`` beside plain ``DistributedDataParallel``; a few
 of its FSDP helpers have no torch form at all. None of these is a rename: each call needs
-its arguments read, so every rule here reports for a human. Versions are torch releases,
+its arguments read: every rule here reports for a human, except the grad scaler's
+(FSDP309), renamed where each argument is named. Versions are torch releases,
 those of the replacements.
 """
 
@@ -164,8 +165,8 @@ RULES = (
         new="torch.distributed.fsdp.sharded_grad_scaler.ShardedGradScaler",
         message=(
             "FairScale's `ShardedGradScaler` is archived; use torch's "
-            "`torch.distributed.fsdp.sharded_grad_scaler.ShardedGradScaler` (arguments by "
-            "keyword: torch's come in another order)"
+            "`torch.distributed.fsdp.sharded_grad_scaler.ShardedGradScaler` (by keyword: "
+            "torch's arguments come in another order)"
         ),
         why=(
             "torch 1.12 added its own shard-aware grad scaler (pytorch PR 76918), which, "
@@ -173,7 +174,9 @@ RULES = (
             "parameters are `(device='cuda', init_scale, backoff_factor, growth_factor, "
             "growth_interval, enabled, process_group)`: FairScale's `(init_scale, "
             "growth_factor, backoff_factor, ...)` passed by position land on the wrong "
-            "parameters, so the call is left for a human. Beside `DistributedDataParallel` "
+            "parameters, so only a call that names every argument is renamed (unsafe: torch's "
+            "scaler also handles CPU-offloaded FSDP gradients, and FairScale's checked that "
+            "its optimizer was `OSS`). Beside `DistributedDataParallel` "
             "and `ZeroRedundancyOptimizer` every rank holds full gradients and "
             "`torch.amp.GradScaler` is enough. `compat.fairscale.ShardedGradScaler` builds "
             "torch's from FairScale's arguments."
@@ -188,10 +191,28 @@ RULES = (
                 "scaler = ShardedGradScaler(init_scale=2.0**14)\n"
             ),
         ),
-        fix=FixSafety.MANUAL,
+        fix=FixSafety.UNSAFE,
         introduced="1.12",
         references=("https://github.com/pytorch/pytorch/pull/76918",),
         cases=(
+            Example(
+                before=(
+                    "from fairscale.optim.grad_scaler import ShardedGradScaler\n"
+                    "scaler = ShardedGradScaler(\n"
+                    "    init_scale=2.0**16,\n"
+                    "    growth_interval=1000,  # steps between growths\n"
+                    "    process_group=group,\n"
+                    ")\n"
+                ),
+                after=(
+                    "from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler\n"
+                    "scaler = ShardedGradScaler(\n"
+                    "    init_scale=2.0**16,\n"
+                    "    growth_interval=1000,  # steps between growths\n"
+                    "    process_group=group,\n"
+                    ")\n"
+                ),
+            ),
             Example.reported_only(
                 "import fairscale.optim.grad_scaler as grad_scaler\n"
                 "scaler = grad_scaler.ShardedGradScaler(2.0**16, 2.0, 0.5)\n"

@@ -1,33 +1,23 @@
-"""Lightning 1.x APIs that Lightning 2.0 removed or reordered with no alias (FSDP215-FSDP221).
+"""Lightning 1.x APIs that Lightning 2.0 removed with no alias (FSDP215-FSDP219, FSDP222).
 
 Each fails on Lightning 2.x (ImportError, TypeError or ValueError, checked on 2.6.6).
-Only the half-precision literal (FSDP220) and ``amp_backend="native"`` (FSDP218) have a
-fix that means the same on every release that runs the new form; the rest are reported.
+``amp_backend="native"`` (FSDP218) is dropped, and ``NativeMixedPrecisionPlugin(16, ...)``
+(FSDP222) becomes ``MixedPrecisionPlugin("16-mixed", ...)``; the rest are reported.
+Calls whose arguments 2.0 changed are in :mod:`codemods.registry.lightning_call_rules`.
 """
 
 from __future__ import annotations
 
 from codemods.registry.lightning_trainer_rules import TRAINER_AND_FABRIC
 from codemods.registry.model import ChangeKind, Example, FixSafety, Framework, Rule
-from codemods.registry.names import LIGHTNING, fabric_paths, trainer_paths
+from codemods.registry.names import LIGHTNING, trainer_paths
 
 #: The Trainer and where it is imported from.
 TRAINER = trainer_paths("Trainer", "trainer.Trainer", "trainer.trainer.Trainer") + (
     f"{LIGHTNING}.Trainer",
 )
-#: Fabric, whose ``save`` took ``(content, filepath)`` before 2.0 (FSDP221).
-FABRIC = fabric_paths("Fabric", "fabric.Fabric") + (f"{LIGHTNING}.Fabric",)
 #: Trainer arguments Lightning 2.0 removed (FSDP218).
 REMOVED_TRAINER_ARGUMENTS = ("amp_backend", "amp_level", "track_grad_norm")
-#: Lightning's AMP precision plugin, under its 1.x and 2.x names (FSDP220).
-MIXED_PRECISION = trainer_paths(
-    "plugins.MixedPrecisionPlugin",
-    "plugins.precision.MixedPrecisionPlugin",
-    "plugins.precision.amp.MixedPrecisionPlugin",
-    "plugins.MixedPrecision",
-    "plugins.precision.MixedPrecision",
-    "plugins.precision.amp.MixedPrecision",
-) + fabric_paths("plugins.MixedPrecision", "plugins.precision.MixedPrecision")
 #: The FairScale sharded-DDP strategy strings Lightning 2.0 removed (FSDP215).
 SHARDED_STRINGS = (
     "ddp_sharded",
@@ -266,175 +256,66 @@ RULES = (
         ),
     ),
     Rule(
-        code="FSDP220",
-        name="mixed-precision-plugin-value",
+        code="FSDP222",
+        name="native-mixed-precision-plugin",
         framework=Framework.LIGHTNING,
-        kind=ChangeKind.STRING_VALUE,
-        old=MIXED_PRECISION,
-        new=trainer_paths("plugins.MixedPrecision")[0],
-        argument="precision",
-        new_argument="precision",
-        values=((16, "16-mixed"), ("16", "16-mixed"), ("bf16", "bf16-mixed")),
+        kind=ChangeKind.CALL_REWRITE,
+        old=trainer_paths(
+            "plugins.NativeMixedPrecisionPlugin",
+            "plugins.precision.NativeMixedPrecisionPlugin",
+            "plugins.precision.native_amp.NativeMixedPrecisionPlugin",
+        ),
+        new="lightning.pytorch.plugins.MixedPrecisionPlugin",
         message=(
-            'Lightning 2.x\'s `MixedPrecision` plugin takes `"16-mixed"` or `"bf16-mixed"`; '
-            '`16` and `"bf16"` raise ValueError'
+            "`NativeMixedPrecisionPlugin` was removed in Lightning 2.0: use "
+            '`MixedPrecisionPlugin("16-mixed", device)` (`MixedPrecision` since 2.1)'
         ),
         why=(
-            "Lightning 1.x's `MixedPrecisionPlugin(precision, device, scaler=None)` took "
-            '`16` or `"bf16"`; Lightning 2.0 renamed the values (and 2.1 the class, keeping '
-            "`MixedPrecisionPlugin` as a deprecated alias) and refuses the old ones with a "
-            "ValueError, unlike the Trainer, which still maps them (FSDP206). The fix writes "
-            "the new value, by keyword or as the first positional argument, in the plugin "
-            "and in subclasses' `super().__init__(...)` calls where the file shows the base."
+            "Lightning 1.x's AMP plugin was `NativeMixedPrecisionPlugin(precision, device, "
+            "scaler=None)`; 1.9 renamed it `MixedPrecisionPlugin` (the old name deprecated) "
+            'and 2.0 removed the old name and took only `"16-mixed"` / `"bf16-mixed"`, so '
+            "both the name and the value change (FSDP220 is the value alone). The fix does "
+            "both where the precision is a literal, for Lightning 2.0 and later; "
+            "`MixedPrecisionPlugin` is a deprecated alias of `MixedPrecision` since 2.1."
         ),
         example=Example(
             before=(
-                "from pytorch_lightning.plugins import MixedPrecisionPlugin\n"
-                'plugin = MixedPrecisionPlugin(precision=16, device="cuda")\n'
+                "from pytorch_lightning.plugins import NativeMixedPrecisionPlugin\n"
+                'plugin = NativeMixedPrecisionPlugin(16, "cuda", torch.cuda.amp.GradScaler())\n'
             ),
             after=(
                 "from pytorch_lightning.plugins import MixedPrecisionPlugin\n"
-                'plugin = MixedPrecisionPlugin(precision="16-mixed", device="cuda")\n'
+                'plugin = MixedPrecisionPlugin("16-mixed", "cuda", torch.cuda.amp.GradScaler())\n'
             ),
         ),
         fix=FixSafety.SAFE,
         introduced="2.0",
+        deprecated="1.9",
         removed="2.0",
-        # the value is also passed by position, and in subclasses' super().__init__ calls
-        found_in=MIXED_PRECISION,
         cases=(
             Example(
                 before=(
                     "import pytorch_lightning as pl\n"
-                    'trainer = pl.Trainer(plugins=[pl.plugins.MixedPrecisionPlugin(16, "cuda")])\n'
+                    "amp = pl.plugins.precision.NativeMixedPrecisionPlugin(precision='bf16', "
+                    "device='cuda')\n"
                 ),
                 after=(
-                    "import pytorch_lightning as pl\n"
-                    'trainer = pl.Trainer(plugins=[pl.plugins.MixedPrecisionPlugin("16-mixed", '
-                    '"cuda")])\n'
+                    "from pytorch_lightning.plugins import MixedPrecisionPlugin\n\n"
+                    "amp = MixedPrecisionPlugin(precision='bf16-mixed', device='cuda')\n"
                 ),
             ),
-            Example(
-                before=(
-                    "from lightning.pytorch.plugins.precision import MixedPrecision\n"
-                    'plugin = MixedPrecision(precision="bf16", device="cuda", scaler=None)\n'
-                ),
-                after=(
-                    "from lightning.pytorch.plugins.precision import MixedPrecision\n"
-                    'plugin = MixedPrecision(precision="bf16-mixed", device="cuda", scaler=None)\n'
-                ),
-            ),
-            Example(
-                before=(
-                    "from pytorch_lightning.plugins import MixedPrecisionPlugin\n"
-                    "class HalfPrecisionAMP(MixedPrecisionPlugin):\n"
-                    "    def __init__(self, scaler=None):\n"
-                    '        super().__init__(16, "cuda", scaler)\n'
-                ),
-                after=(
-                    "from pytorch_lightning.plugins import MixedPrecisionPlugin\n"
-                    "class HalfPrecisionAMP(MixedPrecisionPlugin):\n"
-                    "    def __init__(self, scaler=None):\n"
-                    '        super().__init__("16-mixed", "cuda", scaler)\n'
-                ),
+            Example.reported_only(
+                "from pytorch_lightning.plugins import NativeMixedPrecisionPlugin\n"
+                "def amp_plugin(precision):\n"
+                '    return NativeMixedPrecisionPlugin(precision, "cuda")\n'
             ),
         ),
         untouched=(
-            (
-                "from pytorch_lightning.plugins import MixedPrecisionPlugin\n"
-                "def plugin_for(precision):\n"
-                '    return MixedPrecisionPlugin(precision, "cuda")\n'
-            ),
-            (
-                "class Base:\n"
-                "    def __init__(self, bits, device):\n"
-                "        pass\n"
-                "class Plugin(Base):\n"
-                "    def __init__(self):\n"
-                '        super().__init__(16, "cuda")\n'
-            ),
             (
                 "from lightning.pytorch.plugins import MixedPrecision\n"
                 'plugin = MixedPrecision("16-mixed", "cuda")\n'
             ),
-            (
-                "from lightning.pytorch.plugins import HalfPrecision\n"
-                'plugin = HalfPrecision("16-true")\n'
-            ),
-        ),
-    ),
-    Rule(
-        code="FSDP221",
-        name="fabric-save-argument-order",
-        framework=Framework.LIGHTNING,
-        kind=ChangeKind.CALL_REWRITE,
-        old=tuple(f"{name}.save" for name in FABRIC),
-        new=f"{FABRIC[0]}.save",
-        message=(
-            "`fabric.save(state, path)` is Lightning 1.x's order: since 2.0 it is "
-            "`fabric.save(path, state)`"
-        ),
-        why=(
-            "Fabric's `save` took `(content, filepath)` up to Lightning 1.9 and takes "
-            "`(path, state)` since 2.0, with no deprecation. The old order still reaches "
-            "the strategy, which then tries to write the path string as the checkpoint and "
-            "save the state where a path should be (a real script stopped with `cannot "
-            "pickle 'module' object`). The rule looks at `save` called on a name the file "
-            "binds to `Fabric(...)`, with two positional arguments of which only the second "
-            "is a path (a string, an f-string, `os.path.join(...)`, `Path(...)` or a `/` "
-            "join); the fix swaps them. Where both could be either, nothing is said."
-        ),
-        example=Example(
-            before=(
-                "from lightning.fabric import Fabric\n"
-                "fabric = Fabric()\n"
-                'fabric.save({"model": model, "step": step}, "checkpoint.ckpt")\n'
-            ),
-            after=(
-                "from lightning.fabric import Fabric\n"
-                "fabric = Fabric()\n"
-                'fabric.save("checkpoint.ckpt", {"model": model, "step": step})\n'
-            ),
-        ),
-        fix=FixSafety.SAFE,
-        introduced="2.0",
-        removed="2.0",
-        found_in=FABRIC,
-        cases=(
-            Example(
-                before=(
-                    "import os\n"
-                    "import lightning as L\n"
-                    "class Runner:\n"
-                    "    def __init__(self):\n"
-                    '        self.fabric = L.Fabric(accelerator="cpu")\n'
-                    "    def checkpoint(self, state, folder, epoch):\n"
-                    '        self.fabric.save(state, os.path.join(folder, f"epoch-{epoch}.ckpt"))\n'
-                ),
-                after=(
-                    "import os\n"
-                    "import lightning as L\n"
-                    "class Runner:\n"
-                    "    def __init__(self):\n"
-                    '        self.fabric = L.Fabric(accelerator="cpu")\n'
-                    "    def checkpoint(self, state, folder, epoch):\n"
-                    '        self.fabric.save(os.path.join(folder, f"epoch-{epoch}.ckpt"), state)\n'
-                ),
-            ),
-        ),
-        untouched=(
-            (
-                "from lightning.fabric import Fabric\n"
-                "fabric = Fabric()\n"
-                'fabric.save("checkpoint.ckpt", {"model": model})\n'
-            ),
-            (
-                "from lightning.fabric import Fabric\n"
-                "fabric = Fabric()\n"
-                "fabric.save(path, state)  # either order: nothing is said\n"
-            ),
-            'torch.save(state, "checkpoint.ckpt")\n',
-            'trainer.save(state, "checkpoint.ckpt")\n',
+            "from my_project.amp import NativeMixedPrecisionPlugin\n",
         ),
     ),
 )

@@ -25,7 +25,7 @@ def new_value(rule_values: tuple, value: Any) -> str | None:
     return None
 
 
-def _cst_precision(args: list[cst.Arg]) -> int | None:
+def cst_precision(args: list[cst.Arg]) -> int | None:
     """The index of the argument that passes ``precision``, if one certainly does."""
     for index, arg in enumerate(args):
         if keyword(arg) == "precision":
@@ -35,7 +35,8 @@ def _cst_precision(args: list[cst.Arg]) -> int | None:
     return None
 
 
-def _ast_precision(args: list) -> Any:
+def ast_precision(args: list) -> Any:
+    """:func:`cst_precision` on ``ast``: the argument itself, or None."""
     for arg in args:
         if on_ast.keyword(arg) == "precision":
             return arg
@@ -74,7 +75,7 @@ class Fsdp220(Behaviour):
         return self.rule.old
 
     def call(self, engine: Engine, original: cst.Call, updated: cst.Call) -> cst.Call:
-        index = _cst_precision(list(original.args))
+        index = cst_precision(list(original.args))
         if index is None:
             return updated
         arg = original.args[index]
@@ -93,7 +94,7 @@ class Fsdp220(Behaviour):
             for call in find_all(class_def.body, lambda n: isinstance(n, cst.Call)):
                 if not _is_super_init(call.func):
                     continue
-                index = _cst_precision(list(call.args))
+                index = cst_precision(list(call.args))
                 arg = None if index is None else call.args[index]
                 new = None if arg is None else new_value(self.rule.values, literal(arg.value))
                 if new is not None and engine.report(arg, self.rule):
@@ -105,7 +106,7 @@ class Fsdp220(Behaviour):
         return updated  # module() did the work before the class was visited
 
     def ast_call(self, detector: Detector, call: ast.Call) -> None:
-        self._ast_report(detector, _ast_precision(on_ast.arguments(call)))
+        self._ast_report(detector, ast_precision(on_ast.arguments(call)))
 
     def ast_class_def(self, detector: Detector, node: ast.ClassDef) -> None:
         old = set(self.rule.old)
@@ -113,7 +114,7 @@ class Fsdp220(Behaviour):
             return
         for found in ast.walk(node):
             if type(found) is ast.Call and _ast_is_super_init(found.func):
-                self._ast_report(detector, _ast_precision(on_ast.arguments(found)))
+                self._ast_report(detector, ast_precision(on_ast.arguments(found)))
 
     def _ast_report(self, detector: Detector, arg: Any) -> None:
         if arg is None:

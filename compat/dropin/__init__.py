@@ -3,10 +3,11 @@
 :func:`install` puts back, on the installed torch and Lightning, every old name the
 registry knows and compat stands in for (:mod:`compat.dropin.plan`); makes torch's
 ``FullyShardedDataParallel`` take legacy arguments, whoever builds it (and its
-``checkpoint_wrapper`` the removed ``offload_to_cpu``); registers the
-strategy strings Lightning removed; and, where FairScale is not installed, lets
-``import fairscale.nn`` find :mod:`compat.fairscale`. Nothing is imported for it: each
-module is patched when the program imports it (or at once, if it has already). Current
+``checkpoint_wrapper`` the removed ``offload_to_cpu``, Lightning's AMP plugin its 1.x
+precision values); registers the strategy strings Lightning removed; and, where
+FairScale is not installed, lets ``import fairscale.nn`` find :mod:`compat.fairscale`.
+Nothing is imported for it: each module is patched when the program imports it (or at
+once, if it has already). Current
 spellings are never touched, and :func:`uninstall` puts back exactly what was there.
 ``python -m compat script.py`` installs it before running the script.
 
@@ -36,7 +37,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from codemods.registry.names import CHECKPOINT_WRAPPER, TORCH_FSDP_CLASSES
+import codemods.registry
+from codemods.registry.names import (
+    CHECKPOINT_WRAPPER,
+    FABRIC_ROOTS,
+    TORCH_FSDP_CLASSES,
+    TRAINER_ROOTS,
+)
 from compat.deprecation import warn_deprecated
 from compat.dropin import patches
 from compat.dropin.finder import DropInFinder, StandIn, exists
@@ -54,6 +61,9 @@ ENV_FLAG = "FSDP_COMPAT_INSTALL"
 #: The folder put first on PYTHONPATH for them: its sitecustomize.py reads ENV_FLAG.
 BOOT_DIR = str(Path(__file__).resolve().parents[1] / "_boot")
 _FSDP_HOME, _, _FSDP_CLASS = TORCH_FSDP_CLASSES[1].rpartition(".")
+#: Where each Lightning flavour defines its AMP plugin, ``MixedPrecision`` (FSDP220).
+_AMP_HOMES = frozenset(f"{root}.plugins.precision.amp" for root in (*TRAINER_ROOTS, *FABRIC_ROOTS))
+_AMP_RULE = "FSDP220"
 
 
 @dataclass(frozen=True)
@@ -107,7 +117,7 @@ def install(*, subprocesses: bool = False) -> None:
             or (fairscale_absent and name.split(".")[0] == FAIRSCALE)
         }
         watched = {p for p in state.prefixes if p.split(".")[0] in PATCHED_ROOTS}
-        watched |= {_FSDP_HOME, CHECKPOINT_WRAPPER, *STRATEGY_MODULES}
+        watched |= {_FSDP_HOME, CHECKPOINT_WRAPPER, *_AMP_HOMES, *STRATEGY_MODULES}
         state.finder = DropInFinder(watched, candidates, _stand_in, _after_import)
         if fairscale_absent:  # stood in for from the start
             state.records += [e for old, e in entries.items() if old.startswith(f"{FAIRSCALE}.")]
@@ -294,6 +304,13 @@ def _after_import(module: types.ModuleType) -> None:
                 f"{CHECKPOINT_WRAPPER}.checkpoint_wrapper",
                 "compat.checkpointing.legacy_checkpoint_wrapper",
             )
+        )
+    if name in _AMP_HOMES and "__init__" in vars(getattr(module, "MixedPrecision", object)):
+        rule = codemods.registry.REGISTRY[_AMP_RULE]
+        cls = module.MixedPrecision
+        _state.undo.append(patches.translate_precision_values(cls, rule.code, dict(rule.values)))
+        _state.records.append(
+            Installed((rule.code,), f"{name}.MixedPrecision.__init__", "1.x's 16 and 'bf16'")
         )
     if name in STRATEGY_MODULES:
         added, undo = patches.register_strategy_names(module, STRATEGY_MODULES[name])

@@ -7,6 +7,8 @@
   untouched, whoever makes them;
 - :func:`translate_checkpoint_wrapper`: torch's ``checkpoint_wrapper`` takes the
   ``offload_to_cpu`` keyword torch 2.0 removed;
+- :func:`translate_precision_values`: Lightning's AMP plugin takes 1.x's ``16`` and
+  ``"bf16"`` again;
 - :func:`register_strategy_names`: the removed strategy strings in a Lightning flavour's
   strategy registry.
 
@@ -103,6 +105,38 @@ def translate_checkpoint_wrapper(module: types.ModuleType) -> Undo:
 
     def undo() -> None:
         module.checkpoint_wrapper = original  # type: ignore[attr-defined]
+
+    return undo
+
+
+def translate_precision_values(cls: type, code: str, values: dict[Any, str]) -> Undo:
+    """Let ``cls`` (Lightning's AMP plugin) take Lightning 1.x's precision values again.
+
+    ``precision`` (by keyword, else the first argument) found in ``values`` is replaced by
+    its new spelling, with the rule ``code``'s warning; Lightning's Trainer maps the same
+    values the same way.
+    """
+    original = cls.__dict__["__init__"]
+
+    @functools.wraps(original)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:  # noqa: N807
+        given = kwargs.get("precision", args[0] if args else None)
+        new = next((n for o, n in values.items() if given == o and type(given) is type(o)), None)
+        if new is not None:
+            from compat.deprecation import warn_deprecated
+
+            warn_deprecated(code, detail=f"`{given!r}` runs as `{new!r}`, the same AMP.")
+            if "precision" in kwargs:
+                kwargs["precision"] = new
+            else:
+                args = (new, *args[1:])
+        original(self, *args, **kwargs)
+
+    __init__.__compat_dropin__ = True  # type: ignore[attr-defined]
+    cls.__init__ = __init__  # type: ignore[misc]
+
+    def undo() -> None:
+        cls.__init__ = original  # type: ignore[misc]
 
     return undo
 
