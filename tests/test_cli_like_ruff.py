@@ -344,6 +344,16 @@ def test_a_notebook_that_cannot_be_written_back_keeps_its_bytes_and_says_why(tmp
     assert "fix withheld: a notebook whose fixes cannot be written back safely" in done.stdout
 
 
+def test_a_notebooks_github_annotation_names_its_cell(tmp_path):
+    (tmp_path / "explore.ipynb").write_text(NOTEBOOK)
+    done = script("fsdp-lint", "--output-format", "github", "explore.ipynb", cwd=tmp_path)
+    # The line and column count in the cell, which the message names (as ruff's does).
+    assert done.stdout.splitlines()[0] == (
+        "::error title=fsdp-lint (FSDP101),file=explore.ipynb,line=2,col=41::"
+        "explore.ipynb:cell 3:2:41: FSDP101 " + REGISTRY["FSDP101"].message
+    )
+
+
 def test_a_notebook_that_is_not_json_is_an_error(tmp_path):
     (tmp_path / "broken.ipynb").write_text("{not json")
     done = script("fsdp-lint", ".", cwd=tmp_path)
