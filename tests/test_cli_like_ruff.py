@@ -344,6 +344,15 @@ def test_a_notebook_that_cannot_be_written_back_keeps_its_bytes_and_says_why(tmp
     assert "fix withheld: a notebook whose fixes cannot be written back safely" in done.stdout
 
 
+def test_a_notebook_in_another_language_is_skipped(tmp_path):
+    r_code = "library(ggplot2)\nf <- function(x) { x + 1 }\n"  # not Python
+    document = json.loads(notebook(r_code))
+    document["metadata"] = {"kernelspec": {"language": "R", "name": "ir"}}
+    (tmp_path / "analysis.ipynb").write_text(json.dumps(document))
+    done = script("fsdp-lint", ".", cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout == "All checks passed!\n"
+
+
 def test_a_notebooks_github_annotation_names_its_cell(tmp_path):
     (tmp_path / "explore.ipynb").write_text(NOTEBOOK)
     done = script("fsdp-lint", "--output-format", "github", "explore.ipynb", cwd=tmp_path)
