@@ -481,12 +481,15 @@ def test_explain_in_json_and_every_rule_listed(here, capsys):
     data = json.loads(out)
     assert code == 0 and data["code"] == "FSDP101" and data["fix_safety"] == "safe"
     assert data["explanation"].startswith("FSDP101 (default-auto-wrap-policy)")
+    every = [rule.code for rule in REGISTRY] + ["FSDP900"]  # the tool's own rule last
     code, out, _ = run(capsys, lint, "--explain")
-    assert code == 0 and [line.split()[0] for line in out.splitlines()] == [
-        rule.code for rule in REGISTRY
-    ]
+    assert code == 0 and [line.split()[0] for line in out.splitlines()] == every
     code, out, _ = run(capsys, lint, "--output-format", "json", "--explain")
-    assert [rule["code"] for rule in json.loads(out)] == [rule.code for rule in REGISTRY]
+    assert [rule["code"] for rule in json.loads(out)] == every
+    code, out, _ = run(capsys, lint, "--explain", "fsdp900")
+    assert code == 0 and out.startswith("FSDP900 (unused-noqa): ")
+    code, out, _ = run(capsys, lint, "--explain", "FSDP900", "--output-format", "json")
+    assert json.loads(out)["opt_in"] is True
 
 
 @pytest.mark.skipif(shutil.which("head") is None, reason="needs head")
