@@ -344,6 +344,25 @@ def test_a_notebook_that_cannot_be_written_back_keeps_its_bytes_and_says_why(tmp
     assert "fix withheld: a notebook whose fixes cannot be written back safely" in done.stdout
 
 
+def test_a_notebook_in_another_language_is_skipped(tmp_path):
+    r_code = "library(ggplot2)\nf <- function(x) { x + 1 }\n"  # not Python
+    document = json.loads(notebook(r_code))
+    document["metadata"] = {"kernelspec": {"language": "R", "name": "ir"}}
+    (tmp_path / "analysis.ipynb").write_text(json.dumps(document))
+    done = script("fsdp-lint", ".", cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout == "All checks passed!\n"
+
+
+def test_a_notebooks_github_annotation_names_its_cell(tmp_path):
+    (tmp_path / "explore.ipynb").write_text(NOTEBOOK)
+    done = script("fsdp-lint", "--output-format", "github", "explore.ipynb", cwd=tmp_path)
+    # The line and column count in the cell, which the message names (as ruff's does).
+    assert done.stdout.splitlines()[0] == (
+        "::error title=fsdp-lint (FSDP101),file=explore.ipynb,line=2,col=41::"
+        "explore.ipynb:cell 3:2:41: FSDP101 " + REGISTRY["FSDP101"].message
+    )
+
+
 def test_a_notebook_that_is_not_json_is_an_error(tmp_path):
     (tmp_path / "broken.ipynb").write_text("{not json")
     done = script("fsdp-lint", ".", cwd=tmp_path)
@@ -462,12 +481,15 @@ def test_explain_in_json_and_every_rule_listed(here, capsys):
     data = json.loads(out)
     assert code == 0 and data["code"] == "FSDP101" and data["fix_safety"] == "safe"
     assert data["explanation"].startswith("FSDP101 (default-auto-wrap-policy)")
+    every = [rule.code for rule in REGISTRY] + ["FSDP900"]  # the tool's own rule last
     code, out, _ = run(capsys, lint, "--explain")
-    assert code == 0 and [line.split()[0] for line in out.splitlines()] == [
-        rule.code for rule in REGISTRY
-    ]
+    assert code == 0 and [line.split()[0] for line in out.splitlines()] == every
     code, out, _ = run(capsys, lint, "--output-format", "json", "--explain")
-    assert [rule["code"] for rule in json.loads(out)] == [rule.code for rule in REGISTRY]
+    assert [rule["code"] for rule in json.loads(out)] == every
+    code, out, _ = run(capsys, lint, "--explain", "fsdp900")
+    assert code == 0 and out.startswith("FSDP900 (unused-noqa): ")
+    code, out, _ = run(capsys, lint, "--explain", "FSDP900", "--output-format", "json")
+    assert json.loads(out)["opt_in"] is True
 
 
 @pytest.mark.skipif(shutil.which("head") is None, reason="needs head")

@@ -113,6 +113,8 @@ class Notebook:
         starts: list[int] = []
         numbers: list[int] = []
         read: list[Cell] = []
+        if _language(document) not in ("python", None):
+            cells = []  # an R or Julia notebook: no Python to check, as ruff skips it
         for index, cell in enumerate(cells):
             if not isinstance(cell, dict) or cell.get("cell_type") != "code":
                 continue
@@ -172,6 +174,18 @@ class Notebook:
                 new.splitlines(keepends=True) if cell.as_list else new
             )
         return _dumps_like(document, self.original)
+
+
+def _language(document: dict) -> str | None:
+    """The notebook's language, as its metadata names it (None: it does not say)."""
+    metadata = document.get("metadata")
+    if not isinstance(metadata, dict):
+        return None
+    for key, field in (("language_info", "name"), ("kernelspec", "language")):
+        value = metadata.get(key)
+        if isinstance(value, dict) and isinstance(value.get(field), str):
+            return value[field].lower()
+    return None
 
 
 def _restore(text: str, cell: Cell) -> str:

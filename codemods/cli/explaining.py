@@ -13,6 +13,7 @@ import sys
 from collections.abc import Iterator
 
 from codemods.cli.options import EXIT_CLEAN, EXIT_ERROR
+from codemods.cli.output import TOOL_RULES, UNUSED_NOQA
 from codemods.registry import REGISTRY, Rule
 
 
@@ -20,6 +21,8 @@ def explain(code: str, output_format: str = "text") -> int:
     """Print the page of rule ``code`` (every rule, one line each, for ``""``); the exit code."""
     if not code.strip():
         return _list_all(output_format)
+    if code.strip().upper() == UNUSED_NOQA:
+        return _explain_unused_noqa(output_format)
     try:
         rule = REGISTRY[code.strip().upper()]
     except KeyError as exc:
@@ -62,15 +65,48 @@ def _as_json(rule: Rule, explanation: str | None = None) -> dict:
     return data
 
 
+def _unused_noqa_json() -> dict:
+    """FSDP900 in the shape :func:`_as_json` gives a registry rule."""
+    name, summary = TOOL_RULES[UNUSED_NOQA]
+    return {
+        "code": UNUSED_NOQA,
+        "name": name,
+        "linter": "fsdp-compat",
+        "summary": summary,
+        "fix_safety": "manual",
+        "opt_in": True,
+    }
+
+
+def _explain_unused_noqa(output_format: str) -> int:
+    """The page of FSDP900, the tool's own rule (it has no registry entry)."""
+    name, summary = TOOL_RULES[UNUSED_NOQA]
+    page = (
+        f"{UNUSED_NOQA} ({name}): {summary}\n\n"
+        "## What it does\nFinds a `# noqa: FSDP...` comment naming a code that silences no "
+        "finding on its line (like ruff's RUF100; opt-in: `--extend-select FSDP900`).\n\n"
+        "## Why is this bad?\nA stale suppression hides the next real finding on that line.\n\n"
+        "## Fix safety\nNo automatic fix: remove the code, or the comment."
+    )
+    if output_format == "json":
+        print(json.dumps({**_unused_noqa_json(), "explanation": page}, indent=2))
+    else:
+        print(page)
+    return EXIT_CLEAN
+
+
 def _list_all(output_format: str) -> int:
     """Every rule: ``CODE  name  fix-safety  message``, or a JSON array of them."""
     if output_format == "json":
-        print(json.dumps([_as_json(rule) for rule in REGISTRY], indent=2))
+        every = [_as_json(rule) for rule in REGISTRY] + [_unused_noqa_json()]
+        print(json.dumps(every, indent=2))
         return EXIT_CLEAN
     width = max(len(rule.name) for rule in REGISTRY)
     for rule in REGISTRY:
         marker = "(opt-in) " if rule.opt_in else ""
         print(f"{rule.code}  {rule.name:<{width}}  {rule.fix.value:<6}  {marker}{rule.message}")
+    name, summary = TOOL_RULES[UNUSED_NOQA]
+    print(f"{UNUSED_NOQA}  {name:<{width}}  {'manual':<6}  (opt-in) {summary}")
     return EXIT_CLEAN
 
 

@@ -252,7 +252,7 @@ def github(items: Sequence[Located]) -> str:
                 ("col", f.col),
             )
         )
-        message = _escape_data(f"{i.path}:{f.line}:{f.col}: {f.code} {f.message}")
+        message = _escape_data(f"{i.path}:{f.position}: {f.code} {f.message}")
         lines.append(f"::error {properties}::{message}\n")
     return "".join(lines)
 
