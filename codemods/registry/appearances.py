@@ -49,6 +49,10 @@ APPEARED: dict[str, tuple[str, str]] = {
     # Lightning's strategies package (1.6) and what it gained later
     "pytorch_lightning.strategies.DDPShardedStrategy": ("lightning", "1.6"),
     "pytorch_lightning.strategies.ColossalAIStrategy": ("lightning", "1.8"),
+    "lightning.pytorch": (
+        "lightning",
+        "1.8",
+    ),  # the `lightning` package's first release (wheel read)
     "lightning_lite": ("lightning", "1.8"),
     "lightning.lite": ("lightning", "1.8"),
     "lightning.fabric": ("lightning", "1.9"),
