@@ -67,10 +67,12 @@ def no_fix(settings: Any, rule: Any, fixable: bool, why_not: str | None = None) 
     """Why a finding of ``rule`` has no fix: the releases the code runs on, else ``why_not``.
 
     ``settings`` is the run's :class:`codemods.settings.Settings` (not imported here: the
-    findings module sits below it). None where the rule has a fix here or none at all.
+    findings module sits below it). A manual rule's findings say that a human decides
+    (the text output leaves that out: the rule's message is its recipe). None where the
+    rule has a fix here.
     """
     if not rule.fixable:
-        return None
+        return f"no automatic fix: a human decides (`--explain {rule.code}` gives the recipe)"
     breaks = settings.releases.breaks(rule)
     if breaks:
         return breaks

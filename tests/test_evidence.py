@@ -228,3 +228,12 @@ def test_a_withheld_fix_says_which_range_it_would_break():
     (finding,) = outcome.findings
     assert outcome.new_source is None and not finding.fixable
     assert finding.no_fix == "no fix runs on torch 1.12..latest: it needs torch 2.0"
+
+
+@pytest.mark.parametrize("code", ["FSDP304", "FSDP118"])
+def test_a_manual_rules_finding_says_a_human_decides(code):
+    rule = REGISTRY[code]
+    (finding, *_) = run(rule.example.before.encode(), Settings(select=(code,))).findings
+    assert (
+        finding.no_fix == f"no automatic fix: a human decides (`--explain {code}` gives the recipe)"
+    )

@@ -118,6 +118,8 @@ def target_too_old(finding: Finding, settings: Settings | None = None) -> str:
     """
     if finding.fixed or finding.fixable or finding.code in TOOL_RULES:
         return ""
+    if not REGISTRY[finding.code].fixable:
+        return ""  # a manual rule: its message is the recipe (JSON and --report say so)
     return finding.no_fix or ""
 
 
