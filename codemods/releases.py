@@ -27,8 +27,12 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from packaging.version import InvalidVersion, Version
+
+if TYPE_CHECKING:
+    from codemods.registry import Rule
 
 __all__ = ["RangeError", "Releases", "Span", "parse_span"]
 
@@ -139,10 +143,10 @@ class Releases:
         """The span of ``"torch"`` / ``"lightning"`` (``"fairscale"``: torch's)."""
         return self.lightning if framework == "lightning" else self.torch
 
-    def _rule_span(self, rule) -> Span:  # noqa: ANN001 - a registry Rule (no import cycle)
+    def _rule_span(self, rule: Rule) -> Span:
         return self.span(rule.version_framework.value)
 
-    def reported(self, rule) -> bool:  # noqa: ANN001
+    def reported(self, rule: Rule) -> bool:
         """Whether ``rule``'s old form is a problem on some release of the range.
 
         It is once deprecated or removed there. A changed default with no warning is a
@@ -160,7 +164,7 @@ class Releases:
             return span.floor is None or (span.below(introduced) and span.reaches(introduced))
         return span.reaches(introduced)
 
-    def fixable(self, rule) -> bool:  # noqa: ANN001
+    def fixable(self, rule: Rule) -> bool:
         """Whether ``rule``'s new form runs on every release of the range."""
         if rule.introduced is None:
             return True
@@ -170,7 +174,7 @@ class Releases:
         """Whether every release of ``framework``'s range is ``release`` or newer."""
         return self.span(framework).all_at_least(Version(release))
 
-    def breaks(self, rule) -> str:  # noqa: ANN001
+    def breaks(self, rule: Rule) -> str:
         """Why ``rule``'s fix is not written here: the range it would not run on, or ``""``."""
         if self.fixable(rule):
             return ""
