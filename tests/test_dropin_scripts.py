@@ -34,6 +34,7 @@ from compat.features import current
 from tests import distributed
 from tests.console_scripts import console_script
 from tests.models import make_model, summary
+from tests.scratch_projects import CURRENT_RELEASES
 
 pytestmark = [pytest.mark.distributed, pytest.mark.slow]
 
@@ -179,6 +180,7 @@ def test_the_torch_scripts_migration_is_the_codemods(tmp_path):
 
     legacy = tmp_path / "legacy.py"
     shutil.copy(SCRIPTS / "torch_1_12" / "legacy.py", legacy)
+    (tmp_path / "pyproject.toml").write_text(CURRENT_RELEASES)  # moving to the current torch
     main([str(legacy)])  # exit code 1: it changed the file
     assert legacy.read_text() == (SCRIPTS / "torch_1_12" / "migrated.py").read_text()
 
@@ -188,8 +190,9 @@ def test_the_fairscale_script_needs_a_human_where_its_migration_was_by_hand(tmp_
 
     legacy = tmp_path / "legacy.py"
     shutil.copy(SCRIPTS / "fairscale" / "legacy.py", legacy)
+    (tmp_path / "pyproject.toml").write_text(CURRENT_RELEASES)  # moving to the current torch
     main(["--unsafe-fixes", str(legacy)])
-    left = set(re.findall(r" (FSDP\d+) ", capsys.readouterr().err))
+    left = set(re.findall(r" (FSDP\d+) ", capsys.readouterr().out))  # findings: stdout
     # FairScale's size policy and checkpoint_wrapper stay with FairScale's FSDP (FSDP305/306
     # move only together with it, and auto_wrap keeps it).
     assert left == {"FSDP301", "FSDP302", "FSDP303", "FSDP304", "FSDP305", "FSDP306"}

@@ -98,6 +98,10 @@ class Rule:
         opt_in: Not reported unless selected by code (advice rather than a deprecation).
         keeps_name: ``new`` is a module, and each old name moves there under its own
             last part (``compat.fsdp.wrap.wrap`` to ``torch.distributed.fsdp.wrap.wrap``).
+        flat: ``old`` and ``new`` are modules and the new one keeps none of the old one's
+            submodules: a name imported from a submodule of ``old`` moves to ``new``
+            itself (``from torch.distributed._composable.fsdp.fully_shard import
+            fully_shard`` to ``from torch.distributed.fsdp import fully_shard``).
         in_definitions: ``argument`` is also found as a parameter of the user's own
             functions and lambdas (a policy written for the old keyword), with no import.
         cases: More before/after pairs the fix must reproduce, beyond ``example``;
@@ -134,6 +138,7 @@ class Rule:
     references: tuple[str, ...] = ()
     opt_in: bool = False
     keeps_name: bool = False
+    flat: bool = False
     in_definitions: bool = False
     cases: tuple[Example, ...] = ()
     untouched: tuple[str, ...] = ()

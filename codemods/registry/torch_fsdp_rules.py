@@ -38,7 +38,19 @@ RULES = (
         ),
         fix=FixSafety.SAFE,
         introduced="2.6",
+        flat=True,  # torch.distributed.fsdp has no `fully_shard` submodule: the names move
         cases=(
+            Example(
+                before="from torch.distributed._composable.fsdp.fully_shard import fully_shard\n",
+                after="from torch.distributed.fsdp import fully_shard\n",
+            ),
+            Example(
+                before=(
+                    "import torch.distributed._composable.fsdp.fully_shard as fs\n"
+                    "fs.fully_shard(model)\n"
+                ),
+                after="import torch.distributed.fsdp as fs\nfs.fully_shard(model)\n",
+            ),
             Example(
                 before=(
                     "import torch.distributed._composable.fsdp as fsdp2\n"

@@ -53,13 +53,14 @@ class ImportMoves:
 
     def leave_Import(self, original_node: cst.Import, updated_node: cst.Import) -> cst.Import:
         moved = {}  # id of alias -> new dotted module
-        for alias, _, old in self._imported_names(original_node):
+        for alias, rule, old in self._imported_names(original_node):
             if old not in self.renames:
                 continue
             if alias.asname is not None:
                 # `import old.module as m`: only the statement changes, every `m.x` stays;
                 # libcst's rename would drop the alias and spell each use out in full.
-                moved[id(alias)] = self.renames[old] + dotted(alias.name)[len(old) :]
+                rest = "" if rule.flat else dotted(alias.name)[len(old) :]
+                moved[id(alias)] = self.renames[old] + rest
             else:  # `import old.module`: libcst's rename moves it and its uses
                 self.edits.renames[old] = self.renames[old]
         if not moved:
@@ -83,11 +84,12 @@ class ImportMoves:
         libcst's ``RenameCommand`` moves the import and renames the uses.
         """
         moves = {}  # id of alias -> (new module, new name)
-        for alias, _, old in self._imported_names(original_node):
+        for alias, rule, old in self._imported_names(original_node):
             if old not in self.renames:
                 continue
             full = f"{dotted(original_node.module)}.{dotted(alias.name)}"
-            module, _, name = (self.renames[old] + full[len(old) :]).rpartition(".")
+            rest = f".{full.rpartition('.')[2]}" if rule.flat else full[len(old) :]
+            module, _, name = (self.renames[old] + rest).rpartition(".")
             if alias.asname is not None or name == dotted(alias.name):
                 moves[id(alias)] = (module, name)
                 continue
