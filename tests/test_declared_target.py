@@ -131,9 +131,9 @@ def test_an_unreadable_setup_py_gives_a_note_and_the_evidence_floor(here, capsys
     setup = "from setuptools import setup\nsetup(install_requires=read_requirements())\n"
     project(here, {"setup.py": setup, "load.py": LOAD})
     code, err = run_migrate(capsys, "load.py")
-    # nothing readable declared: the file's evidence (nothing newer than torch 1.11)
+    # nothing readable declared: the file's evidence (nothing newer than torch 1.0)
     assert code == 1 and Path("load.py").read_text() == LOAD
-    assert "[no fix runs on torch 1.11..latest: it needs torch 2.4]" in err
+    assert "[no fix runs on torch 1.0..latest: it needs torch 2.4]" in err
     assert (
         "note: setup.py:2: install_requires is not a literal list (read_requirements()); "
         "its requirements are not read; it does not count"
@@ -157,7 +157,7 @@ def test_an_unversioned_pin_leaves_the_floor_to_the_evidence_and_says_so(here, c
     code, err = run_migrate(capsys, "model.py")
     assert code == 1 and Path("model.py").read_text() == module  # the pinned Lightning is 2021's
     assert (
-        "FSDP207" in err and "[no fix runs on Lightning 1.2..latest: it needs Lightning 2.1" in err
+        "FSDP207" in err and "[no fix runs on Lightning 1.0..latest: it needs Lightning 2.1" in err
     )
     assert "unknown below the evidence floor: requirements.txt:1: pytorch-lightning @ git+" in err
 

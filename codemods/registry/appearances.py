@@ -7,17 +7,20 @@ its range where its project declares none. Each entry is a fully qualified name,
 module whose every name counts; the release is of the name's framework. Only names whose
 first release is certain are listed (each from the API history in the design notes, the
 registry's own ``introduced`` fields, or torch's and Lightning's sources); a name that is
-not listed evidences nothing beyond the framework's first FSDP release (:data:`BASELINE`).
+not listed evidences nothing beyond :data:`BASELINE`.
 """
 
 from __future__ import annotations
 
-#: The first release of each framework with FSDP: nothing older is ever in a range.
-BASELINE: dict[str, str] = {"torch": "1.11", "lightning": "1.2"}
+#: The oldest release a file evidences when it uses nothing listed below: a file using
+#: only long-standing APIs (``torch.utils.checkpoint``, ``pytorch_lightning.Trainer``) may
+#: run on any 1.x release (a real project ran its checkpointing tests on torch 1.9).
+BASELINE: dict[str, str] = {"torch": "1.0", "lightning": "1.0"}
 
 #: Qualified name or module -> (framework, first release).
 APPEARED: dict[str, tuple[str, str]] = {
-    # torch FSDP1's policies (design notes' API history)
+    # torch FSDP1 itself, then its policies (design notes' API history)
+    "torch.distributed.fsdp": ("torch", "1.11"),
     "torch.distributed.fsdp.wrap.size_based_auto_wrap_policy": ("torch", "1.12"),
     "torch.distributed.fsdp.wrap.ModuleWrapPolicy": ("torch", "2.0"),
     "torch.distributed.fsdp.wrap.CustomPolicy": ("torch", "2.1"),
