@@ -76,4 +76,6 @@ def no_fix(settings: Any, rule: Any, fixable: bool, why_not: str | None = None) 
     breaks = settings.releases.breaks(rule)
     if breaks:
         return breaks
-    return None if fixable else why_not
+    if fixable:
+        return None
+    return why_not or "its fix does not rewrite this form with certainty: a human decides"

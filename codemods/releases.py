@@ -27,17 +27,35 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from packaging.version import InvalidVersion, Version
-
-if TYPE_CHECKING:
-    from codemods.registry import Rule
 
 __all__ = ["RangeError", "Releases", "Span", "parse_span"]
 
 #: Framework key -> how messages name it.
 TITLES = {"torch": "torch", "lightning": "Lightning"}
+
+
+class Rule(Protocol):
+    """What a range reads of a registry rule (:class:`codemods.registry.Rule` has it all).
+
+    Kept as a protocol so that this module, below the registry's users, imports nothing
+    of the project.
+    """
+
+    introduced: str | None
+    deprecated: str | None
+    removed: str | None
+    kind: Any  # a ChangeKind
+
+    @property
+    def version_framework(self) -> Any:  # a Framework
+        """Whose releases the rule's version fields count."""
+
+    @property
+    def fixable(self) -> bool:
+        """Whether an automatic fix exists."""
 
 
 class RangeError(ValueError):

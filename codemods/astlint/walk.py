@@ -20,7 +20,7 @@ from codemods.astlint.scopes import dotted
 from codemods.registry import REGISTRY, Rule
 from codemods.rules.api import PARTIAL, AstSite, Behaviour, unchanged
 from codemods.rules.index import INDEX, fix_for
-from codemods.rules.plan import Planner, new_name, why_not
+from codemods.rules.plan import Planner, new_name, why_not, why_not_settled
 from codemods.screen.prefilter import rule_filter
 from codemods.syntax.ast_nodes import tree_index
 from codemods.syntax.gates import ast_fallback_regions
@@ -217,8 +217,11 @@ class Walk:
         clashes = _Clashes.clashes(certain, olds)
         certain -= clashes
         self.why_not.update((code, why_not(code, None, False, True)) for code in clashes)  # type: ignore[misc]
-        can_fix = d.settings.can_fix
-        return Planner._settle({c for c in certain if can_fix(REGISTRY[c])}, present)
+        candidates = {c for c in certain if d.settings.can_fix(REGISTRY[c])}
+        fixable = Planner._settle(candidates, present)
+        for code in candidates - fixable:
+            self.why_not[code] = why_not_settled(code, present)
+        return fixable
 
     def _rebound(self, node: ast.Import | ast.ImportFrom) -> set[str]:
         """``Planner.rebound``: old names imported under a name the scope binds otherwise."""

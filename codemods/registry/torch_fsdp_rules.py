@@ -232,7 +232,9 @@ RULES = (
         argument="offload_to_cpu",
         message=(
             "`checkpoint_wrapper(offload_to_cpu=...)` was removed in torch 2.0 (the keyword now "
-            "reaches the module's forward: TypeError); use `offload_wrapper(module)`"
+            "reaches the module's forward: TypeError); use `offload_wrapper(module)`, torch "
+            "1.13's meaning of the flag: activations kept on the CPU, nothing recomputed, "
+            "`checkpoint_impl` dropped with it (1.11 and 1.12 also recomputed the module)"
         ),
         why=(
             "torch 1.11 gave `checkpoint_wrapper` an `offload_to_cpu` flag; torch 2.0 removed "
@@ -246,8 +248,8 @@ RULES = (
             "on torch 1.11 and 1.12 the flag also checkpointed the module (reentrant), so "
             "code written for those releases that wants both writes "
             "`offload_wrapper(checkpoint_wrapper(module))`. `offload_to_cpu=False` is "
-            "dropped. Other arguments beside the flag, or a value that is not a literal, "
-            "are left for a human."
+            "dropped, and so is `checkpoint_impl` beside the flag (1.13 ignored it). Other "
+            "arguments, or a value that is not a literal, are left for a human."
         ),
         example=Example(
             before=(

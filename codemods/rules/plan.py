@@ -66,6 +66,22 @@ class Plan:
     why_not: dict[str, str] = field(default_factory=dict)
 
 
+def why_not_settled(code: str, present: set[str]) -> str:
+    """Why a certain fix of ``code`` is dropped by :meth:`Planner._settle`.
+
+    Example:
+        >>> why_not_settled("FSDP301", {"FSDP302", "FSDP304"})
+        'it moves only together with FSDP302, which stays in this file'
+    """
+    fix = fix_for(REGISTRY[code])
+    blockers = [b for b in fix.blocked_by if b in present]
+    if blockers:
+        return f"{', '.join(blockers)} in this file keeps it (see --explain {blockers[0]})"
+    companions = [r for r in fix.requires if r in present]
+    verb = "stays" if len(companions) == 1 else "stay"
+    return f"it moves only together with {', '.join(companions)}, which {verb} in this file"
+
+
 def why_not(code: str, uncertain_line: int | None, held: bool, clash: bool) -> str | None:
     """Why rule ``code``'s rename is not certain in a file: the first reason that holds.
 
@@ -242,7 +258,10 @@ class Planner:
         clashes = self._clashes(certain, collector.olds)
         certain -= clashes
         plan.why_not.update((code, why_not(code, None, False, True)) for code in clashes)  # type: ignore[misc]
-        plan.fixable = self._settle({c for c in certain if self.can_fix(REGISTRY[c])}, plan.present)
+        candidates = {c for c in certain if self.can_fix(REGISTRY[c])}
+        plan.fixable = self._settle(candidates, plan.present)
+        for code in candidates - plan.fixable:
+            plan.why_not[code] = why_not_settled(code, plan.present)
         plan.applies = self._settle(
             {c for c in plan.fixable if self.applies_fix(REGISTRY[c])}, plan.present
         )
