@@ -137,7 +137,7 @@ def test_dropped_arguments_that_change_something_are_noted():
         ("FSDP(model, auto_wrap_policy=lambda m: isinstance(m, Block))", "fully_shard_by_policy"),
         ("FSDP(model, auto_wrap_policy=ModuleWrapPolicy(classes()))", "a set, list or tuple"),
         ("FSDP(model, auto_wrap_policy={get_class()})", "not certainly a class"),
-        ("FSDP(model, sync_module_states=True)", "broadcast_from_rank0"),
+        ("FSDP(model, sync_module_states=True)", "broadcast(tensor.detach(), src=0)"),
         ("FSDP(model, param_init_fn=init)", "to_empty"),
         ("FSDP(model, process_group=group)", "mesh="),
         ("FSDP(model, auto_wrap_policy={Block}, ignored_modules=[model.head])", "foreach=False"),
@@ -153,6 +153,40 @@ def test_calls_left_for_a_human_say_why(call, why):
     assert new is None
     (finding,) = findings
     assert not finding.fixable and why in finding.message
+    # How to check the hand port, and the opt-in bridge that would take the call.
+    assert "python -m compat.portcheck" in finding.message
+    assert "`--fsdp2-bridge`" in finding.message
+
+
+#: What each recipe must say (FSDP1's own steps, measured equal to FSDP1) and must not
+#: offer (the forms measured as not equivalent, FSDP2-FACTS.md).
+RECIPE_FACTS = {
+    "sync_module_states=True": (
+        ["before the first `fully_shard`", "non-persistent ones included", "src=0"],
+        ["broadcast_from_rank0", "same seed"],
+    ),
+    "param_init_fn=init": (
+        ["just before its `fully_shard`", "FSDP1's order", "not entering units already sharded"],
+        ["call `fully_shard`, then"],
+    ),
+}
+
+
+@pytest.mark.parametrize("argument", list(RECIPE_FACTS))
+def test_the_recipes_are_fsdp1s_equivalent_forms(argument):
+    _, (finding,) = _migrate(f"model = FSDP(model, {argument})\n")
+    said, not_said = RECIPE_FACTS[argument]
+    for text in said:
+        assert text in finding.message
+    for text in not_said:
+        assert text not in finding.message
+
+
+def test_below_the_bridges_torch_the_finding_does_not_offer_it():
+    target = {"releases": Releases.parse(torch="2.4..2.13")}
+    _, (finding,) = _migrate("model = FSDP(model, sync_module_states=True)\n", **target)
+    assert "python -m compat.portcheck" in finding.message
+    assert "--fsdp2-bridge" not in finding.message
 
 
 @pytest.mark.parametrize(
@@ -352,7 +386,7 @@ def test_a_call_left_for_a_human_lists_everything_in_the_way():
     )
     new, (finding,) = _migrate(f"model = {call}\n")
     assert new is None and not finding.fixable
-    reasons = ["fully_shard_by_policy", "`ShardingStrategy` member", "broadcast_from_rank0"]
+    reasons = ["fully_shard_by_policy", "`ShardingStrategy` member", "broadcast(tensor"]
     reasons.append("to_empty")
     at = [finding.message.index(f"({n}) ") for n in range(1, 5)]
     assert at == sorted(at) and "(5) " not in finding.message
@@ -770,7 +804,8 @@ def test_a_use_in_a_version_gates_older_branch_keeps_the_file_fsdp1():
     )
     assert new is None
     assert findings[0].withheld == (
-        "fix withheld: `model.clip_grad_norm_` at line 7: exists only on FSDP1 models"
+        "fix withheld: `model.clip_grad_norm_` at line 7: exists only on FSDP1 models "
+        "(on FSDP2: `torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)`)"
     )
 
 
@@ -1034,8 +1069,9 @@ DEAD = (
 )
 def test_the_bindings_a_conversion_leaves_dead_go_with_it(policy, after, kept):
     source = DEAD.format(policy=policy, after=after).replace("Block, Net", "Block, Net, blocks")
-    outcome = run(source.encode(), Settings(fix=True, unsafe_fixes=True, select=("FSDP4",)))
-    new = outcome.new_source.decode()
+    # the bridge asked for (`--fsdp2-bridge`): the last case goes there
+    settings = Settings(fix=True, unsafe_fixes=True, select=("FSDP4",), fsdp2_bridge=True)
+    new = run(source.encode(), settings).new_source.decode()
     for name, imported in (("policy", "ModuleWrapPolicy"), ("strategy", "ShardingStrategy")):
         assert (f"    {name} = " in new) == (name in kept), name
         assert (imported in new) == (name in kept), imported

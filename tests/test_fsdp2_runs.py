@@ -5,9 +5,10 @@ Two parts, each one spawn of 2 gloo ranks (NCCL where GPUs are):
 - unit by unit: for each policy form the rewrite reads, the modules the rewritten code
   shards are exactly FSDP1's units and those of ``compat.fsdp2.fully_shard_by_policy``;
 - training files of our own writing (``tests/fixtures/fsdp2/``) and their migrated
-  rewrites: no FSDP1 unit left, the same number of units, the same loss at every step
-  on every rank, the same full state dict, and the FSDP1 file's trained weights load
-  into the FSDP2 model.
+  rewrites (plain FSDP2 code; those plain code cannot express, on the bridge asked for
+  with ``--fsdp2-bridge``): no FSDP1 unit left, the same number of units, the same loss
+  at every step on every rank, the same full state dict, and the FSDP1 file's trained
+  weights load into the FSDP2 model.
 """
 
 from __future__ import annotations
@@ -45,8 +46,13 @@ SCRIPTS = (
     "trainer_class_checkpoints",
     "hybrid_mesh_meta_init",
 )
+#: The scripts plain FSDP2 code cannot express: migrated with ``--fsdp2-bridge``.
+ON_THE_BRIDGE = frozenset(
+    {"clip_grad_norm_method", "trainer_class_checkpoints", "hybrid_mesh_meta_init"}
+)
 STEPS = 4
 SETTINGS = Settings(fix=True, unsafe_fixes=True, select=("FSDP4",))
+BRIDGE = dataclasses.replace(SETTINGS, fsdp2_bridge=True)
 
 
 class Stage(nn.Module):
@@ -116,9 +122,9 @@ def _module(source: str, name: str) -> types.ModuleType:
     return module
 
 
-def migrated(source: str) -> str:
+def migrated(source: str, settings: Settings = SETTINGS) -> str:
     """``source`` after ``fsdp-migrate --extend-select FSDP4 --unsafe-fixes``."""
-    outcome = run(source.encode(), SETTINGS)
+    outcome = run(source.encode(), settings)
     assert outcome.new_source is not None, [f.message for f in outcome.findings]
     assert all(f.fixed for f in outcome.findings), outcome.findings
     return outcome.new_source.decode()
@@ -239,7 +245,7 @@ def runs() -> list[dict]:
     scripts = {}
     for name in SCRIPTS:
         old = (FIXTURES / f"{name}.py").read_text()
-        scripts[name] = (old, migrated(old))
+        scripts[name] = (old, migrated(old, BRIDGE if name in ON_THE_BRIDGE else SETTINGS))
     return distributed.run(
         _side_by_side, scripts, backend=distributed.backend_for_tests(), timeout=400
     )
@@ -265,24 +271,25 @@ def test_the_rewritten_script_trains_like_the_fsdp1_script(runs, script):
 
 
 def test_fsdp1s_methods_where_the_model_is_not_followed_put_the_file_on_the_bridge():
-    """The bridge's model keeps them; with the bridge off, the file stays FSDP1."""
+    """The bridge's model keeps them; without the bridge (the default), the file stays FSDP1."""
     source = (FIXTURES / "clip_grad_norm_method.py").read_bytes()
-    outcome = run(source, SETTINGS)
+    outcome = run(source, BRIDGE)
     (finding,) = outcome.findings
     assert finding.fixed and "`model.clip_grad_norm_` at line 25" in finding.message
     assert b"= fully_shard_like_fsdp1(" in outcome.new_source
     assert b"model.clip_grad_norm_(1.0)" in outcome.new_source
-    outcome = run(source, dataclasses.replace(SETTINGS, fsdp2_bridge=False))
+    outcome = run(source, SETTINGS)
     assert outcome.new_source is None
     (finding,) = outcome.findings
     assert finding.withheld == (
-        "fix withheld: `model.clip_grad_norm_` at line 25: exists only on FSDP1 models"
+        "fix withheld: `model.clip_grad_norm_` at line 25: exists only on FSDP1 models "
+        "(on FSDP2: `torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)`)"
     )
 
 
 def test_fsdp1s_class_calls_go_to_compats_fsdp1_api():
     source = (FIXTURES / "trainer_class_checkpoints.py").read_bytes()
-    new = run(source, SETTINGS).new_source.decode()
+    new = run(source, BRIDGE).new_source.decode()
     assert "FSDP." not in new and "import FullyShardedDataParallel" not in new
     assert new.count("FSDP1Api.state_dict_type(") == 2
     assert "FSDP1Api.optim_state_dict_to_load(" in new
@@ -291,7 +298,7 @@ def test_fsdp1s_class_calls_go_to_compats_fsdp1_api():
 def test_ignored_modules_keep_the_file_fsdp1_with_the_recipe():
     """Plain code only (no bridge): the call stays FSDP1 and its finding has the recipe."""
     source = (FIXTURES / "ignored_modules.py").read_bytes()
-    outcome = run(source, dataclasses.replace(SETTINGS, fsdp2_bridge=False))
+    outcome = run(source, SETTINGS)
     assert outcome.new_source is None
     (finding,) = outcome.findings
     assert not finding.fixed and "foreach=False" in finding.message
@@ -300,7 +307,7 @@ def test_ignored_modules_keep_the_file_fsdp1_with_the_recipe():
 def test_ignored_modules_go_to_the_bridge_with_the_recipe():
     """With the bridge, the call keeps its arguments on compat's FSDP1 bridge."""
     source = (FIXTURES / "ignored_modules.py").read_bytes()
-    outcome = run(source, SETTINGS)
+    outcome = run(source, BRIDGE)
     assert b"fully_shard_like_fsdp1(" in outcome.new_source
     (finding,) = outcome.findings
     assert finding.fixed and "foreach=False" in finding.message

@@ -38,6 +38,7 @@ from codemods.rules.fsdp401.decide import survey
 from codemods.rules.fsdp401.kept import FSDP1_API, unit_modules
 from codemods.rules.fsdp401.lookups import ISINSTANCE, fresh
 from codemods.rules.fsdp401.outcome import Bridged, Conversion, Survey
+from codemods.rules.fsdp401.recipes import BRIDGE_OPTION, HAND_PORT
 from codemods.rules.fsdp401.text import bound_first, statements_before
 from codemods.rules.layout import indentation, wrapped_call
 from codemods.syntax.cst_nodes import find_all
@@ -85,7 +86,10 @@ class Fsdp401(Behaviour):
         if conversion is None:
             return updated
         if isinstance(conversion, str):
-            engine.report(original, self.rule, fixable_here=False, detail=conversion)
+            detail = f"{conversion}; {HAND_PORT}"
+            if engine.target_at_least("2.6"):  # where the bridge would take it
+                detail += f", {BRIDGE_OPTION}"
+            engine.report(original, self.rule, fixable_here=False, detail=detail)
             return updated
         if isinstance(conversion, Bridged):
             return _bridge(engine, self.rule, found, original, updated, conversion)

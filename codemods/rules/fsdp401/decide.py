@@ -17,6 +17,7 @@ from codemods.rules.fsdp401.companion import companion_anchor, companion_blocker
 from codemods.rules.fsdp401.fsdp2_aware import dispatched_away, paired_with_fsdp2
 from codemods.rules.fsdp401.kept import (
     BRIDGE_KEEPS,
+    KEPT_RECIPES,
     NO_LOCAL,
     api_call,
     fsdp1_consumer,
@@ -195,8 +196,9 @@ def _other_fully_shard(engine: Engine) -> bool:
 def bridges(engine: Engine) -> bool:
     """Whether a call with no certain FSDP2 translation goes to ``compat``'s bridge.
 
-    The setting allows it (``--no-fsdp2-bridge`` does not) and the target torch has
-    FSDP2's public home, which the bridge runs on (2.6).
+    The setting asks for it (``--fsdp2-bridge``; off by default: such a call stays
+    FSDP1 for a human, with its recipes) and the target torch has FSDP2's public home,
+    which the bridge runs on (2.6).
     """
     return engine.settings.fsdp2_bridge and engine.target_at_least("2.6")
 
@@ -373,7 +375,8 @@ def survey(engine: Engine, rule_code: str) -> Survey:
     if companion:
         blockers += companion_blockers(engine, frozenset(checks), FSDP1_ONLY)
     if kept and not bridges(engine):
-        blockers += [why for _, _, why in kept]
+        # What to write on FSDP2 instead: the hand port the bridge would spare.
+        blockers += [f"{why} (on FSDP2: {KEPT_RECIPES[kind]})" for _, kind, why in kept]
     elif kept and not blockers:
         _onto_the_bridge(conversions, [(where, kind) for where, kind, _ in kept])
     for key, conversion in conversions.items():
