@@ -6,6 +6,7 @@ that need settings (a target torch, a config file) or look at a finding's messag
 
 from __future__ import annotations
 
+import ast
 import json
 import textwrap
 from pathlib import Path
@@ -981,6 +982,101 @@ def test_a_precision_used_otherwise_stays_manual(use):
     body = BRANCHES.replace("    model = FSDP", use + "    model = FSDP") % ""
     new, (finding,) = _migrate(PRECISION_HEAD + body)
     assert new is None and "not a `MixedPrecision(...)` call" in finding.message
+
+
+#: FSDP1's casting fields -> (the root policy's ``cast_forward_inputs``, the units' own
+#: policy's; None: not written, FSDP2's default ``True``; "shared": the root's policy).
+CASTING = {
+    "": (None, "False"),  # FSDP1's default: the root alone casts
+    ", cast_forward_inputs=False": (None, "False"),
+    ", cast_forward_inputs=True": ("True", "shared"),  # every unit casts
+    ", cast_root_forward_inputs=False": ("False", "shared"),  # no unit casts
+    ", cast_root_forward_inputs=True, cast_forward_inputs=True": ("True", "shared"),
+}
+
+
+def _policies(source: str) -> dict[str, dict[str, str]]:
+    """Each ``name = MixedPrecisionPolicy(...)`` of ``source``: its keywords' sources."""
+    out = {}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            if ast.unparse(node.value.func) == "MixedPrecisionPolicy":
+                keywords = {k.arg: ast.unparse(k.value) for k in node.value.keywords}
+                out[ast.unparse(node.targets[0])] = keywords
+    return out
+
+
+@pytest.mark.parametrize("fields", list(CASTING))
+def test_the_units_cast_their_inputs_where_fsdp1s_did(fields):
+    root_casts, units_cast = CASTING[fields]
+    dtypes = {"param_dtype": "torch.bfloat16", "reduce_dtype": "torch.float32"}
+    new, (finding,) = _migrate(
+        PRECISION_HEAD + "model = FSDP(model, auto_wrap_policy={Block}, mixed_precision="
+        f"MixedPrecision(param_dtype=torch.bfloat16, reduce_dtype=torch.float32{fields}))\n"
+    )
+    assert finding.fixed
+    policies = _policies(new)
+    root = dtypes if root_casts is None else {**dtypes, "cast_forward_inputs": root_casts}
+    assert policies["mp_policy"] == root
+    assert "model = fully_shard(model, mp_policy=mp_policy)" in new
+    if units_cast == "shared":
+        assert set(policies) == {"mp_policy"}
+        assert "fully_shard(submodule, mp_policy=mp_policy)" in new
+        return
+    assert policies["unit_mp_policy"] == {**dtypes, "cast_forward_inputs": units_cast}
+    assert "# as FSDP1: the root casts the floating inputs, the units below it do not" in new
+    assert "fully_shard(submodule, mp_policy=unit_mp_policy)" in new
+
+
+def test_without_units_the_root_keeps_one_policy():
+    new, _ = _migrate(
+        PRECISION_HEAD + "model = FSDP(model, mixed_precision=MixedPrecision(param_dtype=x))\n"
+    )
+    assert new.endswith(
+        "model = fully_shard(model, mp_policy=MixedPrecisionPolicy(param_dtype=x))\n"
+    )
+
+
+def test_a_computed_dtype_is_read_from_the_roots_policy_not_evaluated_again():
+    new, _ = _migrate(
+        PRECISION_HEAD + "model = FSDP(model, auto_wrap_policy={Block}, "
+        "mixed_precision=MixedPrecision(param_dtype=dtype_of(config)))\n"
+    )
+    assert new.count("dtype_of(config)") == 1
+    assert "param_dtype=mp_policy.param_dtype" in new
+
+
+def test_a_precision_bound_by_branches_gives_the_units_its_dtypes():
+    new, _ = _migrate(PRECISION_HEAD + BRANCHES % "")
+    assert _policies(new)["unit_mp_policy"] == {
+        "param_dtype": "mp.param_dtype",
+        "reduce_dtype": "mp.reduce_dtype",
+        "cast_forward_inputs": "False",
+    }
+    assert "fully_shard(model, mp_policy=mp)" in new
+
+
+def test_branches_that_cast_in_different_ways_stay_for_a_human():
+    fp16 = "MixedPrecision(param_dtype=torch.float16, cast_forward_inputs=True)"
+    body = BRANCHES.replace("    if bf16:\n", f"    if fp16:\n        mp = {fp16}\n    if bf16:\n")
+    new, (finding,) = _migrate(PRECISION_HEAD + body % "")
+    assert new is None and "cast the forward inputs in different ways" in finding.message
+
+
+@pytest.mark.parametrize(
+    ("dtypes", "noted"),
+    [
+        ("param_dtype=torch.bfloat16, reduce_dtype=torch.float32", True),
+        ("param_dtype=torch.bfloat16", False),  # reduced in bf16: accumulated in bf16 too
+        ("param_dtype=torch.bfloat16, reduce_dtype=torch.bfloat16", False),
+    ],
+)
+def test_accumulation_in_reduce_dtype_is_named_where_it_differs(dtypes, noted):
+    _, (finding,) = _migrate(
+        PRECISION_HEAD + f"model = FSDP(model, mixed_precision=MixedPrecision({dtypes}))\n"
+    )
+    said = "kept in `reduce_dtype` where FSDP1 kept them in `param_dtype`" in finding.message
+    assert said is noted
 
 
 def test_many_unit_classes_are_named_once_before_the_loop():

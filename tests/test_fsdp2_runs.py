@@ -359,3 +359,52 @@ def test_why_ignored_modules_stay_fsdp1_a_foreach_step_fails_on_the_mix():
     for outcomes in runs:
         assert outcomes["fsdp1"] == "stepped"
         assert "mixed torch.Tensor and DTensor" in outcomes["fsdp2"]
+
+
+#: bf16 builders whose blocks get fp32 positions from their parent (FSDP1 casts the
+#: inputs at the root only), in the call and bound by a flag: ``file:builder``.
+PRECISION = FIXTURES / "precision_fp32_positions.py"
+PRECISION_BUILDERS = ("build", "build_by_flag")
+
+
+@pytest.fixture(scope="module")
+def precision_reports(tmp_path_factory) -> dict:
+    """The port checker on each FSDP1 builder and its rewrite, one spawn of 2 ranks."""
+    from compat.portcheck import PortCase, check_ports
+
+    new = migrated(PRECISION.read_text())
+    port = tmp_path_factory.mktemp("precision") / "ported.py"
+    port.write_text(new)
+    cases = {
+        name: PortCase(f"{PRECISION}:{name}", f"{port}:{name}", "tests.portcheck_ports:batch")
+        for name in PRECISION_BUILDERS
+    }
+    return {"source": new, **check_ports(cases, world_size=2, timeout=300)}
+
+
+def test_the_units_cast_no_inputs_and_the_root_does():
+    new = migrated(PRECISION.read_text())
+    assert new.count("cast_forward_inputs=False") == 2  # a units' policy per call
+    assert new.count("mp_policy=unit_mp_policy)") == 2
+    assert "model = fully_shard(model, mp_policy=mp_policy)" in new
+    assert "model = fully_shard(model, mp_policy=precision)" in new
+    # What still differs is named: accumulation without sync; nothing else.
+    outcome = run(PRECISION.read_bytes(), SETTINGS)
+    for finding in outcome.findings:
+        assert "kept in `reduce_dtype` where FSDP1 kept them in `param_dtype`" in finding.message
+
+
+@pytest.mark.distributed
+@pytest.mark.parametrize("builder", PRECISION_BUILDERS)
+def test_bf16_with_fp32_inputs_to_the_units_trains_as_fsdp1(precision_reports, builder):
+    """The rewrite's root-only casting: every number equal to FSDP1's (port checker)."""
+    report = precision_reports[builder]
+    report.assert_passed()
+    # The blocks get the fp32 positions on both sides (bf16 activations beside them).
+    blocks = [row for row in report.units if row.name.startswith("layers.")]
+    assert len(blocks) == 2
+    for row in blocks:
+        assert row.inputs_after == row.inputs_before and "float32" in row.inputs_before
+    for row in report.step_rows:
+        assert row.loss_after == row.loss_before  # bit-equal
+    assert [f.cause for f in report.findings] == ["state-dict-kind"]

@@ -107,8 +107,8 @@ class Fsdp401(Behaviour):
             for module, name in use.imports:
                 engine.need_import(module, name)
         indent = indentation(engine, conversion.line)
-        bindings, keywords = bound_first(engine, conversion, indent)
-        statements = statements_before(engine, conversion, indent, bindings, keywords)
+        bindings, keywords, unit_keywords = bound_first(engine, conversion, indent)
+        statements = statements_before(engine, conversion, indent, bindings, unit_keywords)
         if statements:
             engine.insert_before(conversion.line, statements)
         one = engine.module.default_indent

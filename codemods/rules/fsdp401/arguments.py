@@ -40,13 +40,25 @@ MAPPING = (
     ),
     (
         "mixed_precision=MixedPrecision(param_dtype=..., reduce_dtype=...)",
-        "`mp_policy=MixedPrecisionPolicy(param_dtype=..., reduce_dtype=...)`; "
-        "`buffer_dtype` dropped with a note",
+        "the root: `mp_policy=MixedPrecisionPolicy(param_dtype=..., reduce_dtype=...)`; the "
+        "units below it: the same with `cast_forward_inputs=False` (FSDP1 casts the inputs at "
+        "the root only); `buffer_dtype` dropped with a note, and a note that gradients "
+        "accumulated without sync are kept in `reduce_dtype`",
+    ),
+    (
+        "MixedPrecision(..., cast_forward_inputs=True)",
+        "one policy with `cast_forward_inputs=True` for every unit (FSDP1's units cast too)",
+    ),
+    (
+        "MixedPrecision(..., cast_root_forward_inputs=False)",
+        "the root's policy with `cast_forward_inputs=False` as well",
     ),
     (
         "mixed_precision=mp, mp = None / mp = MixedPrecision(...) (in branches, read only there)",
         "each binding becomes `MixedPrecisionPolicy(...)` (`None`: `MixedPrecisionPolicy()`, "
-        "no casting), and the call passes `mp_policy=mp`",
+        "no casting), the root gets `mp_policy=mp`, the units "
+        "`MixedPrecisionPolicy(param_dtype=mp.param_dtype, reduce_dtype=mp.reduce_dtype, "
+        "cast_forward_inputs=False)`",
     ),
     ("cpu_offload=CPUOffload(offload_params=True)", "`offload_policy=CPUOffloadPolicy()`"),
     (
