@@ -1172,3 +1172,105 @@ def test_the_bindings_a_conversion_leaves_dead_go_with_it(policy, after, kept):
         assert (f"    {name} = " in new) == (name in kept), name
         assert (imported in new) == (name in kept), imported
     assert "fully_shard" in new
+
+
+#: FSDP1-only reads on a value the file takes for an FSDP1 model, and the read named.
+FSDP1_READS = {
+    "annotated": (
+        "def f(module: FSDP):\n    return module.process_group\n",
+        "module.process_group",
+    ),
+    "checked": (
+        "def f(m):\n    if isinstance(m, FSDP):\n        return m.mixed_precision\n",
+        "m.mixed_precision",
+    ),
+    "annotated-private": (
+        "def f(module: FSDP):\n    return module._fsdp_wrapped_module\n",
+        "module._fsdp_wrapped_module",
+    ),
+    "checked-strategy": (
+        "def f(m):\n    if isinstance(m, FSDP) and m.sharding_strategy:\n        return 1\n"
+        "    if isinstance(m, FSDP):\n        return m.sharding_strategy\n",
+        "m.sharding_strategy",
+    ),
+    "wrapped": ("def f():\n    return 0\n\n\nprint(model.process_group)\n", "model.process_group"),
+}
+WRAP = "\n\nmodel = FSDP(model, auto_wrap_policy=ModuleWrapPolicy({Block}))\n"
+
+
+@pytest.mark.parametrize("case", list(FSDP1_READS))
+@pytest.mark.parametrize("bridge", [False, True])
+def test_an_fsdp1_only_read_on_a_model_that_would_convert_keeps_the_file(case, bridge):
+    body, read = FSDP1_READS[case]
+    if case == "wrapped":  # after the wrapper call
+        body = WRAP + body.split("\n\n\n")[1]
+    else:
+        body = body + WRAP
+    new, (finding,) = _migrate(body, fsdp2_bridge=bridge)
+    assert new is None, new
+    assert finding.withheld.startswith(f"fix withheld: `{read}` at line ")
+    assert "exists only on FSDP1 models" in finding.withheld
+
+
+def test_an_fsdp1_method_on_an_annotated_parameter_takes_the_bridge_or_keeps_the_file():
+    body = "def f(m: FSDP):\n    m.clip_grad_norm_(1.0)\n" + WRAP
+    new, (finding,) = _migrate(body)
+    assert new is None
+    assert "`m.clip_grad_norm_` at line 6" in finding.withheld
+    assert "torch.nn.utils.clip_grad_norm_" in finding.withheld  # what to write on FSDP2
+    new, (finding,) = _migrate(body, fsdp2_bridge=True)
+    assert finding.fixed and "def f(m: FSDPModule):" in new and "m.clip_grad_norm_(1.0)" in new
+    assert "model = fully_shard_like_fsdp1(model," in new  # the bridge's model keeps it
+
+
+def test_reads_that_both_fsdps_answer_leave_the_conversion():
+    new, (finding,) = _migrate("def f(module: FSDP):\n    return module.training\n" + WRAP)
+    assert finding.fixed and "def f(module: FSDPModule):" in new
+
+
+SUBCLASS = (
+    "class ShardedModel(FSDP):\n"
+    "    def forward(self, *args, **kwargs):\n"
+    "        return super().forward(*args, **kwargs)\n\n\n"
+    "model = ShardedModel(model, use_orig_params=True)\n"
+)
+
+
+@pytest.mark.parametrize("lint_only", [False, True])
+def test_a_call_of_an_fsdp1_subclass_is_reported_as_staying(lint_only):
+    from codemods.batch.runner import process_source
+
+    source = HEAD + SUBCLASS
+    if lint_only:  # as fsdp-lint: the ast detector hands the file to libcst's survey
+        findings = process_source("a.py", source.encode(), Settings(select=("FSDP4",))).findings
+    else:
+        new, findings = _migrate(SUBCLASS)
+        assert new is None
+    (finding,) = findings
+    assert (finding.code, finding.line, finding.fixable) == ("FSDP401", 10, False)
+    assert "`ShardedModel` (line 5) subclasses FSDP1's `FullyShardedDataParallel`" in (
+        finding.message
+    )
+
+
+def test_a_subclass_call_keeps_the_files_other_calls_fsdp1():
+    new, findings = _migrate(SUBCLASS + "other = FSDP(other, auto_wrap_policy={Block})\n")
+    assert new is None and len(findings) == 2
+    assert findings[1].withheld == (
+        "fix withheld: `ShardedModel` at line 10 subclasses FSDP1 and stays FSDP1"
+    )
+
+
+def test_a_subclass_without_a_call_gives_no_finding():
+    new, findings = _migrate(SUBCLASS.replace("model = ShardedModel(", "model = f("))
+    assert new is None and findings == []
+
+
+@pytest.mark.parametrize("target", ["2.1..2.13", "2.3..2.6"])
+def test_a_range_with_torch_releases_without_fully_shard_withholds_the_fix(target):
+    """FSDP2 appeared in 2.4: a range reaching below it gets no fix, and says why."""
+    new, (finding,) = _migrate(
+        "model = FSDP(model, auto_wrap_policy={Block})\n", releases=Releases.parse(torch=target)
+    )
+    assert new is None and not finding.fixed
+    assert finding.no_fix == f"no fix runs on torch {target}: it needs torch 2.4"

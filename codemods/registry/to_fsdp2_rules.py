@@ -300,6 +300,23 @@ RULES = (
                 "flat = model.params\n"
             ),
             Example.reported_only(
+                # An FSDP1 attribute read where the file takes a value for an FSDP1 model:
+                # the annotation would become FSDPModule, the read would find nothing.
+                _IMPORT + _WRAP + _MODEL + "\n\n"
+                "def group_of(module: FSDP):\n"
+                "    return module.process_group\n"
+                "\n\n"
+                "model = FSDP(model, auto_wrap_policy=ModuleWrapPolicy({Block}))\n"
+            ),
+            Example.reported_only(
+                # A call of the file's own FSDP1 subclass: FSDP2 has no class to subclass.
+                _IMPORT + "\n\n"
+                "class ShardedModel(FSDP):\n"
+                "    pass\n"
+                "\n\n"
+                "model = ShardedModel(model)\n"
+            ),
+            Example.reported_only(
                 # FSDP1's private modules act on FSDP1's own state, which no FSDP2 unit has.
                 "import torch\n" + _IMPORT + "\n"
                 "model = FSDP(model)\n"

@@ -13,7 +13,11 @@ from typing import Any
 from codemods.registry.names import COMPOSABLE_FSDP, TORCH_FSDP
 from codemods.rules.api import Engine
 from codemods.rules.fsdp401.arguments import translate
-from codemods.rules.fsdp401.companion import companion_anchor, companion_blockers
+from codemods.rules.fsdp401.companion import (
+    companion_anchor,
+    companion_blockers,
+    reads_behind_checks,
+)
 from codemods.rules.fsdp401.fsdp2_aware import dispatched_away, paired_with_fsdp2
 from codemods.rules.fsdp401.kept import (
     BRIDGE_KEEPS,
@@ -44,6 +48,7 @@ from codemods.rules.fsdp401.lookups import (
 )
 from codemods.rules.fsdp401.outcome import Bridged, Conversion, Survey
 from codemods.rules.fsdp401.policy import unit_classes
+from codemods.rules.fsdp401.subclasses import subclass_calls
 from codemods.rules.fsdp401.uses import Use, rewrite
 from codemods.rules.fsdp401.values import shown
 from codemods.syntax.cst_nodes import dotted, find_all, keyword
@@ -62,6 +67,19 @@ FSDP1_ONLY = (
     "mixed_precision",
     "cpu_offload",
     "params",
+    # FSDP1's own state, which shadows the wrapped module's attributes of those names
+    "process_group",
+    "compute_device",
+    "rank",
+    "world_size",
+    "training_state",
+    "backward_prefetch",
+    "forward_prefetch",
+    "limit_all_gathers",
+    "use_orig_params",
+    "_handle",
+    "_flat_param",
+    "_is_root",
 )
 
 
@@ -228,15 +246,21 @@ def survey(engine: Engine, rule_code: str) -> Survey:
     module = engine.module
     # The engine's list of calls spares a walk of the module.
     calls = [n for n in engine.nodes(cst.Call) if fsdp1_reference(engine, n.func)]
+    subclassed = tuple(subclass_calls(engine))
     companion = not calls and bool(engine.settings.fsdp1_companion)
     if not calls and not companion:
         # Nothing converted: the rest (checks, uses, what blocks) is asked only of a
         # converted file, or of one converted with its project's calls.
-        return Survey({}, {}, None)
+        return Survey({}, {}, None, subclass_calls=subclassed)
     calls.sort(key=lambda call: source_order(engine, call))
     conversions: dict[int, Conversion | Bridged | str] = {}
     uses: dict[int, list[Use]] = {}
-    blockers = []
+    # The file's own FSDP1 subclasses stay FSDP1 (their finding says why), and so the file.
+    blockers = [
+        f"`{shown(engine, call.func)}` at line {line_of(engine, call)} subclasses FSDP1 "
+        "and stays FSDP1"
+        for call, _ in subclassed
+    ]
     wrapped = set()
     # (scope, name) -> (line, wrapper call) where a wrapper call's result is bound
     bound: dict[tuple[int, str], list[tuple[int, int]]] = {}
@@ -374,6 +398,20 @@ def survey(engine: Engine, rule_code: str) -> Survey:
         blockers.append("`FSDP1Api`, which the bridged calls need, is a name here")
     if companion:
         blockers += companion_blockers(engine, frozenset(checks), FSDP1_ONLY)
+    else:
+        # What the file does with a value it takes for an FSDP1 model (`def f(m: FSDP)`,
+        # `if isinstance(m, FSDP):`): the checks become FSDPModule, the reads would stay.
+        for node, method in reads_behind_checks(
+            engine, frozenset(checks), (*FSDP1_ONLY, *CHANGED_MEANING)
+        ):
+            if module.code_for_node(node.value) in wrapped:
+                continue  # a wrapped model's name: its uses are read above
+            where = f"`{shown(engine, node)}` at line {line_of(engine, node)}"
+            why = CHANGED_MEANING.get(method, "exists only on FSDP1 models")
+            if method in BRIDGE_KEEPS:
+                kept.append((where, method, f"{where}: {why}"))
+            else:
+                blockers.append(f"{where}: {why}")
     if kept and not bridges(engine):
         # What to write on FSDP2 instead: the hand port the bridge would spare.
         blockers += [f"{why} (on FSDP2: {KEPT_RECIPES[kind]})" for _, kind, why in kept]
@@ -392,4 +430,5 @@ def survey(engine: Engine, rule_code: str) -> Survey:
         frozenset(lists),
         frozenset(api_calls),
         companion_anchor(engine, checks | lists | api_calls, bool(blockers)) if companion else None,
+        subclassed,
     )
