@@ -134,8 +134,8 @@ def test_dropped_arguments_that_change_something_are_noted():
 @pytest.mark.parametrize(
     ("call", "why"),
     [
-        ("FSDP(model, auto_wrap_policy=size_based_policy)", "fully_shard_by_policy"),
-        ("FSDP(model, auto_wrap_policy=lambda m: isinstance(m, Block))", "fully_shard_by_policy"),
+        ("FSDP(model, auto_wrap_policy=size_based_policy)", "FSDP.fsdp_modules(model)"),
+        ("FSDP(model, auto_wrap_policy=lambda m: isinstance(m, Block))", "classes of FSDP1's"),
         ("FSDP(model, auto_wrap_policy=ModuleWrapPolicy(classes()))", "a set, list or tuple"),
         ("FSDP(model, auto_wrap_policy={get_class()})", "not certainly a class"),
         ("FSDP(model, sync_module_states=True)", "broadcast(tensor.detach(), src=0)"),
@@ -229,7 +229,7 @@ def test_a_helpers_parameter_is_not_the_wrap_sites_name():
         "def policy(layer_cls):\n    return ModuleWrapPolicy({layer_cls})\n\n\n"
         "def shard(model, layer_cls):\n    return FSDP(model, auto_wrap_policy=policy(Block))\n"
     )
-    assert new is None and "fully_shard_by_policy" in finding.message
+    assert new is None and "FSDP.fsdp_modules(model)" in finding.message
 
 
 @pytest.mark.parametrize("policy", ["{Block}", "{layer_cls}"])
@@ -387,7 +387,7 @@ def test_a_call_left_for_a_human_lists_everything_in_the_way():
     )
     new, (finding,) = _migrate(f"model = {call}\n")
     assert new is None and not finding.fixable
-    reasons = ["fully_shard_by_policy", "`ShardingStrategy` member", "broadcast(tensor"]
+    reasons = ["classes of FSDP1's units", "`ShardingStrategy` member", "broadcast(tensor"]
     reasons.append("to_empty")
     at = [finding.message.index(f"({n}) ") for n in range(1, 5)]
     assert at == sorted(at) and "(5) " not in finding.message
@@ -923,7 +923,7 @@ def test_a_helper_policy_that_is_not_certain_stays_manual(source):
     new, findings = _migrate("from model import Head\n" + source)
     assert new is None
     (finding,) = [f for f in findings if f.code == "FSDP401"]
-    assert not finding.fixable and "fully_shard_by_policy" in finding.message
+    assert not finding.fixable and "classes of FSDP1's units" in finding.message
 
 
 def test_a_class_shadowed_where_the_model_is_wrapped_stays_manual():
