@@ -1274,3 +1274,33 @@ def test_a_range_with_torch_releases_without_fully_shard_withholds_the_fix(targe
     )
     assert new is None and not finding.fixed
     assert finding.no_fix == f"no fix runs on torch {target}: it needs torch 2.4"
+
+
+@pytest.mark.parametrize(
+    "built",
+    [
+        "with torch.device('meta'):\n    model = Net()\n",
+        "model = Net(device='meta')\n",
+        "from accelerate import init_empty_weights\n"
+        "with init_empty_weights():\n    model = Net()\n",
+    ],
+    ids=["device-context", "device-argument", "accelerate"],
+)
+def test_a_model_built_on_meta_stays_for_a_human_or_the_bridge(built):
+    """FSDP1 materialises meta units when it wraps them; FSDP2 would keep them on meta."""
+    body = "import torch\nfrom model import Net\n" + built + WRAP
+    new, (finding,) = _migrate(body)
+    assert new is None and not finding.fixable
+    line = 7 + built.startswith("from")  # where the model goes to meta
+    assert f"may be built on the meta device (line {line})" in finding.message
+    assert "`module.to_empty(device=device, recurse=False)`" in finding.message
+    new, (finding,) = _migrate(body, fsdp2_bridge=True)
+    assert finding.fixed and "model = fully_shard_like_fsdp1(model," in new
+
+
+def test_a_meta_model_with_param_init_fn_gets_that_recipe_once():
+    body = "import torch\nwith torch.device('meta'):\n    model = Net()\n"
+    body += "model = FSDP(model, param_init_fn=init)\n"
+    _, (finding,) = _migrate(body)
+    assert "`param_init_fn`: FSDP2 leaves meta tensors on meta" in finding.message
+    assert "may be built on the meta device" not in finding.message

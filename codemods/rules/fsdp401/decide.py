@@ -46,6 +46,7 @@ from codemods.rules.fsdp401.lookups import (
     source_order,
     tested_class,
 )
+from codemods.rules.fsdp401.meta import META, meta_line
 from codemods.rules.fsdp401.outcome import Bridged, Conversion, Survey
 from codemods.rules.fsdp401.policy import unit_classes
 from codemods.rules.fsdp401.subclasses import subclass_calls
@@ -165,6 +166,9 @@ def _convert(engine: Engine, call: cst.Call) -> Conversion:
                 code(target) if target is not None and dotted(target) else local_name(engine, call)
             )
             before = f"{root} = {code(args[0].value)}"
+    meta = meta_line(engine)
+    if meta is not None and not any(keyword(arg) == "param_init_fn" for arg in named):
+        reasons.append(META.format(line=meta))  # (param_init_fn has its own recipe)
     if reasons or line is None or keywords is None:
         raise Untranslatable(*reasons)
     return Conversion(call, line, root, before, tuple(code(c) for c in classes), keywords)
