@@ -408,3 +408,26 @@ def test_bf16_with_fp32_inputs_to_the_units_trains_as_fsdp1(precision_reports, b
     for row in report.step_rows:
         assert row.loss_after == row.loss_before  # bit-equal
     assert [f.cause for f in report.findings] == ["state-dict-kind"]
+
+
+META_RECIPE = FIXTURES / "meta_units_recipe.py"
+
+
+@pytest.mark.distributed
+def test_the_meta_recipe_of_the_finding_builds_fsdp1s_weights():
+    """The finding's materialisation, written by hand, equals FSDP1's; the other form not.
+
+    FSDP1 materialises each meta unit as it wraps it; the port does the same before each
+    ``fully_shard``. Sharding on meta and initialising afterwards draws other values.
+    """
+    from compat.portcheck import PortCase, check_ports
+
+    def case(after: str) -> PortCase:
+        batch = "tests.portcheck_ports:batch"
+        return PortCase(f"{META_RECIPE}:fsdp1", f"{META_RECIPE}:{after}", batch)
+
+    cases = {"recipe": case("fsdp2"), "after": case("fsdp2_materialised_after_sharding")}
+    reports = check_ports(cases, world_size=2, timeout=300)
+    reports["recipe"].assert_passed()
+    assert not reports["after"].passed
+    assert reports["after"].units[0].initial > 0  # other initial weights
