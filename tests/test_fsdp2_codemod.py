@@ -1304,3 +1304,15 @@ def test_a_meta_model_with_param_init_fn_gets_that_recipe_once():
     _, (finding,) = _migrate(body)
     assert "`param_init_fn`: FSDP2 leaves meta tensors on meta" in finding.message
     assert "may be built on the meta device" not in finding.message
+
+
+@pytest.mark.parametrize(
+    ("arguments", "flat"),
+    [("", True), (", use_orig_params=False", True), (", use_orig_params=True", False)],
+)
+def test_each_converted_call_names_what_fsdp2_does_otherwise(arguments, flat):
+    """The differences real ports accepted, listed for the call (FSDP2-PORTS.md 7.1)."""
+    new, (finding,) = _migrate(f"model = FSDP(model, auto_wrap_policy={{Block}}{arguments})\n")
+    assert finding.fixed and "use_orig_params" not in new
+    assert ("the optimizer gets each original parameter" in finding.message) is flat
+    assert "`state_dict()` gives DTensor shards" in finding.message
