@@ -57,6 +57,7 @@ def test_a_config_read_call_goes_to_the_bridge_with_its_own_arguments():
     [finding] = findings
     assert finding.fixed
     assert "on compat's FSDP1 bridge; to finish by hand: " in finding.message
+    assert "python -m compat.portcheck" in finding.message  # to check the hand port
     for reason in ("policy names no module classes", "not a `ShardingStrategy` member"):
         assert reason in finding.message
 

@@ -230,7 +230,7 @@ def _bridge(
     The finding lists what kept it from plain FSDP2 code, each with its recipe.
     """
     withheld = f"fix withheld: {found.blocker}" if found.blocker else None
-    detail = f"{BRIDGED}: {bridged.why}"
+    detail = f"{BRIDGED}: {bridged.why}; {HAND_PORT}"
     if not engine.report(original, rule, detail=detail, withheld=withheld):
         return updated
     engine.need_import(BRIDGE_HOME, BRIDGE)
