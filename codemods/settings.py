@@ -23,8 +23,9 @@ class Settings:
             and a fix is made only where its new form runs on all of them. The
             default: the current releases.
         fsdp2_bridge: The FSDP1-to-FSDP2 fix (FSDP401) may rewrite a wrapper call it
-            cannot translate with certainty to one call of ``compat``'s FSDP1 bridge;
-            False: such calls stay for a human, with their recipes.
+            cannot translate with certainty to one call of ``compat``'s FSDP1 bridge
+            (``--fsdp2-bridge``, opt-in); False (the default): such calls stay FSDP1 for
+            a human, with their recipes.
         lightning_bases: The base-class spellings in this file that are the project's
             own ``LightningModule`` subclasses defined in other files of the run
             (:mod:`codemods.cli.project_classes`), for the hook rules.
@@ -44,7 +45,7 @@ class Settings:
     fix: bool = False
     unsafe_fixes: bool = False
     releases: Releases = Releases()
-    fsdp2_bridge: bool = True
+    fsdp2_bridge: bool = False
     lightning_bases: frozenset[str] = frozenset()
     fsdp1_elsewhere: tuple[str, ...] = ()
     fsdp1_api_elsewhere: tuple[str, ...] = ()

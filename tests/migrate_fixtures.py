@@ -3,7 +3,7 @@
 A fixture without ``output.py`` must come out unchanged. Comment lines at the top of
 ``input.py`` say how to run it (they survive the rewrite, so ``output.py`` has them too):
 
-- ``# fsdp-migrate: --unsafe-fixes`` (and/or ``--select CODES``, ``--no-fsdp2-bridge``):
+- ``# fsdp-migrate: --unsafe-fixes`` (and/or ``--select CODES``, ``--fsdp2-bridge``):
   the run's options;
 - ``# left unfixed: FSDP103, FSDP208``: the findings migrate must leave, by code
   (without this line, none may be left);
@@ -63,7 +63,7 @@ def load(name: str) -> Fixture:
         select=tuple(code.strip().upper() for code in select),
         fix=True,
         unsafe_fixes="--unsafe-fixes" in flags,
-        fsdp2_bridge="--no-fsdp2-bridge" not in flags,
+        fsdp2_bridge="--fsdp2-bridge" in flags,
     )
     runnable = options.get("runnable")
     return Fixture(

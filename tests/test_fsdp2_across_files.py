@@ -8,7 +8,8 @@ follow them onto the bridge; otherwise its checks stay FSDP1 and so does every f
 the project, each finding naming the file and why (``codemods.cli.project_fsdp1``). A
 class call the bridge's model answers puts the calls on the bridge instead of plain
 FSDP2 code. A package of our own writing in the shape of real recipes is migrated and
-trained both ways on 2 gloo ranks.
+trained both ways on 2 gloo ranks. The runs here ask for the bridge (``--fsdp2-bridge``,
+opt-in) unless they say otherwise.
 """
 
 from __future__ import annotations
@@ -71,7 +72,15 @@ def _project(root: Path, files: dict[str, str]) -> None:
 
 def _fsdp401(root: Path, *paths: str) -> list[dict]:
     report = root / "report.json"
-    flags = ["--check", "--unsafe-fixes", "--extend-select", "FSDP4", "--report", str(report)]
+    flags = [
+        "--check",
+        "--unsafe-fixes",
+        "--extend-select",
+        "FSDP4",
+        "--fsdp2-bridge",
+        "--report",
+        str(report),
+    ]
     migrate([*flags, *(str(root / p) for p in paths)])
     files = json.loads(report.read_text())["files"]
     return [x for f in files for x in f["findings"] if x["code"] == "FSDP401"]
@@ -85,7 +94,7 @@ def test_a_file_that_only_checks_converts_with_the_projects_calls(tmp_path):
     assert len(findings) == 2 and all(f["fixed"] for f in findings)
     follows = "the project's FSDP1 models become FSDP2 with lib.py:7"
     assert sum(follows in f["message"] for f in findings) == 1
-    migrate(["--unsafe-fixes", "--extend-select", "FSDP4", str(tmp_path)])
+    migrate(["--unsafe-fixes", "--extend-select", "FSDP4", "--fsdp2-bridge", str(tmp_path)])
     assert "fully_shard_like_fsdp1(model" in (tmp_path / "lib.py").read_text()
     text = (tmp_path / "tests" / "test_lib.py").read_text()
     assert "if isinstance(submodule, FSDPModule)]" in text
@@ -147,7 +156,7 @@ def test_without_such_a_check_the_file_converts(tmp_path, other, form):
     _project(tmp_path, {"lib.py": LIBRARY, "tests/test_lib.py": other})
     (finding,) = _fsdp401(tmp_path, ".")
     assert finding["fixed"] and not finding["withheld"]
-    migrate(["--unsafe-fixes", "--extend-select", "FSDP4", str(tmp_path)])
+    migrate(["--unsafe-fixes", "--extend-select", "FSDP4", "--fsdp2-bridge", str(tmp_path)])
     assert form in (tmp_path / "lib.py").read_text()
 
 
@@ -244,7 +253,9 @@ def _copies(root: Path, source: Path) -> Path:
     for name in ("legacy", "migrated"):
         shutil.copytree(source, root / name)
     (root / "pyproject.toml").write_text('[project]\nname = "p"\ndependencies = ["torch>=2.6"]\n')
-    migrate(["--unsafe-fixes", "--extend-select", "FSDP4", str(root / "migrated")])
+    migrate(
+        ["--unsafe-fixes", "--extend-select", "FSDP4", "--fsdp2-bridge", str(root / "migrated")]
+    )
     return root
 
 
@@ -297,7 +308,7 @@ def test_a_companion_with_only_an_isinstance_check_is_rewritten(tmp_path):
     helper = FSDP1 + "\n\ndef clip(model):\n    if isinstance(model, FSDP):\n"
     helper += "        return model.clip_grad_norm_(1.0)\n    return None\n"
     _project(tmp_path, {"lib.py": LIBRARY, "helper.py": helper})
-    migrate(["--unsafe-fixes", "--extend-select", "FSDP4", str(tmp_path)])
+    migrate(["--unsafe-fixes", "--extend-select", "FSDP4", "--fsdp2-bridge", str(tmp_path)])
     text = (tmp_path / "helper.py").read_text()
     assert "    if isinstance(model, FSDPModule):\n" in text
     assert "fully_shard_like_fsdp1(" in (tmp_path / "lib.py").read_text()

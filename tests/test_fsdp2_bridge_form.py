@@ -1,5 +1,6 @@
-"""FSDP401's second form: a call with no certain FSDP2 translation becomes one call of
-compat's FSDP1 bridge, its arguments as they are, and the finding says what is left."""
+"""FSDP401's opt-in second form: with ``--fsdp2-bridge``, a call with no certain FSDP2
+translation becomes one call of compat's FSDP1 bridge, its arguments as they are, and
+the finding says what is left. Without it (the default) such a call stays FSDP1."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import textwrap
 import pytest
 
 from codemods.engine.run import run
+from codemods.registry import REGISTRY
 from codemods.releases import Releases
 from codemods.settings import Settings
 
@@ -29,7 +31,13 @@ SCRIPT = textwrap.dedent(
 
 
 def _migrate(source: str, **settings) -> tuple[str | None, list]:
-    options = {"fix": True, "unsafe_fixes": True, "select": ("FSDP4",), **settings}
+    options = {
+        "fix": True,
+        "unsafe_fixes": True,
+        "select": ("FSDP4",),
+        "fsdp2_bridge": True,
+        **settings,
+    }
     outcome = run(source.encode(), Settings(**options))
     return (None if outcome.new_source is None else outcome.new_source.decode()), outcome.findings
 
@@ -49,6 +57,7 @@ def test_a_config_read_call_goes_to_the_bridge_with_its_own_arguments():
     [finding] = findings
     assert finding.fixed
     assert "on compat's FSDP1 bridge; to finish by hand: " in finding.message
+    assert "python -m compat.portcheck" in finding.message  # to check the hand port
     for reason in ("policy names no module classes", "not a `ShardingStrategy` member"):
         assert reason in finding.message
 
@@ -56,7 +65,7 @@ def test_a_config_read_call_goes_to_the_bridge_with_its_own_arguments():
 @pytest.mark.parametrize(
     ("settings", "why"),
     [
-        ({"fsdp2_bridge": False}, "--no-fsdp2-bridge"),
+        ({"fsdp2_bridge": False}, "--no-fsdp2-bridge, the default"),
         (
             {"releases": Releases.parse(torch="2.4")},
             "the bridge runs on torch.distributed.fsdp's FSDP2 (2.6)",
@@ -107,3 +116,128 @@ def test_a_local_state_dict_puts_the_call_on_the_bridge():
     assert "`StateDictType.LOCAL_STATE_DICT` at line 6: SHARDED_STATE_DICT" in finding.message
     new, [finding] = _migrate(LOCAL, fsdp2_bridge=False)
     assert new is None and finding.withheld  # for a human, with the recipes
+
+
+#: The registry's FSDP401 cases that stay FSDP1 by default and go to the bridge with
+#: ``--fsdp2-bridge``: a line of the case's source, and what the bridge makes of the case.
+BRIDGED = {
+    "model = FSDP(model, sharding_strategy=ShardingStrategy.HYBRID_SHARD)\n": (
+        "from torch.distributed.fsdp import ShardingStrategy\n"
+        "from compat.fsdp2 import fully_shard_like_fsdp1\n\n"
+        "model = fully_shard_like_fsdp1(model, sharding_strategy=ShardingStrategy.HYBRID_SHARD)\n"
+    ),
+    "model = FSDP(model, auto_wrap_policy=size_based_auto_wrap_policy)\n": (
+        "from torch.distributed.fsdp.wrap import size_based_auto_wrap_policy\n"
+        "from compat.fsdp2 import fully_shard_like_fsdp1\n\n"
+        "model = fully_shard_like_fsdp1(model, auto_wrap_policy=size_based_auto_wrap_policy)\n"
+    ),
+    # One call has a plain FSDP2 form, the other goes to the bridge.
+    "decoder = FSDP(decoder, sync_module_states=True)\n": (
+        "from torch.distributed.fsdp import fully_shard\n"
+        "from model import Block, Head\n"
+        "from compat.fsdp2 import fully_shard_like_fsdp1\n\n"
+        "for submodule in reversed(list(encoder.modules())):  # descendants before ancestors\n"
+        "    if isinstance(submodule, Block) and submodule is not encoder:\n"
+        "        fully_shard(submodule)\n"
+        "encoder = fully_shard(encoder)\n"
+        "decoder = fully_shard_like_fsdp1(decoder, sync_module_states=True)\n"
+    ),
+    # The bridge keeps FSDP1's arguments, and the finding says what to watch.
+    "    model, auto_wrap_policy=ModuleWrapPolicy({Block}), ignored_modules=[model.head]\n": (
+        "from torch.distributed.fsdp.wrap import ModuleWrapPolicy\n"
+        "from model import Block, Head\n"
+        "from compat.fsdp2 import fully_shard_like_fsdp1\n\n"
+        "model = fully_shard_like_fsdp1(\n"
+        "    model, auto_wrap_policy=ModuleWrapPolicy({Block}), ignored_modules=[model.head]\n"
+        ")\n"
+    ),
+    # The bridge's model keeps FSDP1's methods.
+    "context = model.no_sync()\n": (
+        "from torch.distributed.fsdp.wrap import ModuleWrapPolicy\n"
+        "from model import Block, Head\n"
+        "from compat.fsdp2 import fully_shard_like_fsdp1\n\n"
+        "model = fully_shard_like_fsdp1(model, auto_wrap_policy=ModuleWrapPolicy({Block}))\n"
+        "context = model.no_sync()\n"
+    ),
+    # compat's FSDP1Api makes FSDP1's class calls on the bridge's model.
+    "with FSDP.state_dict_type(model, StateDictType.SHARDED_STATE_DICT):\n": (
+        "from torch.distributed.fsdp import StateDictType\n"
+        "from compat.fsdp2 import FSDP1Api, fully_shard_like_fsdp1\n\n"
+        "model = fully_shard_like_fsdp1(model)\n"
+        "with FSDP1Api.state_dict_type(model, StateDictType.SHARDED_STATE_DICT):\n"
+        "    state = {'model': model.state_dict(), "
+        "'optim': FSDP1Api.optim_state_dict(model, optim)}\n"
+    ),
+    # `fully_shard` is another API's name here; the bridge needs no such name.
+    "other = fully_shard(other)\n": (
+        "from torch.distributed._composable import fully_shard\n"
+        "from compat.fsdp2 import fully_shard_like_fsdp1\n\n"
+        "model = fully_shard_like_fsdp1(model)\n"
+        "other = fully_shard(other)\n"
+    ),
+    # The bridge's model writes FSDP1's flat layout.
+    "FSDP.set_state_dict_type(model, StateDictType.LOCAL_STATE_DICT)\n": (
+        "from torch.distributed.fsdp import StateDictType\n"
+        "from compat.fsdp2 import FSDP1Api, fully_shard_like_fsdp1\n\n"
+        "model = fully_shard_like_fsdp1(model)\n"
+        "FSDP1Api.set_state_dict_type(model, StateDictType.LOCAL_STATE_DICT)\n"
+    ),
+}
+
+LEFT = [case.before for case in REGISTRY["FSDP401"].cases if case.after == case.before]
+
+
+@pytest.mark.parametrize("source", LEFT, ids=range(len(LEFT)))
+def test_with_the_bridge_each_case_left_by_default_bridges_or_stays(source):
+    """Each registry case the default leaves FSDP1: as :data:`BRIDGED` says, or left."""
+    expected = [after for line, after in BRIDGED.items() if line in source.splitlines(True)]
+    assert len(expected) <= 1
+    new, findings = _migrate(source)
+    assert findings and {f.code for f in findings} == {"FSDP401"}
+    if not expected:  # nothing on the bridge keeps it either (flat parameters, internals)
+        assert new is None and not any(f.fixed for f in findings)
+        return
+    assert new == expected[0] and all(f.fixed for f in findings)
+    assert any("on compat's FSDP1 bridge" in f.message for f in findings)
+    assert _migrate(new)[0] is None  # a second run changes nothing
+
+
+def test_every_bridged_form_is_a_registry_case():
+    lines = {line for source in LEFT for line in source.splitlines(True)}
+    assert set(BRIDGED) <= lines
+
+
+@pytest.mark.parametrize(
+    ("flags", "configured", "bridged"),
+    [
+        ([], None, False),  # the default: plain FSDP2 code only
+        (["--fsdp2-bridge"], None, True),
+        (["--no-fsdp2-bridge"], None, False),  # accepted: it is the default
+        ([], "true", True),
+        ([], "false", False),
+        (["--no-fsdp2-bridge"], "true", False),  # the command line wins
+        (["--fsdp2-bridge"], "false", True),
+    ],
+)
+def test_the_bridge_is_asked_for_on_the_command_line_or_in_the_configuration(
+    tmp_path, flags, configured, bridged
+):
+    from codemods.cli.options import choices
+    from codemods.migrate import build_parser
+
+    table = "[tool.fsdp-compat]\n"
+    if configured is not None:
+        table += f"fsdp2-bridge = {configured}\n"
+    (tmp_path / "pyproject.toml").write_text(table)
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT)
+    args = build_parser().parse_args([*flags, str(script)])
+    assert choices(args, [str(script)], fix=True).settings.fsdp2_bridge is bridged
+
+
+def test_asking_for_the_bridge_and_refusing_it_at_once_is_an_error(capsys):
+    from codemods.migrate import build_parser
+
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--fsdp2-bridge", "--no-fsdp2-bridge", "x.py"])
+    assert "not allowed with argument" in capsys.readouterr().err

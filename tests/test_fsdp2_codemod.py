@@ -6,6 +6,7 @@ that need settings (a target torch, a config file) or look at a finding's messag
 
 from __future__ import annotations
 
+import ast
 import json
 import textwrap
 from pathlib import Path
@@ -133,11 +134,11 @@ def test_dropped_arguments_that_change_something_are_noted():
 @pytest.mark.parametrize(
     ("call", "why"),
     [
-        ("FSDP(model, auto_wrap_policy=size_based_policy)", "fully_shard_by_policy"),
-        ("FSDP(model, auto_wrap_policy=lambda m: isinstance(m, Block))", "fully_shard_by_policy"),
+        ("FSDP(model, auto_wrap_policy=size_based_policy)", "FSDP.fsdp_modules(model)"),
+        ("FSDP(model, auto_wrap_policy=lambda m: isinstance(m, Block))", "classes of FSDP1's"),
         ("FSDP(model, auto_wrap_policy=ModuleWrapPolicy(classes()))", "a set, list or tuple"),
         ("FSDP(model, auto_wrap_policy={get_class()})", "not certainly a class"),
-        ("FSDP(model, sync_module_states=True)", "broadcast_from_rank0"),
+        ("FSDP(model, sync_module_states=True)", "broadcast(tensor.detach(), src=0)"),
         ("FSDP(model, param_init_fn=init)", "to_empty"),
         ("FSDP(model, process_group=group)", "mesh="),
         ("FSDP(model, auto_wrap_policy={Block}, ignored_modules=[model.head])", "foreach=False"),
@@ -153,6 +154,40 @@ def test_calls_left_for_a_human_say_why(call, why):
     assert new is None
     (finding,) = findings
     assert not finding.fixable and why in finding.message
+    # How to check the hand port, and the opt-in bridge that would take the call.
+    assert "python -m compat.portcheck" in finding.message
+    assert "`--fsdp2-bridge`" in finding.message
+
+
+#: What each recipe must say (FSDP1's own steps, measured equal to FSDP1) and must not
+#: offer (the forms measured as not equivalent, FSDP2-FACTS.md).
+RECIPE_FACTS = {
+    "sync_module_states=True": (
+        ["before the first `fully_shard`", "non-persistent ones included", "src=0"],
+        ["broadcast_from_rank0", "same seed"],
+    ),
+    "param_init_fn=init": (
+        ["just before its `fully_shard`", "FSDP1's order", "not entering units already sharded"],
+        ["call `fully_shard`, then"],
+    ),
+}
+
+
+@pytest.mark.parametrize("argument", list(RECIPE_FACTS))
+def test_the_recipes_are_fsdp1s_equivalent_forms(argument):
+    _, (finding,) = _migrate(f"model = FSDP(model, {argument})\n")
+    said, not_said = RECIPE_FACTS[argument]
+    for text in said:
+        assert text in finding.message
+    for text in not_said:
+        assert text not in finding.message
+
+
+def test_below_the_bridges_torch_the_finding_does_not_offer_it():
+    target = {"releases": Releases.parse(torch="2.4..2.13")}
+    _, (finding,) = _migrate("model = FSDP(model, sync_module_states=True)\n", **target)
+    assert "python -m compat.portcheck" in finding.message
+    assert "--fsdp2-bridge" not in finding.message
 
 
 @pytest.mark.parametrize(
@@ -194,7 +229,7 @@ def test_a_helpers_parameter_is_not_the_wrap_sites_name():
         "def policy(layer_cls):\n    return ModuleWrapPolicy({layer_cls})\n\n\n"
         "def shard(model, layer_cls):\n    return FSDP(model, auto_wrap_policy=policy(Block))\n"
     )
-    assert new is None and "fully_shard_by_policy" in finding.message
+    assert new is None and "FSDP.fsdp_modules(model)" in finding.message
 
 
 @pytest.mark.parametrize("policy", ["{Block}", "{layer_cls}"])
@@ -352,7 +387,7 @@ def test_a_call_left_for_a_human_lists_everything_in_the_way():
     )
     new, (finding,) = _migrate(f"model = {call}\n")
     assert new is None and not finding.fixable
-    reasons = ["fully_shard_by_policy", "`ShardingStrategy` member", "broadcast_from_rank0"]
+    reasons = ["classes of FSDP1's units", "`ShardingStrategy` member", "broadcast(tensor"]
     reasons.append("to_empty")
     at = [finding.message.index(f"({n}) ") for n in range(1, 5)]
     assert at == sorted(at) and "(5) " not in finding.message
@@ -770,7 +805,8 @@ def test_a_use_in_a_version_gates_older_branch_keeps_the_file_fsdp1():
     )
     assert new is None
     assert findings[0].withheld == (
-        "fix withheld: `model.clip_grad_norm_` at line 7: exists only on FSDP1 models"
+        "fix withheld: `model.clip_grad_norm_` at line 7: exists only on FSDP1 models "
+        "(on FSDP2: `torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)`)"
     )
 
 
@@ -887,7 +923,7 @@ def test_a_helper_policy_that_is_not_certain_stays_manual(source):
     new, findings = _migrate("from model import Head\n" + source)
     assert new is None
     (finding,) = [f for f in findings if f.code == "FSDP401"]
-    assert not finding.fixable and "fully_shard_by_policy" in finding.message
+    assert not finding.fixable and "classes of FSDP1's units" in finding.message
 
 
 def test_a_class_shadowed_where_the_model_is_wrapped_stays_manual():
@@ -946,6 +982,101 @@ def test_a_precision_used_otherwise_stays_manual(use):
     body = BRANCHES.replace("    model = FSDP", use + "    model = FSDP") % ""
     new, (finding,) = _migrate(PRECISION_HEAD + body)
     assert new is None and "not a `MixedPrecision(...)` call" in finding.message
+
+
+#: FSDP1's casting fields -> (the root policy's ``cast_forward_inputs``, the units' own
+#: policy's; None: not written, FSDP2's default ``True``; "shared": the root's policy).
+CASTING = {
+    "": (None, "False"),  # FSDP1's default: the root alone casts
+    ", cast_forward_inputs=False": (None, "False"),
+    ", cast_forward_inputs=True": ("True", "shared"),  # every unit casts
+    ", cast_root_forward_inputs=False": ("False", "shared"),  # no unit casts
+    ", cast_root_forward_inputs=True, cast_forward_inputs=True": ("True", "shared"),
+}
+
+
+def _policies(source: str) -> dict[str, dict[str, str]]:
+    """Each ``name = MixedPrecisionPolicy(...)`` of ``source``: its keywords' sources."""
+    out = {}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            if ast.unparse(node.value.func) == "MixedPrecisionPolicy":
+                keywords = {k.arg: ast.unparse(k.value) for k in node.value.keywords}
+                out[ast.unparse(node.targets[0])] = keywords
+    return out
+
+
+@pytest.mark.parametrize("fields", list(CASTING))
+def test_the_units_cast_their_inputs_where_fsdp1s_did(fields):
+    root_casts, units_cast = CASTING[fields]
+    dtypes = {"param_dtype": "torch.bfloat16", "reduce_dtype": "torch.float32"}
+    new, (finding,) = _migrate(
+        PRECISION_HEAD + "model = FSDP(model, auto_wrap_policy={Block}, mixed_precision="
+        f"MixedPrecision(param_dtype=torch.bfloat16, reduce_dtype=torch.float32{fields}))\n"
+    )
+    assert finding.fixed
+    policies = _policies(new)
+    root = dtypes if root_casts is None else {**dtypes, "cast_forward_inputs": root_casts}
+    assert policies["mp_policy"] == root
+    assert "model = fully_shard(model, mp_policy=mp_policy)" in new
+    if units_cast == "shared":
+        assert set(policies) == {"mp_policy"}
+        assert "fully_shard(submodule, mp_policy=mp_policy)" in new
+        return
+    assert policies["unit_mp_policy"] == {**dtypes, "cast_forward_inputs": units_cast}
+    assert "# as FSDP1: the root casts the floating inputs, the units below it do not" in new
+    assert "fully_shard(submodule, mp_policy=unit_mp_policy)" in new
+
+
+def test_without_units_the_root_keeps_one_policy():
+    new, _ = _migrate(
+        PRECISION_HEAD + "model = FSDP(model, mixed_precision=MixedPrecision(param_dtype=x))\n"
+    )
+    assert new.endswith(
+        "model = fully_shard(model, mp_policy=MixedPrecisionPolicy(param_dtype=x))\n"
+    )
+
+
+def test_a_computed_dtype_is_read_from_the_roots_policy_not_evaluated_again():
+    new, _ = _migrate(
+        PRECISION_HEAD + "model = FSDP(model, auto_wrap_policy={Block}, "
+        "mixed_precision=MixedPrecision(param_dtype=dtype_of(config)))\n"
+    )
+    assert new.count("dtype_of(config)") == 1
+    assert "param_dtype=mp_policy.param_dtype" in new
+
+
+def test_a_precision_bound_by_branches_gives_the_units_its_dtypes():
+    new, _ = _migrate(PRECISION_HEAD + BRANCHES % "")
+    assert _policies(new)["unit_mp_policy"] == {
+        "param_dtype": "mp.param_dtype",
+        "reduce_dtype": "mp.reduce_dtype",
+        "cast_forward_inputs": "False",
+    }
+    assert "fully_shard(model, mp_policy=mp)" in new
+
+
+def test_branches_that_cast_in_different_ways_stay_for_a_human():
+    fp16 = "MixedPrecision(param_dtype=torch.float16, cast_forward_inputs=True)"
+    body = BRANCHES.replace("    if bf16:\n", f"    if fp16:\n        mp = {fp16}\n    if bf16:\n")
+    new, (finding,) = _migrate(PRECISION_HEAD + body % "")
+    assert new is None and "cast the forward inputs in different ways" in finding.message
+
+
+@pytest.mark.parametrize(
+    ("dtypes", "noted"),
+    [
+        ("param_dtype=torch.bfloat16, reduce_dtype=torch.float32", True),
+        ("param_dtype=torch.bfloat16", False),  # reduced in bf16: accumulated in bf16 too
+        ("param_dtype=torch.bfloat16, reduce_dtype=torch.bfloat16", False),
+    ],
+)
+def test_accumulation_in_reduce_dtype_is_named_where_it_differs(dtypes, noted):
+    _, (finding,) = _migrate(
+        PRECISION_HEAD + f"model = FSDP(model, mixed_precision=MixedPrecision({dtypes}))\n"
+    )
+    said = "kept in `reduce_dtype` where FSDP1 kept them in `param_dtype`" in finding.message
+    assert said is noted
 
 
 def test_many_unit_classes_are_named_once_before_the_loop():
@@ -1034,9 +1165,154 @@ DEAD = (
 )
 def test_the_bindings_a_conversion_leaves_dead_go_with_it(policy, after, kept):
     source = DEAD.format(policy=policy, after=after).replace("Block, Net", "Block, Net, blocks")
-    outcome = run(source.encode(), Settings(fix=True, unsafe_fixes=True, select=("FSDP4",)))
-    new = outcome.new_source.decode()
+    # the bridge asked for (`--fsdp2-bridge`): the last case goes there
+    settings = Settings(fix=True, unsafe_fixes=True, select=("FSDP4",), fsdp2_bridge=True)
+    new = run(source.encode(), settings).new_source.decode()
     for name, imported in (("policy", "ModuleWrapPolicy"), ("strategy", "ShardingStrategy")):
         assert (f"    {name} = " in new) == (name in kept), name
         assert (imported in new) == (name in kept), imported
     assert "fully_shard" in new
+
+
+#: FSDP1-only reads on a value the file takes for an FSDP1 model, and the read named.
+FSDP1_READS = {
+    "annotated": (
+        "def f(module: FSDP):\n    return module.process_group\n",
+        "module.process_group",
+    ),
+    "checked": (
+        "def f(m):\n    if isinstance(m, FSDP):\n        return m.mixed_precision\n",
+        "m.mixed_precision",
+    ),
+    "annotated-private": (
+        "def f(module: FSDP):\n    return module._fsdp_wrapped_module\n",
+        "module._fsdp_wrapped_module",
+    ),
+    "checked-strategy": (
+        "def f(m):\n    if isinstance(m, FSDP) and m.sharding_strategy:\n        return 1\n"
+        "    if isinstance(m, FSDP):\n        return m.sharding_strategy\n",
+        "m.sharding_strategy",
+    ),
+    "wrapped": ("def f():\n    return 0\n\n\nprint(model.process_group)\n", "model.process_group"),
+}
+WRAP = "\n\nmodel = FSDP(model, auto_wrap_policy=ModuleWrapPolicy({Block}))\n"
+
+
+@pytest.mark.parametrize("case", list(FSDP1_READS))
+@pytest.mark.parametrize("bridge", [False, True])
+def test_an_fsdp1_only_read_on_a_model_that_would_convert_keeps_the_file(case, bridge):
+    body, read = FSDP1_READS[case]
+    if case == "wrapped":  # after the wrapper call
+        body = WRAP + body.split("\n\n\n")[1]
+    else:
+        body = body + WRAP
+    new, (finding,) = _migrate(body, fsdp2_bridge=bridge)
+    assert new is None, new
+    assert finding.withheld.startswith(f"fix withheld: `{read}` at line ")
+    assert "exists only on FSDP1 models" in finding.withheld
+
+
+def test_an_fsdp1_method_on_an_annotated_parameter_takes_the_bridge_or_keeps_the_file():
+    body = "def f(m: FSDP):\n    m.clip_grad_norm_(1.0)\n" + WRAP
+    new, (finding,) = _migrate(body)
+    assert new is None
+    assert "`m.clip_grad_norm_` at line 6" in finding.withheld
+    assert "torch.nn.utils.clip_grad_norm_" in finding.withheld  # what to write on FSDP2
+    new, (finding,) = _migrate(body, fsdp2_bridge=True)
+    assert finding.fixed and "def f(m: FSDPModule):" in new and "m.clip_grad_norm_(1.0)" in new
+    assert "model = fully_shard_like_fsdp1(model," in new  # the bridge's model keeps it
+
+
+def test_reads_that_both_fsdps_answer_leave_the_conversion():
+    new, (finding,) = _migrate("def f(module: FSDP):\n    return module.training\n" + WRAP)
+    assert finding.fixed and "def f(module: FSDPModule):" in new
+
+
+SUBCLASS = (
+    "class ShardedModel(FSDP):\n"
+    "    def forward(self, *args, **kwargs):\n"
+    "        return super().forward(*args, **kwargs)\n\n\n"
+    "model = ShardedModel(model, use_orig_params=True)\n"
+)
+
+
+@pytest.mark.parametrize("lint_only", [False, True])
+def test_a_call_of_an_fsdp1_subclass_is_reported_as_staying(lint_only):
+    from codemods.batch.runner import process_source
+
+    source = HEAD + SUBCLASS
+    if lint_only:  # as fsdp-lint: the ast detector hands the file to libcst's survey
+        findings = process_source("a.py", source.encode(), Settings(select=("FSDP4",))).findings
+    else:
+        new, findings = _migrate(SUBCLASS)
+        assert new is None
+    (finding,) = findings
+    assert (finding.code, finding.line, finding.fixable) == ("FSDP401", 10, False)
+    assert "`ShardedModel` (line 5) subclasses FSDP1's `FullyShardedDataParallel`" in (
+        finding.message
+    )
+
+
+def test_a_subclass_call_keeps_the_files_other_calls_fsdp1():
+    new, findings = _migrate(SUBCLASS + "other = FSDP(other, auto_wrap_policy={Block})\n")
+    assert new is None and len(findings) == 2
+    assert findings[1].withheld == (
+        "fix withheld: `ShardedModel` at line 10 subclasses FSDP1 and stays FSDP1"
+    )
+
+
+def test_a_subclass_without_a_call_gives_no_finding():
+    new, findings = _migrate(SUBCLASS.replace("model = ShardedModel(", "model = f("))
+    assert new is None and findings == []
+
+
+@pytest.mark.parametrize("target", ["2.1..2.13", "2.3..2.6"])
+def test_a_range_with_torch_releases_without_fully_shard_withholds_the_fix(target):
+    """FSDP2 appeared in 2.4: a range reaching below it gets no fix, and says why."""
+    new, (finding,) = _migrate(
+        "model = FSDP(model, auto_wrap_policy={Block})\n", releases=Releases.parse(torch=target)
+    )
+    assert new is None and not finding.fixed
+    assert finding.no_fix == f"no fix runs on torch {target}: it needs torch 2.4"
+
+
+@pytest.mark.parametrize(
+    "built",
+    [
+        "with torch.device('meta'):\n    model = Net()\n",
+        "model = Net(device='meta')\n",
+        "from accelerate import init_empty_weights\n"
+        "with init_empty_weights():\n    model = Net()\n",
+    ],
+    ids=["device-context", "device-argument", "accelerate"],
+)
+def test_a_model_built_on_meta_stays_for_a_human_or_the_bridge(built):
+    """FSDP1 materialises meta units when it wraps them; FSDP2 would keep them on meta."""
+    body = "import torch\nfrom model import Net\n" + built + WRAP
+    new, (finding,) = _migrate(body)
+    assert new is None and not finding.fixable
+    line = 7 + built.startswith("from")  # where the model goes to meta
+    assert f"may be built on the meta device (line {line})" in finding.message
+    assert "`module.to_empty(device=device, recurse=False)`" in finding.message
+    new, (finding,) = _migrate(body, fsdp2_bridge=True)
+    assert finding.fixed and "model = fully_shard_like_fsdp1(model," in new
+
+
+def test_a_meta_model_with_param_init_fn_gets_that_recipe_once():
+    body = "import torch\nwith torch.device('meta'):\n    model = Net()\n"
+    body += "model = FSDP(model, param_init_fn=init)\n"
+    _, (finding,) = _migrate(body)
+    assert "`param_init_fn`: FSDP2 leaves meta tensors on meta" in finding.message
+    assert "may be built on the meta device" not in finding.message
+
+
+@pytest.mark.parametrize(
+    ("arguments", "flat"),
+    [("", True), (", use_orig_params=False", True), (", use_orig_params=True", False)],
+)
+def test_each_converted_call_names_what_fsdp2_does_otherwise(arguments, flat):
+    """The differences real ports accepted, listed for the call (FSDP2-PORTS.md 7.1)."""
+    new, (finding,) = _migrate(f"model = FSDP(model, auto_wrap_policy={{Block}}{arguments})\n")
+    assert finding.fixed and "use_orig_params" not in new
+    assert ("the optimizer gets each original parameter" in finding.message) is flat
+    assert "`state_dict()` gives DTensor shards" in finding.message

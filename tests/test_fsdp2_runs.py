@@ -5,9 +5,10 @@ Two parts, each one spawn of 2 gloo ranks (NCCL where GPUs are):
 - unit by unit: for each policy form the rewrite reads, the modules the rewritten code
   shards are exactly FSDP1's units and those of ``compat.fsdp2.fully_shard_by_policy``;
 - training files of our own writing (``tests/fixtures/fsdp2/``) and their migrated
-  rewrites: no FSDP1 unit left, the same number of units, the same loss at every step
-  on every rank, the same full state dict, and the FSDP1 file's trained weights load
-  into the FSDP2 model.
+  rewrites (plain FSDP2 code; those plain code cannot express, on the bridge asked for
+  with ``--fsdp2-bridge``): no FSDP1 unit left, the same number of units, the same loss
+  at every step on every rank, the same full state dict, and the FSDP1 file's trained
+  weights load into the FSDP2 model.
 """
 
 from __future__ import annotations
@@ -45,8 +46,13 @@ SCRIPTS = (
     "trainer_class_checkpoints",
     "hybrid_mesh_meta_init",
 )
+#: The scripts plain FSDP2 code cannot express: migrated with ``--fsdp2-bridge``.
+ON_THE_BRIDGE = frozenset(
+    {"clip_grad_norm_method", "trainer_class_checkpoints", "hybrid_mesh_meta_init"}
+)
 STEPS = 4
 SETTINGS = Settings(fix=True, unsafe_fixes=True, select=("FSDP4",))
+BRIDGE = dataclasses.replace(SETTINGS, fsdp2_bridge=True)
 
 
 class Stage(nn.Module):
@@ -116,9 +122,9 @@ def _module(source: str, name: str) -> types.ModuleType:
     return module
 
 
-def migrated(source: str) -> str:
+def migrated(source: str, settings: Settings = SETTINGS) -> str:
     """``source`` after ``fsdp-migrate --extend-select FSDP4 --unsafe-fixes``."""
-    outcome = run(source.encode(), SETTINGS)
+    outcome = run(source.encode(), settings)
     assert outcome.new_source is not None, [f.message for f in outcome.findings]
     assert all(f.fixed for f in outcome.findings), outcome.findings
     return outcome.new_source.decode()
@@ -239,7 +245,7 @@ def runs() -> list[dict]:
     scripts = {}
     for name in SCRIPTS:
         old = (FIXTURES / f"{name}.py").read_text()
-        scripts[name] = (old, migrated(old))
+        scripts[name] = (old, migrated(old, BRIDGE if name in ON_THE_BRIDGE else SETTINGS))
     return distributed.run(
         _side_by_side, scripts, backend=distributed.backend_for_tests(), timeout=400
     )
@@ -265,24 +271,25 @@ def test_the_rewritten_script_trains_like_the_fsdp1_script(runs, script):
 
 
 def test_fsdp1s_methods_where_the_model_is_not_followed_put_the_file_on_the_bridge():
-    """The bridge's model keeps them; with the bridge off, the file stays FSDP1."""
+    """The bridge's model keeps them; without the bridge (the default), the file stays FSDP1."""
     source = (FIXTURES / "clip_grad_norm_method.py").read_bytes()
-    outcome = run(source, SETTINGS)
+    outcome = run(source, BRIDGE)
     (finding,) = outcome.findings
     assert finding.fixed and "`model.clip_grad_norm_` at line 25" in finding.message
     assert b"= fully_shard_like_fsdp1(" in outcome.new_source
     assert b"model.clip_grad_norm_(1.0)" in outcome.new_source
-    outcome = run(source, dataclasses.replace(SETTINGS, fsdp2_bridge=False))
+    outcome = run(source, SETTINGS)
     assert outcome.new_source is None
     (finding,) = outcome.findings
     assert finding.withheld == (
-        "fix withheld: `model.clip_grad_norm_` at line 25: exists only on FSDP1 models"
+        "fix withheld: `model.clip_grad_norm_` at line 25: exists only on FSDP1 models "
+        "(on FSDP2: `torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)`)"
     )
 
 
 def test_fsdp1s_class_calls_go_to_compats_fsdp1_api():
     source = (FIXTURES / "trainer_class_checkpoints.py").read_bytes()
-    new = run(source, SETTINGS).new_source.decode()
+    new = run(source, BRIDGE).new_source.decode()
     assert "FSDP." not in new and "import FullyShardedDataParallel" not in new
     assert new.count("FSDP1Api.state_dict_type(") == 2
     assert "FSDP1Api.optim_state_dict_to_load(" in new
@@ -291,7 +298,7 @@ def test_fsdp1s_class_calls_go_to_compats_fsdp1_api():
 def test_ignored_modules_keep_the_file_fsdp1_with_the_recipe():
     """Plain code only (no bridge): the call stays FSDP1 and its finding has the recipe."""
     source = (FIXTURES / "ignored_modules.py").read_bytes()
-    outcome = run(source, dataclasses.replace(SETTINGS, fsdp2_bridge=False))
+    outcome = run(source, SETTINGS)
     assert outcome.new_source is None
     (finding,) = outcome.findings
     assert not finding.fixed and "foreach=False" in finding.message
@@ -300,7 +307,7 @@ def test_ignored_modules_keep_the_file_fsdp1_with_the_recipe():
 def test_ignored_modules_go_to_the_bridge_with_the_recipe():
     """With the bridge, the call keeps its arguments on compat's FSDP1 bridge."""
     source = (FIXTURES / "ignored_modules.py").read_bytes()
-    outcome = run(source, SETTINGS)
+    outcome = run(source, BRIDGE)
     assert b"fully_shard_like_fsdp1(" in outcome.new_source
     (finding,) = outcome.findings
     assert finding.fixed and "foreach=False" in finding.message
@@ -352,3 +359,75 @@ def test_why_ignored_modules_stay_fsdp1_a_foreach_step_fails_on_the_mix():
     for outcomes in runs:
         assert outcomes["fsdp1"] == "stepped"
         assert "mixed torch.Tensor and DTensor" in outcomes["fsdp2"]
+
+
+#: bf16 builders whose blocks get fp32 positions from their parent (FSDP1 casts the
+#: inputs at the root only), in the call and bound by a flag: ``file:builder``.
+PRECISION = FIXTURES / "precision_fp32_positions.py"
+PRECISION_BUILDERS = ("build", "build_by_flag")
+
+
+@pytest.fixture(scope="module")
+def precision_reports(tmp_path_factory) -> dict:
+    """The port checker on each FSDP1 builder and its rewrite, one spawn of 2 ranks."""
+    from compat.portcheck import PortCase, check_ports
+
+    new = migrated(PRECISION.read_text())
+    port = tmp_path_factory.mktemp("precision") / "ported.py"
+    port.write_text(new)
+    cases = {
+        name: PortCase(f"{PRECISION}:{name}", f"{port}:{name}", "tests.portcheck_ports:batch")
+        for name in PRECISION_BUILDERS
+    }
+    return {"source": new, **check_ports(cases, world_size=2, timeout=300)}
+
+
+def test_the_units_cast_no_inputs_and_the_root_does():
+    new = migrated(PRECISION.read_text())
+    assert new.count("cast_forward_inputs=False") == 2  # a units' policy per call
+    assert new.count("mp_policy=unit_mp_policy)") == 2
+    assert "model = fully_shard(model, mp_policy=mp_policy)" in new
+    assert "model = fully_shard(model, mp_policy=precision)" in new
+    # What still differs is named: accumulation without sync; nothing else.
+    outcome = run(PRECISION.read_bytes(), SETTINGS)
+    for finding in outcome.findings:
+        assert "kept in `reduce_dtype` where FSDP1 kept them in `param_dtype`" in finding.message
+
+
+@pytest.mark.distributed
+@pytest.mark.parametrize("builder", PRECISION_BUILDERS)
+def test_bf16_with_fp32_inputs_to_the_units_trains_as_fsdp1(precision_reports, builder):
+    """The rewrite's root-only casting: every number equal to FSDP1's (port checker)."""
+    report = precision_reports[builder]
+    report.assert_passed()
+    # The blocks get the fp32 positions on both sides (bf16 activations beside them).
+    blocks = [row for row in report.units if row.name.startswith("layers.")]
+    assert len(blocks) == 2
+    for row in blocks:
+        assert row.inputs_after == row.inputs_before and "float32" in row.inputs_before
+    for row in report.step_rows:
+        assert row.loss_after == row.loss_before  # bit-equal
+    assert [f.cause for f in report.findings] == ["state-dict-kind"]
+
+
+META_RECIPE = FIXTURES / "meta_units_recipe.py"
+
+
+@pytest.mark.distributed
+def test_the_meta_recipe_of_the_finding_builds_fsdp1s_weights():
+    """The finding's materialisation, written by hand, equals FSDP1's; the other form not.
+
+    FSDP1 materialises each meta unit as it wraps it; the port does the same before each
+    ``fully_shard``. Sharding on meta and initialising afterwards draws other values.
+    """
+    from compat.portcheck import PortCase, check_ports
+
+    def case(after: str) -> PortCase:
+        batch = "tests.portcheck_ports:batch"
+        return PortCase(f"{META_RECIPE}:fsdp1", f"{META_RECIPE}:{after}", batch)
+
+    cases = {"recipe": case("fsdp2"), "after": case("fsdp2_materialised_after_sharding")}
+    reports = check_ports(cases, world_size=2, timeout=300)
+    reports["recipe"].assert_passed()
+    assert not reports["after"].passed
+    assert reports["after"].units[0].initial > 0  # other initial weights

@@ -8,7 +8,7 @@ Example ``pyproject.toml``::
     exclude = ["third_party/*", "legacy_*.py"]
     target-torch = "2.2..2.13"   # or one release: "2.2"
     target-lightning = "2.1"
-    fsdp2-bridge = false
+    fsdp2-bridge = true          # FSDP401 may use compat's FSDP1 bridge (default: false)
 
     [tool.fsdp-compat.per-file-ignores]
     "tests/*" = ["FSDP1"]

@@ -66,13 +66,23 @@ def add_rule_options(parser: argparse.ArgumentParser) -> None:
         "release the file's own API uses to the newest)",
     )
     parser.add_argument("--target-lightning", metavar="RANGE", help="the same, for Lightning")
-    parser.add_argument(
+    bridge = parser.add_mutually_exclusive_group()
+    bridge.add_argument(
+        "--fsdp2-bridge",
+        dest="fsdp2_bridge",
+        action="store_true",
+        default=None,
+        help="FSDP401 rewrites a call it cannot translate to plain FSDP2 code with certainty "
+        "to one call of compat's FSDP1 bridge (a run-time dependency on compat) instead of "
+        "leaving it FSDP1 for a human with its recipe",
+    )
+    bridge.add_argument(
         "--no-fsdp2-bridge",
         dest="fsdp2_bridge",
         action="store_false",
         default=None,
-        help="FSDP401 writes plain FSDP2 code only: a call it cannot translate with certainty "
-        "stays for a human instead of becoming a call of compat's FSDP1 bridge",
+        help="FSDP401 writes plain FSDP2 code only (the default): a call it cannot translate "
+        "with certainty stays FSDP1 for a human, with its recipe",
     )
     parser.add_argument(
         "--config",
@@ -358,7 +368,7 @@ def choices(args: argparse.Namespace, paths: list[str], fix: bool) -> Choices:
         ignore=config.ignore if ignore is None else ignore,
         fix=fix,
         unsafe_fixes=args.unsafe_fixes,
-        fsdp2_bridge=_first_set(args.fsdp2_bridge, config.fsdp2_bridge, True),
+        fsdp2_bridge=_first_set(args.fsdp2_bridge, config.fsdp2_bridge, False),
         releases=Releases(**explicit),
     )
     # A range neither sets is the one the file's project declares (per file: one run may

@@ -184,8 +184,10 @@ class Engine(Lookups, ColdStatements, ImportMoves, cst.CSTTransformer):
         before = self._before.pop(id(original_node), None)
         if not before:
             return updated_node
-        # The line's own leading comments and blank lines go before what is inserted.
-        first = before[0].with_changes(leading_lines=updated_node.leading_lines)
+        # The line's own leading comments and blank lines go before what is inserted
+        # (and before the inserted statement's own comment, where it has one).
+        leading = [*updated_node.leading_lines, *before[0].leading_lines]
+        first = before[0].with_changes(leading_lines=leading)
         rest = [*before[1:], updated_node.with_changes(leading_lines=())]
         return cst.FlattenSentinel([first, *rest])
 

@@ -37,7 +37,10 @@ RULES = (
             "`MixedPrecisionPolicy`, `CPUOffload` to `CPUOffloadPolicy`); a call with an "
             "argument that has no certain translation (`sync_module_states=True`, "
             "`param_init_fn`, a process group, `HYBRID_SHARD`, `NO_SHARD`, "
-            "`ignored_modules`) is reported with a recipe. `isinstance(x, FSDP)` and a "
+            "`ignored_modules`, a model built on the meta device) stays FSDP1, reported "
+            "with a recipe (`--fsdp2-bridge` "
+            "rewrites it to one call of compat's FSDP1 bridge instead). "
+            "`isinstance(x, FSDP)` and a "
             "function's annotations naming the FSDP1 "
             "class become `FSDPModule`, the class every `fully_shard`-ed module takes on, "
             "and `FSDP.fsdp_modules(model)` the `FSDPModule` instances in "
@@ -114,61 +117,45 @@ RULES = (
                     "    mp_policy = MixedPrecisionPolicy(\n"
                     "        param_dtype=torch.bfloat16, reduce_dtype=torch.float32\n"
                     "    )\n"
+                    # FSDP1 casts the inputs at the root only: the units get a policy
+                    # that does not cast theirs.
+                    "    # as FSDP1: the root casts the floating inputs, the units below it "
+                    "do not\n"
+                    "    unit_mp_policy = MixedPrecisionPolicy(\n"
+                    "        param_dtype=torch.bfloat16,\n"
+                    "        reduce_dtype=torch.float32,\n"
+                    "        cast_forward_inputs=False,\n"
+                    "    )\n"
                     "    for submodule in reversed(list(model.modules())):  "
                     "# descendants before ancestors\n"
                     "        if isinstance(submodule, Block) and submodule is not model:\n"
-                    "            fully_shard(submodule, reshard_after_forward=False, "
-                    "mp_policy=mp_policy)\n"
+                    "            fully_shard(\n"
+                    "                submodule,\n"
+                    "                reshard_after_forward=False,\n"
+                    "                mp_policy=unit_mp_policy,\n"
+                    "            )\n"
                     "    return fully_shard(model, reshard_after_forward=False, "
                     "mp_policy=mp_policy)\n"
                 ),
             ),
             # No certain plain FSDP2 code (hybrid sharding needs the run's device count; a
-            # size policy names no classes): one call of compat's FSDP1 bridge, which does
-            # what FSDP1 does on FSDP2 at run time; the finding lists what is left by hand.
-            Example(
-                before=(
-                    _IMPORT + "from torch.distributed.fsdp import ShardingStrategy\n\n"
-                    "model = FSDP(model, sharding_strategy=ShardingStrategy.HYBRID_SHARD)\n"
-                ),
-                after=(
-                    "from torch.distributed.fsdp import ShardingStrategy\n"
-                    "from compat.fsdp2 import fully_shard_like_fsdp1\n\n"
-                    "model = fully_shard_like_fsdp1(model, "
-                    "sharding_strategy=ShardingStrategy.HYBRID_SHARD)\n"
-                ),
+            # size policy names no classes): the call stays FSDP1 for a human, its finding
+            # gives the recipes (`--fsdp2-bridge` rewrites such calls to compat's FSDP1
+            # bridge instead: tests/test_fsdp2_bridge_form.py holds those forms).
+            Example.reported_only(
+                _IMPORT + "from torch.distributed.fsdp import ShardingStrategy\n\n"
+                "model = FSDP(model, sharding_strategy=ShardingStrategy.HYBRID_SHARD)\n"
             ),
-            Example(
-                before=(
-                    _IMPORT
-                    + "from torch.distributed.fsdp.wrap import size_based_auto_wrap_policy\n\n"
-                    "model = FSDP(model, auto_wrap_policy=size_based_auto_wrap_policy)\n"
-                ),
-                after=(
-                    "from torch.distributed.fsdp.wrap import size_based_auto_wrap_policy\n"
-                    "from compat.fsdp2 import fully_shard_like_fsdp1\n\n"
-                    "model = fully_shard_like_fsdp1("
-                    "model, auto_wrap_policy=size_based_auto_wrap_policy)\n"
-                ),
+            Example.reported_only(
+                _IMPORT + "from torch.distributed.fsdp.wrap import size_based_auto_wrap_policy\n\n"
+                "model = FSDP(model, auto_wrap_policy=size_based_auto_wrap_policy)\n"
             ),
-            Example(
-                # One call has a plain FSDP2 form, the other goes to the bridge (with
-                # --no-fsdp2-bridge the file stays FSDP1 as a whole).
-                before=(
-                    _IMPORT + _WRAP + _MODEL + "\n"
-                    "encoder = FSDP(encoder, auto_wrap_policy=ModuleWrapPolicy({Block}))\n"
-                    "decoder = FSDP(decoder, sync_module_states=True)\n"
-                ),
-                after=(
-                    "from torch.distributed.fsdp import fully_shard\n" + _MODEL + ""
-                    "from compat.fsdp2 import fully_shard_like_fsdp1\n\n"
-                    "for submodule in reversed(list(encoder.modules())):  "
-                    "# descendants before ancestors\n"
-                    "    if isinstance(submodule, Block) and submodule is not encoder:\n"
-                    "        fully_shard(submodule)\n"
-                    "encoder = fully_shard(encoder)\n"
-                    "decoder = fully_shard_like_fsdp1(decoder, sync_module_states=True)\n"
-                ),
+            Example.reported_only(
+                # One call has a plain FSDP2 form, the other has none: the file is
+                # converted whole or not at all, so both stay FSDP1.
+                _IMPORT + _WRAP + _MODEL + "\n"
+                "encoder = FSDP(encoder, auto_wrap_policy=ModuleWrapPolicy({Block}))\n"
+                "decoder = FSDP(decoder, sync_module_states=True)\n"
             ),
             Example(
                 before=(
@@ -263,58 +250,30 @@ RULES = (
                     "    model.set_requires_gradient_sync(True)\n"
                 ),
             ),
-            Example(
+            Example.reported_only(
                 # FSDP2's ignored parameters stay plain tensors beside DTensors: an
-                # optimizer over both fails in a foreach step, so the plain form is left
-                # to a human; the bridge keeps FSDP1's arguments and the finding says so.
-                before=(
-                    _IMPORT + _WRAP + _MODEL + "\n"
-                    "model = FSDP(\n"
-                    "    model, auto_wrap_policy=ModuleWrapPolicy({Block}), "
-                    "ignored_modules=[model.head]\n"
-                    ")\n"
-                ),
-                after=(
-                    _WRAP + _MODEL + "from compat.fsdp2 import fully_shard_like_fsdp1\n\n"
-                    "model = fully_shard_like_fsdp1(\n"
-                    "    model, auto_wrap_policy=ModuleWrapPolicy({Block}), "
-                    "ignored_modules=[model.head]\n"
-                    ")\n"
-                ),
+                # optimizer over both fails in a foreach step, so the call is left to a
+                # human, and the finding says how to write it.
+                _IMPORT + _WRAP + _MODEL + "\n"
+                "model = FSDP(\n"
+                "    model, auto_wrap_policy=ModuleWrapPolicy({Block}), "
+                "ignored_modules=[model.head]\n"
+                ")\n"
             ),
-            Example(
-                # A no_sync context kept for later has no certain FSDP2 spelling: the
-                # bridge's model keeps FSDP1's methods, so the call goes there.
-                before=(
-                    _IMPORT + _WRAP + _MODEL + "\n"
-                    "model = FSDP(model, auto_wrap_policy=ModuleWrapPolicy({Block}))\n"
-                    "context = model.no_sync()\n"
-                ),
-                after=(
-                    _WRAP + _MODEL + "from compat.fsdp2 import fully_shard_like_fsdp1\n\n"
-                    "model = fully_shard_like_fsdp1("
-                    "model, auto_wrap_policy=ModuleWrapPolicy({Block}))\n"
-                    "context = model.no_sync()\n"
-                ),
+            Example.reported_only(
+                # A no_sync context kept for later has no certain FSDP2 spelling.
+                _IMPORT + _WRAP + _MODEL + "\n"
+                "model = FSDP(model, auto_wrap_policy=ModuleWrapPolicy({Block}))\n"
+                "context = model.no_sync()\n"
             ),
-            Example(
-                # FSDP1's class calls on the model: compat's FSDP1Api makes them on the
-                # bridge's model, whose state_dict() follows the type they set.
-                before=(
-                    _IMPORT + "from torch.distributed.fsdp import StateDictType\n\n"
-                    "model = FSDP(model)\n"
-                    "with FSDP.state_dict_type(model, StateDictType.SHARDED_STATE_DICT):\n"
-                    "    state = {'model': model.state_dict(), "
-                    "'optim': FSDP.optim_state_dict(model, optim)}\n"
-                ),
-                after=(
-                    "from torch.distributed.fsdp import StateDictType\n"
-                    "from compat.fsdp2 import FSDP1Api, fully_shard_like_fsdp1\n\n"
-                    "model = fully_shard_like_fsdp1(model)\n"
-                    "with FSDP1Api.state_dict_type(model, StateDictType.SHARDED_STATE_DICT):\n"
-                    "    state = {'model': model.state_dict(), "
-                    "'optim': FSDP1Api.optim_state_dict(model, optim)}\n"
-                ),
+            Example.reported_only(
+                # FSDP1's class calls on the model: plain FSDP2 models do not answer them
+                # (with `--fsdp2-bridge`, compat's FSDP1Api does, on the bridge's model).
+                _IMPORT + "from torch.distributed.fsdp import StateDictType\n\n"
+                "model = FSDP(model)\n"
+                "with FSDP.state_dict_type(model, StateDictType.SHARDED_STATE_DICT):\n"
+                "    state = {'model': model.state_dict(), "
+                "'optim': FSDP.optim_state_dict(model, optim)}\n"
             ),
             Example(
                 # An import only a dropped argument used goes with it.
@@ -340,6 +299,23 @@ RULES = (
                 _IMPORT + _WRAP + _MODEL + "\n"
                 "model = FSDP(model, auto_wrap_policy=ModuleWrapPolicy({Block}))\n"
                 "flat = model.params\n"
+            ),
+            Example.reported_only(
+                # An FSDP1 attribute read where the file takes a value for an FSDP1 model:
+                # the annotation would become FSDPModule, the read would find nothing.
+                _IMPORT + _WRAP + _MODEL + "\n\n"
+                "def group_of(module: FSDP):\n"
+                "    return module.process_group\n"
+                "\n\n"
+                "model = FSDP(model, auto_wrap_policy=ModuleWrapPolicy({Block}))\n"
+            ),
+            Example.reported_only(
+                # A call of the file's own FSDP1 subclass: FSDP2 has no class to subclass.
+                _IMPORT + "\n\n"
+                "class ShardedModel(FSDP):\n"
+                "    pass\n"
+                "\n\n"
+                "model = ShardedModel(model)\n"
             ),
             Example.reported_only(
                 # FSDP1's private modules act on FSDP1's own state, which no FSDP2 unit has.
@@ -371,35 +347,17 @@ RULES = (
                     "    print(type(unit))\n"
                 ),
             ),
-            Example(
-                # `fully_shard` is the old composable API here: plain code would rebind it,
-                # the bridge needs no such name.
-                before=(
-                    "from torch.distributed._composable import fully_shard\n" + _IMPORT + "\n"
-                    "model = FSDP(model)\n"
-                    "other = fully_shard(other)\n"
-                ),
-                after=(
-                    "from torch.distributed._composable import fully_shard\n"
-                    "from compat.fsdp2 import fully_shard_like_fsdp1\n\n"
-                    "model = fully_shard_like_fsdp1(model)\n"
-                    "other = fully_shard(other)\n"
-                ),
+            Example.reported_only(
+                # `fully_shard` is the old composable API here: plain code would rebind it.
+                "from torch.distributed._composable import fully_shard\n" + _IMPORT + "\n"
+                "model = FSDP(model)\n"
+                "other = fully_shard(other)\n"
             ),
-            Example(
-                # LOCAL_STATE_DICT is FSDP1's flat shards: plain FSDP2 has no such state
-                # dict, the bridge's model writes FSDP1's layout.
-                before=(
-                    _IMPORT + "from torch.distributed.fsdp import StateDictType\n\n"
-                    "model = FSDP(model)\n"
-                    "FSDP.set_state_dict_type(model, StateDictType.LOCAL_STATE_DICT)\n"
-                ),
-                after=(
-                    "from torch.distributed.fsdp import StateDictType\n"
-                    "from compat.fsdp2 import FSDP1Api, fully_shard_like_fsdp1\n\n"
-                    "model = fully_shard_like_fsdp1(model)\n"
-                    "FSDP1Api.set_state_dict_type(model, StateDictType.LOCAL_STATE_DICT)\n"
-                ),
+            Example.reported_only(
+                # LOCAL_STATE_DICT is FSDP1's flat shards: plain FSDP2 has no such state dict.
+                _IMPORT + "from torch.distributed.fsdp import StateDictType\n\n"
+                "model = FSDP(model)\n"
+                "FSDP.set_state_dict_type(model, StateDictType.LOCAL_STATE_DICT)\n"
             ),
         ),
         untouched=(

@@ -38,8 +38,11 @@ from codemods.rules.fsdp401.decide import survey
 from codemods.rules.fsdp401.kept import FSDP1_API, unit_modules
 from codemods.rules.fsdp401.lookups import ISINSTANCE, fresh
 from codemods.rules.fsdp401.outcome import Bridged, Conversion, Survey
+from codemods.rules.fsdp401.recipes import BRIDGE_OPTION, HAND_PORT
 from codemods.rules.fsdp401.text import bound_first, statements_before
 from codemods.rules.layout import indentation, wrapped_call
+from codemods.syntax import ast_nodes as on_ast
+from codemods.syntax.ast_nodes import Undecided
 from codemods.syntax.cst_nodes import find_all
 from codemods.syntax.lazy_libcst import cst
 
@@ -66,6 +69,7 @@ class Fsdp401(Behaviour):
 
     definitions = True  # a function's annotations naming the FSDP1 class
     modules = True  # earlier bindings of a precision the call passes
+    classes = True  # the file's own subclasses of FSDP1's class (reported by module())
 
     def calls(self) -> tuple[str, ...]:
         return (*TORCH_FSDP_CLASSES, ISINSTANCE, *FSDP_MODULES, *API_CALLS)
@@ -85,7 +89,10 @@ class Fsdp401(Behaviour):
         if conversion is None:
             return updated
         if isinstance(conversion, str):
-            engine.report(original, self.rule, fixable_here=False, detail=conversion)
+            detail = f"{conversion}; {HAND_PORT}"
+            if engine.target_at_least("2.6"):  # where the bridge would take it
+                detail += f", {BRIDGE_OPTION}"
+            engine.report(original, self.rule, fixable_here=False, detail=detail)
             return updated
         if isinstance(conversion, Bridged):
             return _bridge(engine, self.rule, found, original, updated, conversion)
@@ -103,8 +110,8 @@ class Fsdp401(Behaviour):
             for module, name in use.imports:
                 engine.need_import(module, name)
         indent = indentation(engine, conversion.line)
-        bindings, keywords = bound_first(engine, conversion, indent)
-        statements = statements_before(engine, conversion, indent, bindings, keywords)
+        bindings, keywords, unit_keywords = bound_first(engine, conversion, indent)
+        statements = statements_before(engine, conversion, indent, bindings, unit_keywords)
         if statements:
             engine.insert_before(conversion.line, statements)
         one = engine.module.default_indent
@@ -124,6 +131,8 @@ class Fsdp401(Behaviour):
         if not engine.settings.enabled(self.rule) or "FSDP" not in node.code.upper():
             return
         found = self._survey(engine)
+        for call, why in found.subclass_calls:  # no call of FSDP1's class: said here
+            engine.report(call, self.rule, fixable_here=False, detail=why)
         withheld = f"fix withheld: {found.blocker}" if found.blocker else None
         if found.companion is not None:
             # No wrapper call of its own to carry the finding: its first rewrite does.
@@ -174,6 +183,18 @@ class Fsdp401(Behaviour):
     def ast_function(self, detector: Detector, node: Any) -> None:
         """Nothing to report: annotations change only with the file's wrapper calls."""
 
+    def class_def(
+        self, engine: Engine, original: cst.ClassDef, updated: cst.ClassDef
+    ) -> cst.ClassDef:
+        return updated  # module() reported the calls of an FSDP1 subclass
+
+    def ast_class_def(self, detector: Detector, node: Any) -> None:
+        """A subclass of FSDP1's class: its calls are found by the libcst survey."""
+        if any(
+            detector.qualified(on_ast.value(base)) & set(TORCH_FSDP_CLASSES) for base in node.bases
+        ):
+            raise Undecided("a subclass of FSDP1's class", self.rule.code)
+
 
 def _parameters(node: cst.FunctionDef) -> list[cst.Param]:
     params = node.params
@@ -209,7 +230,7 @@ def _bridge(
     The finding lists what kept it from plain FSDP2 code, each with its recipe.
     """
     withheld = f"fix withheld: {found.blocker}" if found.blocker else None
-    detail = f"{BRIDGED}: {bridged.why}"
+    detail = f"{BRIDGED}: {bridged.why}; {HAND_PORT}"
     if not engine.report(original, rule, detail=detail, withheld=withheld):
         return updated
     engine.need_import(BRIDGE_HOME, BRIDGE)

@@ -40,13 +40,25 @@ MAPPING = (
     ),
     (
         "mixed_precision=MixedPrecision(param_dtype=..., reduce_dtype=...)",
-        "`mp_policy=MixedPrecisionPolicy(param_dtype=..., reduce_dtype=...)`; "
-        "`buffer_dtype` dropped with a note",
+        "the root: `mp_policy=MixedPrecisionPolicy(param_dtype=..., reduce_dtype=...)`; the "
+        "units below it: the same with `cast_forward_inputs=False` (FSDP1 casts the inputs at "
+        "the root only); `buffer_dtype` dropped with a note, and a note that gradients "
+        "accumulated without sync are kept in `reduce_dtype`",
+    ),
+    (
+        "MixedPrecision(..., cast_forward_inputs=True)",
+        "one policy with `cast_forward_inputs=True` for every unit (FSDP1's units cast too)",
+    ),
+    (
+        "MixedPrecision(..., cast_root_forward_inputs=False)",
+        "the root's policy with `cast_forward_inputs=False` as well",
     ),
     (
         "mixed_precision=mp, mp = None / mp = MixedPrecision(...) (in branches, read only there)",
         "each binding becomes `MixedPrecisionPolicy(...)` (`None`: `MixedPrecisionPolicy()`, "
-        "no casting), and the call passes `mp_policy=mp`",
+        "no casting), the root gets `mp_policy=mp`, the units "
+        "`MixedPrecisionPolicy(param_dtype=mp.param_dtype, reduce_dtype=mp.reduce_dtype, "
+        "cast_forward_inputs=False)`",
     ),
     ("cpu_offload=CPUOffload(offload_params=True)", "`offload_policy=CPUOffloadPolicy()`"),
     (
@@ -59,7 +71,11 @@ MAPPING = (
         "any of these forms)",
     ),
     ("cpu_offload=CPUOffload(), cpu_offload=None", "dropped (no offloading)"),
-    ("use_orig_params, limit_all_gathers", "dropped (FSDP2 always does so)"),
+    (
+        "use_orig_params, limit_all_gathers",
+        "dropped (FSDP2 always does so); without `use_orig_params=True` a note that the "
+        "optimizer now gets the original parameters",
+    ),
     ("device_id", "dropped, with a note (FSDP2 uses the current device)"),
     (
         "backward_prefetch, forward_prefetch",
@@ -70,6 +86,21 @@ MAPPING = (
 
 #: Keywords with no FSDP2 meaning that are dropped without a note.
 _SILENT = ("use_orig_params", "limit_all_gathers")
+
+#: What FSDP2 does otherwise for every call, named in its finding (FSDP2-PORTS.md 7.1,
+#: the differences real ports accepted). Without ``use_orig_params=True`` FSDP1 gave the
+#: optimizer flat parameters; FSDP2 gives it each original parameter.
+FLAT_PARAMETERS = (
+    "the optimizer gets each original parameter (a DTensor) where FSDP1 without "
+    "`use_orig_params=True` gave it flat ones: parameter groups chosen by module or by "
+    "name (no weight decay on biases and norms) now find the parameters FSDP1's flat "
+    "ones hid, and train differently"
+)
+SHARDED_STATE = (
+    "the model's `state_dict()` gives DTensor shards where FSDP1's gave full tensors "
+    "(`get_model_state_dict(model, options=StateDictOptions(full_state_dict=True))` "
+    "gives those)"
+)
 
 
 def translate(engine: Engine, args: list[cst.Arg]) -> Keywords:
@@ -89,6 +120,9 @@ def translate(engine: Engine, args: list[cst.Arg]) -> Keywords:
             reasons += why.reasons
     if reasons:
         raise Untranslatable(*reasons)
+    if not any(keyword(a) == "use_orig_params" and literal(a.value) is True for a in args):
+        out.notes.append(FLAT_PARAMETERS)
+    out.notes.append(SHARDED_STATE)
     return out
 
 

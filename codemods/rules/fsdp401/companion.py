@@ -48,28 +48,63 @@ def branch_of(engine: Engine, check: cst.CSTNode) -> tuple[str, cst.If] | None:
     return None
 
 
+def _annotated_parameter(engine: Engine, check: cst.CSTNode) -> tuple[str, cst.FunctionDef] | None:
+    """The parameter and function, for ``def f(name: FSDP)`` (the class at ``check``)."""
+    node: cst.CSTNode | None = check
+    while node is not None and not isinstance(node, cst.Annotation):
+        node = engine.parent(node)
+    param = engine.parent(node) if node is not None else None
+    if not isinstance(param, cst.Param):
+        return None
+    function = engine.parent(param)
+    while function is not None and not isinstance(function, cst.FunctionDef):
+        function = engine.parent(function)
+    return (param.name.value, function) if function is not None else None
+
+
+def reads_behind_checks(
+    engine: Engine, checks: frozenset[int], attributes: tuple[str, ...]
+) -> list[tuple[cst.Attribute, str]]:
+    """The reads of ``attributes`` on a value the file takes for an FSDP1 model.
+
+    Such a value is the subject of ``isinstance(x, FSDP)`` in the body of the ``if`` it
+    tests, or a parameter annotated with FSDP1's class in its function's body: when the
+    checks and annotations become ``FSDPModule``, the reads stay and find nothing there.
+
+    Args:
+        engine: The file's engine.
+        checks: The class references ``isinstance`` tests and annotations name (``id``).
+        attributes: The attributes only an FSDP1 model has (or that mean something else).
+
+    Returns:
+        Each read, with its attribute, in the order of the file.
+    """
+    found: dict[int, tuple[cst.Attribute, str]] = {}
+    for ref in find_all(engine.module, lambda n: id(n) in checks):
+        subject = branch_of(engine, ref) or _annotated_parameter(engine, ref)
+        if subject is None:
+            continue
+        name, scope = subject
+        for node in find_all(scope.body, lambda n: isinstance(n, cst.Attribute)):
+            attribute = node.attr.value
+            if attribute in attributes and engine.module.code_for_node(node.value) == name:
+                found[id(node)] = (node, attribute)
+    return sorted(found.values(), key=lambda read: source_order(engine, read[0]))
+
+
 def companion_blockers(engine: Engine, checks: frozenset[int], only: tuple[str, ...]) -> list[str]:
     """Why the file's checks cannot follow the project's models onto the bridge.
 
     Args:
         engine: The file's engine.
-        checks: The class references ``isinstance`` tests (``id``).
+        checks: The class references ``isinstance`` tests and annotations name (``id``).
         only: The attributes only an FSDP1 model has.
     """
     blockers = []
-    refs = find_all(engine.module, lambda n: id(n) in checks)
-    for ref in refs:
-        found = branch_of(engine, ref)
-        if found is None:
-            continue
-        subject, branch = found
-        for node in find_all(branch.body, lambda n: isinstance(n, cst.Attribute)):
-            attribute = node.attr.value
-            if attribute in BRIDGE_KEEPS or attribute not in only:
-                continue
-            if engine.module.code_for_node(node.value) == subject:
-                where = f"`{shown(engine, node)}` at line {line_of(engine, node)}"
-                blockers.append(f"{where} exists only on FSDP1 models")
+    for node, attribute in reads_behind_checks(engine, checks, only):
+        if attribute not in BRIDGE_KEEPS:
+            where = f"`{shown(engine, node)}` at line {line_of(engine, node)}"
+            blockers.append(f"{where} exists only on FSDP1 models")
     return blockers
 
 

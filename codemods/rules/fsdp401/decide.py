@@ -13,10 +13,15 @@ from typing import Any
 from codemods.registry.names import COMPOSABLE_FSDP, TORCH_FSDP
 from codemods.rules.api import Engine
 from codemods.rules.fsdp401.arguments import translate
-from codemods.rules.fsdp401.companion import companion_anchor, companion_blockers
+from codemods.rules.fsdp401.companion import (
+    companion_anchor,
+    companion_blockers,
+    reads_behind_checks,
+)
 from codemods.rules.fsdp401.fsdp2_aware import dispatched_away, paired_with_fsdp2
 from codemods.rules.fsdp401.kept import (
     BRIDGE_KEEPS,
+    KEPT_RECIPES,
     NO_LOCAL,
     api_call,
     fsdp1_consumer,
@@ -41,8 +46,10 @@ from codemods.rules.fsdp401.lookups import (
     source_order,
     tested_class,
 )
+from codemods.rules.fsdp401.meta import META, meta_line
 from codemods.rules.fsdp401.outcome import Bridged, Conversion, Survey
 from codemods.rules.fsdp401.policy import unit_classes
+from codemods.rules.fsdp401.subclasses import subclass_calls
 from codemods.rules.fsdp401.uses import Use, rewrite
 from codemods.rules.fsdp401.values import shown
 from codemods.syntax.cst_nodes import dotted, find_all, keyword
@@ -61,6 +68,19 @@ FSDP1_ONLY = (
     "mixed_precision",
     "cpu_offload",
     "params",
+    # FSDP1's own state, which shadows the wrapped module's attributes of those names
+    "process_group",
+    "compute_device",
+    "rank",
+    "world_size",
+    "training_state",
+    "backward_prefetch",
+    "forward_prefetch",
+    "limit_all_gathers",
+    "use_orig_params",
+    "_handle",
+    "_flat_param",
+    "_is_root",
 )
 
 
@@ -146,6 +166,9 @@ def _convert(engine: Engine, call: cst.Call) -> Conversion:
                 code(target) if target is not None and dotted(target) else local_name(engine, call)
             )
             before = f"{root} = {code(args[0].value)}"
+    meta = meta_line(engine)
+    if meta is not None and not any(keyword(arg) == "param_init_fn" for arg in named):
+        reasons.append(META.format(line=meta))  # (param_init_fn has its own recipe)
     if reasons or line is None or keywords is None:
         raise Untranslatable(*reasons)
     return Conversion(call, line, root, before, tuple(code(c) for c in classes), keywords)
@@ -195,8 +218,9 @@ def _other_fully_shard(engine: Engine) -> bool:
 def bridges(engine: Engine) -> bool:
     """Whether a call with no certain FSDP2 translation goes to ``compat``'s bridge.
 
-    The setting allows it (``--no-fsdp2-bridge`` does not) and the target torch has
-    FSDP2's public home, which the bridge runs on (2.6).
+    The setting asks for it (``--fsdp2-bridge``; off by default: such a call stays
+    FSDP1 for a human, with its recipes) and the target torch has FSDP2's public home,
+    which the bridge runs on (2.6).
     """
     return engine.settings.fsdp2_bridge and engine.target_at_least("2.6")
 
@@ -226,15 +250,21 @@ def survey(engine: Engine, rule_code: str) -> Survey:
     module = engine.module
     # The engine's list of calls spares a walk of the module.
     calls = [n for n in engine.nodes(cst.Call) if fsdp1_reference(engine, n.func)]
+    subclassed = tuple(subclass_calls(engine))
     companion = not calls and bool(engine.settings.fsdp1_companion)
     if not calls and not companion:
         # Nothing converted: the rest (checks, uses, what blocks) is asked only of a
         # converted file, or of one converted with its project's calls.
-        return Survey({}, {}, None)
+        return Survey({}, {}, None, subclass_calls=subclassed)
     calls.sort(key=lambda call: source_order(engine, call))
     conversions: dict[int, Conversion | Bridged | str] = {}
     uses: dict[int, list[Use]] = {}
-    blockers = []
+    # The file's own FSDP1 subclasses stay FSDP1 (their finding says why), and so the file.
+    blockers = [
+        f"`{shown(engine, call.func)}` at line {line_of(engine, call)} subclasses FSDP1 "
+        "and stays FSDP1"
+        for call, _ in subclassed
+    ]
     wrapped = set()
     # (scope, name) -> (line, wrapper call) where a wrapper call's result is bound
     bound: dict[tuple[int, str], list[tuple[int, int]]] = {}
@@ -372,8 +402,23 @@ def survey(engine: Engine, rule_code: str) -> Survey:
         blockers.append("`FSDP1Api`, which the bridged calls need, is a name here")
     if companion:
         blockers += companion_blockers(engine, frozenset(checks), FSDP1_ONLY)
+    else:
+        # What the file does with a value it takes for an FSDP1 model (`def f(m: FSDP)`,
+        # `if isinstance(m, FSDP):`): the checks become FSDPModule, the reads would stay.
+        for node, method in reads_behind_checks(
+            engine, frozenset(checks), (*FSDP1_ONLY, *CHANGED_MEANING)
+        ):
+            if module.code_for_node(node.value) in wrapped:
+                continue  # a wrapped model's name: its uses are read above
+            where = f"`{shown(engine, node)}` at line {line_of(engine, node)}"
+            why = CHANGED_MEANING.get(method, "exists only on FSDP1 models")
+            if method in BRIDGE_KEEPS:
+                kept.append((where, method, f"{where}: {why}"))
+            else:
+                blockers.append(f"{where}: {why}")
     if kept and not bridges(engine):
-        blockers += [why for _, _, why in kept]
+        # What to write on FSDP2 instead: the hand port the bridge would spare.
+        blockers += [f"{why} (on FSDP2: {KEPT_RECIPES[kind]})" for _, kind, why in kept]
     elif kept and not blockers:
         _onto_the_bridge(conversions, [(where, kind) for where, kind, _ in kept])
     for key, conversion in conversions.items():
@@ -389,4 +434,5 @@ def survey(engine: Engine, rule_code: str) -> Survey:
         frozenset(lists),
         frozenset(api_calls),
         companion_anchor(engine, checks | lists | api_calls, bool(blockers)) if companion else None,
+        subclassed,
     )

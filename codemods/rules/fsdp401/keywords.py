@@ -7,6 +7,7 @@ translation (:class:`Untranslatable`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from codemods.syntax.lazy_libcst import cst
@@ -64,12 +65,16 @@ class Keywords:
         imports: FSDP2 names the values use (imported from the FSDP2 module).
         notes: What was dropped and changes something.
         rebindings: Bindings of the names passed that are rewritten too.
+        unit_values: Keywords whose value differs on the units below the root: the
+            units' value's source, given the name the root's value is bound to
+            (FSDP1's root-only input casting: :mod:`codemods.rules.fsdp401.precision`).
     """
 
     code: list[str] = field(default_factory=list)
     imports: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     rebindings: list[Rebinding] = field(default_factory=list)
+    unit_values: dict[str, Callable[[str], str]] = field(default_factory=dict)
 
 
 def joined(reasons: list[str]) -> str:

@@ -68,6 +68,8 @@ class Survey:
         companion: In a file with no wrapper call that converts with its project's
             (:mod:`codemods.rules.fsdp401.companion`), the node its finding is reported
             at: the first rewritten.
+        subclass_calls: Calls of the file's own subclasses of FSDP1's class, each with
+            why it stays FSDP1 (:mod:`codemods.rules.fsdp401.subclasses`).
     """
 
     conversions: dict[int, Conversion | Bridged | str]
@@ -77,6 +79,7 @@ class Survey:
     module_lists: frozenset[int] = frozenset()
     api_calls: frozenset[int] = frozenset()
     companion: cst.CSTNode | None = None
+    subclass_calls: tuple[tuple[cst.Call, str], ...] = ()
 
     def converts(self) -> bool:
         """Whether the file is converted (in a run that applies the family's fixes)."""

@@ -24,8 +24,9 @@ from codemods.syntax.cst_nodes import dotted, find_all, keyword
 from codemods.syntax.lazy_libcst import cst
 
 RUNTIME_ROUTE = (
-    "the policy names no module classes: list the unit classes, or apply it at run time "
-    "with `compat.fsdp2.fully_shard_by_policy(model, policy, **fsdp1_arguments)`"
+    "the policy names no module classes (FSDP1 picks the units at run time): list the "
+    "classes of FSDP1's units (on the FSDP1 model: `{type(unit.module) for unit in "
+    "FSDP.fsdp_modules(model)}`) and shard those, children before parents, the root last"
 )
 
 

@@ -3,13 +3,24 @@
 ``MixedPrecision(...)`` becomes ``MixedPrecisionPolicy(...)`` with the fields FSDP2 has;
 a name passed as the precision is kept, and its bindings are rewritten in place
 (:class:`codemods.rules.fsdp401.keywords.Rebinding`) where the call is its only use.
+
+FSDP1 casts the floating forward inputs at the root only (``cast_root_forward_inputs``,
+its default), and at the other units only with ``cast_forward_inputs=True``; FSDP2
+casts at every unit whose policy says ``cast_forward_inputs=True`` (its default). So
+where FSDP1's units do not cast, they get a policy of their own with
+``cast_forward_inputs=False`` (:attr:`Keywords.unit_values`), and the root keeps the
+casting one: a unit handed an fp32 tensor by its parent (positions, a RoPE table)
+receives it as FSDP1's did.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from codemods.rules.api import Engine
 from codemods.rules.fsdp401.keywords import Keywords, Rebinding, Untranslatable
 from codemods.rules.fsdp401.values import (
+    PLAIN_VALUE,
     assignment_of,
     call_fields,
     constructor,
@@ -19,6 +30,16 @@ from codemods.rules.fsdp401.values import (
 )
 from codemods.syntax.cst_nodes import keyword, literal
 from codemods.syntax.lazy_libcst import cst
+
+#: The ``MixedPrecisionPolicy`` fields the rewrite carries over from FSDP1's.
+DTYPES = ("param_dtype", "reduce_dtype")
+#: What stays different from FSDP1 with mixed precision, named in the finding.
+ACCUMULATION = (
+    "gradients accumulated without sync (`no_sync`, on FSDP2 "
+    "`set_requires_gradient_sync(False)`) are kept in `reduce_dtype` where FSDP1 kept them "
+    "in `param_dtype`: the numbers differ slightly"
+)
+BUFFERS = "`buffer_dtype` dropped: FSDP2 does not cast buffers"
 
 
 def mixed_precision(engine: Engine, value: cst.BaseExpression, out: Keywords) -> None:
@@ -32,7 +53,7 @@ def mixed_precision(engine: Engine, value: cst.BaseExpression, out: Keywords) ->
     rebindings = _precision_bindings(engine, value, out)
     if rebindings is not None:
         # `mp = None` / `if bf16: mp = MixedPrecision(...)` bind a FSDP2 policy instead,
-        # built once where FSDP1's was, and every unit gets that one object.
+        # built once where FSDP1's was, and the root gets that one object.
         out.code.append(f"mp_policy={engine.module.code_for_node(value)}")
         out.imports.append("MixedPrecisionPolicy")
         out.rebindings += rebindings
@@ -40,29 +61,67 @@ def mixed_precision(engine: Engine, value: cst.BaseExpression, out: Keywords) ->
     call = constructor(engine, value, "MixedPrecision")
     if call is None:
         raise Untranslatable("`mixed_precision` is not a `MixedPrecision(...)` call")
-    kept = _policy_fields(engine, call, out)
-    out.code.append(f"mp_policy=MixedPrecisionPolicy({', '.join(kept)})")
+    kept, root_casts, units_cast = _policy_fields(engine, call, out)
+    root = kept + ([] if root_casts else ["cast_forward_inputs=False"])
+    out.code.append(f"mp_policy=MixedPrecisionPolicy({', '.join(root)})")
     out.imports.append("MixedPrecisionPolicy")
+    if units_cast != root_casts:
+        fields = {text.partition("=")[0]: text.partition("=")[2] for text in kept}
+        out.unit_values["mp_policy"] = _unit_policy(fields)
 
 
-def _policy_fields(engine: Engine, call: cst.Call, out: Keywords) -> list[str]:
-    """``MixedPrecision(...)``'s fields as ``MixedPrecisionPolicy`` keywords."""
-    fields = call_fields(call, ("param_dtype", "reduce_dtype", "buffer_dtype"))
+def _unit_policy(fields: dict[str, str | None]) -> Callable[[str], str]:
+    """The units' policy, given the name of the root's: FSDP1's units cast no inputs.
+
+    A field whose source is more than a name or a constant (or is None: the root's
+    policy is a name bound elsewhere) is read from the root's policy, so that it is
+    evaluated once, as FSDP1 did.
+
+    Example:
+        >>> print(_unit_policy({"param_dtype": "torch.bfloat16", "reduce_dtype": "f()"})("mp"))
+        MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=mp.reduce_dtype, \
+cast_forward_inputs=False)
+    """
+
+    def text(root: str) -> str:
+        args = [
+            f"{name}={value}"
+            if value is not None and PLAIN_VALUE.fullmatch(value)
+            else f"{name}={root}.{name}"
+            for name, value in fields.items()
+        ]
+        return f"MixedPrecisionPolicy({', '.join([*args, 'cast_forward_inputs=False'])})"
+
+    return text
+
+
+def _policy_fields(engine: Engine, call: cst.Call, out: Keywords) -> tuple[list[str], bool, bool]:
+    """``MixedPrecision(...)``'s fields as ``MixedPrecisionPolicy`` keywords.
+
+    Returns:
+        The dtype keywords kept, whether FSDP1's root casts the forward inputs, and
+        whether its other units do.
+    """
+    fields = call_fields(call, (*DTYPES, "buffer_dtype"))
     kept = []
+    casting = {"cast_forward_inputs": False, "cast_root_forward_inputs": True}  # FSDP1's
     for name, node in fields.items():
-        if name in ("param_dtype", "reduce_dtype"):
+        if name in DTYPES:
             kept.append(f"{name}={source(engine, node)}")
         elif name == "buffer_dtype":
-            note = "`buffer_dtype` dropped: FSDP2 does not cast buffers"
-            if note not in out.notes:
-                out.notes.append(note)
-        elif name == "cast_forward_inputs" and literal(node) is True:
-            kept.append("cast_forward_inputs=True")
-        elif name == "cast_forward_inputs" and literal(node) is False:
-            continue  # FSDP1's root still casts; FSDP2 casts at every unit by default
+            if BUFFERS not in out.notes:
+                out.notes.append(BUFFERS)
+        elif name in casting and literal(node) in (True, False):
+            casting[name] = literal(node)
         else:
             raise Untranslatable(f"`MixedPrecision({name}=...)` has no FSDP2 twin")
-    return kept
+    units_cast = casting["cast_forward_inputs"]
+    if units_cast:
+        kept.append("cast_forward_inputs=True")
+    dtypes = [source(engine, fields[name]) for name in DTYPES if name in fields]
+    if len(set(dtypes)) == 2 and ACCUMULATION not in out.notes:  # reduced in another dtype
+        out.notes.append(ACCUMULATION)
+    return kept, units_cast or casting["cast_root_forward_inputs"], units_cast
 
 
 def _precision_bindings(
@@ -73,7 +132,12 @@ def _precision_bindings(
     Each binding must be ``name = MixedPrecision(...)`` or ``name = None`` in the scope
     the call reads it from, at least one of them a ``MixedPrecision``: then each
     becomes the FSDP2 policy (``None``: ``MixedPrecisionPolicy()``, FSDP2's default, no
-    casting, as FSDP1's ``None``) and the call passes the name. None: another form.
+    casting, as FSDP1's ``None``) and the call passes the name. Where FSDP1's units cast
+    no inputs, they get a policy of their own that reads its dtypes from the name's.
+    None: another form.
+
+    Raises:
+        Untranslatable: Where the bindings cast the inputs in ways one name cannot carry.
     """
     scope = engine.scope(node)
     if not isinstance(node, cst.Name) or scope is None:
@@ -81,6 +145,7 @@ def _precision_bindings(
     assignments = list(scope[node.value])
     out_rebindings = []
     notes = Keywords()  # the fields' notes, kept only if every binding can be rewritten
+    casts = set()  # per MixedPrecision binding: (root casts, units cast)
     for assignment in assignments:
         target = getattr(assignment, "node", None)
         statement = assignment_of(engine, target)
@@ -94,7 +159,8 @@ def _precision_bindings(
             return None
         dropped: tuple[int, ...] = ()
         if call is not None:
-            kept = _policy_fields(engine, call, notes)
+            kept, root_casts, units_cast = _policy_fields(engine, call, notes)
+            casts.add((root_casts, units_cast))
             names = [keyword(arg) for arg in call.args]
             if None in names:
                 return None  # by position: MixedPrecisionPolicy's third field differs
@@ -102,7 +168,14 @@ def _precision_bindings(
         out_rebindings.append(Rebinding(value, dropped))
     if not any(not is_none(r.value) for r in out_rebindings):
         return None
+    if casts - {(True, False), (True, True)} or len(casts) > 1:
+        raise Untranslatable(
+            f"`{node.value}`'s bindings cast the forward inputs in different ways: "
+            "give the root and the units a `MixedPrecisionPolicy` each"
+        )
     out.notes += [note for note in notes.notes if note not in out.notes]
+    if casts == {(True, False)}:  # FSDP1's default: the root alone casts
+        out.unit_values["mp_policy"] = _unit_policy(dict.fromkeys(DTYPES))
     return out_rebindings
 
 

@@ -7,40 +7,55 @@ itself becomes ``fully_shard(root, ...)`` in the hook (:mod:`codemods.rules.fsdp
 
 from __future__ import annotations
 
-import re
-
 from codemods.rules.api import Engine
 from codemods.rules.fsdp401.lookups import fresh
 from codemods.rules.fsdp401.outcome import Conversion
+from codemods.rules.fsdp401.values import PLAIN_VALUE
 from codemods.rules.layout import LINE_LENGTH, wrapped_call
 from codemods.syntax.lazy_libcst import cst
 
-#: A keyword value written as it is at every ``fully_shard`` call: a name, an attribute
-#: chain or a constant; anything else is bound to a name before the loop.
-_PLAIN_VALUE = re.compile(r"[A-Za-z_][\w.]*|-?\d+(\.\d*)?|'[^'\\]*'|\"[^\"\\]*\"")
+#: Said above the units' own mixed-precision policy (:mod:`codemods.rules.fsdp401.precision`).
+ROOT_ONLY_CASTING = "# as FSDP1: the root casts the floating inputs, the units below it do not"
 
 
-def bound_first(engine: Engine, conversion: Conversion, indent: str) -> tuple[list[str], list[str]]:
+def bound_first(
+    engine: Engine, conversion: Conversion, indent: str
+) -> tuple[list[str], list[str], list[str]]:
     """The statements binding the loop's computed keyword values, and the keywords.
 
     FSDP1 evaluates each argument once; the loop calls ``fully_shard`` once per unit,
     so a value that is more than a name or a constant (``MixedPrecisionPolicy(...)``)
     is bound to a name first, in the arguments' order, as FSDP2 code usually shares
-    one policy object: evaluated once, as before, and written once.
+    one policy object: evaluated once, as before, and written once. A keyword whose
+    value differs below the root (:attr:`Keywords.unit_values`) has the units' value
+    bound next, after a comment saying why.
+
+    Returns:
+        The bindings (source, a comment line first where one is said), the root's
+        keywords and the units' keywords.
     """
     keywords = conversion.keywords.code
     if not conversion.classes:
-        return [], keywords  # one call: each value is evaluated once as it is
-    bindings, out = [], []
+        return [], keywords, keywords  # one call: each value is evaluated once as it is
+    bindings, root, units = [], [], []
     for text in keywords:
         name, _, value = text.partition("=")
-        if _PLAIN_VALUE.fullmatch(value):
-            out.append(text)
+        if PLAIN_VALUE.fullmatch(value):
+            root.append(text)
+            var = value
+        else:
+            var = fresh(engine, name)
+            bindings.append(f"{var} = {_laid_out(engine, value, indent, len(var) + 3)}")
+            root.append(f"{name}={var}")
+        unit_value = conversion.keywords.unit_values.get(name)
+        if unit_value is None:
+            units.append(root[-1])
             continue
-        var = fresh(engine, name)
-        bindings.append(f"{var} = {_laid_out(engine, value, indent, len(var) + 3)}")
-        out.append(f"{name}={var}")
-    return bindings, out
+        unit_var = fresh(engine, f"unit_{name}")
+        laid_out = _laid_out(engine, unit_value(var), indent, len(unit_var) + 3)
+        bindings.append(f"{ROOT_ONLY_CASTING}\n{unit_var} = {laid_out}")
+        units.append(f"{name}={unit_var}")
+    return bindings, root, units
 
 
 def _laid_out(engine: Engine, value: str, indent: str, taken: int) -> str:
@@ -61,7 +76,8 @@ def statements_before(
     """The statements put before the call's line, in the order they run.
 
     The root's binding (where the call built it), ``bindings`` (:func:`bound_first`)
-    and, where the call has unit classes, the loop sharding each unit.
+    and, where the call has unit classes, the loop sharding each unit with the units'
+    ``keywords``.
     """
     config = engine.module.config_for_parsing
     out = []

@@ -7,6 +7,7 @@ operand inside a new expression, and as a message quotes it.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from codemods.registry.names import TORCH_FSDP
@@ -16,6 +17,11 @@ from codemods.syntax.cst_nodes import keyword
 from codemods.syntax.lazy_libcst import cst
 
 _PREFIXES = (f"{TORCH_FSDP}.", "torch.distributed.fsdp.api.")
+
+#: A value's source that is written as it is wherever it is needed again: a name, an
+#: attribute chain or a constant (evaluating it twice changes nothing); anything else
+#: is bound to a name first.
+PLAIN_VALUE = re.compile(r"[A-Za-z_][\w.]*|-?\d+(\.\d*)?|'[^'\\]*'|\"[^\"\\]*\"")
 
 
 def bound_once(engine: Engine, node: cst.BaseExpression) -> cst.BaseExpression | None:
