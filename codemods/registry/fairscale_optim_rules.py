@@ -263,7 +263,7 @@ RULES = (
             ),
         ),
         fix=FixSafety.MANUAL,
-        introduced="1.12",
+        introduced="2.0",  # ModuleWrapPolicy, which the example uses
         untouched=(
             (
                 "from torch.distributed.fsdp.wrap import ModuleWrapPolicy\n"
