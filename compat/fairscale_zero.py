@@ -139,9 +139,9 @@ def ShardedDataParallel(  # noqa: N802 - FairScale's class name
             "always broadcasts rank 0's parameters when it is built [FSDP308]"
         )
     _dropped("FSDP308", options, _SDP_ONLY)
-    return nn.parallel.DistributedDataParallel(
-        module, process_group=process_group, broadcast_buffers=broadcast_buffers
-    )
+    # DDP's own default is True; passing it makes torch 2.13 warn about the argument.
+    buffers = {} if broadcast_buffers else {"broadcast_buffers": False}
+    return nn.parallel.DistributedDataParallel(module, process_group=process_group, **buffers)
 
 
 def ShardedGradScaler(  # noqa: N802 - FairScale's class name

@@ -138,3 +138,50 @@ def test_fairscale_zero_trains_as_torchs_own_on_two_ranks():
     # the consolidated state is on rank 0: every parameter stepped STEPS times
     assert legacy[0]["optimizer steps"] == native[0]["optimizer steps"] == [STEPS] * 6
     assert legacy[1]["optimizer steps"] is None
+
+
+_LEGACY_SCRIPT = """\
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from fairscale.nn.data_parallel import ShardedDataParallel as ShardedDDP
+from fairscale.optim.oss import OSS
+
+
+def run(rank, world_size, port):
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = port
+    dist.init_process_group("gloo", rank=rank, world_size=world_size)
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 1)
+    optimizer = OSS(model.parameters(), optim=torch.optim.SGD, lr=0.1)
+    model = ShardedDDP(model, optimizer)
+    torch.manual_seed(rank)
+    model(torch.randn(8, 4)).pow(2).mean().backward()
+    optimizer.step()
+    print(f"rank {rank}: {model.module.weight.detach().sum().item():.6f}")
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    mp.spawn(run, args=(2, sys.argv[1]), nprocs=2)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.distributed
+def test_an_unmodified_fairscale_zero_script_trains_under_python_m_compat(tmp_path):
+    """FairScale is not installed: its imports find compat, the spawned ranks too."""
+    from tests.test_dropin_runner import run
+
+    (tmp_path / "legacy_zero.py").write_text(_LEGACY_SCRIPT)
+    done = run(["-m", "compat", "legacy_zero.py", str(distributed.free_port())], tmp_path)
+    assert done.returncode == 0, done.stderr
+    weights = sorted(line.split(": ")[1] for line in done.stdout.splitlines() if line)
+    assert len(weights) == 2 and weights[0] == weights[1]  # the ranks agree after the step
+    assert "legacy_zero.py:17: FSDPDeprecationWarning" in done.stderr  # OSS(...), FSDP307
+    assert "legacy_zero.py:18: FSDPDeprecationWarning" in done.stderr  # ShardedDDP, FSDP308
+    assert "FutureWarning" not in done.stderr

@@ -263,7 +263,7 @@ RULES = (
             ),
         ),
         fix=FixSafety.MANUAL,
-        introduced="1.12",
+        introduced="2.0",  # ModuleWrapPolicy, which the example uses
         untouched=(
             (
                 "from torch.distributed.fsdp.wrap import ModuleWrapPolicy\n"
@@ -327,6 +327,17 @@ RULES = (
         untouched=(
             # no FairScale FSDP in the file: some other object's method of the same name
             "state = trainer.local_state_dict()\n",
+            (
+                # FairScale's method where FairScale imports, torch's FSDP where it does not
+                "try:\n"
+                "    from fairscale.nn import FullyShardedDataParallel as FSDP\n"
+                "    model = FSDP(model)\n"
+                "    state = model.local_state_dict()\n"
+                "except ImportError:\n"
+                "    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "    model = FSDP(model)\n"
+                "    state = model.state_dict()\n"
+            ),
             (
                 "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
                 "state = FSDP.optim_state_dict(model, optimizer)\n"

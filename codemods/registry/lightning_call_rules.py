@@ -106,6 +106,16 @@ RULES = (
                 '    return MixedPrecisionPlugin(precision, "cuda")\n'
             ),
             (
+                "from pytorch_lightning.plugins import MixedPrecisionPlugin\n"
+                "from pytorch_lightning.utilities import _PL_GREATER_EQUAL_2_0\n"
+                "class HalfAMP(MixedPrecisionPlugin):\n"
+                "    def __init__(self):\n"
+                "        if _PL_GREATER_EQUAL_2_0:\n"
+                '            super().__init__("16-mixed", "cuda")\n'
+                "        else:\n"
+                '            super().__init__(16, "cuda")\n'
+            ),
+            (
                 "class Base:\n"
                 "    def __init__(self, bits, device):\n"
                 "        pass\n"
@@ -195,6 +205,17 @@ RULES = (
             ),
             'torch.save(state, "checkpoint.ckpt")\n',
             'trainer.save(state, "checkpoint.ckpt")\n',
+            (
+                # a gate's older branch keeps Lightning 1.x's order on purpose
+                "import lightning\n"
+                "from lightning.fabric import Fabric\n"
+                "from packaging.version import Version\n"
+                "fabric = Fabric()\n"
+                'if Version(lightning.__version__) >= Version("2.0"):\n'
+                '    fabric.save("checkpoint.ckpt", state)\n'
+                "else:\n"
+                '    fabric.save(state, "checkpoint.ckpt")\n'
+            ),
         ),
     ),
 )

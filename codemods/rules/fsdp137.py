@@ -17,6 +17,7 @@ from codemods.registry.torch_fsdp1_private_rules import (
     FSDP1_PRIVATE_MODULES,
 )
 from codemods.rules.api import Behaviour, Engine
+from codemods.syntax.gates import fallback_regions, inside_fallback
 from codemods.syntax.lazy_libcst import cst
 
 
@@ -42,7 +43,8 @@ class Fsdp137(Behaviour):
             return
         for attribute in engine.nodes(cst.Attribute):
             if attribute.attr.value in FSDP1_PRIVATE_ATTRIBUTES:
-                engine.report(attribute, self.rule, fixable_here=False)
+                if not inside_fallback(attribute, engine.parent, fallback_regions):
+                    engine.report(attribute, self.rule, fixable_here=False)
 
     def block(
         self,

@@ -14,6 +14,7 @@ from typing import Any
 from codemods.rules.api import Behaviour, Detector, Engine
 from codemods.syntax import ast_nodes as on_ast
 from codemods.syntax.cst_nodes import find_all, is_plain_positional, keyword, literal, string_like
+from codemods.syntax.gates import ast_fallback_regions, fallback_regions, inside_fallback
 from codemods.syntax.lazy_libcst import cst
 
 
@@ -94,6 +95,8 @@ class Fsdp220(Behaviour):
             for call in find_all(class_def.body, lambda n: isinstance(n, cst.Call)):
                 if not _is_super_init(call.func):
                     continue
+                if inside_fallback(call, engine.parent, fallback_regions):
+                    continue
                 index = cst_precision(list(call.args))
                 arg = None if index is None else call.args[index]
                 new = None if arg is None else new_value(self.rule.values, literal(arg.value))
@@ -112,9 +115,11 @@ class Fsdp220(Behaviour):
         old = set(self.rule.old)
         if not any(detector.qualified(on_ast.value(base)) & old for base in node.bases):
             return
+        regions = lambda n: ast_fallback_regions(n, detector.segment)  # noqa: E731
         for found in ast.walk(node):
             if type(found) is ast.Call and _ast_is_super_init(found.func):
-                self._ast_report(detector, ast_precision(on_ast.arguments(found)))
+                if not inside_fallback(found, detector.parent, regions):
+                    self._ast_report(detector, ast_precision(on_ast.arguments(found)))
 
     def _ast_report(self, detector: Detector, arg: Any) -> None:
         if arg is None:

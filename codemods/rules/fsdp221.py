@@ -14,6 +14,7 @@ import ast
 from codemods.rules.api import Behaviour, Detector, Engine
 from codemods.syntax import ast_nodes as on_ast
 from codemods.syntax.cst_nodes import dotted, is_plain_positional
+from codemods.syntax.gates import ast_fallback_regions, fallback_regions, inside_fallback
 from codemods.syntax.lazy_libcst import cst
 
 #: Calls whose result is a path (by the callee's last dotted parts).
@@ -69,6 +70,8 @@ class Fsdp221(Behaviour):
                 continue
             if dotted(func.value) not in receivers or not self._old_order(list(call.args)):
                 continue
+            if inside_fallback(call, engine.parent, fallback_regions):
+                continue  # a gate's older branch keeps the older order on purpose
             if engine.report(call, self.rule):
                 engine.replace(call, _swapped)
 
@@ -98,9 +101,13 @@ class Fsdp221(Behaviour):
             args = on_ast.arguments(found)  # type: ignore[arg-type]
             if on_ast.dotted(func.value) not in receivers or len(args) != 2:
                 continue
-            if all(on_ast.plain_positional(a) for a in args):
-                if _ast_path(args[1]) and not _ast_path(args[0]):
-                    detector.report(found, self.rule)
+            if not all(on_ast.plain_positional(a) for a in args):
+                continue
+            if not _ast_path(args[1]) or _ast_path(args[0]):
+                continue
+            regions = lambda n: ast_fallback_regions(n, detector.segment)  # noqa: E731
+            if not inside_fallback(found, detector.parent, regions):
+                detector.report(found, self.rule)
 
 
 def _swapped(updated: cst.Call) -> cst.Call:

@@ -12,6 +12,7 @@ import ast
 
 from codemods.registry.fairscale_optim_rules import FAIRSCALE_FSDP_METHODS
 from codemods.rules.api import Behaviour, Detector, Engine
+from codemods.syntax.gates import ast_fallback_regions, fallback_regions, inside_fallback
 from codemods.syntax.lazy_libcst import cst
 
 
@@ -28,7 +29,8 @@ class Fsdp311(Behaviour):
         for call in engine.nodes(cst.Call):
             func = call.func
             if isinstance(func, cst.Attribute) and func.attr.value in FAIRSCALE_FSDP_METHODS:
-                engine.report(func, self.rule, fixable_here=False)
+                if not inside_fallback(call, engine.parent, fallback_regions):
+                    engine.report(func, self.rule, fixable_here=False)
         return updated
 
     def ast_call(self, detector: Detector, call: ast.Call) -> None:
@@ -38,7 +40,9 @@ class Fsdp311(Behaviour):
         for found in detector.nodes(ast.Call):
             func = found.func  # type: ignore[attr-defined]
             if type(func) is ast.Attribute and func.attr in FAIRSCALE_FSDP_METHODS:
-                detector.report(func, self.rule, fixable_here=False)
+                regions = lambda n: ast_fallback_regions(n, detector.segment)  # noqa: E731
+                if not inside_fallback(found, detector.parent, regions):
+                    detector.report(func, self.rule, fixable_here=False)
 
 
 BEHAVIOUR = Fsdp311

@@ -22,6 +22,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from codemods.syntax.ast_nodes import dotted as ast_dotted
 from codemods.syntax.cst_nodes import dotted
@@ -169,6 +170,38 @@ def ast_fallback_regions(node: ast.AST, segment: Callable[[ast.AST], str]) -> tu
     if newer is None:
         return (node,)
     return tuple(node.orelse if newer else node.body)  # type: ignore[attr-defined]
+
+
+def inside_fallback(
+    node: Any, parent: Callable[[Any], Any], regions: Callable[[Any], tuple]
+) -> bool:
+    r"""Whether ``node`` lies in a region some ancestor leaves alone (either tree).
+
+    For hooks that look at a whole file before the visit, which would otherwise not know
+    that a node sits in a fallback or in a gate's older branch.
+
+    Args:
+        node: A node of either tree.
+        parent: The tree's parent lookup (``engine.parent``, ``detector.parent``).
+        regions: :func:`fallback_regions`, or :func:`ast_fallback_regions` with the
+            detector's ``segment``.
+
+    Example:
+        >>> source = "if _TORCH_GREATER_EQUAL_2_0:\n    a = 1\nelse:\n    b = 2\n"
+        >>> tree = ast.parse(source)
+        >>> parents = {id(c): n for n in ast.walk(tree) for c in ast.iter_child_nodes(n)}
+        >>> regions = lambda n: ast_fallback_regions(n, lambda m: ast.unparse(m))
+        >>> [inside_fallback(s, lambda n: parents.get(id(n)), regions) for s in (
+        ...     tree.body[0].body[0], tree.body[0].orelse[0])]
+        [False, True]
+    """
+    chain = []
+    current = node
+    while current is not None:
+        chain.append(current)
+        current = parent(current)
+    ids = {id(n) for n in chain}
+    return any(id(region) in ids for ancestor in chain for region in regions(ancestor))
 
 
 #: A release number in a gate's test: ``"2.1.0"``, ``_GREATER_EQUAL_2_1``.
