@@ -63,19 +63,21 @@ def applicability(finding: Finding, safety: str) -> str | None:
     return "unsafe" if finding.unsafe else safety
 
 
-def no_fix(settings: Any, rule: Any, fixable: bool, why_not: str | None = None) -> str | None:
+def no_fix(
+    settings: Any, rule: Any, fixable: bool, why_not: str | None = None, explained: bool = False
+) -> str | None:
     """Why a finding of ``rule`` has no fix: the releases the code runs on, else ``why_not``.
 
     ``settings`` is the run's :class:`codemods.settings.Settings` (not imported here: the
     findings module sits below it). A manual rule's findings say that a human decides
     (the text output leaves that out: the rule's message is its recipe). None where the
-    rule has a fix here.
+    rule has a fix here, or where the finding's own text explains it (``explained``).
     """
     if not rule.fixable:
         return f"no automatic fix: a human decides (`--explain {rule.code}` gives the recipe)"
     breaks = settings.releases.breaks(rule)
     if breaks:
         return breaks
-    if fixable:
-        return None
+    if fixable or (explained and why_not is None):
+        return None  # fixed, or the finding's own text (its detail) says what to do
     return why_not or "its fix does not rewrite this form with certainty: a human decides"

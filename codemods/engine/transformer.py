@@ -151,7 +151,7 @@ class Engine(Lookups, ColdStatements, ImportMoves, cst.CSTTransformer):
                 applies and not withheld,
                 unsafe=fixable and unsafe_here,
                 withheld=withheld if applies else None,
-                no_fix=no_fix(self.settings, rule, fixable, why_not),
+                no_fix=no_fix(self.settings, rule, fixable, why_not, explained=bool(detail)),
             )
         )
         return applies and not withheld

@@ -18,6 +18,7 @@ from codemods.rules.fsdp401.companion import (
     companion_blockers,
     reads_behind_checks,
 )
+from codemods.rules.fsdp401.fsdp1_only import CHANGED_MEANING, FSDP1_ONLY
 from codemods.rules.fsdp401.fsdp2_aware import dispatched_away, paired_with_fsdp2
 from codemods.rules.fsdp401.kept import (
     BRIDGE_KEEPS,
@@ -54,47 +55,6 @@ from codemods.rules.fsdp401.uses import Use, rewrite
 from codemods.rules.fsdp401.values import shown
 from codemods.syntax.cst_nodes import dotted, find_all, keyword
 from codemods.syntax.lazy_libcst import cst
-
-#: Attributes of an FSDP1-wrapped model that an FSDP2 model does not have (or that mean
-#: something else there): a file using one on the wrapped model is left as FSDP1.
-FSDP1_ONLY = (
-    "clip_grad_norm_",
-    "no_sync",
-    "summon_full_params",
-    "module",
-    "_fsdp_wrapped_module",
-    "check_is_root",
-    "sharding_strategy",
-    "mixed_precision",
-    "cpu_offload",
-    "params",
-    # FSDP1's own state, which shadows the wrapped module's attributes of those names
-    "process_group",
-    "compute_device",
-    "rank",
-    "world_size",
-    "training_state",
-    "backward_prefetch",
-    "forward_prefetch",
-    "limit_all_gathers",
-    "use_orig_params",
-    "_handle",
-    "_flat_param",
-    "_is_root",
-)
-
-
-#: Methods both have that mean something else on an FSDP2 model, and what to write.
-CHANGED_MEANING = {
-    "state_dict": (
-        "FSDP1 gathers a full state dict, FSDP2 returns DTensor shards: use "
-        "`get_model_state_dict(model, options=StateDictOptions(full_state_dict=True))`"
-    ),
-    "load_state_dict": (
-        "FSDP2 loads DTensor shards: use `set_model_state_dict(model, state, "
-        "options=StateDictOptions(full_state_dict=True))`"
-    ),
-}
 
 
 def _statement(engine: Engine, call: cst.Call) -> tuple[cst.SimpleStatementLine, cst.CSTNode]:
