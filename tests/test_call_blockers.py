@@ -26,6 +26,7 @@ from codemods.rules.call_blockers import (
 )
 from codemods.settings import Settings
 from codemods.syntax import ast_nodes as on_ast
+from tests.scratch_projects import CURRENT_RELEASES
 
 FAIRSCALE = "from compat.fairscale import FullyShardedDataParallel as FSDP\n"
 STRATEGY = (
@@ -133,6 +134,8 @@ def _warnings_of(tmp_path, body: str, name: str = "program.py") -> list[str]:
 
     path = tmp_path / name
     path.write_text(textwrap.dedent(body))
+    # a project on the current releases: what migrate does turns on the call alone
+    (tmp_path / "pyproject.toml").write_text(CURRENT_RELEASES)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         runpy.run_path(str(path))
