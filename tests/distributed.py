@@ -23,6 +23,7 @@ import queue
 import traceback
 from typing import Any, Callable
 
+import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
@@ -218,3 +219,17 @@ def cpu_environment() -> dict[str, str]:
     As in :func:`run`'s gloo ranks: FSDP1 would otherwise compute a CPU model on a GPU.
     """
     return {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+
+
+def fsdp1_runs_here() -> bool:
+    """Whether FSDP1 can run here: on the CPU (torch 2.2 and later) or on a GPU."""
+    from compat.features import current
+
+    return current().fsdp1_on_cpu or torch.cuda.is_available()
+
+
+#: For a test that builds FSDP1 models: skipped where this torch runs FSDP1 only on CUDA.
+NEEDS_FSDP1 = pytest.mark.skipif(
+    not fsdp1_runs_here(),
+    reason="this torch runs FSDP1 only on CUDA (FSDP1 on CPU and gloo needs torch 2.2)",
+)

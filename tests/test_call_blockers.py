@@ -26,6 +26,7 @@ from codemods.rules.call_blockers import (
 )
 from codemods.settings import Settings
 from codemods.syntax import ast_nodes as on_ast
+from tests.distributed import NEEDS_FSDP1
 from tests.scratch_projects import CURRENT_RELEASES
 
 FAIRSCALE = "from compat.fairscale import FullyShardedDataParallel as FSDP\n"
@@ -147,6 +148,7 @@ _PRELUDE_301 = (
 )
 
 
+@NEEDS_FSDP1
 @pytest.mark.distributed
 @pytest.mark.parametrize(("call", "reasons"), FSDP301_CALLS)
 def test_fsdp301_warning_says_what_migrate_does_with_the_call(tmp_path, single_rank, call, reasons):
@@ -207,6 +209,7 @@ def test_without_source_the_values_decide(tmp_path):
     )
 
 
+@NEEDS_FSDP1
 @pytest.mark.distributed
 def test_a_call_the_fix_is_not_about_gets_no_verdict(tmp_path, single_rank):
     """FairScale's ``wrap()`` builds the FSDP (FSDP301 warns there); the codemod reports

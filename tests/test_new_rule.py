@@ -26,6 +26,7 @@ from codemods.registry.render import render_markdown
 from codemods.rules import index as behaviours
 from codemods.settings import Settings
 from tests import test_rule_cases
+from tests.distributed import NEEDS_FSDP1
 
 
 @pytest.fixture(autouse=True)
@@ -197,6 +198,7 @@ def test_the_real_registry_is_back():
     assert NEW_RULE.code not in {f.code for f in findings}
 
 
+@NEEDS_FSDP1
 @pytest.mark.distributed
 def test_compat_translates_the_new_keyword(registry_with):
     """compat's FullyShardedDataParallel takes ``ignored_parameters=`` and warns FSDP199.
