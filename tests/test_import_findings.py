@@ -154,3 +154,23 @@ def test_identical_function_local_imports_each_move_in_place():
         (7, "FSDP107", True),
         (11, "FSDP107", True),
     ]
+
+
+def test_a_moved_module_takes_all_its_names_with_it():
+    """``_shard.checkpoint`` moves to ``checkpoint``: the names another rule keeps (the
+    deprecated save/load functions, whose calls it cannot translate here) move too, so
+    the deprecated module is not left imported for them (seen in a real checkpoint helper)."""
+    source = textwrap.dedent(
+        """\
+        from torch.distributed._shard.checkpoint import FileSystemReader, load_state_dict
+
+
+        def load(state, path):
+            load_state_dict(state, FileSystemReader(path), no_dist=True)
+        """
+    )
+    outcome = run(source.encode(), Settings(fix=True))
+    new = outcome.new_source.decode()
+    assert "_shard" not in new
+    assert "from torch.distributed.checkpoint import FileSystemReader, load_state_dict\n" in new
+    assert {f.code for f in outcome.findings if not f.fixed} == {"FSDP121"}  # still reported

@@ -106,6 +106,14 @@ class ImportMoves:
             return updated_node
         pairs = list(zip(original_node.names, updated_node.names))
         scope = id(self.scope(original_node))
+        # The statement's module itself moves (FSDP122's `_shard.checkpoint`): its other
+        # names move with it, or the deprecated module would stay imported for them.
+        whole = self.renames.get(dotted(original_node.module) or "")
+        if whole is not None:
+            for original, _ in pairs:
+                name = dotted(original.name)
+                if id(original) not in moves and name and "." not in name:
+                    moves[id(original)] = (whole, name)
         if len(moves) == len(pairs) and len({m for m, _ in moves.values()}) == 1:
             (module,) = {m for m, _ in moves.values()}
             names = []
