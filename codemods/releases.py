@@ -31,7 +31,7 @@ from typing import Any, Protocol
 
 from packaging.version import InvalidVersion, Version
 
-__all__ = ["RangeError", "Releases", "Span", "parse_span"]
+__all__ = ["RangeError", "Releases", "Span", "parse_span", "short_release"]
 
 #: Framework key -> how messages name it.
 TITLES = {"torch": "torch", "lightning": "Lightning"}
@@ -109,14 +109,14 @@ class Span:
             ('1.12..latest', '2.2')
         """
         if self.floor is not None:
-            floor = _short(self.floor)
+            floor = short_release(self.floor)
         else:
             floor = "evidence" if self.evidence else "latest"
         if self.top is None:
             if self.evidence and self.floor is None:
                 return "evidence..latest"
             return floor if self.floor is None else f"{floor}..latest"
-        top = ("<" if self.top_exclusive else "") + _short(self.top)
+        top = ("<" if self.top_exclusive else "") + short_release(self.top)
         return floor if top == floor else f"{floor}..{top}"
 
     def described(self, title: str) -> str:
@@ -227,7 +227,13 @@ class Releases:
         return "; ".join(self.span(f).described(title) for f, title in TITLES.items())
 
 
-def _short(version: Version) -> str:
+def short_release(version: Version) -> str:
+    """``version`` as written in ranges: trailing zero parts dropped down to ``major.minor``.
+
+    Example:
+        >>> short_release(Version("1.12.0")), short_release(Version("2")), short_release(Version("2.0.1"))
+        ('1.12', '2.0', '2.0.1')
+    """  # noqa: E501
     parts = list(version.release)
     while len(parts) > 2 and parts[-1] == 0:
         parts.pop()

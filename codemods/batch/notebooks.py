@@ -16,12 +16,12 @@ it is and its findings are reported, with the reason.
 Example:
     >>> cells = Notebook.read(b'{"cells": [{"cell_type": "code", "source": ["%time x\\n"]},'
     ...     b' {"cell_type": "markdown", "source": "# t"},'
-    ...     b' {"cell_type": "code", "source": "import torch\\nx = 1"}]}')
+    ...     b' {"cell_type": "code", "source": "import math\\nx = 1"}]}')
     >>> print(cells.source.decode(), end="")
     # fsdp-compat: cell 1
     #time x
     # fsdp-compat: cell 3
-    import torch
+    import math
     x = 1
     >>> cells.cell_of(5)
     (3, 2)

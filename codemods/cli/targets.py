@@ -20,27 +20,11 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from packaging.version import Version
-
 from codemods.cli.floors import DeclaredFloors, declared_floors, is_project_root
 from codemods.cli.specifiers import TITLES
 from codemods.releases import Releases, Span
 
-__all__ = ["ProjectTarget", "ProjectTargets", "short_release"]
-
-
-def short_release(version: Version) -> str:
-    """``version`` as a target: trailing zero parts dropped down to ``major.minor``.
-
-    Example:
-        >>> short_release(Version("1.12.0")), short_release(Version("2")), short_release(Version("2.0.1"))
-        ('1.12', '2.0', '2.0.1')
-    """  # noqa: E501
-    parts = list(version.release)
-    while len(parts) > 2 and parts[-1] == 0:
-        parts.pop()
-    parts += [0] * (2 - len(parts))
-    return ".".join(map(str, parts))
+__all__ = ["ProjectTarget", "ProjectTargets"]
 
 
 @dataclass(frozen=True)

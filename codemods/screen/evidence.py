@@ -31,7 +31,7 @@ from packaging.version import Version
 from codemods.registry.appearances import APPEARED, BASELINE, PACKAGES
 from codemods.settings import Settings
 from codemods.syntax.ast_nodes import dotted
-from codemods.syntax.gates import GATE, IMPORT_ERRORS
+from codemods.syntax.gates import GATE, catches_import_error
 
 __all__ = ["evidence_floors", "with_evidence"]
 
@@ -131,19 +131,9 @@ def _ungated(tree: ast.AST) -> Iterator[ast.AST]:
     while stack:
         node = stack.pop()
         kind = type(node)
-        if kind is ast.Try and _catches_import_error(node):  # type: ignore[arg-type]
+        if kind is ast.Try and any(map(catches_import_error, node.handlers)):  # type: ignore[attr-defined]
             continue
         if kind is ast.If and GATE.search(ast.unparse(node.test)):  # type: ignore[attr-defined]
             continue
         yield node
         stack.extend(ast.iter_child_nodes(node))
-
-
-def _catches_import_error(node: ast.Try) -> bool:
-    for handler in node.handlers:
-        if handler.type is None:
-            return True
-        types = handler.type.elts if type(handler.type) is ast.Tuple else [handler.type]
-        if any(dotted(t) in IMPORT_ERRORS for t in types):
-            return True
-    return False

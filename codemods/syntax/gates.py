@@ -153,12 +153,7 @@ def ast_fallback_regions(node: ast.AST, segment: Callable[[ast.AST], str]) -> tu
     kind = type(node)
     if kind is ast.Try:
         for handler in node.handlers:  # type: ignore[attr-defined]
-            if handler.type is None:
-                caught = True
-            else:
-                types = handler.type.elts if type(handler.type) is ast.Tuple else [handler.type]
-                caught = any(ast_dotted(t) in IMPORT_ERRORS for t in types)
-            if caught and not _optional_only(handler.body):
+            if catches_import_error(handler) and not _optional_only(handler.body):
                 return (node,)
         return ()
     if kind is not ast.If:
@@ -202,6 +197,14 @@ def inside_fallback(
         current = parent(current)
     ids = {id(n) for n in chain}
     return any(id(region) in ids for ancestor in chain for region in regions(ancestor))
+
+
+def catches_import_error(handler: ast.ExceptHandler) -> bool:
+    """Whether an ``except`` clause catches ``ImportError`` (bare, named, or in a tuple)."""
+    if handler.type is None:
+        return True
+    types = handler.type.elts if type(handler.type) is ast.Tuple else [handler.type]  # type: ignore[attr-defined]
+    return any(ast_dotted(t) in IMPORT_ERRORS for t in types)
 
 
 #: A release number in a gate's test: ``"2.1.0"``, ``_GREATER_EQUAL_2_1``.
