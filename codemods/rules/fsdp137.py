@@ -9,8 +9,6 @@ the files the pre-filter admits to libcst while the rule is selected (it is opt-
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from codemods.registry.names import TORCH_FSDP_CLASSES
 from codemods.registry.torch_fsdp1_private_rules import (
     FSDP1_PRIVATE_ATTRIBUTES,
@@ -45,14 +43,6 @@ class Fsdp137(Behaviour):
             if attribute.attr.value in FSDP1_PRIVATE_ATTRIBUTES:
                 if not inside_fallback(attribute, engine.parent, fallback_regions):
                     engine.report(attribute, self.rule, fixable_here=False)
-
-    def block(
-        self,
-        engine: Engine,
-        original: Sequence[cst.BaseStatement],
-        updated: Sequence[cst.BaseStatement],
-    ) -> Sequence[cst.BaseStatement]:
-        return updated
 
 
 BEHAVIOUR = Fsdp137
