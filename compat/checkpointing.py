@@ -220,16 +220,19 @@ def checkpoint_wrapper(module: nn.Module, *args: Any, **kwargs: Any) -> nn.Modul
 
     ``offload_to_cpu=True`` gives torch's ``offload_wrapper(module)`` and
     ``offload_to_cpu=False`` is dropped, each with an FSDP133 warning that says what runs;
-    any other call is torch's own.
+    any other call, and any call on torch 1.13 (which still takes the keyword), is
+    torch's own.
 
     Example:
         >>> import warnings
+        >>> import torch
         >>> import torch.nn as nn
         >>> with warnings.catch_warnings():
         ...     warnings.simplefilter("ignore")
         ...     wrapped = checkpoint_wrapper(nn.Linear(2, 2), offload_to_cpu=True)
-        >>> type(wrapped).__name__
-        'OffloadWrapper'
+        ...     out = wrapped(torch.ones(1, 2, requires_grad=True))
+        >>> out.shape
+        torch.Size([1, 2])
     """
     return legacy_checkpoint_wrapper(_torch_checkpoint_wrapper(), module, args, kwargs)
 
@@ -238,7 +241,7 @@ def legacy_checkpoint_wrapper(
     wrapper: Callable[..., nn.Module], module: nn.Module, args: tuple, kwargs: dict[str, Any]
 ) -> nn.Module:
     """Call torch's ``wrapper`` with ``offload_to_cpu`` translated (FSDP133), else as is."""
-    if OFFLOAD_KEYWORD not in kwargs:
+    if OFFLOAD_KEYWORD not in kwargs or OFFLOAD_KEYWORD in inspect.signature(wrapper).parameters:
         return wrapper(module, *args, **kwargs)
     from compat.deprecation import warn_deprecated
 

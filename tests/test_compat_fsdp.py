@@ -24,7 +24,7 @@ def test_the_compat_name_stands_for_torchs_class():
     assert FSDP is FullyShardedDataParallel
     assert issubclass(TorchFSDP, FSDP)
     assert FSDP.summon_full_params is TorchFSDP.summon_full_params
-    assert FSDP.optim_state_dict is TorchFSDP.optim_state_dict
+    assert FSDP.fsdp_modules is TorchFSDP.fsdp_modules
     # The legacy state-dict API is compat's own: it warns (tests/test_compat_state_dict.py).
     assert FSDP.state_dict_type is not TorchFSDP.state_dict_type
     assert not isinstance(torch.nn.Linear(2, 2), FSDP)
@@ -90,16 +90,19 @@ def _with_rule(monkeypatch, **fields):
     rule = Rule(
         **{
             "code": "FSDP199",
-            "name": "ignored-parameters",
+            "name": "sync-module-state",
             "framework": Framework.TORCH,
             "kind": ChangeKind.KEYWORD_RENAME,
             "old": (*TORCH_FSDP_CLASSES, *COMPAT_FSDP_CLASSES),
             "new": TORCH_FSDP_CLASSES[0],
-            "argument": "ignored_parameters",
-            "new_argument": "ignored_states",
-            "message": "`ignored_parameters` is now `ignored_states`",
+            # No torch takes the old spelling; every torch the matrix runs takes the new.
+            "argument": "sync_module_state",
+            "new_argument": "sync_module_states",
+            "message": "`sync_module_state` is now `sync_module_states`",
             "why": "A rename for this test.",
-            "example": Example("FSDP(m, ignored_parameters=p)\n", "FSDP(m, ignored_states=p)\n"),
+            "example": Example(
+                "FSDP(m, sync_module_state=True)\n", "FSDP(m, sync_module_states=True)\n"
+            ),
             "fix": FixSafety.SAFE,
             **fields,
         }
@@ -112,22 +115,29 @@ def _with_rule(monkeypatch, **fields):
 
 def test_a_keyword_rename_in_the_registry_is_translated(monkeypatch):
     model = make_model()
-    ignored = [model.head.proj.weight]
-    with pytest.raises(TypeError, match="unexpected keyword argument 'ignored_parameters'"):
-        translate_fsdp_arguments(model, ignored_parameters=ignored)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'sync_module_state'"):
+        translate_fsdp_arguments(model, sync_module_state=True)
     _with_rule(monkeypatch)
     with pytest.warns(FSDPDeprecationWarning, match=r"\[FSDP199\]") as record:
-        arguments = translate_fsdp_arguments(model, ignored_parameters=ignored)
-    assert arguments["ignored_states"] is ignored and "ignored_parameters" not in arguments
+        arguments = translate_fsdp_arguments(model, sync_module_state=True)
+    assert arguments["sync_module_states"] is True and "sync_module_state" not in arguments
     assert {w.filename for w in record} == {__file__}
-    with pytest.raises(TypeError, match="got both ignored_states= and its old spelling"):
-        translate_fsdp_arguments(model, ignored_parameters=ignored, ignored_states=ignored)
+    with pytest.raises(TypeError, match="got both sync_module_states= and its old spelling"):
+        translate_fsdp_arguments(model, sync_module_state=True, sync_module_states=True)
 
 
 def test_a_keyword_rename_of_another_callable_is_left_alone(monkeypatch):
     _with_rule(monkeypatch, old=("torch.distributed.fsdp.wrap.size_based_auto_wrap_policy",))
-    with pytest.raises(TypeError, match="unexpected keyword argument 'ignored_parameters'"):
-        translate_fsdp_arguments(make_model(), ignored_parameters=[])
+    with pytest.raises(TypeError, match="unexpected keyword argument 'sync_module_state'"):
+        translate_fsdp_arguments(make_model(), sync_module_state=True)
+
+
+def test_an_old_spelling_this_torch_still_takes_is_passed_as_is(monkeypatch, recwarn):
+    """As torch 2.0 took ``ignored_parameters``, which 2.1 renamed: no rename, no warning."""
+    _with_rule(monkeypatch, argument="sync_module_states", new_argument="sync_module_state")
+    arguments = translate_fsdp_arguments(make_model(), sync_module_states=True)
+    assert arguments["sync_module_states"] is True and "sync_module_state" not in arguments
+    assert not [w for w in recwarn if issubclass(w.category, FSDPDeprecationWarning)]
 
 
 def test_a_current_call_is_no_legacy_call(recwarn):

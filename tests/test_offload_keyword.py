@@ -1,9 +1,11 @@
 """FSDP133 at run time: ``checkpoint_wrapper(module, offload_to_cpu=...)`` on torch >= 2.0.
 
-torch 2.0 removed the keyword; since then the wrapper builds and the first forward
-raises TypeError. compat's ``checkpoint_wrapper`` (and torch's, under the drop-in)
-serves it as torch's ``offload_wrapper``: these tests train through that mapping and
-hold the gradients against the plain module's.
+torch 2.0 removed the keyword; since then the wrapper builds and hands it to the
+checkpoint call: torch 2.0 ignores it (nothing is offloaded), 2.1 raises ValueError at
+the first forward and 2.2 on TypeError. compat's ``checkpoint_wrapper`` (and torch's,
+under the drop-in) serves it as torch's ``offload_wrapper``: these tests train through
+that mapping and hold the gradients against the plain module's. On torch 1.13, which
+takes the keyword, compat's is torch's own.
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ from packaging.version import Version
 
 import compat
 from compat.checkpointing import checkpoint_wrapper
+from compat.deprecation import FSDPDeprecationWarning
 from compat.features import current
 from tests.test_dropin_runner import run
 
-pytestmark = pytest.mark.skipif(
+#: The tests of the mapping: torch before 2.0 takes the keyword itself.
+NEEDS_KEYWORD_REMOVED = pytest.mark.skipif(
     current().torch < Version("2.0"), reason="torch before 2.0 still takes offload_to_cpu itself"
 )
 
@@ -49,7 +53,9 @@ def _model() -> nn.Sequential:
 
 def _gradients(model: nn.Module) -> dict[str, torch.Tensor]:
     torch.manual_seed(1)
-    model(torch.randn(4, 8)).sum().backward()
+    # An input that needs grad: torch 2.0 and 2.1 checkpoint reentrantly by default,
+    # which gives the parameters no gradient otherwise.
+    model(torch.randn(4, 8, requires_grad=True)).sum().backward()
     clean = {
         name.replace("_checkpoint_wrapped_module.", ""): p for name, p in model.named_parameters()
     }
@@ -60,12 +66,32 @@ def _fsdp133(caught) -> list[str]:
     return [str(w.message) for w in caught if str(w.message).endswith("[FSDP133]")]
 
 
-def test_torch_itself_fails_at_the_first_forward():
+@NEEDS_KEYWORD_REMOVED
+def test_torch_itself_fails_at_the_first_forward_or_offloads_nothing():
     wrapped = _home().checkpoint_wrapper(Block(), offload_to_cpu=True)
-    with pytest.raises(TypeError, match="offload_to_cpu"):
+    if current().torch < Version("2.1"):
+        # torch 2.0 drops the keyword in its reentrant checkpoint: activations stay
+        # where they are (the outer hook sees the checkpoint's saved input).
+        seen = []
+        with torch.autograd.graph.saved_tensors_hooks(seen.append, lambda t: t):
+            wrapped(torch.randn(2, 8, requires_grad=True)).sum()
+        assert seen
+        return
+    # torch.utils.checkpoint refuses it on 2.1 (ValueError), the module's forward from 2.2
+    with pytest.raises((TypeError, ValueError), match="offload_to_cpu"):
         wrapped(torch.randn(2, 8))
 
 
+@pytest.mark.skipif(current().torch >= Version("2.0"), reason="torch 2.0 removed the keyword")
+def test_on_torch_that_takes_the_keyword_the_call_is_torchs_own():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        wrapped = checkpoint_wrapper(Block(), offload_to_cpu=True)
+    assert type(wrapped) is _home().CheckpointWrapper and wrapped.offload_to_cpu
+    assert _fsdp133(caught) == []
+
+
+@NEEDS_KEYWORD_REMOVED
 @pytest.mark.parametrize(
     ("offload", "wrapper", "says"),
     [(True, "OffloadWrapper", "nothing is recomputed"), (False, "CheckpointWrapper", "dropped")],
@@ -85,6 +111,7 @@ def test_the_keyword_is_served_and_trains_as_the_plain_module(offload, wrapper, 
         torch.testing.assert_close(gradients[name], grad, msg=name)
 
 
+@NEEDS_KEYWORD_REMOVED
 def test_offloaded_activations_go_through_torchs_cpu_hooks():
     """An outer saved-tensor hook sees none of the block's activations: torch's inner
     ``save_on_cpu`` hooks take them (a plain block shows the outer hook six)."""
@@ -100,12 +127,15 @@ def test_offloaded_activations_go_through_torchs_cpu_hooks():
 
 
 def test_a_call_without_the_keyword_is_torchs_own_and_silent():
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         wrapped = checkpoint_wrapper(Block())
     assert isinstance(wrapped, _home().CheckpointWrapper)
+    # torch's own warnings (2.1 asks for NO_REENTRANT) are torch's; compat adds none
+    assert not [w for w in caught if issubclass(w.category, FSDPDeprecationWarning)]
 
 
+@NEEDS_KEYWORD_REMOVED
 def test_a_partial_through_apply_activation_checkpointing():
     """The shape users copied: ``partial(checkpoint_wrapper, offload_to_cpu=True, ...)``."""
     home = _home()
@@ -124,6 +154,7 @@ def test_a_partial_through_apply_activation_checkpointing():
         torch.testing.assert_close(grad, reference[name], msg=name)
 
 
+@NEEDS_KEYWORD_REMOVED
 def test_the_drop_in_serves_torchs_own_checkpoint_wrapper():
     home = _home()
     original = home.checkpoint_wrapper
@@ -149,6 +180,7 @@ def test_the_drop_in_serves_torchs_own_checkpoint_wrapper():
     assert home.checkpoint_wrapper is original
 
 
+@NEEDS_KEYWORD_REMOVED
 @pytest.mark.slow
 def test_a_legacy_script_runs_unmodified_under_python_m_compat(tmp_path):
     script = tmp_path / "legacy_offload.py"

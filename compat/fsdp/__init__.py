@@ -66,7 +66,8 @@ def keyword_renames() -> list[Rule]:
 def _rename_keywords(kwargs: dict[str, Any]) -> dict[str, Any]:
     renamed = dict(kwargs)
     for rule in keyword_renames():
-        if rule.argument not in renamed:
+        # A torch that still takes the old spelling (ignored_parameters on 2.0) is served as is.
+        if rule.argument not in renamed or rule.argument in _SIGNATURE.parameters:
             continue
         if rule.new_argument in renamed:
             raise TypeError(

@@ -67,7 +67,7 @@ from typing import Any, Callable
 
 import torch
 import torch.nn as nn
-from torch.distributed.fsdp import FullyShardedDataParallel, StateDictSettings, StateDictType
+from torch.distributed.fsdp import FullyShardedDataParallel, StateDictType
 
 from compat.fsdp.fallbacks import map_tensors
 from compat.fsdp2.fsdp1_methods import (
@@ -95,7 +95,7 @@ class FSDP1Api:
         state_dict_type: Any,
         state_dict_config: Any = None,
         optim_state_dict_config: Any = None,
-    ) -> StateDictSettings:
+    ) -> torch.distributed.fsdp.StateDictSettings:
         """FSDP1's ``set_state_dict_type``: returns the settings it replaced."""
         if holds_fsdp1(module):
             return _fsdp1_call("set_state_dict_type")(
@@ -109,7 +109,7 @@ class FSDP1Api:
         return previous
 
     @staticmethod
-    def get_state_dict_type(module: nn.Module) -> StateDictSettings:
+    def get_state_dict_type(module: nn.Module) -> torch.distributed.fsdp.StateDictSettings:
         """FSDP1's ``get_state_dict_type``."""
         if holds_fsdp1(module):
             return _fsdp1_call("get_state_dict_type")(module)

@@ -14,18 +14,9 @@ from typing import Any, Callable
 
 import torch
 import torch.distributed as dist
+import torch.distributed.fsdp as torch_fsdp
 import torch.nn as nn
-from torch.distributed.fsdp import (
-    FullOptimStateDictConfig,
-    FullStateDictConfig,
-    FullyShardedDataParallel,
-    LocalOptimStateDictConfig,
-    LocalStateDictConfig,
-    ShardedOptimStateDictConfig,
-    ShardedStateDictConfig,
-    StateDictSettings,
-    StateDictType,
-)
+from torch.distributed.fsdp import FullyShardedDataParallel, StateDictType
 
 from compat.fsdp.fallbacks import map_tensors
 from compat.fsdp2.local_state import load_local_state_dict, local_state_dict
@@ -35,10 +26,14 @@ SETTINGS_ATTRIBUTE, _RANK = "_fsdp1_state_dict_settings", "_fsdp1_group_rank"
 #: torch's own state-dict functions, which read and load the model's FSDP2 state dict.
 _TORCH_CHECKPOINT = "torch.distributed.checkpoint"
 
-_DEFAULT_CONFIGS: dict[Any, tuple[type, type]] = {
-    StateDictType.FULL_STATE_DICT: (FullStateDictConfig, FullOptimStateDictConfig),
-    StateDictType.SHARDED_STATE_DICT: (ShardedStateDictConfig, ShardedOptimStateDictConfig),
-    StateDictType.LOCAL_STATE_DICT: (LocalStateDictConfig, LocalOptimStateDictConfig),
+#: FSDP1's default model and optimizer configs per type, by name in torch.distributed.fsdp.
+#: ``StateDictSettings`` and the optimizer configs came in torch 2.1: they are read when
+#: the bridge runs (torch >= 2.6), so compat.fsdp2 still imports, and says what it needs
+#: (:func:`compat.fsdp2.availability.require_bridge`), on older torch.
+_DEFAULT_CONFIGS: dict[str, tuple[str, str]] = {
+    "FULL_STATE_DICT": ("FullStateDictConfig", "FullOptimStateDictConfig"),
+    "SHARDED_STATE_DICT": ("ShardedStateDictConfig", "ShardedOptimStateDictConfig"),
+    "LOCAL_STATE_DICT": ("LocalStateDictConfig", "LocalOptimStateDictConfig"),
 }
 
 #: Where a bridged root keeps FSDP1's flat-parameter alignment (``use_orig_params``).
@@ -47,12 +42,13 @@ _ALIGNED = "_fsdp1_aligned_dtype"
 
 def settings_of_type(
     state_dict_type: Any, model_config: Any, optim_config: Any
-) -> StateDictSettings:
+) -> torch_fsdp.StateDictSettings:
     """FSDP1's settings for a type, with FSDP1's default configs where none is given."""
-    if state_dict_type not in _DEFAULT_CONFIGS:
+    name = state_dict_type.name if isinstance(state_dict_type, StateDictType) else None
+    if name not in _DEFAULT_CONFIGS:
         raise NotImplementedError(f"unknown state-dict type {state_dict_type!r}")
-    model_class, optim_class = _DEFAULT_CONFIGS[state_dict_type]
-    return StateDictSettings(
+    model_class, optim_class = (getattr(torch_fsdp, config) for config in _DEFAULT_CONFIGS[name])
+    return torch_fsdp.StateDictSettings(
         state_dict_type,
         model_config if model_config is not None else model_class(),
         optim_config if optim_config is not None else optim_class(),
@@ -108,7 +104,7 @@ class FSDP1Methods:
     units inside keep FSDP2's own.
     """
 
-    def _fsdp1_settings(self) -> StateDictSettings:
+    def _fsdp1_settings(self) -> torch_fsdp.StateDictSettings:
         settings = getattr(self, SETTINGS_ATTRIBUTE, None)
         return settings or settings_of_type(StateDictType.FULL_STATE_DICT, None, None)
 

@@ -144,6 +144,18 @@ def describe(settings: dict[str, str]) -> str:
     return ", ".join(parts) or "unit"
 
 
+def every_name(model: nn.Module, kind: str) -> Iterator[tuple[str, torch.Tensor]]:
+    """Each ``(name, tensor)`` of ``kind`` (``"parameters"``, ``"buffers"``), tied by every name.
+
+    What ``named_parameters(remove_duplicate=False)`` gives from torch 2.0; torch 1.13's
+    has no such argument.
+    """
+    for prefix, module in model.named_modules(remove_duplicate=False):
+        for name, tensor in getattr(module, f"_{kind}").items():
+            if tensor is not None:
+                yield (f"{prefix}.{name}" if prefix else name), tensor
+
+
 def parameter_names(model: nn.Module, engine: str) -> dict[int, list[str]]:
     """``id(parameter) -> its clean names`` for the model's parameters.
 
@@ -156,7 +168,7 @@ def parameter_names(model: nn.Module, engine: str) -> dict[int, list[str]]:
             id(p): [clean_name(n) for n in names] for p, names in _get_param_to_fqns(model).items()
         }
     names: dict[int, list[str]] = {}
-    for name, param in model.named_parameters(remove_duplicate=False):
+    for name, param in every_name(model, "parameters"):
         names.setdefault(id(param), []).append(clean_name(name))
     return names
 
@@ -190,8 +202,8 @@ def _join(*parts: str) -> str:
 def meta_names(model: nn.Module) -> list[str]:
     """Names of the parameters and buffers still on the meta device."""
     found = []
-    for kind in (model.named_parameters, model.named_buffers):
-        for name, tensor in kind(remove_duplicate=False):
+    for kind in ("parameters", "buffers"):
+        for name, tensor in every_name(model, kind):
             local = tensor.to_local() if hasattr(tensor, "to_local") else tensor
             if local.is_meta:
                 found.append(clean_name(name))
