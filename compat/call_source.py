@@ -3,7 +3,7 @@
 FSDP301's and FSDP202's fixes rewrite a call only where every argument has a certain
 translation (:mod:`codemods.rules.call_blockers`). A warning from ``compat`` about such
 a call says what ``migrate`` will do with *that* call: it reads the call from the
-source (Python 3.11+ keeps each instruction's position; the source comes from
+source (Python 3.11+ keeps each instruction's position, 3.10 its line; the source comes from
 ``linecache``, so notebooks and ``python -c`` work too) and asks the codemod's own
 helper; where the source cannot be read, it asks with the argument values compat
 received, which cannot show ``**kwargs`` or a variable passed for a literal.
@@ -67,11 +67,11 @@ def _classes(value: Any) -> bool:
     )
 
 
-def _call_position(frame: types.FrameType) -> tuple[int, int, int, int] | None:
+def _call_position(frame: types.FrameType, code: str) -> tuple[int, int, int, int] | None:
     """``(line, end line, column, end column)`` of the call ``frame`` is making."""
     positions = getattr(frame.f_code, "co_positions", None)
-    if positions is None:  # Python < 3.11
-        return None
+    if positions is None:  # Python < 3.11: only the frame's line is known
+        return _only_call_on_line(frame, code)
     try:
         found = list(positions())[frame.f_lasti // 2]
     except (IndexError, ValueError):
@@ -79,13 +79,30 @@ def _call_position(frame: types.FrameType) -> tuple[int, int, int, int] | None:
     return None if None in found else found
 
 
-def call_arguments(frame: types.FrameType) -> list[Argument] | None:
-    """The arguments of the call ``frame`` is making, as its source spells them.
+def _only_call_on_line(frame: types.FrameType, code: str) -> tuple[int, int, int, int] | None:
+    """The position of the one call on the frame's line that the lint reports ``code`` at.
 
-    None where Python has no position for the instruction (before 3.11) or the source
-    is not at hand.
+    Python 3.10 gives a call's first line, not its columns: a line with one such call
+    (the usual shape) still names it; a line with two names neither.
     """
-    position = _call_position(frame)
+    lines = linecache.getlines(frame.f_code.co_filename, frame.f_globals)
+    source = "".join(lines).encode()
+    verdicts = _verdicts(source, code, file_releases(frame.f_code.co_filename)) if lines else None
+    starts = [col - 1 for line, col in verdicts or () if line == frame.f_lineno]
+    if len(starts) != 1:
+        return None
+    for node in ast.walk(ast.parse(source)):
+        if type(node) is ast.Call and (node.lineno, node.col_offset) == (frame.f_lineno, starts[0]):
+            return node.lineno, node.end_lineno, node.col_offset, node.end_col_offset  # type: ignore[return-value]
+    return None
+
+
+def call_arguments(frame: types.FrameType, code: str) -> list[Argument] | None:
+    """The arguments of the call of rule ``code`` that ``frame`` is making, as spelled.
+
+    None where Python has no position for the call or the source is not at hand.
+    """
+    position = _call_position(frame, code)
     lines = linecache.getlines(frame.f_code.co_filename, frame.f_globals)
     if position is None or len(lines) < position[1]:
         return None
@@ -117,7 +134,7 @@ def _codemods_verdict(code: str, frame: types.FrameType) -> str:
     ``wrap(...)`` building the FSDP), ``"unknown"`` where it cannot tell (no source, a
     file its ``ast`` lint leaves to libcst).
     """
-    position = _call_position(frame)
+    position = _call_position(frame, code)
     lines = linecache.getlines(frame.f_code.co_filename, frame.f_globals)
     releases = file_releases(frame.f_code.co_filename)
     source = "".join(lines).encode()
@@ -164,7 +181,7 @@ def migrate_blockers(
     decide = BLOCKERS.get(code)
     if decide is None:
         return None
-    spelled = call_arguments(frame) if frame is not None else None
+    spelled = call_arguments(frame, code) if frame is not None else None
     if spelled is None:
         return None if values is None else decide(values)
     # Module classes: spelled as names in the source, and classes at run time.
