@@ -41,12 +41,14 @@ require_torch()
 
 def _import_dcp() -> types.ModuleType:
     try:
-        return importlib.import_module("torch.distributed.checkpoint")
-    except ImportError as exc:
+        module = importlib.import_module("torch.distributed.checkpoint")
+        module.FileSystemReader  # noqa: B018 - the drop-in's stand-in on torch 1.13 has none
+    except (ImportError, AttributeError) as exc:
         raise ImportError(
             "compat.checkpoint needs torch.distributed.checkpoint (torch >= 2.0, with "
             "torch.distributed; torch 1.13 has it only as torch.distributed._shard.checkpoint)"
         ) from exc
+    return module
 
 
 _dcp = _import_dcp()

@@ -14,6 +14,7 @@ naming what runs differently:
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterable
 from typing import Any, Callable
 
@@ -164,14 +165,24 @@ def ShardedGradScaler(  # noqa: N802 - FairScale's class name
         enabled: False makes every method a pass-through.
         process_group: Where the inf/NaN check is all-reduced (default: the world).
         device: torch's, not FairScale's: FairScale scaled on CUDA only (its scaler, like
-            torch's for ``"cuda"``, disables itself without CUDA).
+            torch's for ``"cuda"``, disables itself without CUDA). torch's scaler takes it
+            after 2.2; up to 2.2 it scales on CUDA only, as FairScale's.
+
+    Raises:
+        ValueError: For a ``device`` other than ``"cuda"`` on torch 2.2 or older.
     """
     warn_deprecated("FSDP309")
     from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler as TorchScaler
 
     group = {} if process_group is None else {"process_group": process_group}
+    if "device" in inspect.signature(TorchScaler.__init__).parameters:
+        group["device"] = device
+    elif device != "cuda":
+        raise ValueError(
+            f"device={device!r}: torch {torch.__version__}'s ShardedGradScaler scales on CUDA "
+            "only (its device argument came after torch 2.2)"
+        )
     return TorchScaler(
-        device=device,
         init_scale=init_scale,
         growth_factor=growth_factor,
         backoff_factor=backoff_factor,

@@ -233,3 +233,27 @@ NEEDS_FSDP1 = pytest.mark.skipif(
     not fsdp1_runs_here(),
     reason="this torch runs FSDP1 only on CUDA (FSDP1 on CPU and gloo needs torch 2.2)",
 )
+
+
+def fsdp1_optimizer_state_gathers_here() -> bool:
+    """Whether FSDP1 gathers a full optimizer state dict here (``use_orig_params`` models).
+
+    Before torch 2.4 the gather calls ``torch.cuda.synchronize()`` and
+    ``torch.cuda.memory_summary()`` whatever the device (seen on 2.2; 2.4 asks the
+    unit's device): on CPU ranks without CUDA it raises.
+    """
+    from packaging.version import Version
+
+    from compat.features import current
+
+    return torch.cuda.is_available() or (
+        current().fsdp1_on_cpu and current().torch >= Version("2.4")
+    )
+
+
+#: For a test that saves FSDP1's full optimizer state (a Lightning checkpoint) on CPU ranks.
+NEEDS_FSDP1_OPTIMIZER_GATHER = pytest.mark.skipif(
+    not fsdp1_optimizer_state_gathers_here(),
+    reason="this torch's FSDP1 gathers a full optimizer state only on CUDA "
+    "(torch.cuda calls in FSDP1's optimizer-state gather before torch 2.4)",
+)

@@ -8,17 +8,26 @@ once with torch's own classes, and the two must agree at every step.
 
 from __future__ import annotations
 
+import inspect
 import warnings
 
 import pytest
 import torch
 import torch.nn as nn
+from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler
 
 from compat import FSDPDeprecationWarning
 from compat import fairscale as fs
 from tests import distributed
 
 STEPS = 4
+#: torch's sharded scaler runs on CPU after 2.2 (its ``device``); before, both runs use its
+#: CUDA scaler, which turns itself off on a CPU host (the ZeRO stack is still compared).
+CPU_SCALER = (
+    {"device": "cpu"}
+    if "device" in inspect.signature(ShardedGradScaler.__init__).parameters
+    else {}
+)
 
 
 def _messages(build):
@@ -32,7 +41,8 @@ def test_oss_names_the_arguments_torch_has_no_use_for():
     params = [nn.Parameter(torch.ones(2))]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        with pytest.raises(ValueError, match="init_process_group"):  # torch's own need
+        # torch's own need (RuntimeError before torch 2.2)
+        with pytest.raises((ValueError, RuntimeError), match="init_process_group"):
             fs.OSS(params, optim=torch.optim.SGD, lr=0.1, broadcast_fp16=True)
     messages = [str(w.message) for w in caught if issubclass(w.category, FSDPDeprecationWarning)]
     assert any("`broadcast_fp16`: no torch meaning (dropped)" in m for m in messages)
@@ -46,10 +56,13 @@ def test_sharded_ddp_refuses_what_ddp_cannot_do():
         _messages(lambda: fs.ShardedDataParallel(nn.Linear(2, 2), bucket_cap_mb=25))
 
 
+@pytest.mark.skipif(
+    not CPU_SCALER and not torch.cuda.is_available(),
+    reason="torch 2.2 and older scale on CUDA only: without CUDA the scaler turns itself "
+    "off and keeps none of its arguments",
+)
 def test_the_grad_scaler_takes_fairscales_order():
-    scaler, messages = _messages(lambda: fs.ShardedGradScaler(8.0, 3.0, 0.25, 7, device="cpu"))
-    from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler
-
+    scaler, messages = _messages(lambda: fs.ShardedGradScaler(8.0, 3.0, 0.25, 7, **CPU_SCALER))
     assert type(scaler) is ShardedGradScaler
     assert (scaler.get_scale(), scaler.get_growth_factor(), scaler.get_backoff_factor()) == (
         8.0,
@@ -60,6 +73,12 @@ def test_the_grad_scaler_takes_fairscales_order():
     assert [m.rsplit("[", 1)[1] for m in messages] == ["FSDP309]"]
 
 
+@pytest.mark.skipif(bool(CPU_SCALER), reason="torch after 2.2 scales on any device")
+def test_up_to_torch_2_2_a_cpu_scaler_is_refused_by_name():
+    with pytest.raises(ValueError, match="scales on CUDA only"):
+        _messages(lambda: fs.ShardedGradScaler(device="cpu"))
+
+
 def _model() -> nn.Module:
     torch.manual_seed(0)
     return nn.Sequential(
@@ -68,7 +87,6 @@ def _model() -> nn.Module:
 
 
 def _train(rank: int, world_size: int, legacy: bool) -> dict:
-    from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler
     from torch.distributed.optim import ZeroRedundancyOptimizer
 
     model = _model()
@@ -78,13 +96,13 @@ def _train(rank: int, world_size: int, legacy: bool) -> dict:
         if legacy:  # FairScale's spelling, through compat
             optimizer = fs.OSS(model.parameters(), optim=torch.optim.AdamW, lr=0.05)
             model = fs.ShardedDataParallel(model, optimizer, reduce_buffer_size=0)
-            scaler = fs.ShardedGradScaler(init_scale=2.0**10, device="cpu")
+            scaler = fs.ShardedGradScaler(init_scale=2.0**10, **CPU_SCALER)
         else:
             optimizer = ZeroRedundancyOptimizer(
                 model.parameters(), optimizer_class=torch.optim.AdamW, lr=0.05
             )
             model = nn.parallel.DistributedDataParallel(model)
-            scaler = ShardedGradScaler(device="cpu", init_scale=2.0**10)
+            scaler = ShardedGradScaler(init_scale=2.0**10, **CPU_SCALER)
         caught += [str(w.message) for w in record if issubclass(w.category, FSDPDeprecationWarning)]
     losses, norms = [], []
     for step in range(STEPS):

@@ -28,7 +28,7 @@ from compat.strategies import (  # noqa: E402
     DDPFullyShardedStrategy,
     translate,
 )
-from tests.distributed import NEEDS_FSDP1, cpu_environment, run  # noqa: E402
+from tests.distributed import NEEDS_FSDP1_OPTIMIZER_GATHER, cpu_environment, run  # noqa: E402
 from tests.equivalence import (  # noqa: E402
     Case,
     checkpoint_reference,
@@ -478,7 +478,7 @@ def _assert_full(saved: dict, model: torch.nn.Module) -> None:
     assert [tuple(optimizer_state[i]["exp_avg"].shape) for i in range(len(shapes))] == shapes
 
 
-@NEEDS_FSDP1
+@NEEDS_FSDP1_OPTIMIZER_GATHER
 @pytest.mark.distributed
 @pytest.mark.slow
 def test_readme_lightning_example_saves_its_full_checkpoint_on_cpu(tmp_path):
@@ -502,7 +502,7 @@ def _swapped(text: str, *pairs: tuple[str, str]) -> str:
     return text
 
 
-@NEEDS_FSDP1
+@NEEDS_FSDP1_OPTIMIZER_GATHER
 @pytest.mark.distributed
 @pytest.mark.slow
 def test_a_removed_strategy_name_saves_its_full_checkpoint_on_cpu(tmp_path):
@@ -543,7 +543,7 @@ def _fabric_saves_on_cpu(rank, world_size, directory):
     return torch.load(path, map_location="cpu", weights_only=False)["model"]
 
 
-@NEEDS_FSDP1
+@NEEDS_FSDP1_OPTIMIZER_GATHER
 @pytest.mark.distributed
 def test_fabric_save_from_cpu_ranks_has_the_full_weights(tmp_path):
     saved = run(_fabric_saves_on_cpu, str(tmp_path), world_size=2, backend="gloo")

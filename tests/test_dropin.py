@@ -7,6 +7,7 @@ strings when imported) cannot make them pass or fail.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
@@ -24,6 +25,10 @@ from codemods.registry import ChangeKind, Example, FixSafety, Framework, Registr
 from compat import FSDPDeprecationWarning
 
 ROOT = Path(__file__).resolve().parents[1]
+#: torch 2.0 has ``_FSDPPolicy`` itself (2.1 renamed it): read before anything installs.
+TORCH_OWN_FSDP_POLICY = "_FSDPPolicy" in vars(
+    importlib.import_module("torch.distributed.fsdp.wrap")
+)
 
 
 @pytest.fixture
@@ -84,7 +89,9 @@ def test_removed_torch_names_are_back_while_installed(installed):
     # torch 1.11's signature: the numel third, the threshold as min_num_params.
     assert default_auto_wrap_policy(block, False, 544, min_num_params=500) is True
     assert default_auto_wrap_policy(block, False, 544, 600) is False
-    assert torch_wrap._FSDPPolicy.__module__ == "compat.fsdp.wrap"
+    # torch 2.0 has its own _FSDPPolicy (2.1 renamed it): the drop-in leaves it there
+    owner = "torch.distributed.fsdp.wrap" if TORCH_OWN_FSDP_POLICY else "compat.fsdp.wrap"
+    assert torch_wrap._FSDPPolicy.__module__ == owner
 
 
 def test_uninstall_takes_them_away_again():
@@ -94,7 +101,7 @@ def test_uninstall_takes_them_away_again():
         from torch.distributed.fsdp.wrap import default_auto_wrap_policy  # noqa: F401
     import torch.distributed.fsdp.wrap as torch_wrap
 
-    assert not hasattr(torch_wrap, "_FSDPPolicy")
+    assert hasattr(torch_wrap, "_FSDPPolicy") is TORCH_OWN_FSDP_POLICY
 
 
 def test_install_is_idempotent(installed):
@@ -193,20 +200,20 @@ def test_precision_plugins_are_installed_from_the_registry(installed):
 def test_a_name_the_installed_torch_has_is_never_replaced(with_rules):
     import torch.distributed.fsdp.wrap as torch_wrap
 
-    own = torch_wrap.ModuleWrapPolicy
-    # A made-up rule claiming torch's ModuleWrapPolicy is an old name.
+    own = torch_wrap.lambda_auto_wrap_policy  # every torch of the matrix has it
+    # A made-up rule claiming torch's lambda_auto_wrap_policy is an old name.
     with_rules(
         _rule(
             "FSDP196",
-            "torch.distributed.fsdp.wrap.ModuleWrapPolicy",
+            "torch.distributed.fsdp.wrap.lambda_auto_wrap_policy",
             "torch.distributed.fsdp.wrap.CustomPolicy",
         )
     )
     compat.install()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert torch_wrap.ModuleWrapPolicy is own
-    assert not any(r.where.endswith(".ModuleWrapPolicy") for r in compat.installed())
+        assert torch_wrap.lambda_auto_wrap_policy is own
+    assert not any(r.where.endswith(".lambda_auto_wrap_policy") for r in compat.installed())
 
 
 def test_fsdp_init_is_patched_and_restored():
@@ -315,6 +322,10 @@ try:
 except ModuleNotFoundError:  # torch 2.2
     pass
 import torch.distributed.fsdp.sharded_grad_scaler  # what the Trainer below imports
+try:  # what compat.installed() reads to say where a DTensor name's new home is
+    import torch.distributed.tensor
+except ModuleNotFoundError:  # before torch 2.0
+    pass
 import torch.distributed as dist
 # What a process group leaves behind in torch (the program's doing, not install's).
 dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
@@ -338,9 +349,11 @@ from lightning.fabric import Fabric
 fabric = Fabric(strategy="ddp_fully_sharded", accelerator="cpu", devices=1)
 from torch.distributed.fsdp import FullyShardedDataParallel
 from tests.models import Block, make_model
-dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
-sharded = FullyShardedDataParallel(make_model(), auto_wrap_policy={Block}, cpu_offload=False)
-dist.destroy_process_group()
+from tests.distributed import fsdp1_runs_here
+if fsdp1_runs_here():  # torch 2.2+: before, FSDP1 runs on CUDA only
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    sharded = FullyShardedDataParallel(make_model(), auto_wrap_policy={Block}, cpu_offload=False)
+    dist.destroy_process_group()
 assert len(compat.installed()) > 20
 used = snapshot()
 assert differences(before, used), "install changed nothing?"
@@ -479,7 +492,7 @@ def test_list_shows_what_is_installed_with_its_rule():
     text = run.stdout
     for code, where in [
         ("FSDP101", "torch.distributed.fsdp.wrap.default_auto_wrap_policy"),
-        ("FSDP105", "torch.distributed.fsdp.wrap._FSDPPolicy"),
+        *[("FSDP105", "torch.distributed.fsdp.wrap._FSDPPolicy")] * (not TORCH_OWN_FSDP_POLICY),
         ("FSDP202", "pytorch_lightning.strategies.DDPFullyShardedStrategy"),
         ("FSDP203", "lightning.pytorch.strategies.DDPFullyShardedNativeStrategy"),
         ("FSDP201", "pytorch_lightning.plugins.DDPFullyShardedPlugin"),
