@@ -19,9 +19,7 @@ from codemods.cli import floors as floors_module
 from codemods.cli import requirement_files, setup_py, specifiers
 from codemods.cli.floors import (
     DeclaredFloors,
-    choose_target,
     declared_floors,
-    describe,
     find_project_root,
     poetry_floor,
     specifier_floor,
@@ -409,8 +407,6 @@ def test_unreadable_declarations_give_no_floor(tmp_path, files):
     floors = declared_floors(write(tmp_path, files))
     assert floors.torch is None and floors.lightning is None
     assert len(floors.problems) == 1
-    assert describe(floors).startswith("target torch latest (no floor declared)")
-    assert describe(floors).endswith("; 1 declaration not read")
 
 
 def test_problems_do_not_stop_other_files(tmp_path):
@@ -599,9 +595,6 @@ def test_nothing_declared(tmp_path):
     write(tmp_path, {"pyproject.toml": "[tool.ruff]\nline-length = 100\n", "setup.py": ""})
     floors = declared_floors(tmp_path)
     assert floors == DeclaredFloors()
-    assert describe(floors) == (
-        "target torch latest (no floor declared), Lightning latest (no floor declared)"
-    )
 
 
 def test_empty_directory(tmp_path):
@@ -692,53 +685,6 @@ def test_root_then_floors_from_a_nested_file(tmp_path):
     root = find_project_root(tmp_path / "src" / "train.py")
     assert root is not None
     assert declared_floors(root).torch == Version("1.13")
-
-
-# ----------------------------------------------------------------------------- summary
-
-
-def test_describe_both_frameworks():
-    floors = DeclaredFloors(
-        torch=Version("1.12"),
-        lightning=Version("1.8"),
-        sources={
-            "torch": "requirements.txt:3: torch>=1.12.0",
-            "lightning": "setup.py install_requires: pytorch-lightning>=1.8",
-        },
-    )
-    assert describe(floors) == (
-        "target torch 1.12 (from requirements.txt:3: torch>=1.12.0), "
-        "Lightning 1.8 (from setup.py install_requires: pytorch-lightning>=1.8)"
-    )
-
-
-def test_describe_counts_problems():
-    floors = DeclaredFloors(problems=["a", "b"])
-    assert describe(floors).endswith("; 2 declarations not read")
-
-
-@pytest.mark.parametrize(
-    "command_line, config, expected",
-    [
-        ("2.2", "2.0", ("2.2", "--target-torch")),
-        (None, "2.0", ("2.0", "[tool.fsdp-compat] target-torch")),
-        (None, None, ("1.12", "requirements.txt:1: torch>=1.12")),
-    ],
-)
-def test_explicit_target_wins(command_line, config, expected):
-    floors = DeclaredFloors(
-        torch=Version("1.12"), sources={"torch": "requirements.txt:1: torch>=1.12"}
-    )
-    assert choose_target("torch", command_line, config, floors) == expected
-
-
-def test_no_target_without_declaration():
-    assert choose_target("lightning", None, None, DeclaredFloors()) == (
-        None,
-        "default: the current release",
-    )
-    with pytest.raises(ValueError, match="unknown framework"):
-        choose_target("jax", None, None, DeclaredFloors())
 
 
 # ----------------------------------------------------------------------------- hygiene

@@ -47,6 +47,16 @@ CASES = {
         """,
         [(2, "FSDP107")],
     ),
+    "a renamed name: its uses are renamed by the import's fix": (
+        """
+        import functools
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+        from torch.distributed.fsdp.wrap import default_auto_wrap_policy
+        small = functools.partial(default_auto_wrap_policy, min_num_params=1_000)
+        model = FSDP(model, auto_wrap_policy=default_auto_wrap_policy)
+        """,
+        [(3, "FSDP101")],
+    ),
     "plain module import: every use spells the old module": (
         """
         import lightning_lite
@@ -125,11 +135,12 @@ def test_uses_that_read_the_same_are_the_imports_finding(name: str):
     assert _lines(lint(code, Settings())) == expected
 
 
-def test_identical_function_local_imports_each_move_in_place():
+@pytest.mark.parametrize("third", ["fully_shard", "fully_shard, MixedPrecisionPolicy"])
+def test_identical_function_local_imports_each_move_in_place(third: str):
     """Three test methods each import FSDP2 from its first home: each import moves, none
     is deleted as a duplicate of another function's (seen in a real test file)."""
     source = textwrap.dedent(
-        """\
+        f"""\
         class TestFSDP2:
             def test_one(self):
                 from torch.distributed._composable.fsdp import fully_shard
@@ -140,14 +151,15 @@ def test_identical_function_local_imports_each_move_in_place():
                 fully_shard(b)
 
             def test_three(self):
-                from torch.distributed._composable.fsdp import fully_shard, MixedPrecisionPolicy
-                fully_shard(c, mp_policy=MixedPrecisionPolicy())
+                from torch.distributed._composable.fsdp import {third}
+                fully_shard(c)
         """
     )
     outcome = run(source.encode(), Settings(fix=True))
     new = outcome.new_source.decode()
-    assert new.count("from torch.distributed.fsdp import fully_shard\n") == 2
-    assert "from torch.distributed.fsdp import fully_shard, MixedPrecisionPolicy\n" in new
+    identical = 3 if third == "fully_shard" else 2
+    assert new.count("from torch.distributed.fsdp import fully_shard\n") == identical
+    assert f"from torch.distributed.fsdp import {third}\n" in new
     assert "_composable" not in new
     assert [(f.line, f.code, f.fixed) for f in outcome.findings] == [
         (3, "FSDP107", True),

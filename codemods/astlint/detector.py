@@ -238,14 +238,10 @@ class Detector:
         for statement in binder.imports[name]:
             kept = False
             for alias, found, old in self.imported(statement):
-                if alias.asname is not None:
-                    local, imported = alias.asname, None
-                elif type(statement) is ast.ImportFrom:
-                    local = alias.name
-                    imported = f"{statement.module}.{alias.name}"  # type: ignore[attr-defined]
-                else:
+                if alias.asname is None and type(statement) is not ast.ImportFrom:
                     continue  # `import old.mod`: its uses spell the module
-                if local == name and found is rule and keeps_spelling(rule, old, imported, bare):
+                local = alias.asname or alias.name
+                if local == name and found is rule and keeps_spelling(rule, old, bare):
                     kept = True
             if not kept:
                 return False

@@ -59,15 +59,13 @@ from packaging.version import Version
 
 from codemods.cli.environment_files import read_environment_files
 from codemods.cli.requirement_files import Reader
-from codemods.cli.specifiers import FRAMEWORKS, TITLES, poetry_floor, specifier_floor
+from codemods.cli.specifiers import FRAMEWORKS, poetry_floor, specifier_floor
 
 __all__ = [
     "FRAMEWORKS",
     "ROOT_MARKERS",
     "DeclaredFloors",
-    "choose_target",
     "declared_floors",
-    "describe",
     "find_project_root",
     "is_project_root",
     "poetry_floor",
@@ -255,80 +253,3 @@ def _tops(declarations: list) -> tuple[dict[str, tuple[Version, bool]], dict[str
         tops.pop(framework, None)
         sources.pop(framework, None)
     return tops, sources
-
-
-def describe(floors: DeclaredFloors) -> str:
-    """One line on a project's floors: each framework's floor and where it came from.
-
-    Args:
-        floors: What :func:`declared_floors` returned.
-
-    Returns:
-        The line, e.g. ``target torch 1.12 (from requirements.txt:3: torch>=1.12), ...``.
-
-    Example:
-        >>> from packaging.version import Version
-        >>> floors = DeclaredFloors(
-        ...     torch=Version("1.12"),
-        ...     sources={"torch": "setup.cfg [options] install_requires: torch>=1.12"},
-        ... )
-        >>> print(describe(floors))
-        target torch 1.12 (from setup.cfg [options] install_requires: torch>=1.12), Lightning latest (no floor declared)
-    """  # noqa: E501
-    parts = []
-    for framework, title in TITLES.items():
-        floor = getattr(floors, framework)
-        if floor is None:
-            parts.append(f"{title} latest (no floor declared)")
-        else:
-            parts.append(f"{title} {floor} (from {floors.sources[framework]})")
-    line = "target " + ", ".join(parts)
-    if floors.problems:
-        count = len(floors.problems)
-        line += f"; {count} declaration{'s' if count != 1 else ''} not read"
-    return line
-
-
-def choose_target(
-    framework: str,
-    command_line: str | None,
-    config: str | None,
-    floors: DeclaredFloors,
-) -> tuple[str | None, str]:
-    """The target release of ``framework`` for a run, and where it came from.
-
-    An explicit ``--target-<framework>`` wins, then ``target-<framework>`` in
-    ``[tool.fsdp-compat]``, then the declared floor; without any of these the target is
-    None (the current release).
-
-    Args:
-        framework: ``"torch"`` or ``"lightning"``.
-        command_line: The ``--target-...`` value, if given.
-        config: The ``[tool.fsdp-compat]`` value, if given.
-        floors: The project's declared floors.
-
-    Returns:
-        ``(target, origin)``: the release as a string (or None) and a phrase for the
-        summary.
-
-    Raises:
-        ValueError: For a framework other than ``"torch"`` and ``"lightning"``.
-
-    Example:
-        >>> from packaging.version import Version
-        >>> floors = DeclaredFloors(torch=Version("1.12"), sources={"torch": "setup.cfg"})
-        >>> choose_target("torch", None, None, floors)
-        ('1.12', 'setup.cfg')
-        >>> choose_target("torch", "2.2", None, floors)
-        ('2.2', '--target-torch')
-    """
-    if framework not in TITLES:
-        raise ValueError(f"unknown framework {framework!r}; known: {', '.join(TITLES)}")
-    if command_line:
-        return command_line, f"--target-{framework}"
-    if config:
-        return config, f"[tool.fsdp-compat] target-{framework}"
-    floor = getattr(floors, framework)
-    if floor is not None:
-        return str(floor), floors.sources[framework]
-    return None, "default: the current release"

@@ -158,8 +158,8 @@ class Lookups:
         return bool(referents) and all(
             isinstance(r.node, (cst.Import, cst.ImportFrom))
             and any(
-                found is rule and keeps_spelling(rule, old, full, bare)
-                for local, found, old, full in self._bound_names(r.node)
+                found is rule and keeps_spelling(rule, old, bare)
+                for local, found, old in self._bound_names(r.node)
                 if local == root.value
             )
             for r in referents
@@ -187,17 +187,16 @@ class Lookups:
         return ""
 
     def _bound_names(self, node: cst.Import | cst.ImportFrom) -> list[tuple]:
-        """``(local name, rule, old name, imported name or None for an alias)`` per alias.
+        """``(local name, rule, old name)`` per alias.
 
         ``import old.mod`` (no alias) is left out: its uses spell the module.
         """
         found = []
         for alias, rule, old in self._imported_names(node):
             if alias.asname is not None:
-                found.append((dotted(alias.asname.name), rule, old, None))
+                found.append((dotted(alias.asname.name), rule, old))
             elif isinstance(node, cst.ImportFrom):
-                local = dotted(alias.name)
-                found.append((local, rule, old, f"{dotted(node.module)}.{local}"))
+                found.append((dotted(alias.name), rule, old))
         return found
 
     def imported(self, node: cst.Import | cst.ImportFrom) -> list[tuple[str, Rule]]:

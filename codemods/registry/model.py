@@ -113,6 +113,9 @@ class Rule:
             that torch or Lightning emits for the old spelling and that this rule
             answers (the deprecation census maps the installed releases' warnings to
             rules through them).
+        unsafe_forms: For a rule whose fix is safe, the forms where it is unsafe (applied
+            only with ``--unsafe-fixes``, and named in the docs' fix column), as a phrase
+            completing "unsafe for ...".
         found_in: Qualified names any use of which the rule's own behaviour inspects,
             beyond what its kind looks for (a positional form of ``argument``, a string
             spelling on another callable). Where set, the pre-filter admits every file
@@ -144,6 +147,7 @@ class Rule:
     untouched: tuple[str, ...] = ()
     warns: tuple[str, ...] = ()
     found_in: tuple[str, ...] = ()
+    unsafe_forms: str = ""
 
     def new_for(self, old: str) -> str | None:
         """The new spelling of one of the old names (None for removals).

@@ -39,6 +39,17 @@ _FIX_SAFETY_TEXT = {
 }
 
 
+def fix_column(rule: Rule) -> str:
+    """The table's fix cell: the rule's safety, and where a safe fix is unsafe.
+
+    Example:
+        >>> from codemods.registry import REGISTRY
+        >>> fix_column(REGISTRY["FSDP101"]), fix_column(REGISTRY["FSDP115"])
+        ('safe', 'safe; unsafe for some forms')
+    """
+    return f"{rule.fix.value}; unsafe for some forms" if rule.unsafe_forms else rule.fix.value
+
+
 def render_markdown(registry: Registry = REGISTRY) -> str:
     """Return the whole rule reference as Markdown."""
     lines = [
@@ -49,7 +60,7 @@ def render_markdown(registry: Registry = REGISTRY) -> str:
     for rule in registry:
         lines.append(
             f"| [{rule.code}](#{rule.code.lower()}) | {rule.name} | {rule.framework.display} "
-            f"| {rule.kind.value} | {rule.fix.value} | {rule.introduced or '-'} "
+            f"| {rule.kind.value} | {fix_column(rule)} | {rule.introduced or '-'} "
             f"| {rule.deprecated or '-'} | {rule.removed or '-'} |"
         )
     lines.append("")
@@ -85,7 +96,12 @@ def explain(rule: Rule) -> str:
         *_not_reported(rule),
         "",
         "## Fix safety",
-        _FIX_SAFETY_TEXT[rule.fix],
+        _FIX_SAFETY_TEXT[rule.fix]
+        + (
+            f" It is unsafe for {rule.unsafe_forms}, and applied there only with `--unsafe-fixes`."
+            if rule.unsafe_forms
+            else ""
+        ),
     ]
     versions = [
         f"{label} in {rule.version_framework.display} {value}"

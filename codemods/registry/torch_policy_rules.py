@@ -26,7 +26,10 @@ RULES = (
             "`apply_activation_checkpointing(auto_wrap_policy=...)`. It is a policy object, "
             "callable only since torch 2.2, so the fix applies only where the partial goes "
             "to `auto_wrap_policy=` of FSDP, `apply_activation_checkpointing` or Lightning's "
-            "`FSDPStrategy` (directly or through a name used only there)."
+            "`FSDPStrategy` (directly or through a name used only there), or, where the range "
+            "starts at 2.2, is called with the policy's arguments. A policy the file passes on "
+            "(a module-level name, a function's return value) is fixed only from 2.2, as an "
+            "unsafe fix; one assigned to a name nothing reads is left for a human."
         ),
         example=Example(
             before=(
@@ -45,6 +48,12 @@ RULES = (
             ),
         ),
         fix=FixSafety.SAFE,
+        unsafe_forms=(
+            "a policy the file passes on to code it does not show (a module-level name, or "
+            "returned by a function): from torch 2.2 `ModuleWrapPolicy` is called like the "
+            "partial and taken by `auto_wrap_policy=`, but it is no longer a "
+            "`functools.partial`"
+        ),
         introduced="2.0",
         references=("https://github.com/pytorch/pytorch/pull/88450",),
         cases=(
@@ -81,14 +90,62 @@ RULES = (
                     "transformer_layer_cls={Block})\n"
                     "    return policy(model, True, 0)\n"
                 ),
+                # called with the policy's arguments: ModuleWrapPolicy answers that too
                 after=(
-                    "import functools\n"
-                    "from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy\n"
+                    "from torch.distributed.fsdp.wrap import ModuleWrapPolicy\n"
                     "def wraps(model):\n"
-                    "    policy = functools.partial(transformer_auto_wrap_policy, "
-                    "transformer_layer_cls={Block})\n"
+                    "    policy = ModuleWrapPolicy({Block})\n"
                     "    return policy(model, True, 0)\n"
                 ),
+            ),
+            # A helper returning the policy to callers in other modules (the shape of a
+            # fine-tuning recipe's policies package): they may call it or pass it on,
+            # which ModuleWrapPolicy answers from torch 2.2, but it is no longer a
+            # partial: unsafe.
+            Example(
+                before=(
+                    "import functools\n"
+                    "\n"
+                    "from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy\n"
+                    "\n"
+                    "from .layers import DecoderBlock\n"
+                    "\n"
+                    "\n"
+                    "def decoder_wrap_policy():\n"
+                    "    wrap_policy = functools.partial(\n"
+                    "        transformer_auto_wrap_policy,\n"
+                    "        transformer_layer_cls={\n"
+                    "            DecoderBlock,\n"
+                    "        },\n"
+                    "    )\n"
+                    "\n"
+                    "    return wrap_policy\n"
+                ),
+                after=(
+                    "from torch.distributed.fsdp.wrap import ModuleWrapPolicy\n"
+                    "\n"
+                    "from .layers import DecoderBlock\n"
+                    "\n"
+                    "\n"
+                    "def decoder_wrap_policy():\n"
+                    "    wrap_policy = ModuleWrapPolicy(\n"
+                    "        {\n"
+                    "            DecoderBlock,\n"
+                    "        },\n"
+                    "    )\n"
+                    "\n"
+                    "    return wrap_policy\n"
+                ),
+            ),
+            # A policy left in a name nothing reads: reported, not rewritten.
+            Example.reported_only(
+                "import functools\n"
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy\n"
+                "def shard(model, block_cls):\n"
+                "    policy = functools.partial(transformer_auto_wrap_policy, "
+                "transformer_layer_cls={block_cls})\n"
+                "    return FSDP(model, device_id=0)\n"
             ),
         ),
         untouched=(

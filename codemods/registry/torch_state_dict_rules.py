@@ -92,6 +92,10 @@ RULES = (
             ),
         ),
         fix=FixSafety.SAFE,
+        unsafe_forms=(
+            "saving with `offload_to_cpu=True, rank0_only=True` (FSDP1 under `NO_SHARD` "
+            "kept the parameters on the GPU; `cpu_offload=True` puts them on the CPU)"
+        ),
         introduced="2.2",
         deprecated="2.4",
         references=(

@@ -145,6 +145,8 @@ class CallSiteFix:
             it translates a call (an ``AstSite``) rather than returning None. None: the
             lint of a file with such a call goes to the libcst engine (a translator that
             keeps every call, :func:`unchanged`, needs none).
+        calls_of: The old names whose calls ``translate`` changes (None: every one); a
+            call of another old name only takes the rename, which its import's fix makes.
     """
 
     translate: Translator
@@ -155,6 +157,7 @@ class CallSiteFix:
     blocked_by: tuple[str, ...] = ()
     supersedes: tuple[str, ...] = ()
     certain: Callable[[AstSite], bool] | None = None
+    calls_of: tuple[str, ...] | None = None
 
 
 def unchanged(site: Site) -> Translation:

@@ -79,7 +79,11 @@ class Fsdp101(Renamed):
     """Rename, with compat's factory calls written for torch."""
 
     rename = CallSiteFix(
-        size_policy_arguments, bare_references=True, partials=True, certain=size_policy_certain
+        size_policy_arguments,
+        bare_references=True,
+        partials=True,
+        certain=size_policy_certain,
+        calls_of=_COMPAT_SIZE_POLICIES,
     )
 
 

@@ -12,8 +12,10 @@ cycle).
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
+from typing import Any
 
-from codemods.registry import REGISTRY
+from codemods.registry import REGISTRY, Rule
 from codemods.registry.names import COMPAT_FAIRSCALE
 from codemods.rules.api import PARTIAL, Behaviour, Detector, Engine
 from codemods.rules.kinds.parameter_rename import TORCH_POLICY_CONSUMERS
@@ -37,6 +39,23 @@ def _is_policy_argument(engine: Engine, arg: cst.Arg) -> bool:
     )
 
 
+def _assigned(engine: Engine, value: cst.CSTNode) -> tuple[cst.Name, Any] | None:
+    """The name ``value`` is assigned to alone (``name = value``), with its scope."""
+    parent = engine.parent(value)
+    if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1):
+        return None
+    target = parent.targets[0].target
+    scope = engine.scope(target)
+    if not isinstance(target, cst.Name) or scope is None:
+        return None
+    return target, scope
+
+
+def _accesses(target: cst.Name, scope: Any) -> list[Any]:
+    """The reads of every binding of ``target``'s name in ``scope``."""
+    return [a for assignment in scope.assignments[target.value] for a in assignment.references]
+
+
 def reaches_policy_consumers(engine: Engine, value: cst.CSTNode, depth: int = 0) -> bool:
     """Whether ``value`` certainly ends up as a policy-object consumer's policy."""
     parent = engine.parent(value)
@@ -44,13 +63,10 @@ def reaches_policy_consumers(engine: Engine, value: cst.CSTNode, depth: int = 0)
         return reaches_policy_consumers(engine, parent, depth + 1)
     if isinstance(parent, cst.Arg):
         return _is_policy_argument(engine, parent)
-    if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1):
+    assigned = _assigned(engine, value)
+    if assigned is None:
         return False
-    target = parent.targets[0].target
-    scope = engine.scope(target)
-    if not isinstance(target, cst.Name) or scope is None:
-        return False
-    accesses = [a for assignment in scope.assignments[target.value] for a in assignment.references]
+    accesses = _accesses(*assigned)
     return (
         bool(accesses)
         and depth < 8
@@ -131,6 +147,153 @@ def _ast_lightning_takes_classes(detector: Detector, call: ast.Call) -> bool:
     )
 
 
+#: Where a partial goes that does not certainly reach a policy consumer (:class:`Site`).
+UNREAD, RETURNED, MODULE, CALLED, ELSEWHERE = "unread", "returned", "module", "called", "elsewhere"
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where a policy partial goes, where it does not certainly reach a consumer.
+
+    Attributes:
+        kind: ``UNREAD`` (a local name nothing reads), ``RETURNED`` (returned by the
+            function ``name``, alone or in a tuple), ``MODULE`` (a module-level name,
+            which other modules may import), ``CALLED`` (a local name every use of
+            which is a policy consumer's or a call, the first on ``line``) or
+            ``ELSEWHERE`` (the name is used on ``line`` where the fix cannot follow it).
+        name: The variable, or the returning function.
+        line: The first call (``CALLED``), or the use the fix cannot follow.
+    """
+
+    kind: str
+    name: str
+    line: int = 0
+
+
+def verdict(rule: Rule, site: Site | None, callable_here: bool) -> tuple[bool, bool, str | None]:
+    """Whether the fix is made at ``site``, whether it is unsafe there, and why not.
+
+    ``ModuleWrapPolicy`` answers both uses of the partial, as ``auto_wrap_policy=`` and
+    called with the policy's arguments, from torch 2.2 (``callable_here``: the range
+    starts there). Where the file shows every use, that is certain; a policy passed on
+    to code it does not show (imported or returned elsewhere) gets an unsafe fix: it is
+    no longer a ``functools.partial``.
+
+    Example:
+        >>> rule = REGISTRY["FSDP103"]
+        >>> verdict(rule, Site(RETURNED, "get_wrapper"), True)
+        (True, True, None)
+        >>> print(verdict(rule, Site(RETURNED, "get_wrapper"), False)[2])
+        the policy is returned to the callers of `get_wrapper()`, which this file does not all show: `ModuleWrapPolicy` is called like the partial only from torch 2.2
+    """  # noqa: E501
+    new = (rule.new or "").rpartition(".")[2]
+    if site is None:
+        return False, False, None
+    if site.kind == UNREAD:
+        why = f"the policy is assigned to `{site.name}`, which nothing reads"
+        return False, False, f"{why}: a human decides whether it is still needed"
+    if site.kind == ELSEWHERE:
+        why = f"`{site.name}` is used on line {site.line}, where the fix cannot tell"
+        return False, False, f"{why} whether a `{new}` object would do"
+    if rule.code == "FSDP103" and callable_here:
+        return True, site.kind != CALLED, None
+    if site.kind == CALLED:
+        where = f"`{site.name}` is called on line {site.line}"
+    elif site.kind == MODULE:
+        where = f"`{site.name}` is a module-level policy that other modules may import"
+    else:
+        where = f"the policy is returned to the callers of `{site.name}()`, which this file"
+        where += " does not all show"
+    if rule.code != "FSDP103":
+        return False, False, f"{where}: a `{new}` object cannot be called like the partial"
+    since = f"`{new}` is called like the partial only from torch {CALLABLE_SINCE}"
+    return False, False, f"{where}: {since}"
+
+
+def _returned(engine: Engine, node: cst.CSTNode) -> bool:
+    """Whether ``node`` is returned, alone or as an element of a returned tuple."""
+    parent = engine.parent(node)
+    while isinstance(parent, (cst.Element, cst.Tuple)):
+        parent = engine.parent(parent)
+    return isinstance(parent, cst.Return)
+
+
+def _function(engine: Engine, node: cst.CSTNode) -> str:
+    while node is not None and not isinstance(node, cst.FunctionDef):
+        node = engine.parent(node)
+    return node.name.value if node is not None else "?"
+
+
+def site_of(engine: Engine, call: cst.Call) -> Site | None:
+    """Where ``call`` (a policy partial) goes, where it does not reach a consumer."""
+    if _returned(engine, call):
+        return Site(RETURNED, _function(engine, call))
+    assigned = _assigned(engine, call)
+    if assigned is None:
+        return None
+    target, scope = assigned
+    if isinstance(scope, cst.metadata.GlobalScope):
+        return Site(MODULE, target.value)
+    accesses = _accesses(target, scope)
+    if not accesses:
+        return Site(UNREAD, target.value)
+    returned, called = False, 0
+    for access in sorted(accesses, key=lambda a: engine.position(a.node).start.line):
+        use = engine.parent(access.node)
+        if _returned(engine, access.node):
+            returned = True
+        elif isinstance(use, cst.Call) and use.func is access.node:
+            called = called or engine.position(access.node).start.line
+        elif not reaches_policy_consumers(engine, access.node, 1):
+            return Site(ELSEWHERE, target.value, engine.position(access.node).start.line)
+    if returned:
+        return Site(RETURNED, _function(engine, target))
+    return Site(CALLED, target.value, called) if called else None
+
+
+def _ast_returned(detector: Detector, node: ast.AST) -> bool:
+    parent = detector.parent(node)
+    while type(parent) is ast.Tuple:
+        parent = detector.parent(parent)
+    return type(parent) is ast.Return
+
+
+def _ast_function(detector: Detector, node: ast.AST | None) -> str:
+    while node is not None and type(node) not in (ast.FunctionDef, ast.AsyncFunctionDef):
+        node = detector.parent(node)
+    return node.name if node is not None else "?"  # type: ignore[attr-defined]
+
+
+def ast_site_of(detector: Detector, call: ast.Call) -> Site | None:
+    """The ``ast`` half of :func:`site_of`."""
+    if _ast_returned(detector, call):
+        return Site(RETURNED, _ast_function(detector, call))
+    parent = detector.parent(call)
+    if not (type(parent) is ast.Assign and len(parent.targets) == 1):
+        return None
+    target = parent.targets[0]
+    scope = detector.scope(target)
+    if type(target) is not ast.Name or scope is None:
+        return None
+    if scope.parent is None:
+        return Site(MODULE, target.id)
+    accesses = detector.names.references(scope, target.id)
+    if not accesses:
+        return Site(UNREAD, target.id)
+    returned, called = False, 0
+    for use in sorted(accesses, key=lambda use: use.lineno):
+        outer = detector.parent(use)
+        if _ast_returned(detector, use):
+            returned = True
+        elif type(outer) is ast.Call and outer.func is use:  # type: ignore[attr-defined]
+            called = called or use.lineno
+        elif not ast_reaches_policy_consumers(detector, use, 1):
+            return Site(ELSEWHERE, target.id, use.lineno)
+    if returned:
+        return Site(RETURNED, _ast_function(detector, parent))
+    return Site(CALLED, target.id, called) if called else None
+
+
 class PolicyPartial(Behaviour):
     """``partial(old, argument=X)`` as ``New(X)``."""
 
@@ -145,11 +308,14 @@ class PolicyPartial(Behaviour):
         exact = len(rest) == 1 and keyword(rest[0]) == rule.argument
         exact = exact and imported_at_module_level(engine, original.args[0].value)
         certain = exact and reaches_policy_consumers(engine, original)
-        # A module-level policy whose uses the file does not all show (it is imported
-        # elsewhere) works as a callable too where ModuleWrapPolicy is one: unsafe there.
-        unknown = exact and not certain and self._exported(engine, original)
-        fixable = certain or unknown
-        applies = engine.report(original, rule, fixable_here=fixable, unsafe_here=unknown)
+        # A policy whose uses the file does not all show (imported or returned elsewhere)
+        # works as a callable too where ModuleWrapPolicy is one: unsafe there.
+        site = site_of(engine, original) if exact and not certain else None
+        fixed, unknown, why = verdict(rule, site, engine.target_at_least(CALLABLE_SINCE))
+        fixable = certain or fixed
+        applies = engine.report(
+            original, rule, fixable_here=fixable, unsafe_here=unknown, why_not=why
+        )
         if not applies or not fixable:
             return updated
         module, _, new_name = rule.new.rpartition(".")
@@ -179,29 +345,10 @@ class PolicyPartial(Behaviour):
         exact = len(rest) == 1 and on_ast.keyword(rest[0]) == self.rule.argument
         exact = exact and _ast_imported_at_module_level(detector, on_ast.value(arguments[0]))
         certain = exact and ast_reaches_policy_consumers(detector, call)
-        unknown = exact and not certain and self._ast_exported(detector, call)
-        detector.report(call, self.rule, fixable_here=certain or unknown, unsafe_here=unknown)
-
-    def _ast_exported(self, detector: Detector, call: ast.Call) -> bool:
-        if self.rule.code != "FSDP103" or not detector.target_at_least(CALLABLE_SINCE):
-            return False
-        parent = detector.parent(call)
-        if not (type(parent) is ast.Assign and len(parent.targets) == 1):
-            return False
-        target = parent.targets[0]
-        scope = detector.scope(target)
-        return type(target) is ast.Name and scope is not None and scope.parent is None
-
-    def _exported(self, engine: Engine, call: cst.Call) -> bool:
-        """``NAME = partial(...)`` at module level, for a target where the object is callable."""
-        if self.rule.code != "FSDP103" or not engine.target_at_least(CALLABLE_SINCE):
-            return False
-        parent = engine.parent(call)
-        if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1):
-            return False
-        target = parent.targets[0].target
-        return isinstance(target, cst.Name) and isinstance(
-            engine.scope(target), cst.metadata.GlobalScope
+        site = ast_site_of(detector, call) if exact and not certain else None
+        fixed, unknown, why = verdict(self.rule, site, detector.target_at_least(CALLABLE_SINCE))
+        detector.report(
+            call, self.rule, fixable_here=certain or fixed, unsafe_here=unknown, why_not=why
         )
 
 

@@ -144,46 +144,43 @@ def new_name(rule: Rule, old: str) -> str | None:
     return restyle(new, old) if new else None
 
 
-def keeps_spelling(rule: Rule, old: str, imported: str | None, bare: str | None = None) -> bool:
-    """Whether uses of a name an import binds read the same after ``rule``'s rename.
+def keeps_spelling(rule: Rule, old: str, bare: str | None = None) -> bool:
+    """Whether a use of a name an import binds is that import's finding.
 
-    A plain rename's uses do. A fix that also rewrites the calls (FSDP112's arguments)
-    changes them, and they are reported, except a ``bare`` use (neither called, nor
-    given arguments through ``partial``, nor looked into) where the fix says such a use
-    means the same under the new name (``isinstance(m, Old)``), or where it is passed as
-    a keyword the fix follows (``enable_wrap(wrapper_cls=Old)``, FSDP301).
+    It is where all the fix changes in the use is the import's rename: an ``as`` alias
+    is kept, and a from-import's own name is renamed with its uses
+    (``default_auto_wrap_policy`` then ``size_based_auto_wrap_policy`` at every use).
+    A fix that also rewrites the calls (FSDP112's arguments) changes them, and they are
+    reported, except a ``bare`` use (neither called, nor given arguments through
+    ``partial``, nor looked into) where the fix says such a use means the same under the
+    new name (``isinstance(m, Old)``), or where it is passed as a keyword the fix follows
+    (``enable_wrap(wrapper_cls=Old)``, FSDP301).
 
     Args:
         rule: The rule whose old name the import brings in.
         old: The old name the import matched.
-        imported: The full name a from-import brings in under its own last name (None:
-            bound by an ``as`` alias, which the fix keeps).
         bare: None for a use that is called, given arguments or looked into; else the
             keyword it is passed as (``""`` for none).
 
     Example:
         >>> from codemods.registry import REGISTRY
-        >>> old = "torch.distributed._tensor.DTensor"
-        >>> keeps_spelling(REGISTRY["FSDP123"], old, old)
+        >>> keeps_spelling(REGISTRY["FSDP123"], "torch.distributed._tensor.DTensor")
         True
         >>> fairscale = "fairscale.nn.FullyShardedDataParallel"
-        >>> keeps_spelling(REGISTRY["FSDP301"], fairscale, fairscale)
+        >>> keeps_spelling(REGISTRY["FSDP301"], fairscale)
         False
-        >>> keeps_spelling(REGISTRY["FSDP301"], fairscale, fairscale, bare="wrapper_cls")
+        >>> keeps_spelling(REGISTRY["FSDP301"], fairscale, bare="wrapper_cls")
         True
     """
-    new = new_name(rule, old)
-    if new is None:
-        return False  # no rename: each use is for a human
+    if not rule.fixable or new_name(rule, old) is None:
+        return False  # no rename (or a manual one): each use is for a human
     fix = fix_for(rule)
-    if fix.translate is not unchanged:  # calls are rewritten too
+    rewritten = fix.translate is not unchanged and (fix.calls_of is None or old in fix.calls_of)
+    if rewritten:  # calls are rewritten too
         followed = {keyword for _, keyword in fix.passed_as}
         if bare is None or not (fix.bare_references or bare in followed):
             return False
-    if imported is None:
-        return True
-    renamed = new + imported[len(old) :] if imported.startswith(old) else new
-    return renamed.rpartition(".")[2] == imported.rpartition(".")[2]
+    return True
 
 
 class PlanningEngine(Resolver, Protocol):

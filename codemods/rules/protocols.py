@@ -58,6 +58,7 @@ class Engine(Resolver, Protocol):
         unsafe_here: bool = False,
         detail: str | None = None,
         withheld: str | None = None,
+        why_not: str | None = None,
     ) -> bool:
         """Record a finding at ``node``; return whether this run applies its fix there.
 
@@ -149,6 +150,7 @@ class Detector(Protocol):
         fixable_here: bool = True,
         quiet: bool = False,
         unsafe_here: bool = False,
+        why_not: str | None = None,
     ) -> bool:
         """Record a finding at ``node`` as :meth:`Engine.report` would; always False."""
 

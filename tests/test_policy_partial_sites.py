@@ -1,0 +1,204 @@
+"""FSDP103: where a policy partial goes decides its fix, and a finding without one says why.
+
+The shapes are those of real training code: a helper of a recipe's policies package that
+returns the partial to callers in other modules, a model-wrapping helper returning it in
+a tuple, a partial assigned to a name nothing reads, one kept in a keyword dict, and one
+called with the policy's arguments. ``ModuleWrapPolicy`` is taken by
+``auto_wrap_policy=`` from torch 2.0 and called like the partial from 2.2, so the range's
+floor decides. Both detectors (libcst's, which fixes, and the ``ast`` lint) say the same.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from codemods.astlint.lint import lint
+from codemods.engine.run import run
+from codemods.releases import Releases
+from codemods.settings import Settings
+
+HELPER = """\
+import functools
+
+from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy
+
+from .layers import DecoderBlock
+
+
+def decoder_wrap_policy():
+    wrap_policy = functools.partial(
+        transformer_auto_wrap_policy,
+        transformer_layer_cls={
+            DecoderBlock,
+        },
+    )
+
+    return wrap_policy
+"""
+PAIR = """\
+from functools import partial
+
+from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy
+
+
+def wrap_policy_for(kls):
+    wrap_policy = partial(transformer_auto_wrap_policy, transformer_layer_cls=kls)
+
+    return wrap_policy, None
+"""
+UNREAD = """\
+import functools
+
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy
+
+
+def shard(model, block_cls):
+    policy = functools.partial(transformer_auto_wrap_policy, transformer_layer_cls={block_cls})
+    return FSDP(model, device_id=0)
+"""
+IN_A_DICT = """\
+import functools
+
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy
+
+
+def shard(model, layer_classes):
+    auto_wrap_policy = None
+    if layer_classes:
+        auto_wrap_policy = functools.partial(
+            transformer_auto_wrap_policy, transformer_layer_cls=set(layer_classes)
+        )
+    fsdp_args = dict(auto_wrap_policy=auto_wrap_policy, device_id=0)
+    return FSDP(model, **fsdp_args)
+"""
+CALLED = """\
+import functools
+
+from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy
+
+
+def wrapped_children(model, block_cls):
+    policy = functools.partial(transformer_auto_wrap_policy, transformer_layer_cls={block_cls})
+    return [m for m in model.children() if policy(module=m, recurse=False, nonwrapped_numel=0)]
+"""
+RETURNED = (
+    "the policy is returned to the callers of `{}()`, which this file does not all show: "
+    "`ModuleWrapPolicy` is called like the partial only from torch 2.2"
+)
+
+
+def _outcome(source: str, span: str, unsafe: bool = True):
+    releases = Releases.parse(torch=span)
+    settings = Settings(select=("FSDP103",), releases=releases)
+    fixing = Settings(select=("FSDP103",), releases=releases, fix=True, unsafe_fixes=unsafe)
+    (found,) = run(source.encode(), settings).findings
+    (linted,) = lint(source.encode(), settings)
+    assert (linted.fixable, linted.unsafe, linted.no_fix) == (
+        found.fixable,
+        found.unsafe,
+        found.no_fix,
+    )
+    return found, run(source.encode(), fixing).new_source
+
+
+@pytest.mark.parametrize(
+    ("source", "why"),
+    [
+        (HELPER, RETURNED.format("decoder_wrap_policy")),
+        (PAIR, RETURNED.format("wrap_policy_for")),
+        (
+            CALLED,
+            "`policy` is called on line 8: `ModuleWrapPolicy` is called like the partial "
+            "only from torch 2.2",
+        ),
+    ],
+    ids=["helper", "tuple", "called"],
+)
+def test_below_torch_2_2_a_policy_passed_on_or_called_is_left_with_why(source, why):
+    finding, new = _outcome(source, "2.0..")
+    assert not finding.fixable and finding.no_fix == why
+    assert new is None
+
+
+@pytest.mark.parametrize(
+    ("source", "unsafe"),
+    [(HELPER, True), (PAIR, True), (CALLED, False)],
+    ids=["helper", "tuple", "called"],
+)
+def test_from_torch_2_2_it_is_fixed(source, unsafe):
+    finding, new = _outcome(source, "2.2..")
+    assert finding.fixable and finding.unsafe is unsafe and finding.no_fix is None
+    assert (
+        "ModuleWrapPolicy(" in new.decode() and "transformer_auto_wrap_policy" not in new.decode()
+    )
+    # a safe run leaves what only an unsafe fix rewrites
+    assert (_outcome(source, "2.2..", unsafe=False)[1] is None) is unsafe
+
+
+@pytest.mark.parametrize(
+    ("source", "why"),
+    [
+        (
+            UNREAD,
+            "the policy is assigned to `policy`, which nothing reads: a human decides "
+            "whether it is still needed",
+        ),
+        (
+            IN_A_DICT,
+            "`auto_wrap_policy` is used on line 13, where the fix cannot tell whether a "
+            "`ModuleWrapPolicy` object would do",
+        ),
+    ],
+    ids=["unread", "in-a-dict"],
+)
+@pytest.mark.parametrize("span", ["2.0..", "2.2.."])
+def test_a_name_nothing_reads_or_one_the_fix_cannot_follow_is_left(source, why, span):
+    finding, new = _outcome(source, span)
+    assert not finding.fixable and finding.no_fix == why
+    assert new is None
+
+
+def test_a_called_policy_object_answers_as_the_partial_did():
+    """What the called shape's fix relies on, on the installed torch (2.2 or later)."""
+    torch = pytest.importorskip("torch")
+    from torch.distributed.fsdp import wrap
+
+    if not callable(getattr(wrap, "ModuleWrapPolicy", None)) or "__call__" not in vars(
+        wrap.ModuleWrapPolicy
+    ):
+        pytest.skip("ModuleWrapPolicy is called like the partial from torch 2.2")
+    new = _outcome(CALLED, "2.2..")[1].decode()
+    namespaces = [{}, {}]
+    exec(compile(CALLED, "old.py", "exec"), namespaces[0])
+    exec(compile(new, "new.py", "exec"), namespaces[1])
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU(), torch.nn.Linear(2, 2))
+    old_pick = namespaces[0]["wrapped_children"](model, torch.nn.Linear)
+    new_pick = namespaces[1]["wrapped_children"](model, torch.nn.Linear)
+    assert old_pick == new_pick == [model[0], model[2]]
+    policy = wrap.ModuleWrapPolicy({torch.nn.Linear})
+    assert policy(module=model, recurse=True, nonwrapped_numel=0) is True
+
+
+def test_the_helper_fix_keeps_the_layout():
+    new = _outcome(HELPER, "2.2..")[1].decode()
+    assert new == textwrap.dedent(
+        """\
+        from torch.distributed.fsdp.wrap import ModuleWrapPolicy
+
+        from .layers import DecoderBlock
+
+
+        def decoder_wrap_policy():
+            wrap_policy = ModuleWrapPolicy(
+                {
+                    DecoderBlock,
+                },
+            )
+
+            return wrap_policy
+        """
+    )
