@@ -103,6 +103,8 @@ class Fsdp401(Behaviour):
         home = TORCH_FSDP if engine.target_at_least("2.6") else COMPOSABLE_FSDP
         for name in ("fully_shard", *conversion.keywords.imports):
             engine.need_import(home, name)
+        for module, name in conversion.keywords.more_imports:
+            engine.need_import(module, name)
         _forget_fsdp1_names(engine, original)
         for use in found.uses.get(id(original), ()):
             # Later in the same scope than this call: visited after it.

@@ -17,8 +17,9 @@ from codemods.rules.fsdp401.keywords import Keywords, Untranslatable
 from codemods.rules.fsdp401.offload import cpu_offload
 from codemods.rules.fsdp401.precision import mixed_precision
 from codemods.rules.fsdp401.recipes import RECIPES
-from codemods.rules.fsdp401.sharding import prefetch, sharding
-from codemods.rules.fsdp401.values import is_none
+from codemods.rules.fsdp401.setup import DEVICE_MESH, SETUP, setup_notes, take_setup
+from codemods.rules.fsdp401.sharding import prefetch, runtime_strategy, sharding
+from codemods.rules.fsdp401.values import is_none, source
 from codemods.syntax.cst_nodes import keyword, literal
 from codemods.syntax.lazy_libcst import cst
 
@@ -118,8 +119,20 @@ def translate(engine: Engine, args: list[cst.Arg]) -> Keywords:
             _translate_one(engine, arg, out)
         except Untranslatable as why:
             reasons += why.reasons
+    meshes = [k for k in out.code if k.startswith("mesh=")]  # from `device_mesh`
+    if out.setup.group is not None:
+        # FSDP1 shards over the group; FSDP2 over a 1-D mesh made of it.
+        device = out.setup.device
+        kind = f"torch.device({device}).type" if device else '"cuda"'
+        out.code.append(f"mesh=DeviceMesh.from_group({out.setup.group}, {kind})")
+        out.more_imports += [(DEVICE_MESH, "DeviceMesh"), ("torch", None)]
+    if out.runtime_strategy is not None:
+        runtime_strategy(out.runtime_strategy, bool(meshes), out)
+    if out.setup.sync is not None and out.setup.group is None and meshes:
+        reasons.append(f"`sync_module_states` with `device_mesh`: {RECIPES['sync_module_states']}")
     if reasons:
         raise Untranslatable(*reasons)
+    out.notes += setup_notes(out.setup)
     if not any(keyword(a) == "use_orig_params" and literal(a.value) is True for a in args):
         out.notes.append(FLAT_PARAMETERS)
     out.notes.append(SHARDED_STATE)
@@ -138,7 +151,10 @@ def _translate_one(engine: Engine, arg: cst.Arg, out: Keywords) -> None:
         cpu_offload(engine, value, out)
     elif name in ("backward_prefetch", "forward_prefetch"):
         prefetch(engine, name, value, out)
+    elif name == "device_mesh":
+        out.code.append(f"mesh={source(engine, value)}")
     elif name == "device_id":
+        out.setup.device = source(engine, value)
         out.notes.append(
             "`device_id` dropped: FSDP2 moves the model to the current device "
             "(call `torch.cuda.set_device(local_rank)` first)"
@@ -149,6 +165,8 @@ def _translate_one(engine: Engine, arg: cst.Arg, out: Keywords) -> None:
         literal(value) is False or is_none(value)
     ):
         return
+    elif name in SETUP:
+        take_setup(engine, name, value, out)
     elif name in RECIPES:
         raise Untranslatable(f"`{name}`: {RECIPES[name]}")
     else:

@@ -47,9 +47,9 @@ from codemods.rules.fsdp401.lookups import (
     source_order,
     tested_class,
 )
-from codemods.rules.fsdp401.meta import META, meta_line
+from codemods.rules.fsdp401.meta import materialise
 from codemods.rules.fsdp401.outcome import Bridged, Conversion, Survey
-from codemods.rules.fsdp401.policy import unit_classes
+from codemods.rules.fsdp401.policy import RuntimePolicy, unit_classes
 from codemods.rules.fsdp401.subclasses import subclass_calls
 from codemods.rules.fsdp401.uses import Use, rewrite
 from codemods.rules.fsdp401.values import shown
@@ -104,8 +104,11 @@ def _convert(engine: Engine, call: cst.Call) -> Conversion:
     policies = [arg for arg in named if keyword(arg) == "auto_wrap_policy"]
     classes: list[cst.BaseExpression] = []
     keywords = None
+    runtime = None
     try:
         classes = unit_classes(engine, policies[0].value) if policies else []
+    except RuntimePolicy:  # the policy itself decides the units at run time, as FSDP1's
+        runtime = engine.module.code_for_node(policies[0].value)
     except Untranslatable as why:
         reasons += why.reasons
     try:
@@ -126,12 +129,10 @@ def _convert(engine: Engine, call: cst.Call) -> Conversion:
                 code(target) if target is not None and dotted(target) else local_name(engine, call)
             )
             before = f"{root} = {code(args[0].value)}"
-    meta = meta_line(engine)
-    if meta is not None and not any(keyword(arg) == "param_init_fn" for arg in named):
-        reasons.append(META.format(line=meta))  # (param_init_fn has its own recipe)
     if reasons or line is None or keywords is None:
         raise Untranslatable(*reasons)
-    return Conversion(call, line, root, before, tuple(code(c) for c in classes), keywords)
+    materialise(engine, keywords)
+    return Conversion(call, line, root, before, tuple(code(c) for c in classes), keywords, runtime)
 
 
 def _use_of(
