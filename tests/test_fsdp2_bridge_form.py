@@ -22,7 +22,7 @@ SCRIPT = textwrap.dedent(
 
     policy = functools.partial(size_based_auto_wrap_policy, min_num_params=1000)
     strategy = ShardingStrategy[cfg.strategy]
-    model = FSDP(model, auto_wrap_policy=policy, sharding_strategy=strategy, mixed_precision=cfg.mp)
+    model = FSDP(model, auto_wrap_policy=policy, sharding_strategy=strategy, mixed_precision=mp())
     loss = model(x).sum()
     loss.backward()
     model.clip_grad_norm_(1.0)
@@ -48,7 +48,7 @@ def test_a_config_read_call_goes_to_the_bridge_with_its_own_arguments():
     assert "from compat.fsdp2 import fully_shard_like_fsdp1\n" in new
     assert (
         "model = fully_shard_like_fsdp1(model, auto_wrap_policy=policy, "
-        "sharding_strategy=strategy, mixed_precision=cfg.mp)\n"
+        "sharding_strategy=strategy, mixed_precision=mp())\n"
     ) in new
     # The FSDP1 class's import goes; the names the arguments use stay.
     assert "FullyShardedDataParallel" not in new and "ShardingStrategy" in new

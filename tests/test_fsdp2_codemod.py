@@ -137,7 +137,7 @@ def test_dropped_arguments_that_change_something_are_noted():
         ("FSDP(model, auto_wrap_policy=ModuleWrapPolicy(classes()))", "a set, list or tuple"),
         ("FSDP(model, auto_wrap_policy={get_class()})", "not certainly a class"),
         ("FSDP(model, auto_wrap_policy={Block}, ignored_modules=[model.head])", "foreach=False"),
-        ("FSDP(model, mixed_precision=precision)", "not a `MixedPrecision(...)` call"),
+        ("FSDP(model, mixed_precision=precision())", "not a `MixedPrecision(...)` call"),
         ("FSDP(model, sync_module_states=True, device_mesh=m)", "broadcast(tensor.detach()"),
         ("FSDP(model, sharding_strategy='FULL_SHARD')", "not a `ShardingStrategy` member"),
         ("FSDP(model, **options)", "with `*`/`**`"),
@@ -971,10 +971,13 @@ def test_a_precision_rebound_only_where_the_call_converts():
         "    mp = mp or MixedPrecision()\n",  # bound by something else too
     ],
 )
-def test_a_precision_used_otherwise_stays_manual(use):
+def test_a_precision_used_otherwise_is_converted_at_run_time(use):
+    """FSDP1's object stays where else it is used; the wrap site converts it when it runs."""
     body = BRANCHES.replace("    model = FSDP", use + "    model = FSDP") % ""
     new, (finding,) = _migrate(PRECISION_HEAD + body)
-    assert new is None and "not a `MixedPrecision(...)` call" in finding.message
+    assert finding.fixed and "`mixed_precision` is read at run time" in finding.message
+    assert "mp_policy = precision_like_fsdp1(mp, True)\n" in new
+    assert "def precision_like_fsdp1(precision, root):" in new
 
 
 #: FSDP1's casting fields -> (the root policy's ``cast_forward_inputs``, the units' own

@@ -1,6 +1,6 @@
 """The module-level functions FSDP401's plain FSDP2 code calls, written once per file.
 
-Three, each only where a converted call needs it:
+Four, each only where a converted call needs it:
 
 - ``shard_like_fsdp1(module, policy, root, prepare, **kwargs)``: the units an FSDP1
   ``auto_wrap_policy`` known only at run time picks (a size threshold, a lambda, classes
@@ -11,7 +11,9 @@ Three, each only where a converted call needs it:
 - ``materialize_like_fsdp1(unit, device, init_fn=None)``: FSDP1's materialisation of a
   unit holding meta tensors;
 - ``broadcast_like_fsdp1(unit, device, group=None)``: FSDP1's ``sync_module_states``
-  for one unit.
+  for one unit;
+- ``precision_like_fsdp1(precision, root)``: a ``MixedPrecision`` known only at run time
+  (read from a config) as a ``MixedPrecisionPolicy`` casting inputs where FSDP1 did.
 
 They name nothing but torch, so the rewritten file depends on nothing new.
 """
@@ -79,6 +81,17 @@ SOURCES = {
 {one}fully_shard(module, **kwargs)
 {one}return numel
 ''',
+    "precision": '''def {precision}(precision, root):
+{one}"""FSDP1's ``MixedPrecision`` (or None) as FSDP2's policy, casting inputs as FSDP1 did."""
+{one}if precision is None:
+{one}{one}return MixedPrecisionPolicy()
+{one}casts = precision.cast_forward_inputs or (root and precision.cast_root_forward_inputs)
+{one}return MixedPrecisionPolicy(
+{one}{one}param_dtype=precision.param_dtype,
+{one}{one}reduce_dtype=precision.reduce_dtype,
+{one}{one}cast_forward_inputs=casts,
+{one})
+''',
 }
 #: The names they take in the file (made fresh where the file uses one).
 NAMES = {
@@ -86,41 +99,43 @@ NAMES = {
     "materialise": "materialize_like_fsdp1",
     "broadcast": "broadcast_like_fsdp1",
     "units": "shard_like_fsdp1",
+    "precision": "precision_like_fsdp1",
 }
 #: What each needs besides itself.
-NEEDS = {"materialise": ("modules",), "broadcast": ("modules",), "units": ()}
+NEEDS = {"materialise": ("modules",), "broadcast": ("modules",), "units": (), "precision": ()}
 
 
 def helper_names(engine: Engine, roles: list[str]) -> dict[str, str]:
-    """The names of the helpers ``roles`` need in the file, queued once to be written.
+    """The names of the helpers ``roles`` need in the file, queued to be written once.
 
     The helpers go before the file's first top-level statement that holds a converted
     call (:func:`write_helpers`); the same names serve every call.
     """
-    state = engine.scratch.setdefault("FSDP401-helpers", {"names": {}, "roles": []})
-    wanted = [need for role in roles for need in (*NEEDS[role], role)]
-    for role in wanted:
-        if role not in state["names"]:
-            state["names"][role] = fresh(engine, NAMES[role])
-            state["roles"].append(role)
+    state = engine.scratch.setdefault("FSDP401-helpers", {"names": {}, "wanted": []})
+    for need in [need for role in roles for need in (*NEEDS[role], role)]:
+        if need not in state["names"]:
+            state["names"][need] = fresh(engine, NAMES[need])
+        if need not in state["wanted"]:
+            state["wanted"].append(need)
     return state["names"]
 
 
 def write_helpers(engine: Engine, line: cst.SimpleStatementLine) -> list[cst.CSTNode]:
-    """The helpers queued and not yet written, placed before ``line``'s top statement.
+    """The helpers wanted and not yet written in this module, before ``line``'s top statement.
 
     Returns the statements to put before ``line`` itself where it is at module level
-    (the caller inserts them); otherwise they replace its top-level statement.
+    (the caller inserts them); otherwise they go before its top-level statement.
     """
     state = engine.scratch.get("FSDP401-helpers")
-    if not state or not state["roles"]:
+    written = engine.scratch.setdefault("FSDP401-written", {}).setdefault(id(engine.module), [])
+    roles = [role for role in (state or {}).get("wanted", []) if role not in written]
+    if not roles:
         return []
+    written += roles
     one = engine.module.default_indent
-    names = state["names"]
-    text = "\n\n".join(SOURCES[role].format(one=one, **names) for role in state["roles"])
-    if {"materialise", "broadcast"} & set(state["roles"]):
+    text = "\n\n".join(SOURCES[role].format(one=one, **state["names"]) for role in roles)
+    if {"materialise", "broadcast"} & set(roles):
         engine.need_import("torch", None)
-    state["roles"] = []
     blank = [cst.EmptyLine(), cst.EmptyLine()]
     parsed = [node.with_changes(leading_lines=blank) for node in cst.parse_module(text).body]
     top: cst.CSTNode = line
@@ -129,5 +144,9 @@ def write_helpers(engine: Engine, line: cst.SimpleStatementLine) -> list[cst.CST
     if top is line:  # the line's own blank lines go before the first
         first = [cst.EmptyLine()] * max(0, 2 - len(line.leading_lines))
         return [parsed[0].with_changes(leading_lines=first), *parsed[1:]]
-    engine.replace(top, lambda updated: cst.FlattenSentinel([*parsed, updated]))
+    pending = engine.scratch.setdefault("FSDP401-before", {})
+    if id(top) not in pending:  # one replacement, holding what every call adds
+        pending[id(top)] = []
+        engine.replace(top, lambda updated: cst.FlattenSentinel([*pending[id(top)], updated]))
+    pending[id(top)] += parsed
     return []

@@ -69,9 +69,14 @@ def _laid_out(engine: Engine, value: str, indent: str, taken: int) -> str:
     if len(indent) + taken + len(value) <= LINE_LENGTH or "\n" in value:
         return value
     call = cst.parse_expression(value, engine.module.config_for_parsing)
+    code = engine.module.code_for_node
+    if isinstance(call, cst.Subscript) and isinstance(call.value, cst.Dict):
+        # `{a: b, ...}[key]` (a strategy table): one entry a line, as formatters do.
+        one = engine.module.default_indent
+        entries = "".join(f"{one}{code(e.key)}: {code(e.value)},\n" for e in call.value.elements)
+        return f"{{\n{entries}}}[{code(call.slice[0].slice)}]"
     if not isinstance(call, cst.Call):
         return value
-    code = engine.module.code_for_node
     args = [code(arg.with_changes(comma=cst.MaybeSentinel.DEFAULT)) for arg in call.args]
     return wrapped_call(code(call.func), args, engine.module.default_indent, indent, taken)
 
@@ -86,7 +91,7 @@ def statements_before(
     ``keywords``.
     """
     config = engine.module.config_for_parsing
-    out = []
+    out = write_helpers(engine, conversion.line)  # a precision's, queued by the survey
     if conversion.before:
         out.append(cst.parse_statement(f"{conversion.before}\n", config))
     for binding in bindings:
