@@ -12,8 +12,12 @@ from codemods.rules.api import Engine
 from codemods.rules.fsdp401.keywords import Keywords, Untranslatable
 from codemods.rules.fsdp401.recipes import RECIPES
 from codemods.rules.fsdp401.values import bound_once, enum_member, source
-from codemods.syntax.cst_nodes import literal
+from codemods.syntax.cst_nodes import find_all, literal
 from codemods.syntax.lazy_libcst import cst
+
+
+def _is_call(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.Call)
 
 
 def _reshards(engine: Engine, value: cst.BaseExpression) -> bool:
@@ -38,6 +42,8 @@ def sharding(engine: Engine, value: cst.BaseExpression, out: Keywords) -> None:
     if bound is not None and enum_member(engine, bound, "ShardingStrategy") is not None:
         value = bound  # `strategy = ShardingStrategy.X`, once: a constant
     looked_up = _strategy_table(engine, value)
+    if looked_up is None and bound is not None and not find_all(bound, _is_call):
+        looked_up = _strategy_table(engine, bound)  # the table, bound once: re-read here
     if looked_up is not None:
         out.code.append(f"reshard_after_forward={looked_up}")
         return

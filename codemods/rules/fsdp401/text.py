@@ -173,7 +173,7 @@ def _fsdp1_steps(
             if value and value != "True" and not PLAIN_VALUE.fullmatch(value):
                 # FSDP1 evaluated each argument once: bound once here too.
                 var = fresh(engine, field)
-                out.append(cst.parse_statement(f"{var} = {value}\n", config))
+                out.append(_binding(var, value, config))
                 setup = dataclasses.replace(setup, **{field: var})
         prepare = fresh(engine, "prepare_unit")
         mesh = next((k.partition("=")[2] for k in keywords if k.startswith("mesh=")), None)
@@ -206,3 +206,16 @@ def _spaced(statements: list[cst.CSTNode]) -> list[cst.CSTNode]:
             statement = statement.with_changes(leading_lines=blank)
         out.append(statement)
     return out
+
+
+def _binding(name: str, value: str, config: cst.PartialParserConfig) -> cst.CSTNode:
+    """``name = value``; a value written over several lines without brackets gets them.
+
+    Its first line is indented as its other lines are (they keep their own indentation).
+    """
+    try:
+        return cst.parse_statement(f"{name} = {value}\n", config)
+    except cst.ParserSyntaxError:
+        rest = [line for line in value.splitlines()[1:] if line.strip()]
+        depth = min(len(line) - len(line.lstrip()) for line in rest)
+        return cst.parse_statement(f"{name} = (\n{' ' * depth}{value}\n)\n", config)
