@@ -30,6 +30,15 @@ RUNTIME_ROUTE = (
 )
 
 
+RUNTIME_UNITS = (
+    "the policy picks the units at run time, by FSDP1's rules (`shard_like_fsdp1`: "
+    "children first, the root last); a policy object that is not callable "
+    "(`CustomPolicy`) raises `TypeError`, a container unit (`ModuleList`) raises in "
+    "`fully_shard`, and with `mixed_precision` FSDP1 also made each `BatchNorm` a unit "
+    "of its own kept in fp32, which this code does not"
+)
+
+
 class RuntimePolicy(Untranslatable):
     """The policy names no classes in source: its units are decided at run time.
 
