@@ -36,14 +36,21 @@ def _fsdp1_sync_on_cpu() -> Iterator[None]:
         _init_utils._check_module_states_for_sync_module_states = guard
 
 
-#: The rank-0-load script's file, set by :func:`two_ranks` in each rank.
-RANK0_SCRIPT: list[str] = []
+#: The files of the FSDP1 originals that pass ``sync_module_states``, set by
+#: :func:`two_ranks` in each rank.
+SYNCED: dict[str, str] = {}
 
 
 def rank0_fsdp1(rank: int, world_size: int) -> Any:
     """The FSDP1 original of the rank-0-load script, its broadcast run on CPU ranks too."""
     with _fsdp1_sync_on_cpu():
-        return resolve(f"{RANK0_SCRIPT[0]}:build")(rank, world_size)
+        return resolve(f"{SYNCED['rank0']}:build")(rank, world_size)
+
+
+def group_fsdp1(rank: int, world_size: int) -> Any:
+    """FSDP1 over a process group with ``sync_module_states`` (tests/fixtures/fsdp2)."""
+    with _fsdp1_sync_on_cpu():
+        return resolve(f"{SYNCED['group']}:build")(rank, world_size)
 
 
 def micro_batches(step: int, rank: int) -> list[Any]:
@@ -65,7 +72,7 @@ def two_ranks(rank: int, world_size: int, originals: dict, ports: dict) -> dict:
     ``originals`` and ``ports`` map each script to its file. Returns the reports, and
     for the nested script its own training loop's losses and weights on both sides.
     """
-    RANK0_SCRIPT[:] = [originals["rank0"]]
+    SYNCED.update(rank0=originals["rank0"], group=originals["group"])
     cases = {
         "rank0-load": PortCase(
             "tests.fsdp2_real_runs:rank0_fsdp1",
@@ -77,6 +84,15 @@ def two_ranks(rank: int, world_size: int, originals: dict, ports: dict) -> dict:
         "nested-bf16": PortCase(
             f"{originals['nested']}:build", f"{ports['nested']}:build", BATCH, accumulate=3
         ),
+        # FSDP401's other steps on forms of our own: a group's mesh and broadcast, and
+        # meta units materialised by `reset_parameters` (no `param_init_fn`).
+        "group-sync": PortCase(
+            "tests.fsdp2_real_runs:group_fsdp1",
+            f"{ports['group']}:build",
+            BATCH,
+            distinct_seeds=True,
+        ),
+        "meta-default": PortCase(f"{originals['meta']}:fsdp1", f"{ports['meta']}:fsdp1", BATCH),
     }
     reports = check_ports(cases, timeout=300)
     loops = {}

@@ -94,14 +94,23 @@ needs_fsdp2 = pytest.mark.skipif(
 )
 
 
+#: Forms of our own for FSDP401's other steps, run in the same ranks.
+OWN = {
+    "group": FIXTURES.parent / "fsdp2" / "process_group_sync.py",
+    "meta": FIXTURES.parent / "fsdp2" / "meta_units_recipe.py",
+}
+
+
 @pytest.fixture(scope="module")
 def ported(tmp_path_factory) -> tuple[dict, dict]:
     folder = tmp_path_factory.mktemp("ported")
+    paths = {**{name: FIXTURES / file for name, file in SCRIPTS.items()}, **OWN}
     originals, ports = {}, {}
-    for name, file in SCRIPTS.items():
-        originals[name] = str(FIXTURES / file)
-        ports[name] = str(folder / file)
-        Path(ports[name]).write_text(_migrated(name)[0])
+    for name, path in paths.items():
+        outcome = run(path.read_bytes(), SETTINGS)
+        assert outcome.new_source is not None and all(f.fixed for f in outcome.findings)
+        originals[name], ports[name] = str(path), str(folder / path.name)
+        Path(ports[name]).write_text(outcome.new_source.decode())
     return originals, ports
 
 
@@ -127,6 +136,16 @@ def test_rank0_load_with_meta_elsewhere_trains_as_fsdp1(on_two_ranks):
     assert [row.name for row in report.units] == ["", "layers.0", "layers.1"]
     for row in report.step_rows:
         assert row.loss_after == row.loss_before
+
+
+@needs_fsdp2
+@pytest.mark.distributed
+@pytest.mark.parametrize("case", ["group-sync", "meta-default"])
+def test_a_groups_mesh_and_broadcast_and_meta_units_train_as_fsdp1(on_two_ranks, case):
+    """``process_group`` + ``sync_module_states``; meta units without ``param_init_fn``."""
+    report = on_two_ranks["reports"][case]
+    _only_named_notes(report)
+    assert report.units[0].initial == 0  # the same initial weights
 
 
 @needs_fsdp2
