@@ -83,7 +83,45 @@ MAPPING = (
         "dropped, with a note where not the default (`set_modules_to_*_prefetch`)",
     ),
     ("sync_module_states=False, process_group=None", "dropped (the defaults)"),
+    (
+        "sharding_strategy=config.strategy (known at run time)",
+        "`reshard_after_forward={None: True, ShardingStrategy.FULL_SHARD: True, "
+        "ShardingStrategy.SHARD_GRAD_OP: False}[config.strategy]` (with `device_mesh`, the "
+        "hybrid strategies too); any other strategy raises `KeyError`",
+    ),
+    (
+        "mixed_precision=config.precision (known at run time)",
+        "the root: `mp_policy=precision_like_fsdp1(config.precision, True)`, the units: "
+        "`precision_like_fsdp1(config.precision, False)` (a function written in the file: "
+        "FSDP1's dtypes and casting; `buffer_dtype` and `keep_low_precision_grads` dropped)",
+    ),
+    (
+        "auto_wrap_policy=policy (a size, a lambda, classes read from a config)",
+        "`shard_like_fsdp1(model, policy, model, prepare, **unit_keywords)`: a function "
+        "written in the file that asks the policy as FSDP1 does and shards each unit after "
+        "its children, the root then sharded by the call",
+    ),
+    (
+        "sync_module_states=True (or a flag)",
+        "before each `fully_shard`, rank 0's parameters and buffers (non-persistent ones "
+        "included) of the unit broadcast (`broadcast_like_fsdp1`; with `process_group`, "
+        "over its mesh's group)",
+    ),
+    (
+        "param_init_fn=fn, or a model built on meta",
+        "before each `fully_shard`, a unit holding meta tensors materialised as FSDP1 did "
+        "(`materialize_like_fsdp1`: `fn(module)`, or `to_empty(recurse=False)` and "
+        "`reset_parameters()`, on each module of the unit, breadth-first)",
+    ),
+    (
+        "process_group=pg",
+        "`mesh=DeviceMesh.from_group(pg, torch.device(device_id).type)`",
+    ),
+    ("device_mesh=mesh", "`mesh=mesh` (a 2-D mesh needs dimension names)"),
 )
+
+#: The recipes the guide's table lists: what stays for a human.
+LEFT = ("HYBRID_SHARD", "NO_SHARD", "ignored_modules")
 
 #: Keywords with no FSDP2 meaning that are dropped without a note.
 _SILENT = ("use_orig_params", "limit_all_gathers")
@@ -182,5 +220,7 @@ def mapping_table() -> str:
     """
     rows = ["| FSDP1 | FSDP2 (what FSDP401 writes) |", "| --- | --- |"]
     rows += [f"| `{old}` | {new} |" for old, new in MAPPING]
-    rows += [f"| `{name}` | left for a human: {recipe} |" for name, recipe in RECIPES.items()]
+    rows += [f"| `{name}` | left for a human: {RECIPES[name]} |" for name in LEFT]
+    recipe = RECIPES["sync_module_states"]
+    rows.append(f"| `sync_module_states` with `device_mesh` | left for a human: {recipe} |")
     return "\n".join(rows) + "\n"
