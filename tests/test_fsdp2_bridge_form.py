@@ -22,7 +22,7 @@ SCRIPT = textwrap.dedent(
 
     policy = functools.partial(size_based_auto_wrap_policy, min_num_params=1000)
     strategy = ShardingStrategy[cfg.strategy]
-    model = FSDP(model, auto_wrap_policy=policy, sharding_strategy=strategy, sync_module_states=1)
+    model = FSDP(model, auto_wrap_policy=policy, sharding_strategy=strategy, mixed_precision=mp())
     loss = model(x).sum()
     loss.backward()
     model.clip_grad_norm_(1.0)
@@ -48,7 +48,7 @@ def test_a_config_read_call_goes_to_the_bridge_with_its_own_arguments():
     assert "from compat.fsdp2 import fully_shard_like_fsdp1\n" in new
     assert (
         "model = fully_shard_like_fsdp1(model, auto_wrap_policy=policy, "
-        "sharding_strategy=strategy, sync_module_states=1)\n"
+        "sharding_strategy=strategy, mixed_precision=mp())\n"
     ) in new
     # The FSDP1 class's import goes; the names the arguments use stay.
     assert "FullyShardedDataParallel" not in new and "ShardingStrategy" in new
@@ -58,8 +58,7 @@ def test_a_config_read_call_goes_to_the_bridge_with_its_own_arguments():
     assert finding.fixed
     assert "on compat's FSDP1 bridge; to finish by hand: " in finding.message
     assert "python -m compat.portcheck" in finding.message  # to check the hand port
-    for reason in ("policy names no module classes", "not a `ShardingStrategy` member"):
-        assert reason in finding.message
+    assert "`mixed_precision` is not a `MixedPrecision(...)` call" in finding.message
 
 
 @pytest.mark.parametrize(
@@ -76,7 +75,7 @@ def test_without_the_bridge_the_call_stays_for_a_human(settings, why):
     new, findings = _migrate(SCRIPT, **settings)
     assert new is None, why
     [finding] = findings
-    assert not finding.fixed and "policy names no module classes" in finding.message
+    assert not finding.fixed and "not a `MixedPrecision(...)` call" in finding.message
 
 
 def test_a_second_run_changes_nothing_and_the_output_is_checked():
@@ -126,13 +125,13 @@ BRIDGED = {
         "from compat.fsdp2 import fully_shard_like_fsdp1\n\n"
         "model = fully_shard_like_fsdp1(model, sharding_strategy=ShardingStrategy.HYBRID_SHARD)\n"
     ),
-    "model = FSDP(model, auto_wrap_policy=size_based_auto_wrap_policy)\n": (
-        "from torch.distributed.fsdp.wrap import size_based_auto_wrap_policy\n"
+    "model = FSDP(model, sharding_strategy=ShardingStrategy.NO_SHARD)\n": (
+        "from torch.distributed.fsdp import ShardingStrategy\n"
         "from compat.fsdp2 import fully_shard_like_fsdp1\n\n"
-        "model = fully_shard_like_fsdp1(model, auto_wrap_policy=size_based_auto_wrap_policy)\n"
+        "model = fully_shard_like_fsdp1(model, sharding_strategy=ShardingStrategy.NO_SHARD)\n"
     ),
     # One call has a plain FSDP2 form, the other goes to the bridge.
-    "decoder = FSDP(decoder, sync_module_states=True)\n": (
+    "decoder = FSDP(decoder, ignored_modules=[decoder.head])\n": (
         "from torch.distributed.fsdp import fully_shard\n"
         "from model import Block, Head\n"
         "from compat.fsdp2 import fully_shard_like_fsdp1\n\n"
@@ -140,7 +139,7 @@ BRIDGED = {
         "    if isinstance(submodule, Block) and submodule is not encoder:\n"
         "        fully_shard(submodule)\n"
         "encoder = fully_shard(encoder)\n"
-        "decoder = fully_shard_like_fsdp1(decoder, sync_module_states=True)\n"
+        "decoder = fully_shard_like_fsdp1(decoder, ignored_modules=[decoder.head])\n"
     ),
     # The bridge keeps FSDP1's arguments, and the finding says what to watch.
     "    model, auto_wrap_policy=ModuleWrapPolicy({Block}), ignored_modules=[model.head]\n": (

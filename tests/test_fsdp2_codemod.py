@@ -134,16 +134,12 @@ def test_dropped_arguments_that_change_something_are_noted():
 @pytest.mark.parametrize(
     ("call", "why"),
     [
-        ("FSDP(model, auto_wrap_policy=size_based_policy)", "FSDP.fsdp_modules(model)"),
-        ("FSDP(model, auto_wrap_policy=lambda m: isinstance(m, Block))", "classes of FSDP1's"),
         ("FSDP(model, auto_wrap_policy=ModuleWrapPolicy(classes()))", "a set, list or tuple"),
         ("FSDP(model, auto_wrap_policy={get_class()})", "not certainly a class"),
-        ("FSDP(model, sync_module_states=True)", "broadcast(tensor.detach(), src=0)"),
-        ("FSDP(model, param_init_fn=init)", "to_empty"),
-        ("FSDP(model, process_group=group)", "mesh="),
         ("FSDP(model, auto_wrap_policy={Block}, ignored_modules=[model.head])", "foreach=False"),
-        ("FSDP(model, sharding_strategy=strategy)", "not a `ShardingStrategy` member"),
-        ("FSDP(model, mixed_precision=precision)", "not a `MixedPrecision(...)` call"),
+        ("FSDP(model, mixed_precision=precision())", "not a `MixedPrecision(...)` call"),
+        ("FSDP(model, sync_module_states=True, device_mesh=m)", "broadcast(tensor.detach()"),
+        ("FSDP(model, sharding_strategy='FULL_SHARD')", "not a `ShardingStrategy` member"),
         ("FSDP(model, **options)", "with `*`/`**`"),
         ("FSDP(model, None, None, None)", "by position"),
         ("[FSDP(m) for m in models]", "does not split"),
@@ -162,13 +158,9 @@ def test_calls_left_for_a_human_say_why(call, why):
 #: What each recipe must say (FSDP1's own steps, measured equal to FSDP1) and must not
 #: offer (the forms measured as not equivalent, FSDP2-FACTS.md).
 RECIPE_FACTS = {
-    "sync_module_states=True": (
+    "sync_module_states=True, device_mesh=mesh": (
         ["before the first `fully_shard`", "non-persistent ones included", "src=0"],
         ["broadcast_from_rank0", "same seed"],
-    ),
-    "param_init_fn=init": (
-        ["just before its `fully_shard`", "FSDP1's order", "not entering units already sharded"],
-        ["call `fully_shard`, then"],
     ),
 }
 
@@ -185,7 +177,7 @@ def test_the_recipes_are_fsdp1s_equivalent_forms(argument):
 
 def test_below_the_bridges_torch_the_finding_does_not_offer_it():
     target = {"releases": Releases.parse(torch="2.4..2.13")}
-    _, (finding,) = _migrate("model = FSDP(model, sync_module_states=True)\n", **target)
+    _, (finding,) = _migrate("model = FSDP(model, **options)\n", **target)
     assert "python -m compat.portcheck" in finding.message
     assert "--fsdp2-bridge" not in finding.message
 
@@ -225,11 +217,12 @@ def test_a_unit_class_bound_otherwise_stays_manual(body):
 
 
 def test_a_helpers_parameter_is_not_the_wrap_sites_name():
+    """The helper's ``layer_cls`` is not the wrap site's: its policy decides at run time."""
     new, (finding,) = _migrate(
         "def policy(layer_cls):\n    return ModuleWrapPolicy({layer_cls})\n\n\n"
         "def shard(model, layer_cls):\n    return FSDP(model, auto_wrap_policy=policy(Block))\n"
     )
-    assert new is None and "FSDP.fsdp_modules(model)" in finding.message
+    assert finding.fixed and "shard_like_fsdp1(model, policy(Block), model, None)" in new
 
 
 @pytest.mark.parametrize("policy", ["{Block}", "{layer_cls}"])
@@ -382,13 +375,13 @@ def test_one_call_left_withholds_the_others_and_says_why():
 def test_a_call_left_for_a_human_lists_everything_in_the_way():
     # Real calls are config-driven: the finding is the whole porting checklist at once.
     call = (
-        "FSDP(model, auto_wrap_policy=policy, sharding_strategy=strategy, "
-        "sync_module_states=True, param_init_fn=init, device_id=rank)"
+        "FSDP(model, auto_wrap_policy=ModuleWrapPolicy(pick()), sharding_strategy='sdp', "
+        "sync_module_states=True, device_mesh=mesh, ignored_modules=[model.head], device_id=rank)"
     )
     new, (finding,) = _migrate(f"model = {call}\n")
     assert new is None and not finding.fixable
-    reasons = ["classes of FSDP1's units", "`ShardingStrategy` member", "broadcast(tensor"]
-    reasons.append("to_empty")
+    reasons = ["a set, list or tuple display", "`ShardingStrategy` member", "foreach=False"]
+    reasons.append("broadcast(tensor")
     at = [finding.message.index(f"({n}) ") for n in range(1, 5)]
     assert at == sorted(at) and "(5) " not in finding.message
     for number, why in enumerate(reasons, 1):
@@ -919,11 +912,11 @@ def test_a_policy_built_by_a_straight_line_helper_is_read(helper, wrap):
         ),
     ],
 )
-def test_a_helper_policy_that_is_not_certain_stays_manual(source):
+def test_a_helper_policy_that_is_not_certain_decides_at_run_time(source):
+    """Its classes are not read with certainty: the policy it returns decides, as in FSDP1."""
     new, findings = _migrate("from model import Head\n" + source)
-    assert new is None
     (finding,) = [f for f in findings if f.code == "FSDP401"]
-    assert not finding.fixable and "classes of FSDP1's units" in finding.message
+    assert finding.fixed and "get_wrap_policy(" in new and "shard_like_fsdp1(" in new
 
 
 def test_a_class_shadowed_where_the_model_is_wrapped_stays_manual():
@@ -978,10 +971,13 @@ def test_a_precision_rebound_only_where_the_call_converts():
         "    mp = mp or MixedPrecision()\n",  # bound by something else too
     ],
 )
-def test_a_precision_used_otherwise_stays_manual(use):
+def test_a_precision_used_otherwise_is_converted_at_run_time(use):
+    """FSDP1's object stays where else it is used; the wrap site converts it when it runs."""
     body = BRANCHES.replace("    model = FSDP", use + "    model = FSDP") % ""
     new, (finding,) = _migrate(PRECISION_HEAD + body)
-    assert new is None and "not a `MixedPrecision(...)` call" in finding.message
+    assert finding.fixed and "`mixed_precision` is read at run time" in finding.message
+    assert "mp_policy = precision_like_fsdp1(mp, True)\n" in new
+    assert "def precision_like_fsdp1(precision, root):" in new
 
 
 #: FSDP1's casting fields -> (the root policy's ``cast_forward_inputs``, the units' own
@@ -1111,14 +1107,15 @@ def test_a_sharding_strategy_bound_once_is_the_member(binding, written):
     assert finding.fixed and f"model = fully_shard(model, {written})" in new
 
 
-def test_a_sharding_strategy_bound_twice_stays_manual():
+def test_a_sharding_strategy_bound_twice_is_looked_up_at_run_time():
     body = STRATEGY_HEAD + (
         "strategy = ShardingStrategy.SHARD_GRAD_OP\n"
         "if big:\n    strategy = ShardingStrategy.FULL_SHARD\n"
         "model = FSDP(model, sharding_strategy=strategy)\n"
     )
     new, (finding,) = _migrate(body)
-    assert new is None and "not a `ShardingStrategy` member" in finding.message
+    assert finding.fixed and "ShardingStrategy.SHARD_GRAD_OP: False}[strategy]" in new
+    assert "any other strategy raises `KeyError`" in finding.message
 
 
 def test_a_sharding_strategy_looked_up_in_a_table_becomes_a_table_of_flags():
@@ -1286,24 +1283,21 @@ def test_a_range_with_torch_releases_without_fully_shard_withholds_the_fix(targe
     ],
     ids=["device-context", "device-argument", "accelerate"],
 )
-def test_a_model_built_on_meta_stays_for_a_human_or_the_bridge(built):
+def test_a_model_built_on_meta_is_materialised_unit_by_unit_as_fsdp1_did(built):
     """FSDP1 materialises meta units when it wraps them; FSDP2 would keep them on meta."""
     body = "import torch\nfrom model import Net\n" + built + WRAP
     new, (finding,) = _migrate(body)
-    assert new is None and not finding.fixable
-    line = 7 + built.startswith("from")  # where the model goes to meta
-    assert f"may be built on the meta device (line {line})" in finding.message
-    assert "`module.to_empty(device=device, recurse=False)`" in finding.message
-    new, (finding,) = _migrate(body, fsdp2_bridge=True)
-    assert finding.fixed and "model = fully_shard_like_fsdp1(model," in new
+    assert finding.fixed and "materialised just before its `fully_shard`" in finding.message
+    assert "def materialize_like_fsdp1(unit, device, init_fn=None):" in new
+    assert "materialize_like_fsdp1(unit, torch.device('cuda', torch.cuda.current_device()))" in new
+    assert new.index("prepare_unit(model)\n") < new.index("model = fully_shard(model")
 
 
-def test_a_meta_model_with_param_init_fn_gets_that_recipe_once():
+def test_a_meta_model_with_param_init_fn_passes_it():
     body = "import torch\nwith torch.device('meta'):\n    model = Net()\n"
-    body += "model = FSDP(model, param_init_fn=init)\n"
-    _, (finding,) = _migrate(body)
-    assert "`param_init_fn`: FSDP2 leaves meta tensors on meta" in finding.message
-    assert "may be built on the meta device" not in finding.message
+    body += "model = FSDP(model, param_init_fn=init, device_id=rank)\n"
+    new, (finding,) = _migrate(body)
+    assert finding.fixed and "    materialize_like_fsdp1(unit, rank, init)\n" in new
 
 
 @pytest.mark.parametrize(

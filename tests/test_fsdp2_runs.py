@@ -86,6 +86,7 @@ _HEAD = (
     "import functools\n"
     "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
     "from torch.distributed.fsdp.wrap import ModuleWrapPolicy, transformer_auto_wrap_policy\n"
+    "from torch.distributed.fsdp.wrap import lambda_auto_wrap_policy, size_based_auto_wrap_policy\n"
     "from tests.test_fsdp2_runs import Stage\n"
     "from tests.models import Block, Head\n"
 )
@@ -104,6 +105,21 @@ FORMS = {
     ),
     "no-policy": ("None", None),
     "computed-class": ("ModuleWrapPolicy({LAYER})", "LAYER = type(Stage())\n"),
+    # Decided at run time by FSDP1's rules (the rewrite's shard_like_fsdp1).
+    "size-based": ("functools.partial(size_based_auto_wrap_policy, min_num_params=500)", None),
+    "lambda-policy": (
+        "functools.partial(lambda_auto_wrap_policy, lambda_fn=lambda m: isinstance(m, Stage))",
+        None,
+    ),
+    "callable": (
+        "lambda module, recurse, nonwrapped_numel: recurse or nonwrapped_numel > 1000",
+        None,
+    ),
+    "config-read": (
+        "wrap_policy(['Block', 'Head'])",
+        "def wrap_policy(names):\n    if not names:\n        return None\n"
+        "    return ModuleWrapPolicy({c for c in (Block, Head, Stage) if c.__name__ in names})\n",
+    ),
 }
 
 

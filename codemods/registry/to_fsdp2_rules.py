@@ -138,8 +138,8 @@ RULES = (
                     "mp_policy=mp_policy)\n"
                 ),
             ),
-            # No certain plain FSDP2 code (hybrid sharding needs the run's device count; a
-            # size policy names no classes): the call stays FSDP1 for a human, its finding
+            # No certain plain FSDP2 code (hybrid sharding needs the run's device count;
+            # FSDP2 has no NO_SHARD): the call stays FSDP1 for a human, its finding
             # gives the recipes (`--fsdp2-bridge` rewrites such calls to compat's FSDP1
             # bridge instead: tests/test_fsdp2_bridge_form.py holds those forms).
             Example.reported_only(
@@ -147,15 +147,15 @@ RULES = (
                 "model = FSDP(model, sharding_strategy=ShardingStrategy.HYBRID_SHARD)\n"
             ),
             Example.reported_only(
-                _IMPORT + "from torch.distributed.fsdp.wrap import size_based_auto_wrap_policy\n\n"
-                "model = FSDP(model, auto_wrap_policy=size_based_auto_wrap_policy)\n"
+                _IMPORT + "from torch.distributed.fsdp import ShardingStrategy\n\n"
+                "model = FSDP(model, sharding_strategy=ShardingStrategy.NO_SHARD)\n"
             ),
             Example.reported_only(
                 # One call has a plain FSDP2 form, the other has none: the file is
                 # converted whole or not at all, so both stay FSDP1.
                 _IMPORT + _WRAP + _MODEL + "\n"
                 "encoder = FSDP(encoder, auto_wrap_policy=ModuleWrapPolicy({Block}))\n"
-                "decoder = FSDP(decoder, sync_module_states=True)\n"
+                "decoder = FSDP(decoder, ignored_modules=[decoder.head])\n"
             ),
             Example(
                 before=(

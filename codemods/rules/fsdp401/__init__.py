@@ -36,7 +36,8 @@ from codemods.rules.fsdp401.companion import companion_detail
 from codemods.rules.fsdp401.dead import dead_bindings
 from codemods.rules.fsdp401.decide import survey
 from codemods.rules.fsdp401.kept import FSDP1_API, unit_modules
-from codemods.rules.fsdp401.lookups import ISINSTANCE, fresh
+from codemods.rules.fsdp401.lookups import ISINSTANCE, fresh, line_of
+from codemods.rules.fsdp401.nested import INNER, as_unit, wrapping_root
 from codemods.rules.fsdp401.outcome import Bridged, Conversion, Survey
 from codemods.rules.fsdp401.recipes import BRIDGE_OPTION, HAND_PORT
 from codemods.rules.fsdp401.text import bound_first, statements_before
@@ -96,13 +97,17 @@ class Fsdp401(Behaviour):
             return updated
         if isinstance(conversion, Bridged):
             return _bridge(engine, self.rule, found, original, updated, conversion)
-        notes = "; ".join(conversion.keywords.notes) or None
+        root = wrapping_root(engine, conversion, list(found.conversions.values()))
+        inner = [INNER.format(root=root.root, line=line_of(engine, root.call))] if root else []
+        notes = "; ".join([*inner, *conversion.keywords.notes]) or None
         withheld = f"fix withheld: {found.blocker}" if found.blocker else None
         if not engine.report(original, self.rule, detail=notes, withheld=withheld):
             return updated
         home = TORCH_FSDP if engine.target_at_least("2.6") else COMPOSABLE_FSDP
         for name in ("fully_shard", *conversion.keywords.imports):
             engine.need_import(home, name)
+        for module, name in conversion.keywords.more_imports:
+            engine.need_import(module, name)
         _forget_fsdp1_names(engine, original)
         for use in found.uses.get(id(original), ()):
             # Later in the same scope than this call: visited after it.
@@ -111,6 +116,8 @@ class Fsdp401(Behaviour):
                 engine.need_import(module, name)
         indent = indentation(engine, conversion.line)
         bindings, keywords, unit_keywords = bound_first(engine, conversion, indent)
+        if root is not None:  # itself a unit of the root wrapped later
+            keywords = as_unit(conversion, keywords)
         statements = statements_before(engine, conversion, indent, bindings, unit_keywords)
         if statements:
             engine.insert_before(conversion.line, statements)

@@ -17,8 +17,9 @@ from codemods.rules.fsdp401.keywords import Keywords, Untranslatable
 from codemods.rules.fsdp401.offload import cpu_offload
 from codemods.rules.fsdp401.precision import mixed_precision
 from codemods.rules.fsdp401.recipes import RECIPES
-from codemods.rules.fsdp401.sharding import prefetch, sharding
-from codemods.rules.fsdp401.values import is_none
+from codemods.rules.fsdp401.setup import DEVICE_MESH, SETUP, setup_notes, take_setup
+from codemods.rules.fsdp401.sharding import prefetch, runtime_strategy, sharding
+from codemods.rules.fsdp401.values import is_none, source
 from codemods.syntax.cst_nodes import keyword, literal
 from codemods.syntax.lazy_libcst import cst
 
@@ -82,7 +83,45 @@ MAPPING = (
         "dropped, with a note where not the default (`set_modules_to_*_prefetch`)",
     ),
     ("sync_module_states=False, process_group=None", "dropped (the defaults)"),
+    (
+        "sharding_strategy=config.strategy (known at run time)",
+        "`reshard_after_forward={None: True, ShardingStrategy.FULL_SHARD: True, "
+        "ShardingStrategy.SHARD_GRAD_OP: False}[config.strategy]` (with `device_mesh`, the "
+        "hybrid strategies too); any other strategy raises `KeyError`",
+    ),
+    (
+        "mixed_precision=config.precision (known at run time)",
+        "the root: `mp_policy=precision_like_fsdp1(config.precision, True)`, the units: "
+        "`precision_like_fsdp1(config.precision, False)` (a function written in the file: "
+        "FSDP1's dtypes and casting; `buffer_dtype` and `keep_low_precision_grads` dropped)",
+    ),
+    (
+        "auto_wrap_policy=policy (a size, a lambda, classes read from a config)",
+        "`shard_like_fsdp1(model, policy, model, prepare, **unit_keywords)`: a function "
+        "written in the file that asks the policy as FSDP1 does and shards each unit after "
+        "its children, the root then sharded by the call",
+    ),
+    (
+        "sync_module_states=True (or a flag)",
+        "before each `fully_shard`, rank 0's parameters and buffers (non-persistent ones "
+        "included) of the unit broadcast (`broadcast_like_fsdp1`; with `process_group`, "
+        "over its mesh's group)",
+    ),
+    (
+        "param_init_fn=fn, or a model built on meta",
+        "before each `fully_shard`, a unit holding meta tensors materialised as FSDP1 did "
+        "(`materialize_like_fsdp1`: `fn(module)`, or `to_empty(recurse=False)` and "
+        "`reset_parameters()`, on each module of the unit, breadth-first)",
+    ),
+    (
+        "process_group=pg",
+        "`mesh=DeviceMesh.from_group(pg, torch.device(device_id).type)`",
+    ),
+    ("device_mesh=mesh", "`mesh=mesh` (a 2-D mesh needs dimension names)"),
 )
+
+#: The recipes the guide's table lists: what stays for a human.
+LEFT = ("HYBRID_SHARD", "NO_SHARD", "ignored_modules")
 
 #: Keywords with no FSDP2 meaning that are dropped without a note.
 _SILENT = ("use_orig_params", "limit_all_gathers")
@@ -118,8 +157,20 @@ def translate(engine: Engine, args: list[cst.Arg]) -> Keywords:
             _translate_one(engine, arg, out)
         except Untranslatable as why:
             reasons += why.reasons
+    meshes = [k for k in out.code if k.startswith("mesh=")]  # from `device_mesh`
+    if out.setup.group is not None:
+        # FSDP1 shards over the group; FSDP2 over a 1-D mesh made of it.
+        device = out.setup.device
+        kind = f"torch.device({device}).type" if device else '"cuda"'
+        out.code.append(f"mesh=DeviceMesh.from_group({out.setup.group}, {kind})")
+        out.more_imports += [(DEVICE_MESH, "DeviceMesh"), ("torch", None)]
+    if out.runtime_strategy is not None:
+        runtime_strategy(out.runtime_strategy, bool(meshes), out)
+    if out.setup.sync is not None and out.setup.group is None and meshes:
+        reasons.append(f"`sync_module_states` with `device_mesh`: {RECIPES['sync_module_states']}")
     if reasons:
         raise Untranslatable(*reasons)
+    out.notes += setup_notes(out.setup)
     if not any(keyword(a) == "use_orig_params" and literal(a.value) is True for a in args):
         out.notes.append(FLAT_PARAMETERS)
     out.notes.append(SHARDED_STATE)
@@ -138,7 +189,10 @@ def _translate_one(engine: Engine, arg: cst.Arg, out: Keywords) -> None:
         cpu_offload(engine, value, out)
     elif name in ("backward_prefetch", "forward_prefetch"):
         prefetch(engine, name, value, out)
+    elif name == "device_mesh":
+        out.code.append(f"mesh={source(engine, value)}")
     elif name == "device_id":
+        out.setup.device = source(engine, value)
         out.notes.append(
             "`device_id` dropped: FSDP2 moves the model to the current device "
             "(call `torch.cuda.set_device(local_rank)` first)"
@@ -149,6 +203,8 @@ def _translate_one(engine: Engine, arg: cst.Arg, out: Keywords) -> None:
         literal(value) is False or is_none(value)
     ):
         return
+    elif name in SETUP:
+        take_setup(engine, name, value, out)
     elif name in RECIPES:
         raise Untranslatable(f"`{name}`: {RECIPES[name]}")
     else:
@@ -164,5 +220,7 @@ def mapping_table() -> str:
     """
     rows = ["| FSDP1 | FSDP2 (what FSDP401 writes) |", "| --- | --- |"]
     rows += [f"| `{old}` | {new} |" for old, new in MAPPING]
-    rows += [f"| `{name}` | left for a human: {recipe} |" for name, recipe in RECIPES.items()]
+    rows += [f"| `{name}` | left for a human: {RECIPES[name]} |" for name in LEFT]
+    recipe = RECIPES["sync_module_states"]
+    rows.append(f"| `sync_module_states` with `device_mesh` | left for a human: {recipe} |")
     return "\n".join(rows) + "\n"

@@ -29,7 +29,14 @@ def dead_bindings(engine: Engine, conversion: Conversion) -> list[cst.SimpleStat
     if scope is None:
         return []
     written = " ".join(
-        [conversion.root, conversion.before or "", *conversion.classes, *conversion.keywords.code]
+        [
+            conversion.root,
+            conversion.before or "",
+            conversion.policy or "",
+            *conversion.classes,
+            *conversion.keywords.code,
+            *conversion.keywords.setup.sources(),
+        ]
     )
     found = []
     for node in find_all(conversion.call, lambda n: isinstance(n, cst.Name)):

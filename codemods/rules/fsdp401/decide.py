@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from codemods.registry.names import COMPOSABLE_FSDP, TORCH_FSDP
 from codemods.rules.api import Engine
 from codemods.rules.fsdp401.arguments import translate
 from codemods.rules.fsdp401.companion import (
@@ -44,12 +43,14 @@ from codemods.rules.fsdp401.lookups import (
     line_of,
     local_name,
     module_list,
+    other_fully_shard,
     source_order,
     tested_class,
 )
-from codemods.rules.fsdp401.meta import META, meta_line
+from codemods.rules.fsdp401.meta import materialise
 from codemods.rules.fsdp401.outcome import Bridged, Conversion, Survey
-from codemods.rules.fsdp401.policy import unit_classes
+from codemods.rules.fsdp401.policy import RUNTIME_UNITS, RuntimePolicy, unit_classes
+from codemods.rules.fsdp401.reach import returned_models
 from codemods.rules.fsdp401.subclasses import subclass_calls
 from codemods.rules.fsdp401.uses import Use, rewrite
 from codemods.rules.fsdp401.values import shown
@@ -104,8 +105,11 @@ def _convert(engine: Engine, call: cst.Call) -> Conversion:
     policies = [arg for arg in named if keyword(arg) == "auto_wrap_policy"]
     classes: list[cst.BaseExpression] = []
     keywords = None
+    runtime = None
     try:
         classes = unit_classes(engine, policies[0].value) if policies else []
+    except RuntimePolicy:  # the policy itself decides the units at run time, as FSDP1's
+        runtime = engine.module.code_for_node(policies[0].value)
     except Untranslatable as why:
         reasons += why.reasons
     try:
@@ -126,12 +130,12 @@ def _convert(engine: Engine, call: cst.Call) -> Conversion:
                 code(target) if target is not None and dotted(target) else local_name(engine, call)
             )
             before = f"{root} = {code(args[0].value)}"
-    meta = meta_line(engine)
-    if meta is not None and not any(keyword(arg) == "param_init_fn" for arg in named):
-        reasons.append(META.format(line=meta))  # (param_init_fn has its own recipe)
     if reasons or line is None or keywords is None:
         raise Untranslatable(*reasons)
-    return Conversion(call, line, root, before, tuple(code(c) for c in classes), keywords)
+    materialise(engine, keywords)
+    if runtime is not None:
+        keywords.notes.insert(0, RUNTIME_UNITS)
+    return Conversion(call, line, root, before, tuple(code(c) for c in classes), keywords, runtime)
 
 
 def _use_of(
@@ -162,17 +166,6 @@ def _onto_the_bridge(
     for key, conversion in conversions.items():
         if isinstance(conversion, Conversion):
             conversions[key] = Bridged(conversion.call, why)
-
-
-#: Where FSDP2's ``fully_shard`` lives (public since torch 2.6, composable before).
-FSDP2_HOMES = (TORCH_FSDP, COMPOSABLE_FSDP)
-
-
-def _other_fully_shard(engine: Engine) -> bool:
-    """Whether the file's name ``fully_shard`` is another API's (the old composable one)."""
-    homes = {f"{home}.fully_shard" for home in FSDP2_HOMES}
-    names = find_all(engine.module, lambda n: isinstance(n, cst.Name) and n.value == "fully_shard")
-    return any(not engine.qualified(n) & homes for n in names if engine.qualified(n))
 
 
 def bridges(engine: Engine) -> bool:
@@ -261,6 +254,10 @@ def survey(engine: Engine, rule_code: str) -> Survey:
             if getattr(statement, "value", None) is call:
                 key = (id(engine.scope(call)), name)
                 bound.setdefault(key, []).append((line_of(engine, call), id(call)))
+    for name, site, line, key in returned_models(engine, conversions):  # `m = setup(m)`
+        wrapped.add(name)
+        sites.setdefault(name, []).append(site)
+        bound.setdefault((id(site[0]), name), []).append((line, key))
     funcs = {id(call.func) for call in calls}
     checks = set()
     tested = set()  # the checks that are isinstance tests (not annotations)
@@ -336,7 +333,7 @@ def survey(engine: Engine, rule_code: str) -> Survey:
             kept.append((where, method, f"{where}: {why}"))
             continue
         blockers.append(f"{where}: {why}")
-    if any(isinstance(c, Conversion) for c in conversions.values()) and _other_fully_shard(engine):
+    if any(isinstance(c, Conversion) for c in conversions.values()) and other_fully_shard(engine):
         kept.append(("`fully_shard`", "fully_shard", "`fully_shard` is a name of another API here"))
     if (tested or lists) and fresh(engine, "FSDPModule") != "FSDPModule":
         # Such a file tells FSDP1 models from FSDP2 ones already (`isinstance(m, FSDP)`

@@ -68,6 +68,10 @@ class Keywords:
         unit_values: Keywords whose value differs on the units below the root: the
             units' value's source, given the name the root's value is bound to
             (FSDP1's root-only input casting: :mod:`codemods.rules.fsdp401.precision`).
+        setup: What FSDP1 did to each unit before sharding it, written as plain code
+            before each ``fully_shard`` (:mod:`codemods.rules.fsdp401.setup`).
+        more_imports: ``(module, name)`` imports the values need from elsewhere.
+        runtime_strategy: Source of a ``sharding_strategy`` known only at run time.
     """
 
     code: list[str] = field(default_factory=list)
@@ -75,6 +79,38 @@ class Keywords:
     notes: list[str] = field(default_factory=list)
     rebindings: list[Rebinding] = field(default_factory=list)
     unit_values: dict[str, Callable[[str], str]] = field(default_factory=dict)
+    setup: Setup = field(default_factory=lambda: Setup())
+    more_imports: list[tuple[str, str | None]] = field(default_factory=list)
+    runtime_strategy: str | None = None
+
+
+@dataclass
+class Setup:
+    """FSDP1's per-unit steps before it shards a unit, as sources of the call's values.
+
+    Attributes:
+        device: ``device_id``'s source (None: FSDP1's current device).
+        init_fn: ``param_init_fn``'s source, where given.
+        materialise: Whether units holding meta tensors are materialised (FSDP1 does it
+            whenever a unit holds them; written where the file builds on meta, or
+            passes ``param_init_fn``).
+        sync: ``sync_module_states``'s source where not ``False`` (``True`` or a flag).
+        group: ``process_group``'s source (None: every rank).
+    """
+
+    device: str | None = None
+    init_fn: str | None = None
+    materialise: bool = False
+    sync: str | None = None
+    group: str | None = None
+
+    def needed(self) -> bool:
+        """Whether each unit needs steps of its own before ``fully_shard``."""
+        return self.materialise or self.sync is not None
+
+    def sources(self) -> list[str]:
+        """The call's values the steps name (kept alive in the new code)."""
+        return [s for s in (self.device, self.init_fn, self.sync, self.group) if s]
 
 
 def joined(reasons: list[str]) -> str:

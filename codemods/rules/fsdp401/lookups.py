@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from codemods.registry.names import TORCH_FSDP_CLASSES
+from codemods.registry.names import COMPOSABLE_FSDP, TORCH_FSDP, TORCH_FSDP_CLASSES
 from codemods.rules.api import Engine
 from codemods.syntax.cst_nodes import find_all, keyword
 from codemods.syntax.gates import cst_gate_ceiling, fallback_regions, is_fallback
@@ -166,3 +166,14 @@ def source_order(engine: Engine, node: cst.CSTNode) -> tuple[int, int, int, int]
     """Where ``node`` starts, the outer of two nodes that start together first."""
     where = engine.position(node)
     return (where.start.line, where.start.column, -where.end.line, -where.end.column)
+
+
+#: Where FSDP2's ``fully_shard`` lives (public since torch 2.6, composable before).
+FSDP2_HOMES = (TORCH_FSDP, COMPOSABLE_FSDP)
+
+
+def other_fully_shard(engine: Engine) -> bool:
+    """Whether the file's name ``fully_shard`` is another API's (the old composable one)."""
+    homes = {f"{home}.fully_shard" for home in FSDP2_HOMES}
+    names = find_all(engine.module, lambda n: isinstance(n, cst.Name) and n.value == "fully_shard")
+    return any(not engine.qualified(n) & homes for n in names if engine.qualified(n))

@@ -2,15 +2,18 @@
 
 FSDP1 materialises a unit that holds meta tensors when it wraps it (``to_empty`` and
 ``reset_parameters()`` on each of its modules, or ``param_init_fn``), even for a call
-without ``param_init_fn``; FSDP2's ``fully_shard`` leaves them on meta, and the plain
-rewrite would fail at the first forward. A file that puts modules on meta keeps its
-calls for a human (or the opt-in bridge, which materialises as FSDP1 does).
+without ``param_init_fn``; FSDP2's ``fully_shard`` leaves them on meta, and code that
+only shards would fail at the first forward. In a file that puts modules on meta the
+rewrite writes FSDP1's materialisation before each ``fully_shard``
+(:mod:`codemods.rules.fsdp401.setup`).
 """
 
 from __future__ import annotations
 
 from codemods.rules.api import Engine
+from codemods.rules.fsdp401.keywords import Keywords, Setup
 from codemods.rules.fsdp401.lookups import line_of
+from codemods.rules.fsdp401.setup import setup_notes
 from codemods.syntax.cst_nodes import keyword, literal
 from codemods.syntax.lazy_libcst import cst
 
@@ -19,6 +22,15 @@ _EMPTY_WEIGHTS = (
     "accelerate.init_empty_weights",
     "accelerate.big_modeling.init_empty_weights",
 )
+
+
+def materialise(engine: Engine, keywords: Keywords) -> None:
+    """Have the call's units materialised as FSDP1 did, where the file builds on meta."""
+    if keywords.setup.materialise or meta_line(engine) is None:
+        return
+    keywords.setup.materialise = True
+    keywords.notes += setup_notes(Setup(materialise=True))
+
 
 META = (
     "the model may be built on the meta device (line {line}), which FSDP1 materialises "

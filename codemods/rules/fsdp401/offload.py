@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from codemods.rules.api import Engine
 from codemods.rules.fsdp401.keywords import Keywords, Untranslatable
-from codemods.rules.fsdp401.values import call_fields, constructor, is_none, operand
-from codemods.syntax.cst_nodes import literal
+from codemods.rules.fsdp401.values import bound_once, call_fields, constructor, is_none, operand
+from codemods.syntax.cst_nodes import find_all, literal
 from codemods.syntax.lazy_libcst import cst
 
 
@@ -34,6 +34,9 @@ def _offload(engine: Engine, value: cst.BaseExpression) -> str | None:
     """
     if is_none(value):
         return None
+    bound = bound_once(engine, value)
+    if isinstance(bound, cst.IfExp) and not find_all(bound.test, lambda n: isinstance(n, cst.Call)):
+        value = bound  # `offload = CPUOffload(...) if flag else None`, once: its test re-read
     if isinstance(value, cst.IfExp):
         body, orelse = _offload(engine, value.body), _offload(engine, value.orelse)
         if body is None and orelse is None:

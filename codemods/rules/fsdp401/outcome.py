@@ -24,6 +24,8 @@ class Conversion:
         before: Source of a statement binding ``root`` first, if the call built it.
         classes: Source of each unit class (none: the root is the only unit).
         keywords: The ``fully_shard`` keywords.
+        policy: Source of an ``auto_wrap_policy`` whose units are decided at run time
+            (passed to the code that decides them as FSDP1 does), or None.
     """
 
     call: cst.Call
@@ -32,6 +34,7 @@ class Conversion:
     before: str | None
     classes: tuple[str, ...]
     keywords: Keywords
+    policy: str | None = None
 
 
 @dataclass(frozen=True)

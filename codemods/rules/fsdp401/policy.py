@@ -30,6 +30,26 @@ RUNTIME_ROUTE = (
 )
 
 
+RUNTIME_UNITS = (
+    "the policy picks the units at run time, by FSDP1's rules (`shard_like_fsdp1`: "
+    "children first, the root last); a policy object that is not callable "
+    "(`CustomPolicy`) raises `TypeError`, a container unit (`ModuleList`) raises in "
+    "`fully_shard`, and with `mixed_precision` FSDP1 also made each `BatchNorm` a unit "
+    "of its own kept in fp32, which this code does not"
+)
+
+
+class RuntimePolicy(Untranslatable):
+    """The policy names no classes in source: its units are decided at run time.
+
+    The rewrite then passes the policy itself to code that decides the units as FSDP1
+    does (:mod:`codemods.rules.fsdp401.helpers`).
+    """
+
+    def __init__(self) -> None:
+        super().__init__(RUNTIME_ROUTE)
+
+
 def _classes(engine: Engine, node: cst.BaseExpression) -> list[cst.BaseExpression]:
     """The class expressions of a display, or of a name bound once to one."""
     node = bound_once(engine, node) or node
@@ -145,18 +165,18 @@ def _policy_classes(engine: Engine, value: cst.BaseExpression) -> list[cst.BaseE
     if isinstance(value, (cst.Set, cst.List, cst.Tuple)):
         return _classes(engine, value)
     if not isinstance(value, cst.Call):
-        raise Untranslatable(RUNTIME_ROUTE)
+        raise RuntimePolicy()
     args = value.args
     if _is(engine, value.func, f"{TORCH_WRAP}.ModuleWrapPolicy"):
         if len(args) == 1 and not args[0].star and keyword(args[0]) in (None, "module_classes"):
             return _classes(engine, args[0].value)
-        raise Untranslatable(RUNTIME_ROUTE)
+        raise RuntimePolicy()
     if _is(engine, value.func, PARTIAL) and args and keyword(args[0]) is None:
         if _is(engine, args[0].value, f"{TORCH_WRAP}.transformer_auto_wrap_policy"):
             rest = args[1:]
             if len(rest) == 1 and keyword(rest[0]) == "transformer_layer_cls":
                 return _classes(engine, rest[0].value)
-    raise Untranslatable(RUNTIME_ROUTE)
+    raise RuntimePolicy()
 
 
 def unit_classes(engine: Engine, policy: cst.BaseExpression) -> list[cst.BaseExpression]:
@@ -176,11 +196,11 @@ def unit_classes(engine: Engine, policy: cst.BaseExpression) -> list[cst.BaseExp
         try:
             classes = _policy_classes(engine, returned)
         except Untranslatable:
-            raise Untranslatable(RUNTIME_ROUTE) from None  # as for any other callable
+            raise RuntimePolicy() from None  # as for any other callable
     for element in classes:
         if not _same_meaning(engine, element, policy):
             if returned is not None:
-                raise Untranslatable(RUNTIME_ROUTE)
+                raise RuntimePolicy()
             raise Untranslatable(
                 f"`{shown(engine, element)}` means something else where the model is wrapped"
             )

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from codemods.rules.api import Engine
+from codemods.rules.fsdp401.helpers import helper_names
 from codemods.rules.fsdp401.keywords import Keywords, Rebinding, Untranslatable
 from codemods.rules.fsdp401.values import (
     PLAIN_VALUE,
@@ -28,7 +29,7 @@ from codemods.rules.fsdp401.values import (
     is_none,
     source,
 )
-from codemods.syntax.cst_nodes import keyword, literal
+from codemods.syntax.cst_nodes import find_all, keyword, literal
 from codemods.syntax.lazy_libcst import cst
 
 #: The ``MixedPrecisionPolicy`` fields the rewrite carries over from FSDP1's.
@@ -60,7 +61,8 @@ def mixed_precision(engine: Engine, value: cst.BaseExpression, out: Keywords) ->
         return
     call = constructor(engine, value, "MixedPrecision")
     if call is None:
-        raise Untranslatable("`mixed_precision` is not a `MixedPrecision(...)` call")
+        _at_run_time(engine, value, out)
+        return
     kept, root_casts, units_cast = _policy_fields(engine, call, out)
     root = kept + ([] if root_casts else ["cast_forward_inputs=False"])
     out.code.append(f"mp_policy=MixedPrecisionPolicy({', '.join(root)})")
@@ -182,3 +184,28 @@ def _precision_bindings(
 def _kept(name: str | None, kept: list[str]) -> bool:
     """Whether the field ``name`` is among the ``name=value`` texts ``kept``."""
     return any(text.startswith(f"{name}=") for text in kept)
+
+
+RUNTIME = (
+    "`mixed_precision` is read at run time: its `param_dtype` and `reduce_dtype` become a "
+    "`MixedPrecisionPolicy`, the inputs cast where FSDP1 cast them (the root, and every "
+    "unit with `cast_forward_inputs=True`); its `buffer_dtype` and "
+    "`keep_low_precision_grads`, if set, are dropped (FSDP2 casts no buffers and keeps "
+    "gradients in `reduce_dtype`)"
+)
+
+
+def _at_run_time(engine: Engine, value: cst.BaseExpression, out: Keywords) -> None:
+    """A precision known only at run time, converted then by a helper of the file.
+
+    The value is written twice (the root's policy and the units'), so it must be free of
+    calls: evaluating it again then gives the same object.
+    """
+    if find_all(value, lambda n: isinstance(n, cst.Call)):
+        raise Untranslatable("`mixed_precision` is not a `MixedPrecision(...)` call")
+    helper = helper_names(engine, ["precision"])["precision"]
+    text = source(engine, value)
+    out.code.append(f"mp_policy={helper}({text}, True)")
+    out.unit_values["mp_policy"] = lambda _root: f"{helper}({text}, False)"
+    out.imports.append("MixedPrecisionPolicy")
+    out.notes += [RUNTIME, ACCUMULATION]

@@ -7,12 +7,17 @@ up in a table) becomes ``reshard_after_forward``; ``backward_prefetch`` and
 
 from __future__ import annotations
 
+from codemods.registry.names import TORCH_FSDP
 from codemods.rules.api import Engine
 from codemods.rules.fsdp401.keywords import Keywords, Untranslatable
 from codemods.rules.fsdp401.recipes import RECIPES
 from codemods.rules.fsdp401.values import bound_once, enum_member, source
-from codemods.syntax.cst_nodes import literal
+from codemods.syntax.cst_nodes import find_all, literal
 from codemods.syntax.lazy_libcst import cst
+
+
+def _is_call(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.Call)
 
 
 def _reshards(engine: Engine, value: cst.BaseExpression) -> bool:
@@ -37,6 +42,8 @@ def sharding(engine: Engine, value: cst.BaseExpression, out: Keywords) -> None:
     if bound is not None and enum_member(engine, bound, "ShardingStrategy") is not None:
         value = bound  # `strategy = ShardingStrategy.X`, once: a constant
     looked_up = _strategy_table(engine, value)
+    if looked_up is None and bound is not None and not find_all(bound, _is_call):
+        looked_up = _strategy_table(engine, bound)  # the table, bound once: re-read here
     if looked_up is not None:
         out.code.append(f"reshard_after_forward={looked_up}")
         return
@@ -49,7 +56,39 @@ def sharding(engine: Engine, value: cst.BaseExpression, out: Keywords) -> None:
         else:
             out.code.append(f"reshard_after_forward={'' if body else 'not '}bool({test})")
         return
+    if enum_member(engine, value, "ShardingStrategy") is None and not isinstance(
+        bound or value, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)
+    ):
+        raise Untranslatable("`sharding_strategy` is not a `ShardingStrategy` member")
+    if enum_member(engine, value, "ShardingStrategy") is None:
+        # Read from a config or computed: the same choice, made at run time.
+        out.runtime_strategy = source(engine, value)
+        return
     out.code.append(f"reshard_after_forward={_reshards(engine, value)}")
+
+
+def runtime_strategy(strategy: str, meshed: bool, out: Keywords) -> None:
+    """``reshard_after_forward`` for a strategy known only at run time, added to ``out``.
+
+    Each strategy with an FSDP2 twin maps to whether it reshards; with a ``device_mesh``
+    the hybrid ones too (FSDP2 shards hybrid on a 2-D mesh, as FSDP1 does on it). Any
+    other raises ``KeyError`` naming it where FSDP1 would have run it otherwise.
+    """
+    table = {"None": True, "FULL_SHARD": True, "SHARD_GRAD_OP": False}
+    if meshed:
+        table.update(HYBRID_SHARD=True, _HYBRID_SHARD_ZERO2=False)
+    entries = ", ".join(
+        f"{key if key == 'None' else 'ShardingStrategy.' + key}: {value}"
+        for key, value in table.items()
+    )
+    out.code.append(f"reshard_after_forward={{{entries}}}[{strategy}]")
+    out.more_imports.append((TORCH_FSDP, "ShardingStrategy"))
+    hybrid = "`HYBRID_SHARD` and `_HYBRID_SHARD_ZERO2` on the mesh, " if meshed else ""
+    out.notes.append(
+        f"`sharding_strategy` is chosen at run time: `FULL_SHARD`, `SHARD_GRAD_OP`, {hybrid}"
+        "each become `reshard_after_forward`; any other strategy raises `KeyError` "
+        "(FSDP2 has no twin for it)"
+    )
 
 
 def _strategy_table(engine: Engine, value: cst.BaseExpression) -> str | None:

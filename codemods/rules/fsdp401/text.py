@@ -7,9 +7,14 @@ itself becomes ``fully_shard(root, ...)`` in the hook (:mod:`codemods.rules.fsdp
 
 from __future__ import annotations
 
+import dataclasses
+
+from codemods.registry.names import COMPOSABLE_FSDP, TORCH_FSDP
 from codemods.rules.api import Engine
+from codemods.rules.fsdp401.helpers import helper_names, write_helpers
 from codemods.rules.fsdp401.lookups import fresh
 from codemods.rules.fsdp401.outcome import Conversion
+from codemods.rules.fsdp401.setup import prepare_function
 from codemods.rules.fsdp401.values import PLAIN_VALUE
 from codemods.rules.layout import LINE_LENGTH, wrapped_call
 from codemods.syntax.lazy_libcst import cst
@@ -35,7 +40,8 @@ def bound_first(
         keywords and the units' keywords.
     """
     keywords = conversion.keywords.code
-    if not conversion.classes:
+    several = conversion.policy is not None or conversion.keywords.setup.needed()
+    if not (conversion.classes or several):
         return [], keywords, keywords  # one call: each value is evaluated once as it is
     bindings, root, units = [], [], []
     for text in keywords:
@@ -63,9 +69,14 @@ def _laid_out(engine: Engine, value: str, indent: str, taken: int) -> str:
     if len(indent) + taken + len(value) <= LINE_LENGTH or "\n" in value:
         return value
     call = cst.parse_expression(value, engine.module.config_for_parsing)
+    code = engine.module.code_for_node
+    if isinstance(call, cst.Subscript) and isinstance(call.value, cst.Dict):
+        # `{a: b, ...}[key]` (a strategy table): one entry a line, as formatters do.
+        one = engine.module.default_indent
+        entries = "".join(f"{one}{code(e.key)}: {code(e.value)},\n" for e in call.value.elements)
+        return f"{{\n{entries}}}[{code(call.slice[0].slice)}]"
     if not isinstance(call, cst.Call):
         return value
-    code = engine.module.code_for_node
     args = [code(arg.with_changes(comma=cst.MaybeSentinel.DEFAULT)) for arg in call.args]
     return wrapped_call(code(call.func), args, engine.module.default_indent, indent, taken)
 
@@ -80,11 +91,15 @@ def statements_before(
     ``keywords``.
     """
     config = engine.module.config_for_parsing
-    out = []
+    out = write_helpers(engine, conversion.line)  # a precision's, queued by the survey
     if conversion.before:
         out.append(cst.parse_statement(f"{conversion.before}\n", config))
     for binding in bindings:
         out.append(cst.parse_statement(f"{binding}\n", config))
+    setup = conversion.keywords.setup
+    by_policy = conversion.policy is not None or bool(conversion.classes and setup.needed())
+    if by_policy or setup.needed():
+        return out + _fsdp1_steps(engine, conversion, indent, keywords, by_policy)
     if conversion.classes:
         one = engine.module.default_indent
         var = fresh(engine, "submodule")
@@ -129,3 +144,78 @@ def _condition(tests: list[str], base: str, one: str, taken: int = 0) -> str:
         return flat
     inner = f"\n{base}{one}and ".join(tests)
     return f"if (\n{base}{one}{inner}\n{base}):"
+
+
+def _fsdp1_steps(
+    engine: Engine, conversion: Conversion, indent: str, keywords: list[str], by_policy: bool
+) -> list[cst.CSTNode]:
+    """The units decided and sharded by FSDP1's rules, each after FSDP1's own steps.
+
+    Where the policy is known only at run time, or each unit needs FSDP1's steps
+    before it is sharded (materialised, rank 0's state broadcast), in FSDP1's order.
+    """
+    config = engine.module.config_for_parsing
+    one = engine.module.default_indent
+    setup = conversion.keywords.setup
+    roles = ["units"] if by_policy else []
+    roles += ["materialise"] if setup.materialise else []
+    roles += ["broadcast"] if setup.sync is not None else []
+    names = helper_names(engine, roles)
+    if setup.needed():  # the helpers test for sharded units
+        home = TORCH_FSDP if engine.target_at_least("2.6") else COMPOSABLE_FSDP
+        engine.need_import(home, "FSDPModule")
+    out = write_helpers(engine, conversion.line)
+    root = conversion.root
+    prepare = "None"
+    if setup.needed():
+        for field in ("device", "init_fn", "sync"):
+            value = getattr(setup, field)
+            if value and value != "True" and not PLAIN_VALUE.fullmatch(value):
+                # FSDP1 evaluated each argument once: bound once here too.
+                var = fresh(engine, field)
+                out.append(_binding(var, value, config))
+                setup = dataclasses.replace(setup, **{field: var})
+        prepare = fresh(engine, "prepare_unit")
+        mesh = next((k.partition("=")[2] for k in keywords if k.startswith("mesh=")), None)
+        text = prepare_function(prepare, setup, mesh, one, names)
+        out.append(cst.parse_statement(text, config))
+    if by_policy:
+        policy = conversion.policy
+        if policy is None:  # the classes, tested as FSDP1's class policies test them
+            kinds = (
+                conversion.classes[0]
+                if len(conversion.classes) == 1
+                else (f"({', '.join(conversion.classes)})")
+            )
+            policy = f"lambda module, recurse, **_: recurse or isinstance(module, {kinds})"
+        args = [root, policy, root, prepare, *keywords]
+        text = wrapped_call(names["units"], args, one, indent, len(indent), "", False)
+        out.append(cst.parse_statement(f"{text}  # FSDP1's units, children first\n", config))
+    if prepare != "None":
+        out.append(cst.parse_statement(f"{prepare}({root})\n", config))
+    return _spaced(out) if not indent else out
+
+
+def _spaced(statements: list[cst.CSTNode]) -> list[cst.CSTNode]:
+    """Module-level statements with two blank lines around each definition (PEP 8)."""
+    blank = [cst.EmptyLine(), cst.EmptyLine()]
+    out = []
+    for index, statement in enumerate(statements):
+        after_def = index and isinstance(statements[index - 1], cst.FunctionDef)
+        if index and (isinstance(statement, cst.FunctionDef) or after_def):
+            statement = statement.with_changes(leading_lines=blank)
+        out.append(statement)
+    return out
+
+
+def _binding(name: str, value: str, config: cst.PartialParserConfig) -> cst.CSTNode:
+    """``name = value``; a value written over several lines without brackets gets them.
+
+    Its first line is indented as its other lines are (they keep their own indentation).
+    """
+    try:
+        return cst.parse_statement(f"{name} = {value}\n", config)
+    except cst.ParserSyntaxError:
+        rest = [line for line in value.splitlines()[1:] if line.strip()]
+        depth = min(len(line) - len(line.lstrip()) for line in rest)
+        return cst.parse_statement(f"{name} = (\n{' ' * depth}{value}\n)\n", config)

@@ -83,9 +83,23 @@ def _no_sync(engine: Engine, call: cst.Call, receiver: str) -> Use | None:
     FSDP1's context manager turns the gradient reduction off for the block and back on
     after it; ``set_requires_gradient_sync(False)`` before a ``try`` whose ``finally``
     turns it on again does the same on FSDP2 (the same accumulated gradients, reduced
-    by the next backward outside). Only a plain one-item ``with`` that is a statement.
+    by the next backward outside). Only a plain one-item ``with`` that is a statement;
+    its item may be ``model.no_sync() if accumulating else nullcontext()``, the switch
+    then set to ``not accumulating`` (the null context leaves it on, as it was).
     """
     item = engine.parent(call)
+    sync = "False"
+    if isinstance(item, cst.IfExp) and item.body is call and _null_context(engine, item.orelse):
+        # `with (model.no_sync() if accumulating else nullcontext()):`, the usual idiom.
+        test = item.test.with_changes(lpar=[], rpar=[])
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            sync = engine.module.code_for_node(test.expression)  # `not last`: sync when last
+        else:
+            sync = f"not {engine.module.code_for_node(test)}"
+            if not isinstance(test, (cst.Name, cst.Attribute, cst.Call, cst.Comparison)):
+                sync = f"not ({sync[4:]})"
+        engine.forget(item.orelse.func)  # its import goes where nothing else uses it
+        item = engine.parent(item)
     statement = engine.parent(item) if isinstance(item, cst.WithItem) else None
     if not isinstance(statement, cst.With) or len(statement.items) != 1:
         return None
@@ -94,7 +108,7 @@ def _no_sync(engine: Engine, call: cst.Call, receiver: str) -> Use | None:
     if not isinstance(statement.body, cst.IndentedBlock):
         return None  # `with m.no_sync(): x` on one line: no block to put in a `try`
     config = engine.module.config_for_parsing
-    off = cst.parse_statement(f"{receiver}.set_requires_gradient_sync(False)\n", config)
+    off = cst.parse_statement(f"{receiver}.set_requires_gradient_sync({sync})\n", config)
     on = cst.parse_statement(f"{receiver}.set_requires_gradient_sync(True)\n", config)
 
     def build(updated: cst.With) -> cst.FlattenSentinel:
@@ -105,3 +119,16 @@ def _no_sync(engine: Engine, call: cst.Call, receiver: str) -> Use | None:
         return cst.FlattenSentinel([off.with_changes(leading_lines=updated.leading_lines), guarded])
 
     return Use(statement, "", (), build)
+
+
+#: Context managers that do nothing (the other side of a conditional ``no_sync()``).
+NULL_CONTEXTS = ("contextlib.nullcontext", "contextlib.suppress")
+
+
+def _null_context(engine: Engine, node: cst.BaseExpression) -> bool:
+    """Whether ``node`` is ``nullcontext()`` (or ``suppress()``): a context doing nothing."""
+    return (
+        isinstance(node, cst.Call)
+        and not node.args
+        and bool(engine.qualified(node.func) & set(NULL_CONTEXTS))
+    )

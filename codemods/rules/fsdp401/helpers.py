@@ -1,0 +1,152 @@
+"""The module-level functions FSDP401's plain FSDP2 code calls, written once per file.
+
+Four, each only where a converted call needs it:
+
+- ``shard_like_fsdp1(module, policy, root, prepare, **kwargs)``: the units an FSDP1
+  ``auto_wrap_policy`` known only at run time picks (a size threshold, a lambda, classes
+  read from a config), decided as FSDP1's auto-wrapping decides them: the policy sees
+  each module with ``recurse=True``, then, after its children, with ``recurse=False``
+  and the parameters no unit below took; each unit is sharded after its children
+  (post-order), the root left to the caller;
+- ``materialize_like_fsdp1(unit, device, init_fn=None)``: FSDP1's materialisation of a
+  unit holding meta tensors;
+- ``broadcast_like_fsdp1(unit, device, group=None)``: FSDP1's ``sync_module_states``
+  for one unit;
+- ``precision_like_fsdp1(precision, root)``: a ``MixedPrecision`` known only at run time
+  (read from a config) as a ``MixedPrecisionPolicy`` casting inputs where FSDP1 did.
+
+They name nothing but torch, so the rewritten file depends on nothing new.
+"""
+
+from __future__ import annotations
+
+from codemods.rules.api import Engine
+from codemods.rules.fsdp401.lookups import fresh
+from codemods.syntax.lazy_libcst import cst
+
+#: Each helper's source, with ``{one}`` for one indentation step and ``{names}`` for
+#: the helpers' names in the file.
+SOURCES = {
+    "modules": '''def {modules}(unit):
+{one}"""The modules FSDP1 counts in ``unit``: breadth-first, not inside a sharded unit."""
+{one}found, queue = [], [unit]
+{one}while queue:
+{one}{one}module = queue.pop(0)
+{one}{one}found.append(module)
+{one}{one}for child in module.children():
+{one}{one}{one}if not isinstance(child, FSDPModule) and child not in found + queue:
+{one}{one}{one}{one}queue.append(child)
+{one}return found
+''',
+    "materialise": '''def {materialise}(unit, device, init_fn=None):
+{one}"""FSDP1's materialisation of a unit holding meta tensors, before it is sharded."""
+{one}modules = {modules}(unit)
+{one}own = [[*m.parameters(recurse=False), *m.buffers(recurse=False)] for m in modules]
+{one}if not any(tensor.is_meta for tensors in own for tensor in tensors):
+{one}{one}return
+{one}for module, tensors in zip(modules, own):
+{one}{one}if init_fn is not None:
+{one}{one}{one}init_fn(module)
+{one}{one}elif tensors:
+{one}{one}{one}with torch.no_grad():
+{one}{one}{one}{one}module.to_empty(device=device, recurse=False)
+{one}{one}{one}{one}module.reset_parameters()
+''',
+    "broadcast": '''def {broadcast}(unit, device, group=None):
+{one}"""FSDP1's ``sync_module_states`` for a unit: rank 0's tensors, on the unit's device."""
+{one}source = 0 if group is None else torch.distributed.get_global_rank(group, 0)
+{one}for module in {modules}(unit):
+{one}{one}for tensor in [*module.parameters(recurse=False), *module.buffers(recurse=False)]:
+{one}{one}{one}if device is not None:
+{one}{one}{one}{one}tensor.data = tensor.data.to(device)
+{one}{one}{one}torch.distributed.broadcast(tensor.detach(), src=source, group=group)
+''',
+    "units": '''def {units}(module, policy, root, prepare=None, **kwargs):
+{one}"""Shard the units FSDP1's ``policy`` picks under ``root``, each after its children.
+
+{one}Returns the number of parameters in the units sharded.
+{one}"""
+{one}numel = sum(parameter.numel() for parameter in module.parameters())
+{one}if policy is None or not policy(module=module, recurse=True, nonwrapped_numel=numel):
+{one}{one}return 0
+{one}sharded = 0
+{one}for child in module.children():
+{one}{one}sharded += {units}(child, policy, root, prepare, **kwargs)
+{one}if module is root or not policy(
+{one}{one}module=module, recurse=False, nonwrapped_numel=numel - sharded
+{one}):
+{one}{one}return sharded
+{one}if prepare is not None:
+{one}{one}prepare(module)
+{one}fully_shard(module, **kwargs)
+{one}return numel
+''',
+    "precision": '''def {precision}(precision, root):
+{one}"""FSDP1's ``MixedPrecision`` (or None) as FSDP2's policy, casting inputs as FSDP1 did."""
+{one}if precision is None:
+{one}{one}return MixedPrecisionPolicy()
+{one}casts = precision.cast_forward_inputs or (root and precision.cast_root_forward_inputs)
+{one}return MixedPrecisionPolicy(
+{one}{one}param_dtype=precision.param_dtype,
+{one}{one}reduce_dtype=precision.reduce_dtype,
+{one}{one}cast_forward_inputs=casts,
+{one})
+''',
+}
+#: The names they take in the file (made fresh where the file uses one).
+NAMES = {
+    "modules": "fsdp1_unit_modules",
+    "materialise": "materialize_like_fsdp1",
+    "broadcast": "broadcast_like_fsdp1",
+    "units": "shard_like_fsdp1",
+    "precision": "precision_like_fsdp1",
+}
+#: What each needs besides itself.
+NEEDS = {"materialise": ("modules",), "broadcast": ("modules",), "units": (), "precision": ()}
+
+
+def helper_names(engine: Engine, roles: list[str]) -> dict[str, str]:
+    """The names of the helpers ``roles`` need in the file, queued to be written once.
+
+    The helpers go before the file's first top-level statement that holds a converted
+    call (:func:`write_helpers`); the same names serve every call.
+    """
+    state = engine.scratch.setdefault("FSDP401-helpers", {"names": {}, "wanted": []})
+    for need in [need for role in roles for need in (*NEEDS[role], role)]:
+        if need not in state["names"]:
+            state["names"][need] = fresh(engine, NAMES[need])
+        if need not in state["wanted"]:
+            state["wanted"].append(need)
+    return state["names"]
+
+
+def write_helpers(engine: Engine, line: cst.SimpleStatementLine) -> list[cst.CSTNode]:
+    """The helpers wanted and not yet written in this module, before ``line``'s top statement.
+
+    Returns the statements to put before ``line`` itself where it is at module level
+    (the caller inserts them); otherwise they go before its top-level statement.
+    """
+    state = engine.scratch.get("FSDP401-helpers")
+    written = engine.scratch.setdefault("FSDP401-written", {}).setdefault(id(engine.module), [])
+    roles = [role for role in (state or {}).get("wanted", []) if role not in written]
+    if not roles:
+        return []
+    written += roles
+    one = engine.module.default_indent
+    text = "\n\n".join(SOURCES[role].format(one=one, **state["names"]) for role in roles)
+    if {"materialise", "broadcast"} & set(roles):
+        engine.need_import("torch", None)
+    blank = [cst.EmptyLine(), cst.EmptyLine()]
+    parsed = [node.with_changes(leading_lines=blank) for node in cst.parse_module(text).body]
+    top: cst.CSTNode = line
+    while not isinstance(engine.parent(top), cst.Module):
+        top = engine.parent(top)
+    if top is line:  # the line's own blank lines go before the first
+        first = [cst.EmptyLine()] * max(0, 2 - len(line.leading_lines))
+        return [parsed[0].with_changes(leading_lines=first), *parsed[1:]]
+    pending = engine.scratch.setdefault("FSDP401-before", {})
+    if id(top) not in pending:  # one replacement, holding what every call adds
+        pending[id(top)] = []
+        engine.replace(top, lambda updated: cst.FlattenSentinel([*pending[id(top)], updated]))
+    pending[id(top)] += parsed
+    return []
