@@ -1,0 +1,104 @@
+"""FSDP401's plain forms of FSDP1's run-time decisions and steps, as text.
+
+The runs that prove them equal to FSDP1 are in tests/test_fsdp2_real_scripts.py and
+tests/test_fsdp2_runs.py; these pin the code written, and where it is not written.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from codemods.engine.run import run
+from codemods.settings import Settings
+
+HEAD = (
+    "import contextlib\n"
+    "import torch\n"
+    "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+    "from model import Net\n\n"
+)
+SETTINGS = Settings(fix=True, unsafe_fixes=True, select=("FSDP4",))
+
+
+def _migrate(body: str) -> tuple[str | None, list]:
+    outcome = run((HEAD + textwrap.dedent(body)).encode(), SETTINGS)
+    new = None if outcome.new_source is None else outcome.new_source.decode()
+    return new, outcome.findings
+
+
+def test_two_calls_share_one_copy_of_each_helper():
+    new, findings = _migrate(
+        "def a(m, p):\n    return FSDP(m, auto_wrap_policy=p, sync_module_states=True)\n\n\n"
+        "def b(m, p):\n    return FSDP(m, auto_wrap_policy=p, sync_module_states=True)\n"
+    )
+    assert all(f.fixed for f in findings) and len(findings) == 2
+    for helper in ("shard_like_fsdp1", "fsdp1_unit_modules", "broadcast_like_fsdp1"):
+        assert new.count(f"def {helper}(") == 1
+    assert new.index("def shard_like_fsdp1(") < new.index("def a(")
+
+
+def test_a_group_becomes_its_mesh_and_the_broadcast_goes_over_it():
+    new, (finding,) = _migrate(
+        "rank = 0\nmodel = FSDP(model, process_group=pg, sync_module_states=flag, device_id=rank)\n"
+    )
+    assert finding.fixed and "`process_group` becomes a 1-D mesh" in finding.message
+    assert "mesh = DeviceMesh.from_group(pg, torch.device(rank).type)\n" in new
+    assert "    if flag:\n        broadcast_like_fsdp1(unit, rank, mesh.get_group())\n" in new
+    assert new.endswith("prepare_unit(model)\nmodel = fully_shard(model, mesh=mesh)\n")
+
+
+def test_sync_module_states_with_a_device_mesh_stays_for_a_human():
+    new, (finding,) = _migrate("model = FSDP(model, device_mesh=m, sync_module_states=True)\n")
+    assert new is None and "`sync_module_states` with `device_mesh`" in finding.message
+
+
+@pytest.mark.parametrize(
+    ("test", "written"),
+    [
+        ("not last", "model.set_requires_gradient_sync(last)"),
+        ("accumulating", "model.set_requires_gradient_sync(not accumulating)"),
+        ("a and b", "model.set_requires_gradient_sync(not (a and b))"),
+    ],
+)
+def test_a_conditional_no_sync_sets_the_switch_from_its_test(test, written):
+    new, (finding,) = _migrate(
+        "model = FSDP(model)\n"
+        f"with model.no_sync() if {test} else contextlib.nullcontext():\n"
+        "    loss.backward()\n"
+    )
+    assert finding.fixed and f"{written}\ntry:\n    loss.backward()\n" in new
+    assert "finally:\n    model.set_requires_gradient_sync(True)\n" in new
+    assert "import contextlib" not in new  # used by the null context alone
+
+
+def test_the_model_a_setup_function_returns_is_followed():
+    new, (finding,) = _migrate(
+        "def setup(model):\n    model = FSDP(model)\n    return model\n\n\n"
+        "def main(net):\n    model = setup(net)\n    with model.no_sync():\n"
+        "        model(x).sum().backward()\n"
+    )
+    assert finding.fixed and "    model.set_requires_gradient_sync(False)\n" in new
+
+
+def test_a_use_before_the_setup_function_keeps_the_file():
+    """Visited before the call is rewritten: it keeps the file FSDP1, named."""
+    new, (finding,) = _migrate(
+        "def main(net):\n    model = setup(net)\n    model.clip_grad_norm_(1.0)\n\n\n"
+        "def setup(model):\n    return FSDP(model)\n"
+    )
+    assert new is None and "`model.clip_grad_norm_` at line 8" in finding.withheld
+
+
+def test_units_wrapped_by_hand_cast_no_inputs_the_root_does():
+    new, findings = _migrate(
+        "mp = torch.distributed.fsdp.MixedPrecision(param_dtype=torch.bfloat16)\n"
+        "for i, layer in enumerate(model.layers):\n"
+        "    model.layers[i] = FSDP(layer, mixed_precision=mp)\n"
+        "model = FSDP(model, mixed_precision=mp)\n"
+    )
+    assert all(f.fixed for f in findings)
+    assert "a unit wrapped by hand inside `model` (wrapped at line 9)" in findings[0].message
+    assert "param_dtype=torch.bfloat16, cast_forward_inputs=False)" in new
+    assert "model = fully_shard(model, mp_policy=MixedPrecisionPolicy(param_dtype=" in new
