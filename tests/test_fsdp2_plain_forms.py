@@ -102,3 +102,36 @@ def test_units_wrapped_by_hand_cast_no_inputs_the_root_does():
     assert "a unit wrapped by hand inside `model` (wrapped at line 9)" in findings[0].message
     assert "param_dtype=torch.bfloat16, cast_forward_inputs=False)" in new
     assert "model = fully_shard(model, mp_policy=MixedPrecisionPolicy(param_dtype=" in new
+
+
+TRAINER = (
+    "class Trainer:\n"
+    "    def __init__(self, model):\n        self.model = FSDP(model)\n\n"
+    "    def step(self, loss):\n        with self.model.no_sync():\n            loss.backward()\n"
+    "        self.model.clip_grad_norm_(1.0)\n"
+)
+
+
+def test_a_trainers_model_on_self_is_followed_into_its_other_methods():
+    new, (finding,) = _migrate(TRAINER)
+    assert finding.fixed and "        self.model = fully_shard(model)\n" in new
+    assert "        self.model.set_requires_gradient_sync(False)\n" in new
+    assert "torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)" in new
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        # a method before the wrapping one: visited before the call is rewritten
+        (
+            "class Trainer:\n",
+            "class Trainer:\n    def early(self):\n        self.model.no_sync()\n\n",
+        ),
+        # assigned elsewhere too: not certainly the wrapped model
+        ("        self.model.clip", "        self.model = other\n        self.model.clip"),
+    ],
+    ids=["used-in-an-earlier-method", "assigned-twice"],
+)
+def test_a_trainers_model_not_certainly_wrapped_keeps_the_file(change):
+    new, (finding,) = _migrate(TRAINER.replace(*change))
+    assert new is None and finding.withheld and "exists only on FSDP1 models" in finding.withheld

@@ -50,7 +50,7 @@ from codemods.rules.fsdp401.lookups import (
 from codemods.rules.fsdp401.meta import materialise
 from codemods.rules.fsdp401.outcome import Bridged, Conversion, Survey
 from codemods.rules.fsdp401.policy import RUNTIME_UNITS, RuntimePolicy, unit_classes
-from codemods.rules.fsdp401.reach import returned_models
+from codemods.rules.fsdp401.reach import reached_models
 from codemods.rules.fsdp401.subclasses import subclass_calls
 from codemods.rules.fsdp401.uses import Use, rewrite
 from codemods.rules.fsdp401.values import shown
@@ -254,7 +254,7 @@ def survey(engine: Engine, rule_code: str) -> Survey:
             if getattr(statement, "value", None) is call:
                 key = (id(engine.scope(call)), name)
                 bound.setdefault(key, []).append((line_of(engine, call), id(call)))
-    for name, site, line, key in returned_models(engine, conversions):  # `m = setup(m)`
+    for name, site, line, key in reached_models(engine, conversions):  # beyond its name
         wrapped.add(name)
         sites.setdefault(name, []).append(site)
         bound.setdefault((id(site[0]), name), []).append((line, key))

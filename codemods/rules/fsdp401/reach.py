@@ -2,8 +2,11 @@
 
 Scripts wrap the model in a setup function and use it where that function's result is
 bound: ``model = setup_fsdp(model, args)`` in ``main``, then ``model.no_sync()`` in the
-training loop. FSDP1's methods there are on the wrapped model as surely as in the
-function that wraps it, so they are rewritten with the call (or keep the file FSDP1).
+training loop. Trainers keep it on ``self``: ``self.model = FSDP(...)`` in ``__init__``,
+then ``self.model.clip_grad_norm_(...)`` in ``step``. FSDP1's methods there are on the
+wrapped model as surely as in the function that wraps it, so they are rewritten with
+the call (or keep the file FSDP1). Only uses after the call in the file are followed
+(they are visited after the call is rewritten); any other keeps the file FSDP1.
 """
 
 from __future__ import annotations
@@ -73,3 +76,71 @@ def returned_models(
             if line > after:
                 name = parent.targets[0].target.value
                 yield name, (scope, line, in_loop(engine, call)), line, key
+
+
+def _self_target(engine: Engine, conversion: Conversion) -> tuple[cst.ClassDef, str] | None:
+    """The class and ``self.name`` a method's wrapper call assigns, if that is its target."""
+    statement = conversion.line.body[0]
+    targets = getattr(statement, "targets", ())
+    if len(targets) != 1 or not isinstance(targets[0].target, cst.Attribute):
+        return None
+    target = targets[0].target
+    method = engine.parent(engine.parent(conversion.line))  # line -> block -> def
+    if not isinstance(method, cst.FunctionDef) or not isinstance(target.value, cst.Name):
+        return None
+    owner = engine.parent(engine.parent(method))  # def -> block -> class
+    params = method.params.params
+    if not isinstance(owner, cst.ClassDef) or not params or params[0].name.value != "self":
+        return None
+    if target.value.value != "self":
+        return None
+    return owner, f"self.{target.attr.value}"
+
+
+def attribute_models(
+    engine: Engine, conversions: dict[int, Any]
+) -> Iterator[tuple[str, tuple[Any, int, bool], int, int]]:
+    """``self.name`` in the other methods of a class whose method wraps into it.
+
+    The attribute must be assigned nowhere else in the class. Each method of the class
+    (taking ``self``) gets the name as bound at the wrapper call's line, so its uses
+    after the call are followed.
+
+    Yields:
+        ``self.name``, a site in the method, the call's line and the wrapper call's key.
+    """
+    code = engine.module.code_for_node
+    for key, conversion in conversions.items():
+        if not isinstance(conversion, Conversion):
+            continue
+        found = _self_target(engine, conversion)
+        if found is None:
+            continue
+        owner, name = found
+        assigned = [
+            target
+            for node in find_all(owner, lambda n: isinstance(n, (cst.Assign, cst.AugAssign)))
+            for target in (
+                [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            )
+            if name in code(target)
+        ]
+        if len(assigned) != 1:
+            continue  # assigned elsewhere too: not certainly the wrapped model
+        line = line_of(engine, conversion.call)
+        for method in owner.body.body:
+            if not isinstance(method, cst.FunctionDef) or not method.body.body:
+                continue
+            params = method.params.params
+            if not params or params[0].name.value != "self":
+                continue
+            scope = engine.scope(method.body.body[0])
+            yield name, (scope, line_of(engine, method), False), line, key
+
+
+def reached_models(
+    engine: Engine, conversions: dict[int, Any]
+) -> Iterator[tuple[str, tuple[Any, int, bool], int, int]]:
+    """Both: the names a setup function's result is bound to, and ``self.name``."""
+    yield from returned_models(engine, conversions)
+    yield from attribute_models(engine, conversions)
