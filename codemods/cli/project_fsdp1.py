@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from codemods.cli.floors import find_project_root
+from codemods.cli.project_bounds import loose_projects, vendored
 from codemods.syntax.ast_nodes import dotted
 
 #: The modules FSDP1's class is imported from.
@@ -43,24 +44,40 @@ FSDP_MODULES = (
 CLASS = "FullyShardedDataParallel"
 
 
-def _spellings(tree: ast.Module) -> set[str]:
-    """The dotted spellings of torch's FSDP1 class in a module (module-level imports)."""
-    found = {f"{module}.{CLASS}" for module in FSDP_MODULES}
+#: FSDP2's homes, and its class (every ``fully_shard``-ed module is one).
+FSDP2_HOMES = ("torch.distributed.fsdp", "torch.distributed._composable.fsdp")
+FSDP2_CLASS = "FSDPModule"
+
+
+def _spellings(
+    tree: ast.Module, modules: tuple[str, ...] = FSDP_MODULES, name: str = CLASS
+) -> set[str]:
+    """The dotted spellings of torch's FSDP1 class (or ``name`` of ``modules``) in a module."""
+    found = {f"{module}.{name}" for module in modules}
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module in FSDP_MODULES and not node.level:
-            found.update(a.asname or a.name for a in node.names if a.name == CLASS)
+        if isinstance(node, ast.ImportFrom) and node.module in modules and not node.level:
+            found.update(a.asname or a.name for a in node.names if a.name == name)
         elif isinstance(node, ast.Import):
             for alias in node.names:
-                if alias.name in FSDP_MODULES and alias.asname:
-                    found.add(f"{alias.asname}.{CLASS}")
+                if alias.name in modules and alias.asname:
+                    found.add(f"{alias.asname}.{name}")
     return found
+
+
+def _classes(kinds: ast.expr | None) -> list[ast.expr]:
+    """The classes of an ``isinstance`` class argument: a tuple's, a ``A | B`` union's."""
+    if isinstance(kinds, ast.Tuple):
+        return [part for element in kinds.elts for part in _classes(element)]
+    if isinstance(kinds, ast.BinOp) and isinstance(kinds.op, ast.BitOr):
+        return [*_classes(kinds.left), *_classes(kinds.right)]
+    return [] if kinds is None else [kinds]
 
 
 def scan(tree: ast.Module) -> tuple[list[int], list[tuple[int, str]], list[tuple[int, str]]]:
     """In one walk: the lines ``tree`` calls FSDP1's class on, its checks, its bridged calls."""
     from codemods.rules.fsdp401.kept import FSDP1_API  # not on lint's path otherwise
 
-    spellings = _spellings(tree)
+    spellings, fsdp2 = _spellings(tree), _spellings(tree, FSDP2_HOMES, FSDP2_CLASS)
     wraps: list[int] = []
     checks: list[tuple[int, str]] = []
     calls: list[tuple[int, str]] = []
@@ -70,9 +87,10 @@ def scan(tree: ast.Module) -> tuple[list[int], list[tuple[int, str]], list[tuple
                 wraps.append(node.lineno)
             if isinstance(node.func, ast.Name) and node.func.id in ("isinstance", "issubclass"):
                 kinds = node.args[1] if len(node.args) == 2 else None
-                elements = kinds.elts if isinstance(kinds, ast.Tuple) else [kinds]
-                for element in elements:
-                    name = dotted(element) if element is not None else None
+                names = [dotted(element) for element in _classes(kinds)]
+                if any(name in fsdp2 or (name or "").endswith(FSDP2_CLASS) for name in names):
+                    continue  # `isinstance(m, (FSDP, FSDPModule))` holds for both
+                for name in names:
                     if name in spellings:
                         checks.append((node.lineno, f"{node.func.id}(..., {name})"))
         elif isinstance(node, ast.Attribute) and not node.attr.startswith("__"):
@@ -116,6 +134,7 @@ class ProjectFsdp1Checks:
         self._wraps: dict[Path, list[int]] = {}
         self._converting: set[Path] = set()
         self._why: dict[Path, str] = {}  # why a file that checks stays FSDP1
+        loose: dict[Path, ast.Module] = {}
         for path in paths:
             if not str(path).endswith(".py"):
                 continue
@@ -130,6 +149,9 @@ class ProjectFsdp1Checks:
                 tree = ast.parse(text)
             except (SyntaxError, ValueError):
                 continue  # the run reports it
+            root = find_project_root(resolved)
+            if vendored(resolved, root):
+                continue  # someone else's code, copied in: not the project's
             wraps, checks, calls = scan(tree)
             if wraps:
                 self._wraps[resolved] = wraps
@@ -137,7 +159,12 @@ class ProjectFsdp1Checks:
                 if uses:
                     found[resolved] = uses
             if wraps or checks or calls:
-                self._root[resolved] = find_project_root(resolved)
+                self._root[resolved] = root
+                loose[resolved] = tree
+        # Files with no project root: each is its own project, with the files it imports.
+        self._project: dict[Path, Path] = {path: root or path for path, root in self._root.items()}
+        for path, group in loose_projects({p: t for p, t in loose.items() if not self._root[p]}):
+            self._project[path] = group
 
     def elsewhere(self, path: str | Path, api: bool = False) -> tuple[str, ...]:
         """What the other files of ``path``'s project keep, as ``file:line: `text```.
@@ -172,9 +199,10 @@ class ProjectFsdp1Checks:
         except (OSError, RuntimeError):
             return []
         root = find_project_root(resolved)
+        project = self._project.get(resolved, root or resolved)
         found = []
         for other in sorted(by_file):
-            if other == resolved or self._root[other] != root:
+            if other == resolved or self._project[other] != project:
                 continue
             converted = other in self._converting
             if api:
@@ -201,12 +229,12 @@ class ProjectFsdp1Checks:
         root = self._root[resolved]
         return tuple(
             f"{_shown(other, root)}:{line}"
-            for other in self._wrappers(root)
+            for other in self._wrappers(self._project[resolved])
             for line in self._wraps[other]
         )
 
-    def _wrappers(self, root: Path | None) -> list[Path]:
-        return sorted(path for path in self._wraps if self._root[path] == root)
+    def _wrappers(self, project: Path) -> list[Path]:
+        return sorted(path for path in self._wraps if self._project[path] == project)
 
     def settle(
         self,
@@ -243,7 +271,7 @@ class ProjectFsdp1Checks:
         converting = {
             path
             for path in self._by_file
-            if path in self._wraps or (follows is not None and self._wrappers(self._root[path]))
+            if path in self._wraps or (follows is not None and self._wrappers(self._project[path]))
         }
         while True:
             self._converting = converting
@@ -258,7 +286,7 @@ class ProjectFsdp1Checks:
                 # Its project's wrapper calls first, stopping at the first that stays
                 # (most projects keep one): the companion's own run only where all convert.
                 root = self._root[path]
-                wrappers = self._wrappers(root)
+                wrappers = self._wrappers(self._project[path])
                 staying = next((w for w in wrappers if not wrapper_converts(w)), None)
                 if staying is not None:
                     self._why[path] = f"{_shown(staying, root)}'s FSDP1 wrapper calls stay"

@@ -17,8 +17,9 @@ from codemods.rules.fsdp401.companion import (
     companion_blockers,
     reads_behind_checks,
 )
+from codemods.rules.fsdp401.dual import dual_blockers, needs_dual
 from codemods.rules.fsdp401.fsdp1_only import CHANGED_MEANING, FSDP1_ONLY
-from codemods.rules.fsdp401.fsdp2_aware import dispatched_away, paired_with_fsdp2
+from codemods.rules.fsdp401.fsdp2_aware import answers_fsdp2, dispatched_away, paired_with_fsdp2
 from codemods.rules.fsdp401.kept import (
     BRIDGE_KEEPS,
     KEPT_RECIPES,
@@ -291,6 +292,7 @@ def survey(engine: Engine, rule_code: str) -> Survey:
             is_test = tested_class(engine, node)
             if (
                 before_fsdp2(engine, node)
+                or answers_fsdp2(engine, node)
                 or (is_test and paired_with_fsdp2(engine, node))
                 or dispatched_away(engine, node)
             ):
@@ -378,6 +380,14 @@ def survey(engine: Engine, rule_code: str) -> Survey:
         blockers += [f"{why} (on FSDP2: {KEPT_RECIPES[kind]})" for _, kind, why in kept]
     elif kept and not blockers:
         _onto_the_bridge(conversions, [(where, kind) for where, kind, _ in kept])
+    dual = None
+    plain = [c for c in conversions.values() if isinstance(c, Conversion)]
+    if needs_dual(engine) and (companion or plain):
+        # Only the wrapper calls dispatch: annotations naming FSDP1 stay as written.
+        checks = checks if companion else set(tested)
+        others = frozenset(checks) | lists | api_calls
+        blockers += dual_blockers(engine, plain, uses, others)
+        dual = fresh(engine, "HAS_FSDP2")
     for key, conversion in conversions.items():
         if isinstance(conversion, Bridged) and key in uses:
             # The bridge's model keeps FSDP1's state-dict methods, and the type that
@@ -392,4 +402,5 @@ def survey(engine: Engine, rule_code: str) -> Survey:
         frozenset(api_calls),
         companion_anchor(engine, checks | lists | api_calls, bool(blockers)) if companion else None,
         subclassed,
+        dual,
     )
