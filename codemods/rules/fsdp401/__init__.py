@@ -35,7 +35,12 @@ from codemods.rules.api import Behaviour, Detector, Engine
 from codemods.rules.fsdp401.companion import companion_detail
 from codemods.rules.fsdp401.dead import dead_bindings
 from codemods.rules.fsdp401.decide import survey
-from codemods.rules.fsdp401.dual import WHY_DUAL, dual_statement, import_anchor, import_block
+from codemods.rules.fsdp401.dual import (
+    WHY_DUAL,
+    CollectingImports,
+    dual_statement,
+    with_import_block,
+)
 from codemods.rules.fsdp401.kept import FSDP1_API, unit_modules
 from codemods.rules.fsdp401.lookups import ISINSTANCE, fresh, line_of
 from codemods.rules.fsdp401.nested import INNER, as_unit, wrapping_root
@@ -218,12 +223,16 @@ class Fsdp401(Behaviour):
 def _dual(engine: Engine, flag: str, conversion: Conversion, updated: cst.Call) -> cst.Call:
     """Put the call's statement under ``if flag:`` FSDP2 code ``else:`` as written.
 
-    The FSDP1 call stays as the other rules left it; the FSDP2 branch is the plain form.
+    The FSDP1 call stays as the other rules left it; the FSDP2 branch is the plain form,
+    whose imports are collected for the module's ``try`` (:func:`_dual_imports`).
     """
+    writer = CollectingImports(engine, engine.scratch.setdefault("FSDP401-dual", []))
+    for name in ("fully_shard", *conversion.keywords.imports):
+        writer.need_import(COMPOSABLE_FSDP, name)
     one = engine.module.default_indent
     indent = indentation(engine, conversion.line) + one
-    bindings, keywords, unit_keywords = bound_first(engine, conversion, indent)
-    statements = statements_before(engine, conversion, indent, bindings, unit_keywords)
+    bindings, keywords, unit_keywords = bound_first(writer, conversion, indent)
+    statements = statements_before(writer, conversion, indent, bindings, unit_keywords)
     taken = len(indent + conversion.root + " = ")
     text = wrapped_call("fully_shard", [conversion.root, *keywords], one, "", taken, "", False)
     call = cst.parse_expression(text, engine.module.config_for_parsing)
@@ -233,14 +242,17 @@ def _dual(engine: Engine, flag: str, conversion: Conversion, updated: cst.Call) 
 
 
 def _dual_imports(engine: Engine, rule: Rule, found: Survey, withheld: str | None) -> None:
-    """FSDP2's imports in a ``try`` after the file's imports, and the flag they set."""
+    """FSDP2's imports, in a ``try`` after the file's own, and the flag they set.
+
+    Written as the visit leaves the module, once every converted call has said what its
+    FSDP2 code imports.
+    """
     plain = [c for c in found.conversions.values() if isinstance(c, Conversion)]
     if not plain or not engine.report(plain[0].call, rule, quiet=True, withheld=withheld):
         return
-    anchor = import_anchor(engine)
-    names = sorted({"fully_shard", *(n for c in plain for n in c.keywords.imports)})
-    block = import_block(engine, names, found.dual)
-    engine.replace(anchor, lambda line: cst.FlattenSentinel([line, *block]))
+    imports = engine.scratch.setdefault("FSDP401-dual", [])
+    flag = found.dual
+    engine.replace(engine.module, lambda module: with_import_block(engine, module, imports, flag))
 
 
 def _parameters(node: cst.FunctionDef) -> list[cst.Param]:

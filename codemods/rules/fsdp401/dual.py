@@ -25,6 +25,9 @@ dispatch at each use, and keeps FSDP1 with a reason (:func:`dual_blockers`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from packaging.version import Version
 
 from codemods.registry.names import COMPOSABLE_FSDP, TORCH_FSDP
@@ -79,7 +82,7 @@ def dual_blockers(
         for rebinding in conversion.keywords.rebindings:
             where = f"`{shown(engine, rebinding.value)}` at line {line_of(engine, rebinding.value)}"
             why.append(f"{where} is also the FSDP1 call's argument, which the dual stack keeps")
-    anchor = import_anchor(engine)
+    anchor = import_anchor(engine.module.body)
     first = min((line_of(engine, c.call) for c in conversions), default=None)
     if anchor is None or (first is not None and line_of(engine, anchor) > first):
         why.append("no top-level import comes before the wrapper calls to put FSDP2's beside")
@@ -90,13 +93,13 @@ def dual_blockers(
     return why
 
 
-def import_anchor(engine: Engine) -> cst.SimpleStatementLine | None:
+def import_anchor(body: Sequence[cst.BaseStatement]) -> cst.SimpleStatementLine | None:
     """The last top-level line of imports before the first other top-level statement.
 
     FSDP2's imports go after it (a module docstring and ``__future__`` imports before).
     """
     found = None
-    for statement in engine.module.body:
+    for statement in body:
         if isinstance(statement, cst.SimpleStatementLine):
             kinds = {type(small) for small in statement.body}
             if kinds <= {cst.Import, cst.ImportFrom}:
@@ -114,12 +117,53 @@ def _docstring(statement: cst.SimpleStatementLine) -> bool:
     return isinstance(small, cst.Expr) and isinstance(small.value, cst.SimpleString)
 
 
-def import_block(engine: Engine, names: list[str], flag: str) -> list[cst.BaseStatement]:
-    """The ``try`` importing ``names`` from FSDP2's homes in the range, and ``flag``'s binding."""
+class CollectingImports:
+    """An engine whose queued imports are collected for the dual stack's ``try``.
+
+    The FSDP2 branch's code is written by the plain form's writers, which queue their
+    imports; where FSDP1 stays beside it they must come from the ``try`` (a release
+    without FSDP2 has none of them). ``import torch`` itself is safe everywhere.
+    """
+
+    def __init__(self, engine: Engine, imports: list[tuple[str, str]]) -> None:
+        self._engine, self._imports = engine, imports
+
+    def need_import(self, module: str, name: str | None, asname: str | None = None) -> None:
+        if name is None or asname is not None:
+            self._engine.need_import(module, name, asname)
+        elif (module, name) not in self._imports:
+            self._imports.append((module, name))
+
+    def __getattr__(self, attribute: str) -> Any:
+        return getattr(self._engine, attribute)
+
+
+def with_import_block(
+    engine: Engine, module: cst.Module, imports: list[tuple[str, str]], flag: str
+) -> cst.Module:
+    """``module`` with the ``try`` importing FSDP2's names after its imports, and ``flag``."""
+    body = list(module.body)
+    anchor = import_anchor(body)
+    at = body.index(anchor) + 1 if anchor is not None else 0
+    return module.with_changes(body=[*body[:at], *import_block(engine, imports, flag), *body[at:]])
+
+
+def import_block(
+    engine: Engine, imports: list[tuple[str, str]], flag: str
+) -> list[cst.BaseStatement]:
+    """The ``try`` importing ``imports`` from FSDP2's homes in the range, and ``flag``'s binding.
+
+    Names of FSDP2's home are tried from each home the range reaches (the public one
+    first); others are imported beside them in each; on a torch without FSDP2 every name
+    is None and ``flag`` False.
+    """
     top = engine.settings.releases.torch
     one = engine.module.default_indent
-    listed = ", ".join(sorted(names))
-    missing = " = ".join(sorted(names))
+    fsdp2 = sorted({"fully_shard", *(n for m, n in imports if m in (TORCH_FSDP, COMPOSABLE_FSDP))})
+    others: dict[str, list[str]] = {}
+    for module, name in imports:
+        if module not in (TORCH_FSDP, COMPOSABLE_FSDP) and name not in others.get(module, []):
+            others.setdefault(module, []).append(name)
     homes = []
     if top.reaches(Version(PUBLIC_HOME)):
         homes.append((TORCH_FSDP, f"FSDP2's public home (torch {PUBLIC_HOME} and later)"))
@@ -127,10 +171,13 @@ def import_block(engine: Engine, names: list[str], flag: str) -> list[cst.BaseSt
         homes.append((COMPOSABLE_FSDP, "torch 2.4 and 2.5"))
     text, depth = "", ""
     for index, (home, comment) in enumerate(homes):
-        text += f"{depth}try:  # {comment}\n{depth}{one}from {home} import {listed}\n"
+        text += f"{depth}try:  # {comment}\n{depth}{one}from {home} import {', '.join(fsdp2)}\n"
+        for module, names in others.items():
+            text += f"{depth}{one}from {module} import {', '.join(sorted(names))}\n"
         if index < len(homes) - 1:
             text += f"{depth}except ImportError:\n"
             depth += one
+    missing = " = ".join(sorted({*fsdp2, *(n for names in others.values() for n in names)}))
     text += f"{depth}except ImportError:  # torch before 2.4: no FSDP2, the FSDP1 calls run\n"
     text += f"{depth}{one}{missing} = None\n"
     config = engine.module.config_for_parsing
