@@ -143,3 +143,30 @@ def test_a_check_that_answers_fsdp2_models_in_the_file_is_left_as_written(check,
     assert finding.fixed
     kept = check.splitlines()[-1].replace("model, ", "other, ")
     assert kept in new.splitlines()  # FSDP1 models and FSDP2 ones pass it as they are
+
+
+DISPATCH = (
+    FSDP1 + FSDP2 + "\n\ndef clip(model, norm):\n"
+    "    if isinstance(model, FSDP):\n"
+    "        return model.clip_grad_norm_(norm)\n"
+    "    elif isinstance(model, FSDPModule):\n"
+    "        return torch.nn.utils.clip_grad_norm_(model.parameters(), norm)\n"
+)
+
+
+def test_a_check_paired_with_fsdp2s_in_its_chain_is_no_project_check():
+    assert checks_in(ast.parse(DISPATCH)) == []
+    # a chain on another value, or with no FSDP2 branch, still counts
+    other = DISPATCH.replace("isinstance(model, FSDPModule)", "isinstance(other, FSDPModule)")
+    alone = DISPATCH.replace("isinstance(model, FSDPModule)", "hasattr(model, 'x')")
+    assert (
+        checks_in(ast.parse(other)) == checks_in(ast.parse(alone)) == [(6, "isinstance(..., FSDP)")]
+    )
+
+
+def test_a_project_whose_other_file_dispatches_on_fsdp2_converts(tmp_path):
+    # verl's shape: an engine asks FSDP1 then FSDPModule; the workers wrap.
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\n')
+    _write(tmp_path, {"workers.py": WRAPS, "engine.py": DISPATCH})
+    (converted,) = _findings(tmp_path, ".")["workers.py"]
+    assert converted["fixed"] and not converted["withheld"]

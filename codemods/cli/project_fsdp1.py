@@ -64,6 +64,49 @@ def _spellings(
     return found
 
 
+def _is_fsdp2(name: str | None, fsdp2: set[str]) -> bool:
+    """Whether a class's dotted name is FSDP2's class (torch's, or a project's re-export)."""
+    return name in fsdp2 or (name or "").rpartition(".")[2] == FSDP2_CLASS
+
+
+def _paired_checks(tree: ast.Module, spellings: set[str], fsdp2: set[str]) -> set[int]:
+    """The ``isinstance(x, FSDP)`` calls in ``if``/``elif`` chains that test FSDP2's class too.
+
+    A chain that also asks ``isinstance(x, FSDPModule)`` of the same ``x`` sends FSDP2
+    models down the branch written for them, so its FSDP1 check stands in no way (as in
+    the file's own conversion). Returns the ``id`` of each such call.
+    """
+    elifs = {id(n.orelse[0]) for n in ast.walk(tree) if isinstance(n, ast.If) and _elif(n)}
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.If) or id(node) in elifs:
+            continue
+        chain, tests = node, []
+        while True:
+            tests += [c for c in ast.walk(chain.test) if _isinstance_call(c)]
+            if not _elif(chain):
+                break
+            chain = chain.orelse[0]
+        asked = {ast.dump(c.args[0]) for c in tests if _is_fsdp2(dotted(c.args[1]), fsdp2)}
+        found.update(
+            id(c) for c in tests if ast.dump(c.args[0]) in asked and dotted(c.args[1]) in spellings
+        )
+    return found
+
+
+def _elif(node: ast.If) -> bool:
+    return len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If)
+
+
+def _isinstance_call(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "isinstance"
+        and len(node.args) == 2
+    )
+
+
 def _classes(kinds: ast.expr | None) -> list[ast.expr]:
     """The classes of an ``isinstance`` class argument: a tuple's, a ``A | B`` union's."""
     if isinstance(kinds, ast.Tuple):
@@ -73,14 +116,24 @@ def _classes(kinds: ast.expr | None) -> list[ast.expr]:
     return [] if kinds is None else [kinds]
 
 
-def scan(tree: ast.Module) -> tuple[list[int], list[tuple[int, str]], list[tuple[int, str]]]:
-    """In one walk: the lines ``tree`` calls FSDP1's class on, its checks, its bridged calls."""
+Uses = list[tuple[int, str]]
+
+
+def scan(tree: ast.Module) -> tuple[list[int], Uses, Uses, Uses]:
+    """In one walk: the lines ``tree`` calls FSDP1's class on, its checks, its bridged calls.
+
+    And its checks that FSDP2 models answer as well (``isinstance(m, (FSDP,
+    FSDPModule))``, or a chain that asks FSDP2's class too): they stand in no way of
+    another file's conversion, but a file that holds them is looked at as a companion.
+    """
     from codemods.rules.fsdp401.kept import FSDP1_API  # not on lint's path otherwise
 
     spellings, fsdp2 = _spellings(tree), _spellings(tree, FSDP2_HOMES, FSDP2_CLASS)
+    paired = _paired_checks(tree, spellings, fsdp2)
     wraps: list[int] = []
-    checks: list[tuple[int, str]] = []
-    calls: list[tuple[int, str]] = []
+    checks: Uses = []
+    calls: Uses = []
+    answered: Uses = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             if dotted(node.func) in spellings:
@@ -88,17 +141,17 @@ def scan(tree: ast.Module) -> tuple[list[int], list[tuple[int, str]], list[tuple
             if isinstance(node.func, ast.Name) and node.func.id in ("isinstance", "issubclass"):
                 kinds = node.args[1] if len(node.args) == 2 else None
                 names = [dotted(element) for element in _classes(kinds)]
-                if any(name in fsdp2 or (name or "").endswith(FSDP2_CLASS) for name in names):
-                    continue  # `isinstance(m, (FSDP, FSDPModule))` holds for both
+                both = id(node) in paired or any(_is_fsdp2(name, fsdp2) for name in names)
                 for name in names:
                     if name in spellings:
-                        checks.append((node.lineno, f"{node.func.id}(..., {name})"))
+                        use = (node.lineno, f"{node.func.id}(..., {name})")
+                        (answered if both else checks).append(use)
         elif isinstance(node, ast.Attribute) and not node.attr.startswith("__"):
             owner = dotted(node.value)
             if owner in spellings:
                 kind = calls if node.attr in FSDP1_API else checks
                 kind.append((node.lineno, f"{owner}.{node.attr}"))
-    return sorted(wraps), sorted(checks), sorted(calls)
+    return sorted(wraps), sorted(checks), sorted(calls), sorted(answered)
 
 
 def checks_in(tree: ast.Module, api: bool = False) -> list[tuple[int, str]]:
@@ -135,6 +188,10 @@ class ProjectFsdp1Checks:
         self._converting: set[Path] = set()
         self._why: dict[Path, str] = {}  # why a file that checks stays FSDP1
         loose: dict[Path, ast.Module] = {}
+        # Checks FSDP2 models answer too: in no one's way where the file's own calls stay.
+        self._answered: dict[Path, Uses] = {}
+        # Companions whose own code cannot follow FSDP2 models (FSDP1's internals).
+        self._refused: set[Path] = set()
         for path in paths:
             if not str(path).endswith(".py"):
                 continue
@@ -152,13 +209,15 @@ class ProjectFsdp1Checks:
             root = find_project_root(resolved)
             if vendored(resolved, root):
                 continue  # someone else's code, copied in: not the project's
-            wraps, checks, calls = scan(tree)
+            wraps, checks, calls, answered = scan(tree)
             if wraps:
                 self._wraps[resolved] = wraps
-            for found, uses in ((self._by_file, checks), (self._api_by_file, calls)):
+            if answered:
+                self._answered[resolved] = answered
+            for found, uses in ((self._by_file, checks + answered), (self._api_by_file, calls)):
                 if uses:
-                    found[resolved] = uses
-            if wraps or checks or calls:
+                    found[resolved] = sorted(uses)
+            if wraps or checks or calls or answered:
                 self._root[resolved] = root
                 loose[resolved] = tree
         # Files with no project root: each is its own project, with the files it imports.
@@ -211,6 +270,8 @@ class ProjectFsdp1Checks:
                     uses = sorted(uses + self._by_file.get(other, []))
             else:
                 uses = [] if converted else self._by_file[other]
+                if other not in self._refused:  # what FSDP2 models answer is in no one's way
+                    uses = [use for use in uses if use not in self._answered.get(other, ())]
             if uses:
                 found.append((other, root, uses))
         return found
@@ -297,6 +358,7 @@ class ProjectFsdp1Checks:
                     kept.add(path)
                 else:
                     self._why[path] = why
+                    self._refused.add(path)
             if kept == converting:
                 return
             converting = kept
