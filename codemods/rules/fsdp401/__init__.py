@@ -115,7 +115,7 @@ class Fsdp401(Behaviour):
         if not engine.report(original, self.rule, detail=notes, withheld=withheld):
             return updated
         if found.dual is not None:
-            return _dual(engine, found.dual, conversion, updated)
+            return _dual(engine, found.dual, conversion, updated, root is not None)
         home = TORCH_FSDP if engine.target_at_least("2.6") else COMPOSABLE_FSDP
         for name in ("fully_shard", *conversion.keywords.imports):
             engine.need_import(home, name)
@@ -220,7 +220,9 @@ class Fsdp401(Behaviour):
             raise Undecided("a subclass of FSDP1's class", self.rule.code)
 
 
-def _dual(engine: Engine, flag: str, conversion: Conversion, updated: cst.Call) -> cst.Call:
+def _dual(
+    engine: Engine, flag: str, conversion: Conversion, updated: cst.Call, inner: bool
+) -> cst.Call:
     """Put the call's statement under ``if flag:`` FSDP2 code ``else:`` as written.
 
     The FSDP1 call stays as the other rules left it; the FSDP2 branch is the plain form,
@@ -229,9 +231,13 @@ def _dual(engine: Engine, flag: str, conversion: Conversion, updated: cst.Call) 
     writer = CollectingImports(engine, engine.scratch.setdefault("FSDP401-dual", []))
     for name in ("fully_shard", *conversion.keywords.imports):
         writer.need_import(COMPOSABLE_FSDP, name)
+    for module, name in conversion.keywords.more_imports:
+        writer.need_import(module, name)
     one = engine.module.default_indent
     indent = indentation(engine, conversion.line) + one
     bindings, keywords, unit_keywords = bound_first(writer, conversion, indent)
+    if inner:  # itself a unit of the root wrapped later
+        keywords = as_unit(conversion, keywords)
     statements = statements_before(writer, conversion, indent, bindings, unit_keywords)
     taken = len(indent + conversion.root + " = ")
     text = wrapped_call("fully_shard", [conversion.root, *keywords], one, "", taken, "", False)
