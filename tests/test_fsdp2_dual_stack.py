@@ -162,7 +162,7 @@ def test_a_second_run_changes_nothing_and_reports_nothing():
 
 # Runs ---------------------------------------------------------------------------------
 
-SCRIPT = """\
+CLASSES = """\
 import torch
 from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 from torch.distributed.fsdp import ShardingStrategy
@@ -181,6 +181,22 @@ def build():
     )
     return model
 """
+#: A size policy: the FSDP2 branch decides FSDP1's units at run time, with helpers
+#: written at module level that must not need FSDP2 where the file imports.
+SIZE = """\
+import functools
+
+from torch.distributed.fsdp import FullyShardedDataParallel
+from torch.distributed.fsdp.wrap import size_based_auto_wrap_policy
+
+from tests.models import local_device, make_model
+
+
+def build():
+    policy = functools.partial(size_based_auto_wrap_policy, min_num_params=100)
+    return FullyShardedDataParallel(make_model(), auto_wrap_policy=policy, device_id=local_device())
+"""
+SCRIPTS = {"classes": CLASSES, "size-policy": SIZE}
 
 
 @contextlib.contextmanager
@@ -230,7 +246,7 @@ def _fsdp2_runs_here() -> bool:
     return current().fsdp2_on_cpu or torch.cuda.is_available()
 
 
-def _branches(rank: int, world_size: int, original: str, migrated: str) -> dict:
+def _branches(rank: int, world_size: int, pairs: dict[str, tuple[str, str]]) -> dict:
     from torch.distributed.fsdp import FullyShardedDataParallel
 
     from tests.models import local_device, train
@@ -240,41 +256,45 @@ def _branches(rank: int, world_size: int, original: str, migrated: str) -> dict:
         kind = "FSDP1" if isinstance(model, FullyShardedDataParallel) else "FSDP2"
         return _units(model), train(model, [rank], 3, local_device()), kind, module.HAS_FSDP2
 
-    fsdp1 = _load(original, "fsdp1").build()
-    results = {"fsdp1": (_units(fsdp1), train(fsdp1, [rank], 3, local_device()))}
-    new = _load(migrated, "this_torch")
-    results["has_fsdp2"] = new.HAS_FSDP2
-    if new.HAS_FSDP2 and _fsdp2_runs_here():
-        results["fsdp2"] = trained(new)
-    with _without_fsdp2():
-        old = _load(migrated, "old_torch")
-    results["forced"] = trained(old)
+    results = {}
+    for form, (original, migrated) in pairs.items():
+        fsdp1 = _load(original, "fsdp1").build()
+        result = results[form] = {"fsdp1": (_units(fsdp1), train(fsdp1, [rank], 3, local_device()))}
+        new = _load(migrated, "this_torch")
+        result["has_fsdp2"] = new.HAS_FSDP2
+        if new.HAS_FSDP2 and _fsdp2_runs_here():
+            result["fsdp2"] = trained(new)
+        with _without_fsdp2():
+            old = _load(migrated, "old_torch")
+        result["forced"] = trained(old)
     return results
 
 
 @pytest.fixture(scope="module")
 def branches() -> list[dict]:
-    outcome = run(SCRIPT.encode(), _settings("2.0.."))
-    assert outcome.new_source is not None, [f.message for f in outcome.findings]
-    migrated = outcome.new_source.decode()
-    assert "HAS_FSDP2" in migrated
-    return distributed.run(
-        _branches, SCRIPT, migrated, backend=distributed.backend_for_tests(), timeout=300
-    )
+    pairs = {}
+    for form, script in SCRIPTS.items():
+        outcome = run(script.encode(), _settings("2.0.."))
+        assert outcome.new_source is not None, [f.message for f in outcome.findings]
+        pairs[form] = (script, outcome.new_source.decode())
+        assert "HAS_FSDP2" in pairs[form][1]
+    return distributed.run(_branches, pairs, backend=distributed.backend_for_tests(), timeout=300)
 
 
 @pytest.mark.distributed
 @distributed.NEEDS_FSDP1
-def test_the_check_finds_fsdp2_where_this_torch_has_it(branches):
+@pytest.mark.parametrize("form", list(SCRIPTS))
+def test_the_check_finds_fsdp2_where_this_torch_has_it(branches, form):
     from compat.features import current
 
-    assert [rank["has_fsdp2"] for rank in branches] == [current().fsdp2] * len(branches)
+    assert [rank[form]["has_fsdp2"] for rank in branches] == [current().fsdp2] * len(branches)
 
 
 @pytest.mark.distributed
 @distributed.NEEDS_FSDP1
-def test_the_fsdp1_branch_runs_where_fsdp2_does_not_import(branches):
-    for rank in branches:
+@pytest.mark.parametrize("form", list(SCRIPTS))
+def test_the_fsdp1_branch_runs_where_fsdp2_does_not_import(branches, form):
+    for rank in (rank[form] for rank in branches):
         units, losses, kind, has_fsdp2 = rank["forced"]
         assert (kind, has_fsdp2) == ("FSDP1", False)
         assert (units, losses) == rank["fsdp1"]  # the FSDP1 call as written
@@ -283,14 +303,15 @@ def test_the_fsdp1_branch_runs_where_fsdp2_does_not_import(branches):
 
 @pytest.mark.distributed
 @distributed.NEEDS_FSDP1
-def test_the_fsdp2_branch_trains_as_the_fsdp1_original(branches):
+@pytest.mark.parametrize("form", list(SCRIPTS))
+def test_the_fsdp2_branch_trains_as_the_fsdp1_original(branches, form):
     from compat.features import current
 
     if not current().fsdp2:
         pytest.skip(f"torch {torch.__version__} has no FSDP2: the FSDP1 branch is the one run")
     if not _fsdp2_runs_here():
         pytest.skip(f"torch {torch.__version__} runs FSDP2 only on CUDA")
-    for rank in branches:
+    for rank in (rank[form] for rank in branches):
         units, losses, kind, has_fsdp2 = rank["fsdp2"]
         assert (kind, has_fsdp2) == ("FSDP2", True)
         assert units == rank["fsdp1"][0]
