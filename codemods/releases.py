@@ -48,6 +48,7 @@ class Rule(Protocol):
     deprecated: str | None
     removed: str | None
     kind: Any  # a ChangeKind
+    dual_stack: bool
 
     @property
     def version_framework(self) -> Any:  # a Framework
@@ -183,10 +184,23 @@ class Releases:
         return span.reaches(introduced)
 
     def fixable(self, rule: Rule) -> bool:
-        """Whether ``rule``'s new form runs on every release of the range."""
+        """Whether ``rule``'s fix runs on every release of the range.
+
+        Its new form does where every release has it; a rule that writes the new form
+        beside the old one (``dual_stack``) needs only some release of the range to.
+
+        Example:
+            >>> from codemods.registry import REGISTRY
+            >>> fsdp2 = REGISTRY["FSDP401"]  # FSDP2, from torch 2.4: beside FSDP1 below
+            >>> [Releases.parse(torch=t).fixable(fsdp2) for t in ("1.13..", "2.4..", "2.3")]
+            [True, True, False]
+        """
         if rule.introduced is None:
             return True
-        return self._rule_span(rule).all_at_least(Version(rule.introduced))
+        span, introduced = self._rule_span(rule), Version(rule.introduced)
+        if span.all_at_least(introduced):
+            return True
+        return rule.dual_stack and span.reaches(introduced)
 
     def at_least(self, release: str, framework: str = "torch") -> bool:
         """Whether every release of ``framework``'s range is ``release`` or newer."""

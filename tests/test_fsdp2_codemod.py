@@ -1264,13 +1264,19 @@ def test_a_subclass_without_a_call_gives_no_finding():
 
 
 @pytest.mark.parametrize("target", ["2.1..2.13", "2.3..2.6"])
-def test_a_range_with_torch_releases_without_fully_shard_withholds_the_fix(target):
-    """FSDP2 appeared in 2.4: a range reaching below it gets no fix, and says why."""
+def test_a_range_with_torch_releases_without_fully_shard_keeps_fsdp1_beside_fsdp2(target):
+    """FSDP2 appeared in 2.4: a range reaching below it keeps the FSDP1 call beside it.
+
+    tests/test_fsdp2_dual_stack.py holds the forms and runs both branches.
+    """
     new, (finding,) = _migrate(
         "model = FSDP(model, auto_wrap_policy={Block})\n", releases=Releases.parse(torch=target)
     )
-    assert new is None and not finding.fixed
-    assert finding.no_fix == f"no fix runs on torch {target}: it needs torch 2.4"
+    assert finding.fixed and finding.no_fix is None
+    assert (
+        "if HAS_FSDP2:\n" in new
+        and "else:\n    model = FSDP(model, auto_wrap_policy={Block})\n" in new
+    )
 
 
 @pytest.mark.parametrize(

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from codemods.cli.floors import find_project_root
+from codemods.cli.project_bounds import loose_projects, vendored
 from codemods.syntax.ast_nodes import dotted
 
 #: The modules FSDP1's class is imported from.
@@ -43,44 +44,114 @@ FSDP_MODULES = (
 CLASS = "FullyShardedDataParallel"
 
 
-def _spellings(tree: ast.Module) -> set[str]:
-    """The dotted spellings of torch's FSDP1 class in a module (module-level imports)."""
-    found = {f"{module}.{CLASS}" for module in FSDP_MODULES}
+#: FSDP2's homes, and its class (every ``fully_shard``-ed module is one).
+FSDP2_HOMES = ("torch.distributed.fsdp", "torch.distributed._composable.fsdp")
+FSDP2_CLASS = "FSDPModule"
+
+
+def _spellings(
+    tree: ast.Module, modules: tuple[str, ...] = FSDP_MODULES, name: str = CLASS
+) -> set[str]:
+    """The dotted spellings of torch's FSDP1 class (or ``name`` of ``modules``) in a module."""
+    found = {f"{module}.{name}" for module in modules}
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module in FSDP_MODULES and not node.level:
-            found.update(a.asname or a.name for a in node.names if a.name == CLASS)
+        if isinstance(node, ast.ImportFrom) and node.module in modules and not node.level:
+            found.update(a.asname or a.name for a in node.names if a.name == name)
         elif isinstance(node, ast.Import):
             for alias in node.names:
-                if alias.name in FSDP_MODULES and alias.asname:
-                    found.add(f"{alias.asname}.{CLASS}")
+                if alias.name in modules and alias.asname:
+                    found.add(f"{alias.asname}.{name}")
     return found
 
 
-def scan(tree: ast.Module) -> tuple[list[int], list[tuple[int, str]], list[tuple[int, str]]]:
-    """In one walk: the lines ``tree`` calls FSDP1's class on, its checks, its bridged calls."""
+def _is_fsdp2(name: str | None, fsdp2: set[str]) -> bool:
+    """Whether a class's dotted name is FSDP2's class (torch's, or a project's re-export)."""
+    return name in fsdp2 or (name or "").rpartition(".")[2] == FSDP2_CLASS
+
+
+def _paired_checks(tree: ast.Module, spellings: set[str], fsdp2: set[str]) -> set[int]:
+    """The ``isinstance(x, FSDP)`` calls in ``if``/``elif`` chains that test FSDP2's class too.
+
+    A chain that also asks ``isinstance(x, FSDPModule)`` of the same ``x`` sends FSDP2
+    models down the branch written for them, so its FSDP1 check stands in no way (as in
+    the file's own conversion). Returns the ``id`` of each such call.
+    """
+    elifs = {id(n.orelse[0]) for n in ast.walk(tree) if isinstance(n, ast.If) and _elif(n)}
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.If) or id(node) in elifs:
+            continue
+        chain, tests = node, []
+        while True:
+            tests += [c for c in ast.walk(chain.test) if _isinstance_call(c)]
+            if not _elif(chain):
+                break
+            chain = chain.orelse[0]
+        asked = {ast.dump(c.args[0]) for c in tests if _is_fsdp2(dotted(c.args[1]), fsdp2)}
+        found.update(
+            id(c) for c in tests if ast.dump(c.args[0]) in asked and dotted(c.args[1]) in spellings
+        )
+    return found
+
+
+def _elif(node: ast.If) -> bool:
+    return len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If)
+
+
+def _isinstance_call(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "isinstance"
+        and len(node.args) == 2
+    )
+
+
+def _classes(kinds: ast.expr | None) -> list[ast.expr]:
+    """The classes of an ``isinstance`` class argument: a tuple's, a ``A | B`` union's."""
+    if isinstance(kinds, ast.Tuple):
+        return [part for element in kinds.elts for part in _classes(element)]
+    if isinstance(kinds, ast.BinOp) and isinstance(kinds.op, ast.BitOr):
+        return [*_classes(kinds.left), *_classes(kinds.right)]
+    return [] if kinds is None else [kinds]
+
+
+Uses = list[tuple[int, str]]
+
+
+def scan(tree: ast.Module) -> tuple[list[int], Uses, Uses, Uses]:
+    """In one walk: the lines ``tree`` calls FSDP1's class on, its checks, its bridged calls.
+
+    And its checks that FSDP2 models answer as well (``isinstance(m, (FSDP,
+    FSDPModule))``, or a chain that asks FSDP2's class too): they stand in no way of
+    another file's conversion, but a file that holds them is looked at as a companion.
+    """
     from codemods.rules.fsdp401.kept import FSDP1_API  # not on lint's path otherwise
 
-    spellings = _spellings(tree)
+    spellings, fsdp2 = _spellings(tree), _spellings(tree, FSDP2_HOMES, FSDP2_CLASS)
+    paired = _paired_checks(tree, spellings, fsdp2)
     wraps: list[int] = []
-    checks: list[tuple[int, str]] = []
-    calls: list[tuple[int, str]] = []
+    checks: Uses = []
+    calls: Uses = []
+    answered: Uses = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             if dotted(node.func) in spellings:
                 wraps.append(node.lineno)
             if isinstance(node.func, ast.Name) and node.func.id in ("isinstance", "issubclass"):
                 kinds = node.args[1] if len(node.args) == 2 else None
-                elements = kinds.elts if isinstance(kinds, ast.Tuple) else [kinds]
-                for element in elements:
-                    name = dotted(element) if element is not None else None
+                names = [dotted(element) for element in _classes(kinds)]
+                both = id(node) in paired or any(_is_fsdp2(name, fsdp2) for name in names)
+                for name in names:
                     if name in spellings:
-                        checks.append((node.lineno, f"{node.func.id}(..., {name})"))
+                        use = (node.lineno, f"{node.func.id}(..., {name})")
+                        (answered if both else checks).append(use)
         elif isinstance(node, ast.Attribute) and not node.attr.startswith("__"):
             owner = dotted(node.value)
             if owner in spellings:
                 kind = calls if node.attr in FSDP1_API else checks
                 kind.append((node.lineno, f"{owner}.{node.attr}"))
-    return sorted(wraps), sorted(checks), sorted(calls)
+    return sorted(wraps), sorted(checks), sorted(calls), sorted(answered)
 
 
 def checks_in(tree: ast.Module, api: bool = False) -> list[tuple[int, str]]:
@@ -116,6 +187,11 @@ class ProjectFsdp1Checks:
         self._wraps: dict[Path, list[int]] = {}
         self._converting: set[Path] = set()
         self._why: dict[Path, str] = {}  # why a file that checks stays FSDP1
+        loose: dict[Path, ast.Module] = {}
+        # Checks FSDP2 models answer too: in no one's way where the file's own calls stay.
+        self._answered: dict[Path, Uses] = {}
+        # Companions whose own code cannot follow FSDP2 models (FSDP1's internals).
+        self._refused: set[Path] = set()
         for path in paths:
             if not str(path).endswith(".py"):
                 continue
@@ -130,14 +206,24 @@ class ProjectFsdp1Checks:
                 tree = ast.parse(text)
             except (SyntaxError, ValueError):
                 continue  # the run reports it
-            wraps, checks, calls = scan(tree)
+            root = find_project_root(resolved)
+            if vendored(resolved, root):
+                continue  # someone else's code, copied in: not the project's
+            wraps, checks, calls, answered = scan(tree)
             if wraps:
                 self._wraps[resolved] = wraps
-            for found, uses in ((self._by_file, checks), (self._api_by_file, calls)):
+            if answered:
+                self._answered[resolved] = answered
+            for found, uses in ((self._by_file, checks + answered), (self._api_by_file, calls)):
                 if uses:
-                    found[resolved] = uses
-            if wraps or checks or calls:
-                self._root[resolved] = find_project_root(resolved)
+                    found[resolved] = sorted(uses)
+            if wraps or checks or calls or answered:
+                self._root[resolved] = root
+                loose[resolved] = tree
+        # Files with no project root: each is its own project, with the files it imports.
+        self._project: dict[Path, Path] = {path: root or path for path, root in self._root.items()}
+        for path, group in loose_projects({p: t for p, t in loose.items() if not self._root[p]}):
+            self._project[path] = group
 
     def elsewhere(self, path: str | Path, api: bool = False) -> tuple[str, ...]:
         """What the other files of ``path``'s project keep, as ``file:line: `text```.
@@ -172,9 +258,10 @@ class ProjectFsdp1Checks:
         except (OSError, RuntimeError):
             return []
         root = find_project_root(resolved)
+        project = self._project.get(resolved, root or resolved)
         found = []
         for other in sorted(by_file):
-            if other == resolved or self._root[other] != root:
+            if other == resolved or self._project[other] != project:
                 continue
             converted = other in self._converting
             if api:
@@ -183,6 +270,8 @@ class ProjectFsdp1Checks:
                     uses = sorted(uses + self._by_file.get(other, []))
             else:
                 uses = [] if converted else self._by_file[other]
+                if other not in self._refused:  # what FSDP2 models answer is in no one's way
+                    uses = [use for use in uses if use not in self._answered.get(other, ())]
             if uses:
                 found.append((other, root, uses))
         return found
@@ -201,12 +290,12 @@ class ProjectFsdp1Checks:
         root = self._root[resolved]
         return tuple(
             f"{_shown(other, root)}:{line}"
-            for other in self._wrappers(root)
+            for other in self._wrappers(self._project[resolved])
             for line in self._wraps[other]
         )
 
-    def _wrappers(self, root: Path | None) -> list[Path]:
-        return sorted(path for path in self._wraps if self._root[path] == root)
+    def _wrappers(self, project: Path) -> list[Path]:
+        return sorted(path for path in self._wraps if self._project[path] == project)
 
     def settle(
         self,
@@ -243,7 +332,7 @@ class ProjectFsdp1Checks:
         converting = {
             path
             for path in self._by_file
-            if path in self._wraps or (follows is not None and self._wrappers(self._root[path]))
+            if path in self._wraps or (follows is not None and self._wrappers(self._project[path]))
         }
         while True:
             self._converting = converting
@@ -258,7 +347,7 @@ class ProjectFsdp1Checks:
                 # Its project's wrapper calls first, stopping at the first that stays
                 # (most projects keep one): the companion's own run only where all convert.
                 root = self._root[path]
-                wrappers = self._wrappers(root)
+                wrappers = self._wrappers(self._project[path])
                 staying = next((w for w in wrappers if not wrapper_converts(w)), None)
                 if staying is not None:
                     self._why[path] = f"{_shown(staying, root)}'s FSDP1 wrapper calls stay"
@@ -269,6 +358,7 @@ class ProjectFsdp1Checks:
                     kept.add(path)
                 else:
                     self._why[path] = why
+                    self._refused.add(path)
             if kept == converting:
                 return
             converting = kept

@@ -116,6 +116,9 @@ class Rule:
         unsafe_forms: For a rule whose fix is safe, the forms where it is unsafe (applied
             only with ``--unsafe-fixes``, and named in the docs' fix column), as a phrase
             completing "unsafe for ...".
+        dual_stack: Where a range starts below ``introduced`` (and reaches it), the fix
+            writes the new form beside the old one, chosen at run time by whether the
+            new form imports: that runs on every release of the range.
         found_in: Qualified names any use of which the rule's own behaviour inspects,
             beyond what its kind looks for (a positional form of ``argument``, a string
             spelling on another callable). Where set, the pre-filter admits every file
@@ -148,6 +151,7 @@ class Rule:
     warns: tuple[str, ...] = ()
     found_in: tuple[str, ...] = ()
     unsafe_forms: str = ""
+    dual_stack: bool = False
 
     def new_for(self, old: str) -> str | None:
         """The new spelling of one of the old names (None for removals).

@@ -47,6 +47,9 @@ RULES = (
             "`model.modules()`; on the wrapped model, `with model.no_sync():` becomes "
             "`set_requires_gradient_sync(False)` before a `try` whose `finally` turns it "
             "back on. "
+            "Where the project's releases start before torch 2.4 (no FSDP2), the FSDP1 "
+            "call stays beside the FSDP2 code, under `if HAS_FSDP2:` set by whether "
+            "FSDP2's import succeeds (the dual stack of fairseq2, verl and accelerate). "
             "A file is converted whole or not at all, and a project's files together: a "
             "file that checks FSDP1's class but wraps nothing converts with its "
             "project's calls, or keeps them all FSDP1. Opt-in: torch has not "
@@ -70,6 +73,7 @@ RULES = (
         fix=FixSafety.UNSAFE,
         introduced="2.4",
         opt_in=True,
+        dual_stack=True,
         references=(
             "https://docs.pytorch.org/docs/stable/distributed.fsdp.fully_shard.html",
             "https://github.com/pytorch/torchtitan/blob/main/docs/fsdp.md",

@@ -35,6 +35,12 @@ from codemods.rules.api import Behaviour, Detector, Engine
 from codemods.rules.fsdp401.companion import companion_detail
 from codemods.rules.fsdp401.dead import dead_bindings
 from codemods.rules.fsdp401.decide import survey
+from codemods.rules.fsdp401.dual import (
+    WHY_DUAL,
+    CollectingImports,
+    dual_statement,
+    with_import_block,
+)
 from codemods.rules.fsdp401.kept import FSDP1_API, unit_modules
 from codemods.rules.fsdp401.lookups import ISINSTANCE, fresh, line_of
 from codemods.rules.fsdp401.nested import INNER, as_unit, wrapping_root
@@ -100,9 +106,16 @@ class Fsdp401(Behaviour):
         root = wrapping_root(engine, conversion, list(found.conversions.values()))
         inner = [INNER.format(root=root.root, line=line_of(engine, root.call))] if root else []
         notes = "; ".join([*inner, *conversion.keywords.notes]) or None
+        if found.dual is not None:
+            span = engine.settings.releases.torch.text()
+            notes = "; ".join(
+                [WHY_DUAL.format(span=span, flag=found.dual), *([notes] if notes else [])]
+            )
         withheld = f"fix withheld: {found.blocker}" if found.blocker else None
         if not engine.report(original, self.rule, detail=notes, withheld=withheld):
             return updated
+        if found.dual is not None:
+            return _dual(engine, found.dual, conversion, updated, root is not None)
         home = TORCH_FSDP if engine.target_at_least("2.6") else COMPOSABLE_FSDP
         for name in ("fully_shard", *conversion.keywords.imports):
             engine.need_import(home, name)
@@ -141,6 +154,10 @@ class Fsdp401(Behaviour):
         for call, why in found.subclass_calls:  # no call of FSDP1's class: said here
             engine.report(call, self.rule, fixable_here=False, detail=why)
         withheld = f"fix withheld: {found.blocker}" if found.blocker else None
+        if found.dual is not None:
+            # FSDP1 stays beside FSDP2: its bindings stay, FSDP2's imports come after the others.
+            _dual_imports(engine, self.rule, found, withheld)
+            return
         if found.companion is not None:
             # No wrapper call of its own to carry the finding: its first rewrite does.
             detail = companion_detail(engine)
@@ -201,6 +218,47 @@ class Fsdp401(Behaviour):
             detector.qualified(on_ast.value(base)) & set(TORCH_FSDP_CLASSES) for base in node.bases
         ):
             raise Undecided("a subclass of FSDP1's class", self.rule.code)
+
+
+def _dual(
+    engine: Engine, flag: str, conversion: Conversion, updated: cst.Call, inner: bool
+) -> cst.Call:
+    """Put the call's statement under ``if flag:`` FSDP2 code ``else:`` as written.
+
+    The FSDP1 call stays as the other rules left it; the FSDP2 branch is the plain form,
+    whose imports are collected for the module's ``try`` (:func:`_dual_imports`).
+    """
+    writer = CollectingImports(engine, engine.scratch.setdefault("FSDP401-dual", []))
+    for name in ("fully_shard", *conversion.keywords.imports):
+        writer.need_import(COMPOSABLE_FSDP, name)
+    for module, name in conversion.keywords.more_imports:
+        writer.need_import(module, name)
+    one = engine.module.default_indent
+    indent = indentation(engine, conversion.line) + one
+    bindings, keywords, unit_keywords = bound_first(writer, conversion, indent)
+    if inner:  # itself a unit of the root wrapped later
+        keywords = as_unit(conversion, keywords)
+    statements = statements_before(writer, conversion, indent, bindings, unit_keywords)
+    taken = len(indent + conversion.root + " = ")
+    text = wrapped_call("fully_shard", [conversion.root, *keywords], one, "", taken, "", False)
+    call = cst.parse_expression(text, engine.module.config_for_parsing)
+    fsdp2 = conversion.line.deep_replace(conversion.call, call).with_changes(leading_lines=())
+    engine.replace(conversion.line, lambda line: dual_statement(flag, [*statements, fsdp2], line))
+    return updated
+
+
+def _dual_imports(engine: Engine, rule: Rule, found: Survey, withheld: str | None) -> None:
+    """FSDP2's imports, in a ``try`` after the file's own, and the flag they set.
+
+    Written as the visit leaves the module, once every converted call has said what its
+    FSDP2 code imports.
+    """
+    plain = [c for c in found.conversions.values() if isinstance(c, Conversion)]
+    if not plain or not engine.report(plain[0].call, rule, quiet=True, withheld=withheld):
+        return
+    imports = engine.scratch.setdefault("FSDP401-dual", [])
+    flag = found.dual
+    engine.replace(engine.module, lambda module: with_import_block(engine, module, imports, flag))
 
 
 def _parameters(node: cst.FunctionDef) -> list[cst.Param]:

@@ -12,13 +12,15 @@ from typing import Any
 
 from codemods.rules.api import Engine
 from codemods.rules.fsdp401.arguments import translate
+from codemods.rules.fsdp401.bridged import bridged_names, bridges, onto_the_bridge
 from codemods.rules.fsdp401.companion import (
     companion_anchor,
     companion_blockers,
     reads_behind_checks,
 )
+from codemods.rules.fsdp401.dual import dual_blockers, needs_dual
 from codemods.rules.fsdp401.fsdp1_only import CHANGED_MEANING, FSDP1_ONLY
-from codemods.rules.fsdp401.fsdp2_aware import dispatched_away, paired_with_fsdp2
+from codemods.rules.fsdp401.fsdp2_aware import answers_fsdp2, dispatched_away, paired_with_fsdp2
 from codemods.rules.fsdp401.kept import (
     BRIDGE_KEEPS,
     KEPT_RECIPES,
@@ -26,7 +28,6 @@ from codemods.rules.fsdp401.kept import (
     api_call,
     fsdp1_consumer,
     fsdp1_internals,
-    kept_reason,
     local_state_dict,
     loop_reads_fsdp1_state,
 )
@@ -154,50 +155,6 @@ def _use_of(
     return None if use is None else (max(before)[1], use)
 
 
-def _onto_the_bridge(
-    conversions: dict[int, Conversion | Bridged | str], kept: list[tuple[str, str]]
-) -> None:
-    """Put every plainly convertible call of the file on the bridge, which keeps ``kept``.
-
-    FSDP1 code reaches the model through ``self.model``, parameters and class calls the
-    rewrite cannot follow; the bridge's model answers them as FSDP1 did.
-    """
-    why = kept_reason(kept)
-    for key, conversion in conversions.items():
-        if isinstance(conversion, Conversion):
-            conversions[key] = Bridged(conversion.call, why)
-
-
-def bridges(engine: Engine) -> bool:
-    """Whether a call with no certain FSDP2 translation goes to ``compat``'s bridge.
-
-    The setting asks for it (``--fsdp2-bridge``; off by default: such a call stays
-    FSDP1 for a human, with its recipes) and the target torch has FSDP2's public home,
-    which the bridge runs on (2.6).
-    """
-    return engine.settings.fsdp2_bridge and engine.target_at_least("2.6")
-
-
-def _bridged_names(engine: Engine, call: cst.Call) -> list[str]:
-    """The names that hold the bridged model after ``call``: its result's, its module's.
-
-    The bridge shards the module it is given in place and returns it, as ``fully_shard``
-    does, so a dotted first argument is the sharded model afterwards too.
-    """
-    code = engine.module.code_for_node
-    names = []
-    parent = engine.parent(call)
-    if isinstance(parent, cst.Assign) and parent.value is call:
-        names += [code(t.target) for t in parent.targets if dotted(t.target)]
-    elif isinstance(parent, cst.AnnAssign) and parent.value is call and dotted(parent.target):
-        names.append(code(parent.target))
-    first = call.args[0] if call.args else None
-    if first is not None and keyword(first) in (None, "module") and not first.star:
-        if dotted(first.value):
-            names.append(code(first.value))
-    return names
-
-
 def survey(engine: Engine, rule_code: str) -> Survey:
     """Each FSDP1 wrapper call of the module: its conversion, or why it has none."""
     module = engine.module
@@ -233,7 +190,7 @@ def survey(engine: Engine, rule_code: str) -> Survey:
             if bridges(engine):
                 conversions[id(call)] = Bridged(call, str(why))
                 site = (engine.scope(call), line_of(engine, call), in_loop(engine, call))
-                for name in _bridged_names(engine, call):
+                for name in bridged_names(engine, call):
                     wrapped.add(name)
                     sites.setdefault(name, []).append(site)
                     key = (id(engine.scope(call)), name)
@@ -291,6 +248,7 @@ def survey(engine: Engine, rule_code: str) -> Survey:
             is_test = tested_class(engine, node)
             if (
                 before_fsdp2(engine, node)
+                or answers_fsdp2(engine, node)
                 or (is_test and paired_with_fsdp2(engine, node))
                 or dispatched_away(engine, node)
             ):
@@ -377,7 +335,15 @@ def survey(engine: Engine, rule_code: str) -> Survey:
         # What to write on FSDP2 instead: the hand port the bridge would spare.
         blockers += [f"{why} (on FSDP2: {KEPT_RECIPES[kind]})" for _, kind, why in kept]
     elif kept and not blockers:
-        _onto_the_bridge(conversions, [(where, kind) for where, kind, _ in kept])
+        onto_the_bridge(conversions, [(where, kind) for where, kind, _ in kept])
+    dual = None
+    plain = [c for c in conversions.values() if isinstance(c, Conversion)]
+    if needs_dual(engine) and (companion or plain):
+        # Only the wrapper calls dispatch: annotations naming FSDP1 stay as written.
+        checks = checks if companion else set(tested)
+        others = frozenset(checks) | lists | api_calls
+        blockers += dual_blockers(engine, plain, uses, others)
+        dual = fresh(engine, "HAS_FSDP2")
     for key, conversion in conversions.items():
         if isinstance(conversion, Bridged) and key in uses:
             # The bridge's model keeps FSDP1's state-dict methods, and the type that
@@ -392,4 +358,5 @@ def survey(engine: Engine, rule_code: str) -> Survey:
         frozenset(api_calls),
         companion_anchor(engine, checks | lists | api_calls, bool(blockers)) if companion else None,
         subclassed,
+        dual,
     )

@@ -195,3 +195,36 @@ def dispatched_away(engine: Engine, node: cst.CSTNode) -> bool:
         if same and _ends_the_function(earlier.body):
             return True
     return False
+
+
+def _classes(kinds: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The classes of an ``isinstance`` class argument: a tuple's, a ``A | B`` union's."""
+    if isinstance(kinds, cst.Tuple):
+        return [part for element in kinds.elements for part in _classes(element.value)]
+    if isinstance(kinds, cst.BinaryOperation) and isinstance(kinds.operator, cst.BitOr):
+        return [*_classes(kinds.left), *_classes(kinds.right)]
+    return [kinds]
+
+
+def answers_fsdp2(engine: Engine, node: cst.CSTNode) -> bool:
+    """Whether ``node`` is FSDP1's class in an ``isinstance`` that names FSDP2's class too.
+
+    ``isinstance(m, (FSDP, FSDPModule))`` or ``isinstance(m, FSDP | FSDP2)`` (FSDP2's class
+    imported under another name) holds for FSDP1 and FSDP2 models alike: it is left as
+    written and stands in no way, in the file or in its project.
+    """
+    top, parent = node, engine.parent(node)
+    while isinstance(parent, (cst.Element, cst.Tuple, cst.BinaryOperation)):
+        if isinstance(parent, cst.BinaryOperation) and not isinstance(parent.operator, cst.BitOr):
+            return False
+        if not isinstance(parent, cst.Element):
+            top = parent
+        parent = engine.parent(parent)
+    if not (isinstance(parent, cst.Arg) and parent.value is top and not parent.star):
+        return False
+    call = engine.parent(parent)
+    if not (isinstance(call, cst.Call) and len(call.args) == 2 and call.args[1] is parent):
+        return False
+    if not engine.qualified(call.func) & {ISINSTANCE, "builtins.issubclass"}:
+        return False
+    return any(_names_fsdp2(engine, part) for part in _classes(top))

@@ -73,6 +73,8 @@ class Survey:
             at: the first rewritten.
         subclass_calls: Calls of the file's own subclasses of FSDP1's class, each with
             why it stays FSDP1 (:mod:`codemods.rules.fsdp401.subclasses`).
+        dual: Where the range starts before FSDP2, the name of the flag choosing FSDP2
+            or FSDP1 at run time (:mod:`codemods.rules.fsdp401.dual`); None: plain code.
     """
 
     conversions: dict[int, Conversion | Bridged | str]
@@ -83,6 +85,7 @@ class Survey:
     api_calls: frozenset[int] = frozenset()
     companion: cst.CSTNode | None = None
     subclass_calls: tuple[tuple[cst.Call, str], ...] = ()
+    dual: str | None = None
 
     def converts(self) -> bool:
         """Whether the file is converted (in a run that applies the family's fixes)."""

@@ -1,0 +1,200 @@
+"""FSDP2 beside FSDP1, chosen by the torch release, where a range starts before FSDP2.
+
+A project whose releases reach below torch 2.4 (no ``fully_shard``) cannot drop its
+FSDP1 calls; fairseq2, verl and accelerate kept them and added FSDP2 beside them. The
+dual stack FSDP401 writes there::
+
+    try:  # FSDP2's public home (torch 2.6 and later)
+        from torch.distributed.fsdp import fully_shard
+    except ImportError:
+        try:  # torch 2.4 and 2.5
+            from torch.distributed._composable.fsdp import fully_shard
+        except ImportError:  # torch before 2.4: no FSDP2, the FSDP1 calls run
+            fully_shard = None
+    HAS_FSDP2 = fully_shard is not None
+
+and each wrapper call's statement becomes ``if HAS_FSDP2:`` the plain FSDP2 code,
+``else:`` the FSDP1 statement as written. Only the homes the range reaches are tried.
+The check names FSDP (``HAS_FSDP2``), so a later run takes the ``if`` for a version
+gate and leaves both branches alone.
+
+Only the wrapper calls change: a file whose wrapped model is used in ways FSDP2 spells
+differently (``no_sync``, ``isinstance(m, FSDP)``, state dicts) would need the same
+dispatch at each use, and keeps FSDP1 with a reason (:func:`dual_blockers`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from packaging.version import Version
+
+from codemods.registry.names import COMPOSABLE_FSDP, TORCH_FSDP
+from codemods.rules.api import Engine
+from codemods.rules.fsdp401.lookups import fresh, line_of
+from codemods.rules.fsdp401.outcome import Conversion
+from codemods.rules.fsdp401.uses import Use
+from codemods.rules.fsdp401.values import shown
+from codemods.syntax.cst_nodes import find_all
+from codemods.syntax.lazy_libcst import cst
+
+#: The oldest torch with FSDP2, and the one that made its home public.
+FSDP2_FIRST, PUBLIC_HOME = "2.4", "2.6"
+#: Why a converted statement has two branches, said in its finding.
+WHY_DUAL = (
+    "FSDP2 beside FSDP1: the releases {span} start before FSDP2 (torch 2.4), so `{flag}` "
+    "(whether FSDP2 imports) runs this `fully_shard` code, and the FSDP1 call as written "
+    "on older torch"
+)
+
+
+def needs_dual(engine: Engine) -> bool:
+    """Whether the file's range holds releases without FSDP2 (and, to be asked, some with)."""
+    return not engine.target_at_least(FSDP2_FIRST)
+
+
+def dual_blockers(
+    engine: Engine,
+    conversions: list[Conversion],
+    uses: dict[int, list[Use]],
+    others: frozenset[int],
+) -> list[str]:
+    """Why the file's conversions cannot be written as a dual stack (empty: they can).
+
+    Args:
+        engine: The engine, at the file's module.
+        conversions: The file's wrapper calls that have plain FSDP2 code.
+        uses: The calls on wrapped models the plain form rewrites.
+        others: The ``isinstance`` checks, module listings and FSDP1 class calls the
+            plain form rewrites (``id`` of each node).
+    """
+    span = engine.settings.releases.torch.text()
+    keep = f"FSDP1's spelling must stay for torch {span} before 2.4"
+    why = []
+    for use in (use for found in uses.values() for use in found):
+        where = f"`{shown(engine, use.call)}` at line {line_of(engine, use.call)}"
+        why.append(f"{where}: {keep}, and the dual stack dispatches the wrapper calls only")
+    for node in find_all(engine.module, lambda n: id(n) in others) if others else ():
+        where = f"`{shown(engine, node)}` at line {line_of(engine, node)}"
+        why.append(f"{where}: {keep}, and the dual stack dispatches the wrapper calls only")
+    for conversion in conversions:
+        for rebinding in conversion.keywords.rebindings:
+            where = f"`{shown(engine, rebinding.value)}` at line {line_of(engine, rebinding.value)}"
+            why.append(f"{where} is also the FSDP1 call's argument, which the dual stack keeps")
+    anchor = import_anchor(engine.module.body)
+    first = min((line_of(engine, c.call) for c in conversions), default=None)
+    if anchor is None or (first is not None and line_of(engine, anchor) > first):
+        why.append("no top-level import comes before the wrapper calls to put FSDP2's beside")
+    names = {"fully_shard", *(n for c in conversions for n in c.keywords.imports)}
+    taken = sorted(name for name in names if fresh(engine, name) != name)
+    if taken:
+        why.append(f"`{taken[0]}`, which the FSDP2 branch imports, is a name here already")
+    return why
+
+
+def import_anchor(body: Sequence[cst.BaseStatement]) -> cst.SimpleStatementLine | None:
+    """The last top-level line of imports before the first other top-level statement.
+
+    FSDP2's imports go after it (a module docstring and ``__future__`` imports before).
+    """
+    found = None
+    for statement in body:
+        if isinstance(statement, cst.SimpleStatementLine):
+            kinds = {type(small) for small in statement.body}
+            if kinds <= {cst.Import, cst.ImportFrom}:
+                found = statement
+                continue
+            if found is None and _docstring(statement):
+                continue
+        if found is not None:
+            break
+    return found
+
+
+def _docstring(statement: cst.SimpleStatementLine) -> bool:
+    small = statement.body[0] if len(statement.body) == 1 else None
+    return isinstance(small, cst.Expr) and isinstance(small.value, cst.SimpleString)
+
+
+class CollectingImports:
+    """An engine whose queued imports are collected for the dual stack's ``try``.
+
+    The FSDP2 branch's code is written by the plain form's writers, which queue their
+    imports; where FSDP1 stays beside it they must come from the ``try`` (a release
+    without FSDP2 has none of them). ``import torch`` itself is safe everywhere.
+    """
+
+    def __init__(self, engine: Engine, imports: list[tuple[str, str]]) -> None:
+        self._engine, self._imports = engine, imports
+
+    def need_import(self, module: str, name: str | None, asname: str | None = None) -> None:
+        if name is None or asname is not None:
+            self._engine.need_import(module, name, asname)
+        elif (module, name) not in self._imports:
+            self._imports.append((module, name))
+
+    def __getattr__(self, attribute: str) -> Any:
+        return getattr(self._engine, attribute)
+
+
+def with_import_block(
+    engine: Engine, module: cst.Module, imports: list[tuple[str, str]], flag: str
+) -> cst.Module:
+    """``module`` with the ``try`` importing FSDP2's names after its imports, and ``flag``."""
+    body = list(module.body)
+    anchor = import_anchor(body)
+    at = body.index(anchor) + 1 if anchor is not None else 0
+    return module.with_changes(body=[*body[:at], *import_block(engine, imports, flag), *body[at:]])
+
+
+def import_block(
+    engine: Engine, imports: list[tuple[str, str]], flag: str
+) -> list[cst.BaseStatement]:
+    """The ``try`` importing ``imports`` from FSDP2's homes in the range, and ``flag``'s binding.
+
+    Names of FSDP2's home are tried from each home the range reaches (the public one
+    first); others are imported beside them in each; on a torch without FSDP2 every name
+    is None and ``flag`` False.
+    """
+    top = engine.settings.releases.torch
+    one = engine.module.default_indent
+    fsdp2 = sorted({"fully_shard", *(n for m, n in imports if m in (TORCH_FSDP, COMPOSABLE_FSDP))})
+    others: dict[str, list[str]] = {}
+    for module, name in imports:
+        if module not in (TORCH_FSDP, COMPOSABLE_FSDP) and name not in others.get(module, []):
+            others.setdefault(module, []).append(name)
+    homes = []
+    if top.reaches(Version(PUBLIC_HOME)):
+        homes.append((TORCH_FSDP, f"FSDP2's public home (torch {PUBLIC_HOME} and later)"))
+    if not engine.target_at_least(PUBLIC_HOME):
+        homes.append((COMPOSABLE_FSDP, "torch 2.4 and 2.5"))
+    text, depth = "", ""
+    for index, (home, comment) in enumerate(homes):
+        text += f"{depth}try:  # {comment}\n{depth}{one}from {home} import {', '.join(fsdp2)}\n"
+        for module, names in others.items():
+            text += f"{depth}{one}from {module} import {', '.join(sorted(names))}\n"
+        if index < len(homes) - 1:
+            text += f"{depth}except ImportError:\n"
+            depth += one
+    missing = " = ".join(sorted({*fsdp2, *(n for names in others.values() for n in names)}))
+    text += f"{depth}except ImportError:  # torch before 2.4: no FSDP2, the FSDP1 calls run\n"
+    text += f"{depth}{one}{missing} = None\n"
+    config = engine.module.config_for_parsing
+    block = cst.parse_statement(text, config).with_changes(leading_lines=[cst.EmptyLine()])
+    flag_line = cst.parse_statement(f"{flag} = fully_shard is not None\n", config)
+    return [block, flag_line]
+
+
+def dual_statement(
+    flag: str,
+    fsdp2: list[cst.BaseStatement],
+    fsdp1: cst.SimpleStatementLine,
+) -> cst.If:
+    """``if flag:`` the FSDP2 statements ``else:`` the FSDP1 line, with its comments above."""
+    return cst.If(
+        test=cst.Name(flag),
+        body=cst.IndentedBlock(body=fsdp2),
+        orelse=cst.Else(body=cst.IndentedBlock(body=[fsdp1.with_changes(leading_lines=())])),
+        leading_lines=fsdp1.leading_lines,
+    )
