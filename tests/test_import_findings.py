@@ -58,6 +58,17 @@ CASES = {
         """,
         [(3, "FSDP101")],
     ),
+    "an import a version gate leaves alone has no finding: its uses keep theirs": (
+        """
+        import functools
+        import torch
+        if torch.__version__.startswith("1.11"):
+            from torch.distributed.fsdp.wrap import default_auto_wrap_policy
+        def policy():
+            return functools.partial(default_auto_wrap_policy, min_num_params=100)
+        """,
+        [(6, "FSDP101")],
+    ),
     "plain module import: every use spells the old module": (
         """
         import lightning_lite
