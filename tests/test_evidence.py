@@ -218,6 +218,29 @@ def test_a_range_answers_both_questions(code, span, reported, fixable):
     assert (releases.reported(rule), releases.fixable(rule)) == (reported, fixable)
 
 
+@pytest.mark.parametrize(
+    ("span", "reported"), [("2.2..", False), ("2.4..2.13", False), ("2.1..", True)]
+)
+def test_fsdp108_is_quiet_where_the_whole_range_defaults_to_non_reentrant(span, reported):
+    """A wrapper without ``checkpoint_impl`` behaves the same on every release from 2.2."""
+    source = textwrap.dedent(
+        """\
+        from functools import partial
+
+        from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+            apply_activation_checkpointing,
+            checkpoint_wrapper,
+        )
+
+        apply_activation_checkpointing(model, checkpoint_wrapper_fn=partial(checkpoint_wrapper))
+        wrapped = checkpoint_wrapper(block)
+        """
+    ).encode()
+    settings = Settings(releases=Releases.parse(torch=span))
+    codes = [f.code for f in run(source, settings).findings]
+    assert codes == (["FSDP108", "FSDP108"] if reported else [])
+
+
 def test_the_default_judges_at_the_current_release():
     assert all(Releases().reported(rule) and Releases().fixable(rule) for rule in REGISTRY)
 

@@ -18,6 +18,7 @@ import pytest
 
 from codemods.astlint.lint import lint
 from codemods.engine.run import run
+from codemods.rules.unread_imports import UNREAD_IMPORT
 from codemods.settings import Settings
 
 CASES = {
@@ -56,6 +57,17 @@ CASES = {
         model = FSDP(model, auto_wrap_policy=default_auto_wrap_policy)
         """,
         [(3, "FSDP101")],
+    ),
+    "an import a version gate leaves alone has no finding: its uses keep theirs": (
+        """
+        import functools
+        import torch
+        if torch.__version__.startswith("1.11"):
+            from torch.distributed.fsdp.wrap import default_auto_wrap_policy
+        def policy():
+            return functools.partial(default_auto_wrap_policy, min_num_params=100)
+        """,
+        [(6, "FSDP101")],
     ),
     "plain module import: every use spells the old module": (
         """
@@ -186,3 +198,23 @@ def test_a_moved_module_takes_all_its_names_with_it():
     assert "_shard" not in new
     assert "from torch.distributed.checkpoint import FileSystemReader, load_state_dict\n" in new
     assert {f.code for f in outcome.findings if not f.fixed} == {"FSDP121"}  # still reported
+
+
+def test_a_fairscale_import_nothing_reads_is_reported_not_swapped():
+    """An unread FairScale import keeps its finding, with why; a read one is swapped."""
+    source = textwrap.dedent(
+        """\
+        from fairscale.nn import FullyShardedDataParallel as FSDP
+        from fairscale.optim.grad_scaler import ShardedGradScaler
+
+        scaler = ShardedGradScaler()
+        """
+    ).encode()
+    settings = Settings(fix=True, unsafe_fixes=True)
+    outcome = run(source, settings)
+    why = {f.code: f.no_fix for f in outcome.findings}
+    assert why["FSDP301"] == UNREAD_IMPORT and why["FSDP309"] is None
+    assert {f.code: f.no_fix for f in lint(source, Settings())} == why
+    new = outcome.new_source.decode()
+    assert "from fairscale.nn import FullyShardedDataParallel as FSDP\n" in new
+    assert "from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler" in new

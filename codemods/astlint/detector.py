@@ -34,6 +34,7 @@ from codemods.rules.index import INDEX
 from codemods.screen.noqa import Suppressions
 from codemods.settings import Settings
 from codemods.syntax.ast_nodes import tree_index
+from codemods.syntax.gates import ast_fallback_regions, inside_fallback
 
 __all__ = ["Detector", "Undecided"]
 
@@ -94,6 +95,10 @@ class Detector:
             encoding, _ = tokenize.detect_encoding(io.BytesIO(self.source).readline)
             self._text = self.source.decode(encoding)
         return self._text
+
+    def _regions(self, node: ast.AST) -> tuple[ast.AST, ...]:
+        """:func:`ast_fallback_regions` of ``node`` in this source."""
+        return ast_fallback_regions(node, self.segment)
 
     def segment(self, node: ast.AST) -> str:
         """The source text of ``node``."""
@@ -236,6 +241,8 @@ class Detector:
         if binder is None or binder.others.get(name) or not binder.imports.get(name):
             return False
         for statement in binder.imports[name]:
+            if inside_fallback(statement, self.parent, self._regions):
+                return False  # an import left alone has no finding to answer for it
             kept = False
             for alias, found, old in self.imported(statement):
                 if alias.asname is None and type(statement) is not ast.ImportFrom:

@@ -21,6 +21,7 @@ from codemods.registry import REGISTRY, Rule
 from codemods.rules.api import PARTIAL, AstSite, Behaviour, unchanged
 from codemods.rules.index import INDEX, fix_for
 from codemods.rules.plan import Planner, new_name, why_not, why_not_settled
+from codemods.rules.unread_imports import UNREAD_IMPORT, unread_imports
 from codemods.screen.prefilter import rule_filter
 from codemods.syntax.ast_nodes import tree_index
 from codemods.syntax.gates import ast_fallback_regions
@@ -76,8 +77,14 @@ class Walk:
             d.fallback = fallback
             if kind == "import":
                 said: set[str] = set()  # one finding per rule and statement (as libcst's)
-                for alias, rule, _ in d.imported(node):
-                    self._renaming(alias, rule, fixable, quiet=rule.code in said)
+                names = d.imported(node)
+                unread = unread_imports([(rule, self._read(node, a)) for a, rule, _ in names])
+                for alias, rule, _ in names:
+                    quiet = rule.code in said
+                    if rule.code in unread and rule.code in fixable:
+                        d.report(alias, rule, False, quiet=quiet, why_not=UNREAD_IMPORT)
+                    else:
+                        self._renaming(alias, rule, fixable, quiet=quiet)
                     said.add(rule.code)
             elif kind == "ref":
                 rule = event[3][1]
@@ -143,6 +150,23 @@ class Walk:
             self.events.append(("class", node, fallback))
 
     # Reporting -------------------------------------------------------------------------
+
+    def _read(self, node: ast.Import | ast.ImportFrom, alias: ast.alias) -> bool | None:
+        """``Engine._read``: whether the file reads the name ``alias`` binds."""
+        if alias.asname is None and type(node) is ast.Import:
+            return None
+        names = self.d.names
+        scope = names.scope_of[id(node)]
+        try:
+            uses = names.references(scope, alias.asname or alias.name)
+        except Undecided:
+            return None  # also bound otherwise in its scope: the plan decides
+        start = (node.lineno, node.col_offset)
+        # as libcst: a use in the import's own scope before it does not read it
+        return any(
+            names.scope_of[id(use)] is not scope or (use.lineno, use.col_offset) > start
+            for use in uses
+        )
 
     def _renaming(self, node: ast.AST, rule: Rule, fixable: set[str], quiet: bool = False) -> None:
         if fix_for(rule) is None:

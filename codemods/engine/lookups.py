@@ -20,6 +20,7 @@ from codemods.rules.plan import Found, keeps_spelling, new_name
 from codemods.screen.noqa import Suppressions
 from codemods.syntax.cst_nodes import dotted
 from codemods.syntax.cst_tree import parent_map
+from codemods.syntax.gates import fallback_regions, inside_fallback
 from codemods.syntax.lazy_libcst import cst
 
 
@@ -157,6 +158,8 @@ class Lookups:
         bare = self._bare(node) if root is node else None
         return bool(referents) and all(
             isinstance(r.node, (cst.Import, cst.ImportFrom))
+            # an import left alone (a fallback, a gate's older branch) has no finding
+            and not inside_fallback(r.node, self.parent, fallback_regions)
             and any(
                 found is rule and keeps_spelling(rule, old, bare)
                 for local, found, old in self._bound_names(r.node)

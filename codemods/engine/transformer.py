@@ -34,6 +34,7 @@ from codemods.registry import REGISTRY, Rule
 from codemods.rules.api import PARTIAL, Site
 from codemods.rules.index import INDEX, fix_for
 from codemods.rules.plan import Plan, Planner
+from codemods.rules.unread_imports import UNREAD_IMPORT, unread_imports
 from codemods.screen.noqa import Suppressions
 from codemods.settings import Settings
 from codemods.syntax.gates import fallback_regions, is_fallback
@@ -284,11 +285,27 @@ class Engine(Lookups, ColdStatements, ImportMoves, cst.CSTTransformer):
 
     def _visit_import(self, node: cst.Import | cst.ImportFrom) -> bool:
         said: set[str] = set()  # one finding per rule and statement, at its first name
-        for alias, rule, old in self._imported_names(node):
-            if self._renaming(alias, rule, quiet=rule.code in said):
+        names = self._imported_names(node)
+        unread = unread_imports([(rule, self._read(node, alias)) for alias, rule, _ in names])
+        for alias, rule, old in names:
+            quiet = rule.code in said
+            if rule.code in unread and rule.code in self._plan.fixable:
+                self.report(alias, rule, fixable_here=False, quiet=quiet, why_not=UNREAD_IMPORT)
+            elif self._renaming(alias, rule, quiet=quiet):
                 self.renames[old] = self.new_name(rule, old)
             said.add(rule.code)
         return False
+
+    def _read(self, node: cst.Import | cst.ImportFrom, alias: cst.ImportAlias) -> bool | None:
+        """Whether the file reads the name ``alias`` binds (None: not told for ``import a.b``)."""
+        scope = self.scope(node)
+        if scope is None or (alias.asname is None and isinstance(node, cst.Import)):
+            return None
+        bound = alias.asname.name if alias.asname is not None else alias.name
+        local = bound.value if isinstance(bound, cst.Name) else None
+        if local is None:
+            return None
+        return any(a.references for a in scope.assignments[local] if a.node is node)
 
     visit_Import = _visit_import
     visit_ImportFrom = _visit_import

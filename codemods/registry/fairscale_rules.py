@@ -319,8 +319,14 @@ RULES = (
             "version takes no `module_is_root` argument."
         ),
         example=Example(
-            before="from fairscale.nn.wrap import default_auto_wrap_policy\n",
-            after="from torch.distributed.fsdp.wrap import size_based_auto_wrap_policy\n",
+            before=(
+                "from fairscale.nn.wrap import default_auto_wrap_policy\n"
+                "policy = default_auto_wrap_policy\n"
+            ),
+            after=(
+                "from torch.distributed.fsdp.wrap import size_based_auto_wrap_policy\n"
+                "policy = size_based_auto_wrap_policy\n"
+            ),
         ),
         fix=FixSafety.UNSAFE,
         introduced="1.12",
