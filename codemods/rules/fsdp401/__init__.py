@@ -27,25 +27,26 @@ calls, with the rewrites they make in place (the call itself, ``isinstance`` che
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codemods.registry import Rule
 from codemods.registry.names import COMPOSABLE_FSDP, TORCH_FSDP, TORCH_FSDP_CLASSES
 from codemods.rules.api import Behaviour, Detector, Engine
-from codemods.rules.fsdp401.companion import companion_detail
-from codemods.rules.fsdp401.dead import dead_bindings
-from codemods.rules.fsdp401.decide import survey
 from codemods.rules.fsdp401.kept import FSDP1_API, unit_modules
 from codemods.rules.fsdp401.lookups import ISINSTANCE, fresh, line_of
 from codemods.rules.fsdp401.nested import INNER, as_unit, wrapping_root
-from codemods.rules.fsdp401.outcome import Bridged, Conversion, Survey
 from codemods.rules.fsdp401.recipes import BRIDGE_OPTION, HAND_PORT
-from codemods.rules.fsdp401.text import bound_first, statements_before
 from codemods.rules.layout import indentation, wrapped_call
 from codemods.syntax import ast_nodes as on_ast
 from codemods.syntax.ast_nodes import Undecided
 from codemods.syntax.cst_nodes import find_all
 from codemods.syntax.lazy_libcst import cst
+
+if TYPE_CHECKING:
+    from codemods.rules.fsdp401.outcome import Bridged, Survey
+
+# The survey, its outcome and the text it writes are imported by the libcst hooks that
+# use them: every run loads this module (the registry's behaviours), few convert a call.
 
 #: FSDP1's list of the FSDP modules under a module, by each spelling of the class.
 FSDP_MODULES = tuple(f"{name}.fsdp_modules" for name in TORCH_FSDP_CLASSES)
@@ -78,6 +79,9 @@ class Fsdp401(Behaviour):
     def call(self, engine: Engine, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         if not engine.settings.enabled(self.rule):
             return updated
+        from codemods.rules.fsdp401.outcome import Bridged
+        from codemods.rules.fsdp401.text import bound_first, statements_before
+
         found = self._survey(engine)
         called = engine.qualified(original.func)
         if ISINSTANCE in called:
@@ -137,6 +141,10 @@ class Fsdp401(Behaviour):
         # The text test spares files without FSDP1's class a survey at the start.
         if not engine.settings.enabled(self.rule) or "FSDP" not in node.code.upper():
             return
+        from codemods.rules.fsdp401.companion import companion_detail
+        from codemods.rules.fsdp401.dead import dead_bindings
+        from codemods.rules.fsdp401.outcome import Conversion
+
         found = self._survey(engine)
         for call, why in found.subclass_calls:  # no call of FSDP1's class: said here
             engine.report(call, self.rule, fixable_here=False, detail=why)
@@ -165,6 +173,8 @@ class Fsdp401(Behaviour):
         """The file's survey, made at the first hook that needs it (it sees the whole file)."""
         found = engine.scratch.get(self.rule.code)
         if found is None:
+            from codemods.rules.fsdp401.decide import survey
+
             found = engine.scratch[self.rule.code] = survey(engine, self.rule.code)
         return found
 
