@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from codemods.batch import stopping
 from codemods.batch.runner import FileResult, process_files, process_source
-from codemods.cli import explaining, fix_edits, json_format, noqa_comments, output
+from codemods.cli import explaining, noqa_comments, output
 from codemods.cli.config import ConfigError
 from codemods.cli.diffs import unified_diff, write_stdout
 from codemods.cli.options import (
@@ -156,6 +156,8 @@ def _finish(
     items += [output.Located(r.path, r.syntax) for r in results if r.syntax]
     items.sort(key=lambda i: (i.path, i.finding.cell or 0, i.finding.line, i.finding.col))
     if args.output_format == "json" and not args.statistics:
+        from codemods.cli import fix_edits, json_format  # JSON only: difflib and json
+
         items = fix_edits.with_edits(json_format.with_ends(items), chosen.settings_for)
     fixed = sum(f.fixed for r in results if r.written for f in r.findings)
     unchecked = len(problems) + sum(r.outcome == "error" and not r.syntax for r in results)
@@ -256,6 +258,8 @@ def _print(
 
             out.write(json.dumps(output.statistics_rows(items, settings), indent=2) + "\n")
         else:
+            from codemods.cli import json_format
+
             out.write(json_format.as_json(items))
     elif args.output_format == "github":
         out.write(output.github(items))

@@ -6,9 +6,10 @@ and says what to write instead. Or change nothing: ``python -m compat script.py`
 :func:`install` inside the program) puts the old names back at their old homes.
 """
 
-from compat._torch import require_torch
+from compat._torch import check_torch
 
-require_torch()
+# Found, not imported: the drop-in patches torch's modules when the program imports them.
+check_torch()
 
 from codemods._version import __version__  # noqa: E402
 from compat.deprecation import FSDPDeprecationWarning, warn_deprecated  # noqa: E402

@@ -261,3 +261,46 @@ def test_a_manual_rules_finding_says_a_human_decides(code):
     assert (
         finding.no_fix == f"no automatic fix: a human decides (`--explain {code}` gives the recipe)"
     )
+
+
+@pytest.mark.parametrize(
+    "test",
+    [
+        "version.parse(torch.__version__) >= version.parse('2.6')",
+        "_TORCH_GREATER_EQUAL_2_6 and x",
+        "check(version=2)",  # a keyword
+        "'__version__' in dir(torch)",  # a string
+        "b'version' in blob",
+        "any(map(lambda version: version > 2, vs))",  # a parameter
+        "hasattr(torch.distributed, 'fsdp')",
+        "hasattr((lightning), 'Fabric')",
+        "hasattr(module, 'torch')",
+        "is_torch_2_plus() or not HAS_FAIRSCALE",
+        "model.training and step % 2 == 0",
+        "f'{x.version}' == y",
+    ],
+)
+def test_the_gate_test_agrees_with_the_written_back_code(test):
+    # The evidence walk looks at a test's words before writing it back (ast.unparse):
+    # it must call a gate exactly what the pattern on the written-back code calls one.
+    from codemods.screen.evidence import _gate
+    from codemods.syntax.gates import GATE
+
+    node = ast.parse(test, mode="eval").body
+    assert _gate(node) == (GATE.search(ast.unparse(node)) is not None)
+
+
+def test_the_gate_test_agrees_on_every_if_of_the_realistic_tree():
+    from codemods.screen.evidence import _gate
+    from codemods.syntax.gates import GATE
+    from tests.realistic_tree import build_tree
+
+    tests = [
+        node.test
+        for source in build_tree(16).values()
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.If)
+    ]
+    gates = [_gate(test) for test in tests]
+    assert gates == [GATE.search(ast.unparse(test)) is not None for test in tests]
+    assert any(gates) and not all(gates)

@@ -46,23 +46,32 @@ def _git(repo: Path, *args: str) -> None:
 
 
 def test_hooks_fail_on_legacy_code_and_pass_after_migrate(tmp_path):
+    """One ``try-repo`` of every hook (each builds its environment, the suite's costliest
+    step: one run serves all that a first commit shows), then the migrated files pass.
+
+    pre-commit names every staged file; the configuration's exclude still holds: a
+    vendored copy under ``third_party/`` is neither reported by fsdp-lint nor rewritten
+    by fsdp-migrate, while the user's own file is; a staged notebook is linted cell by
+    cell, and fixed in its cell; a Markdown file is passed to neither.
+    """
     repo = tmp_path / "user-project"
-    repo.mkdir()
+    (repo / "third_party").mkdir(parents=True)
     _git(repo, "init", "-q")
     _git(repo, "config", "user.email", "dev@example.invalid")
     _git(repo, "config", "user.name", "dev")
     (repo / "train.py").write_text(LEGACY)
     (repo / "README.md").write_text("default_auto_wrap_policy is only prose here\n")
-    (repo / "pyproject.toml").write_text(CURRENT_RELEASES)  # moving to the current releases
+    # moving to the current releases, with a vendored directory excluded
+    (repo / "pyproject.toml").write_text(VENDORED_CONFIG)
+    (repo / "third_party" / "vendored.py").write_text(LEGACY)
+    notebook = repo / "explore.ipynb"
+    notebook.write_text(notebook_files.notebook("import torch\n", LEGACY))
     _git(repo, "add", "-A")
     env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "cache"), "PRE_COMMIT_COLOR": "never"}
 
-    def hook(*name: str) -> subprocess.CompletedProcess[str]:
-        return _try_repo(repo, env, *name)
-
-    # Every hook of the repository, in its order (each try-repo builds its environment
-    # anew): fsdp-lint reports, then fsdp-migrate rewrites.
-    first = hook()
+    # Every hook of the repository, in its order: fsdp-lint reports, then fsdp-migrate
+    # rewrites.
+    first = _try_repo(repo, env)
     assert first.returncode == 1, first.stdout + first.stderr
     outputs = _outputs(first.stdout)
     assert list(outputs) == ["fsdp-lint", "fsdp-migrate"], first.stdout
@@ -70,11 +79,17 @@ def test_hooks_fail_on_legacy_code_and_pass_after_migrate(tmp_path):
     assert "- exit code: 1" in lint, first.stdout
     for expected in ("train.py:2:41: FSDP101", "train.py:5:19: FSDP204", "train.py:5:43: FSDP206"):
         assert expected in lint
+    assert "explore.ipynb:cell 2:2:41: FSDP101" in lint  # the notebook, by cell
     assert "README.md" not in first.stdout  # only Python files are passed to the hooks
+    assert "third_party" not in lint and "third_party" not in migrate
     assert "files were modified by this hook" in migrate  # and migrate exits 1 for it
     migrated = (repo / "train.py").read_text()
     assert 'Trainer(strategy="fsdp", precision="16-mixed")' in migrated
     assert "size_based_auto_wrap_policy" in migrated
+    assert (repo / "third_party" / "vendored.py").read_text() == LEGACY  # not rewritten
+    cells = [c["source"] for c in json.loads(notebook.read_text())["cells"]]
+    assert cells[0] == ["import torch\n"]
+    assert cells[1][1] == "from torch.distributed.fsdp.wrap import size_based_auto_wrap_policy\n"
 
     _git(repo, "add", "-A")
     # The same package installed as pre-commit installs a hook's (one environment, shared
@@ -119,7 +134,7 @@ repos:
         name: fsdp-lint
         language: python
         additional_dependencies: ["{root}"]
-        entry: fsdp-lint
+        entry: fsdp-lint --force-exclude
         types_or: [python, pyi]
         verbose: true
       - id: no-torch
@@ -139,36 +154,3 @@ repos:
 # Judged at the current releases (a test of the hooks, not of ranges: see
 # tests/scratch_projects.py), with a vendored directory excluded.
 VENDORED_CONFIG = CURRENT_RELEASES + 'exclude = ["third_party/*"]\n'
-
-
-def test_hooks_leave_excluded_and_ignored_files_alone_and_lint_notebooks(tmp_path):
-    """pre-commit names every staged file; the configuration's exclude still holds.
-
-    A vendored copy under ``third_party/`` (excluded in ``[tool.fsdp-compat]``) is
-    neither reported by fsdp-lint nor rewritten by fsdp-migrate, while the user's own
-    file is; a staged notebook is linted cell by cell, and fixed in its cell.
-    """
-    repo = tmp_path / "user-project"
-    (repo / "third_party").mkdir(parents=True)
-    _git(repo, "init", "-q")
-    _git(repo, "config", "user.email", "dev@example.invalid")
-    _git(repo, "config", "user.name", "dev")
-    (repo / "pyproject.toml").write_text(VENDORED_CONFIG)
-    (repo / "train.py").write_text(LEGACY)
-    (repo / "third_party" / "vendored.py").write_text(LEGACY)
-    notebook = repo / "explore.ipynb"
-    notebook.write_text(notebook_files.notebook("import torch\n", LEGACY))
-    _git(repo, "add", "-A")
-    env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "cache"), "PRE_COMMIT_COLOR": "never"}
-    run = _try_repo(repo, env)
-    assert run.returncode == 1, run.stdout + run.stderr
-    outputs = _outputs(run.stdout)
-    lint, migrate = outputs["fsdp-lint"], outputs["fsdp-migrate"]
-    assert "train.py:2:41: FSDP101" in lint
-    assert "explore.ipynb:cell 2:2:41: FSDP101" in lint  # the notebook, by cell
-    assert "third_party" not in lint and "third_party" not in migrate
-    assert (repo / "third_party" / "vendored.py").read_text() == LEGACY  # not rewritten
-    assert "size_based_auto_wrap_policy" in (repo / "train.py").read_text()  # rewritten
-    cells = [c["source"] for c in json.loads(notebook.read_text())["cells"]]
-    assert cells[0] == ["import torch\n"]
-    assert cells[1][1] == "from torch.distributed.fsdp.wrap import size_based_auto_wrap_policy\n"

@@ -57,6 +57,10 @@ def test_no_source_with_a_finding_is_filtered_out(rule, codes_found):
         b"from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import CheckpointImpl\n",
         # an old name's parts, but the last one belongs to another module (torch.distributed)
         b"from torch.distributed._composable import contract\nimport torch.distributed.fsdp\n",
+        # prose and calls that say "from" or "import" before the words: no import statement
+        b"import torch.utils\n# loaded from checkpoint (see utils)\ncheckpoint(model)\n",
+        b"import torch\nm = importlib.import_module('torch.distributed.fsdp.wrap')\n"
+        b"m.default_auto_wrap_policy\n",
     ],
 )
 def test_code_that_cannot_have_findings_is_skipped(source):
@@ -76,6 +80,9 @@ def test_code_that_cannot_have_findings_is_skipped(source):
         b"x = 1; from compat.fsdp import FSDP\nFSDP(m, cpu_offload=True)\n",
         b"import torch.distributed._composable as c\nc.fsdp.fully_shard(m)\n",
         b"from torch.distributed._composable import (\n    fsdp,\n)\nfsdp.fully_shard(m)\n",
+        b"try: import torch.distributed.fsdp.wrap as w\nexcept ImportError: raise\n"
+        b"w.default_auto_wrap_policy\n",
+        b"if True:\tfrom torch.distributed.fsdp.wrap import default_auto_wrap_policy\n",
     ],
 )
 def test_every_way_of_importing_is_seen(source):

@@ -125,3 +125,24 @@ def test_migrate_renames_it_and_leaves_the_rest(project):
 def test_one_file_alone_does_not_see_its_base(project, capsys):
     lint.main(["--select", "FSDP207", "--target-lightning", "2.1", str(project / "pkg/models")])
     assert "FSDP207" not in capsys.readouterr().out  # pkg/base.py is not in this run
+
+
+def test_the_statement_walk_meets_imports_and_classes_as_ast_walk_does():
+    # The reading walks statements only: the same imports and classes, in the same
+    # order (a name bound twice keeps the binding ast.walk's order gives it).
+    import ast
+
+    from codemods.cli.project_classes import _statements
+    from tests.realistic_tree import build_tree
+
+    kinds = (ast.Import, ast.ImportFrom, ast.ClassDef)
+    sources = [
+        *build_tree(16).values(),
+        b"try:\n    import a\nexcept ImportError:\n    import b as a\nelse:\n    pass\n"
+        b"finally:\n    from c import a\nmatch x:\n    case 1:\n        class K(a.M): pass\n"
+        b"def f():\n    class L(K): pass\n    import d\nwith g():\n    import a\n",
+    ]
+    for source in sources:
+        tree = ast.parse(source)
+        walked = [node for node in ast.walk(tree) if isinstance(node, kinds)]
+        assert [node for node in _statements(tree) if isinstance(node, kinds)] == walked

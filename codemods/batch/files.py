@@ -12,7 +12,6 @@ import functools
 import os
 import re
 import stat
-import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -166,6 +165,8 @@ def write_atomic(
     # The mode is honoured even for root, who could write anyway: read-only means hands off.
     if not mode & stat.S_IWUSR or not os.access(target, os.W_OK):
         raise PermissionError(f"{path} is read-only")
+    import tempfile  # here: a run that writes nothing never needs it (nor shutil, random)
+
     fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
-import json
 import re
 from dataclasses import dataclass
 
@@ -102,6 +101,8 @@ class Notebook:
         Raises:
             NotANotebook: For bytes that are not a notebook's JSON.
         """
+        import json  # only for notebooks: a run over .py files never needs it
+
         try:
             document = json.loads(data)
             cells = document["cells"]
@@ -157,6 +158,8 @@ class Notebook:
             >>> nb.write_back(nb.source.replace(b"a = 1", b"a = 2"))
             b'{"cells": [{"cell_type": "code", "source": "a = 2"}]}'
         """
+        import json  # only for notebooks: a run over .py files never needs it
+
         text = fixed.decode("utf-8")
         found = list(_BOUNDARY_LINE.finditer(text))
         expected = [str(cell.index + 1) for cell in self.cells]
@@ -215,6 +218,8 @@ def _dumps_like(document: object, original: bytes) -> bytes:
     Raises:
         CannotWriteBack: If no layout tried gives ``original`` back from its own data.
     """
+    import json  # only for notebooks: a run over .py files never needs it
+
     text = original.decode("utf-8")
     unchanged = json.loads(text)
     newline = "\n" if text.endswith("\n") else ""

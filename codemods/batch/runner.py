@@ -30,7 +30,13 @@ from codemods.batch.files import ChangedMeanwhile, write_atomic
 from codemods.batch.notebooks import SUFFIX, NotANotebook, Notebook, fixing, in_cells, into_notebook
 from codemods.batch.pool import Work, in_process, in_workers, one
 from codemods.batch.results import FileResult
-from codemods.batch.syntax_errors import from_libcst, newer_python, syntax_error, unparsable
+from codemods.batch.syntax_errors import (
+    compiled_already,
+    from_libcst,
+    newer_python,
+    syntax_error,
+    unparsable,
+)
 from codemods.screen.evidence import with_evidence
 from codemods.screen.prefilter import screen
 from codemods.settings import Settings
@@ -139,7 +145,7 @@ def _screen(path: Path, settings: Settings, prefilter: bool) -> FileResult | ToP
     if error:
         return FileResult(str(path), error=error)
     if path.suffix != SUFFIX:
-        return _screen_source(str(path), source, settings, prefilter)
+        return _screen_source(str(path), source, settings, prefilter, on_disk=path.suffix == ".py")
     try:
         notebook = Notebook.read(source)
     except NotANotebook as exc:
@@ -151,9 +157,12 @@ def _screen(path: Path, settings: Settings, prefilter: bool) -> FileResult | ToP
 
 
 def _screen_source(
-    path: str, source: bytes, settings: Settings, prefilter: bool
+    path: str, source: bytes, settings: Settings, prefilter: bool, on_disk: bool = False
 ) -> FileResult | ToParse:
     """The result of a file the pre-filter or the ``ast`` detector settles, else libcst's part.
+
+    ``on_disk``: ``source`` is what the file ``path`` holds (not standard input, nor a
+    notebook's cells), so its bytecode cache can vouch for its syntax.
 
     Both pre-filter stages first (they rule out most files of most trees without loading
     the rules' behaviours, and so libcst); then the ``ast`` detector on the tree the
@@ -165,6 +174,8 @@ def _screen_source(
         passed = screen(source, settings)
         if passed is None:
             # Nothing to find, but a file Python refuses is reported (see syntax_errors).
+            if on_disk and compiled_already(path, source):
+                return FileResult(path)
             syntax = syntax_error(source)
             if syntax is None or newer_python(source):
                 return FileResult(path)

@@ -3,11 +3,15 @@
 Every file of a run is checked, as ruff checks it, even one with nothing for the rules
 to find (see :func:`codemods.batch.runner.process_files`): a file Python refuses is an
 ``invalid-syntax`` finding for lint and an error for migrate, unless it is only written
-for a newer Python than the one running (libcst reads its grammar).
+for a newer Python than the one running (libcst reads its grammar). A file this Python
+has compiled already, as its bytecode cache shows (:func:`compiled_already`), is not
+parsed again: on an installed package's tree that check is most of a run's CPU.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import re
 import symtable
 
@@ -43,6 +47,56 @@ def syntax_error(source: bytes) -> tuple[int, int, str] | None:
     except ValueError:  # NUL bytes: reported before any parse
         return None
     return None
+
+
+def compiled_already(path: str, source: bytes) -> bool:
+    r"""Whether this Python compiled ``source``, the bytes ``path`` holds, into its cache.
+
+    Python writes ``__pycache__/NAME.cpython-XY.pyc`` only for a file it compiled
+    (parser, symbol table and compiler: more than :func:`syntax_error` asks), and runs
+    it in place of ``path`` for as long as its header matches: this Python's magic
+    number, and either the source's modification time and size (the default) or the
+    hash of its bytes. That test, and a cache written after the source was last
+    modified (a rewrite within the second the header records shows there), tell here
+    that ``source`` has no syntax error without parsing it: 16 bytes read against about
+    1.5 ms a file.
+
+    Example:
+        >>> import py_compile, tempfile, time
+        >>> path = os.path.join(tempfile.mkdtemp(), "m.py")
+        >>> with open(path, "wb") as file:
+        ...     _ = file.write(b"x = 1\n")
+        >>> os.utime(path, (time.time() - 10, time.time() - 10))
+        >>> compiled_already(path, b"x = 1\n")
+        False
+        >>> _ = py_compile.compile(path, doraise=True)
+        >>> compiled_already(path, b"x = 1\n")
+        True
+        >>> with open(path, "wb") as file:  # rewritten: the same size, a newer time
+        ...     _ = file.write(b"x = (\n")
+        >>> compiled_already(path, b"x = (\n")
+        False
+    """
+    try:
+        cache = importlib.util.cache_from_source(path)
+        with open(cache, "rb") as file:
+            header = file.read(16)
+            cached = os.fstat(file.fileno()).st_mtime_ns
+        if len(header) < 16 or header[:4] != importlib.util.MAGIC_NUMBER:
+            return False
+        flags = int.from_bytes(header[4:8], "little")
+        if flags & 0b1:  # PEP 552: checked against the hash of the source's bytes
+            return header[8:16] == importlib.util.source_hash(source)
+        if flags:
+            return False
+        modified = os.stat(path).st_mtime_ns
+    except (OSError, ValueError, NotImplementedError):  # no cache, no cache tag, no file
+        return False
+    # The size is of the bytes read: a file rewritten since has another time anyway.
+    seconds = (modified // 10**9) & 0xFFFFFFFF
+    size = len(source) & 0xFFFFFFFF
+    expected = seconds.to_bytes(4, "little") + size.to_bytes(4, "little")
+    return header[8:16] == expected and cached > modified
 
 
 def from_libcst(exc: Exception) -> tuple[int, int, str]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import os
 import sys
 from pathlib import Path
@@ -17,6 +16,8 @@ def unified_diff(result: FileResult) -> bytes:
     does not split one), and a last line without a newline gets git's
     ``\ No newline at end of file`` marker, so the next file's header starts a line.
     """
+    import difflib  # here: a run without --diff never needs it
+
     # git's a/ and b/ prefixes for relative paths; an absolute path is shown as it is.
     path = os.fsencode(Path(result.path).as_posix())
     before, after = (

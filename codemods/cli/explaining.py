@@ -7,7 +7,6 @@ stops early ends the run quietly, not with a ``BrokenPipeError`` traceback.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
 from collections.abc import Iterator
@@ -19,6 +18,8 @@ from codemods.registry import REGISTRY, Rule
 
 def explain(code: str, output_format: str = "text") -> int:
     """Print the page of rule ``code`` (every rule, one line each, for ``""``); the exit code."""
+    import json  # only for --explain
+
     if not code.strip():
         return _list_all(output_format)
     if code.strip().upper() == UNUSED_NOQA:
@@ -80,6 +81,8 @@ def _unused_noqa_json() -> dict:
 
 def _explain_unused_noqa(output_format: str) -> int:
     """The page of FSDP900, the tool's own rule (it has no registry entry)."""
+    import json  # only for --explain
+
     name, summary = TOOL_RULES[UNUSED_NOQA]
     page = (
         f"{UNUSED_NOQA} ({name}): {summary}\n\n"
@@ -97,6 +100,8 @@ def _explain_unused_noqa(output_format: str) -> int:
 
 def _list_all(output_format: str) -> int:
     """Every rule: ``CODE  name  fix-safety  message``, or a JSON array of them."""
+    import json  # only for --explain
+
     if output_format == "json":
         every = [_as_json(rule) for rule in REGISTRY] + [_unused_noqa_json()]
         print(json.dumps(every, indent=2))

@@ -57,20 +57,27 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from codemods.cli.environment_files import read_environment_files
-from codemods.cli.requirement_files import Reader
-from codemods.cli.specifiers import FRAMEWORKS, poetry_floor, specifier_floor
-
 __all__ = [
-    "FRAMEWORKS",
     "ROOT_MARKERS",
     "DeclaredFloors",
     "declared_floors",
     "find_project_root",
     "is_project_root",
-    "poetry_floor",
-    "specifier_floor",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``FRAMEWORKS``, ``poetry_floor``, ``specifier_floor``: loaded when asked.
+
+    ``packaging``'s requirement and specifier parsers cost a run with no project file
+    to read more than its own work does.
+    """
+    if name in ("FRAMEWORKS", "poetry_floor", "specifier_floor"):
+        from codemods.cli import specifiers
+
+        return getattr(specifiers, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 #: Files whose presence makes a directory a project root (besides ``requirements*.txt``).
 ROOT_MARKERS = (
@@ -199,6 +206,10 @@ def declared_floors(root: str | os.PathLike[str]) -> DeclaredFloors:
     Returns:
         The floors, where each came from, and the problems met.
     """
+    # The readers (and packaging's parsers) only where there is a project to read.
+    from codemods.cli.environment_files import read_environment_files
+    from codemods.cli.requirement_files import Reader
+
     directory = Path(root)
     if directory.is_file():
         directory = directory.parent

@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, Any
 from codemods._version import __version__
 from codemods.batch.files import Problem, discover
 from codemods.cli import config as configuration
-from codemods.cli.project_classes import ProjectClasses
-from codemods.cli.project_fsdp1 import ProjectFsdp1Checks
 from codemods.cli.targets import ProjectTargets
 from codemods.releases import Releases, Span
 from codemods.settings import Settings
 
 if TYPE_CHECKING:
+    from codemods.cli.project_classes import ProjectClasses
+    from codemods.cli.project_fsdp1 import ProjectFsdp1Checks
     from codemods.findings import Finding
 
 #: Nothing left to do.
@@ -231,10 +231,13 @@ class Choices:
         own classes are followed by the rule itself); the project's FSDP1 checks where
         FSDP401 fixes.
         """
-        from codemods.registry import REGISTRY, ChangeKind
-
         if len(paths) < 2:
             return self
+        # Here, not at the top: a one-file run (a commit hook's) never needs them.
+        from codemods.cli.project_classes import ProjectClasses
+        from codemods.cli.project_fsdp1 import ProjectFsdp1Checks
+        from codemods.registry import REGISTRY, ChangeKind
+
         hooks = any(
             rule.kind is ChangeKind.METHOD_RENAME and self.settings.enabled(rule)
             for rule in REGISTRY

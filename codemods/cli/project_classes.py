@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable
+from collections import deque
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,6 +58,33 @@ def _resolved(path: str | Path) -> Path | None:
         return Path(path).resolve()
     except (OSError, RuntimeError):  # RuntimeError: a symlink loop on Python < 3.13
         return None
+
+
+#: The nodes whose list fields hold statements (with the module and the statements).
+_STATEMENT_HOLDERS = (ast.stmt, ast.excepthandler, ast.match_case)
+
+
+def _statements(tree: ast.Module) -> Iterator[ast.AST]:
+    r"""Every statement of ``tree``, its handlers and match cases, in ``ast.walk``'s order.
+
+    Imports and class definitions are statements, and a statement sits only in a list
+    field of a statement, a handler or a match case: the walk never enters the
+    expressions, most of a module's nodes. Breadth first, fields in order, as
+    ``ast.walk``, so that a name bound twice keeps the same binding.
+
+    Example:
+        >>> tree = ast.parse("import a\nif x:\n    class C(B): pass\nf(lambda: 1)")
+        >>> [type(n).__name__ for n in _statements(tree)]
+        ['Module', 'Import', 'If', 'Expr', 'ClassDef', 'Pass']
+    """
+    queue = deque([tree])
+    while queue:
+        node = queue.popleft()
+        yield node
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if type(value) is list:
+                queue.extend(item for item in value if isinstance(item, _STATEMENT_HOLDERS))
 
 
 class ProjectClasses:
@@ -113,7 +141,7 @@ class ProjectClasses:
         except (SyntaxError, ValueError):
             return
         file = self._files[path] = _File(path, tree)
-        for node in ast.walk(tree):
+        for node in _statements(tree):
             if type(node) is ast.Import:
                 for alias in node.names:
                     local = alias.asname or alias.name.partition(".")[0]

@@ -21,6 +21,8 @@ from typing import Optional
 from packaging.specifiers import Specifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from codemods.releases import TITLES  # Framework -> how a summary names it
+
 __all__ = [
     "FRAMEWORKS",
     "TITLES",
@@ -41,8 +43,6 @@ FRAMEWORKS: dict[str, str] = {
     "lightning-fabric": "lightning",
 }
 
-#: Framework -> how a summary names it.
-TITLES: dict[str, str] = {"torch": "torch", "lightning": "Lightning"}
 
 #: A floor and a note on how it was taken (empty: exactly as written).
 Noted = tuple[Optional[Version], str]  # Optional: evaluated at run time on Python 3.9

@@ -21,8 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from codemods.cli.floors import DeclaredFloors, declared_floors, is_project_root
-from codemods.cli.specifiers import TITLES
-from codemods.releases import Releases, Span
+from codemods.releases import TITLES, Releases, Span
 
 __all__ = ["ProjectTarget", "ProjectTargets"]
 

@@ -27,31 +27,26 @@ calls, with the rewrites they make in place (the call itself, ``isinstance`` che
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codemods.registry import Rule
 from codemods.registry.names import COMPOSABLE_FSDP, TORCH_FSDP, TORCH_FSDP_CLASSES
 from codemods.rules.api import Behaviour, Detector, Engine
-from codemods.rules.fsdp401.companion import companion_detail
-from codemods.rules.fsdp401.dead import dead_bindings
-from codemods.rules.fsdp401.decide import survey
-from codemods.rules.fsdp401.dual import (
-    WHY_DUAL,
-    CollectingImports,
-    dual_statement,
-    with_import_block,
-)
 from codemods.rules.fsdp401.kept import FSDP1_API, unit_modules
 from codemods.rules.fsdp401.lookups import ISINSTANCE, fresh, line_of
 from codemods.rules.fsdp401.nested import INNER, as_unit, wrapping_root
-from codemods.rules.fsdp401.outcome import Bridged, Conversion, Survey
 from codemods.rules.fsdp401.recipes import BRIDGE_OPTION, HAND_PORT
-from codemods.rules.fsdp401.text import bound_first, statements_before
 from codemods.rules.layout import indentation, wrapped_call
 from codemods.syntax import ast_nodes as on_ast
 from codemods.syntax.ast_nodes import Undecided
 from codemods.syntax.cst_nodes import find_all
 from codemods.syntax.lazy_libcst import cst
+
+if TYPE_CHECKING:
+    from codemods.rules.fsdp401.outcome import Bridged, Conversion, Survey
+
+# The survey, its outcome and the text it writes are imported by the libcst hooks that
+# use them: every run loads this module (the registry's behaviours), few convert a call.
 
 #: FSDP1's list of the FSDP modules under a module, by each spelling of the class.
 FSDP_MODULES = tuple(f"{name}.fsdp_modules" for name in TORCH_FSDP_CLASSES)
@@ -84,6 +79,9 @@ class Fsdp401(Behaviour):
     def call(self, engine: Engine, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         if not engine.settings.enabled(self.rule):
             return updated
+        from codemods.rules.fsdp401.outcome import Bridged
+        from codemods.rules.fsdp401.text import bound_first, statements_before
+
         found = self._survey(engine)
         called = engine.qualified(original.func)
         if ISINSTANCE in called:
@@ -107,6 +105,8 @@ class Fsdp401(Behaviour):
         inner = [INNER.format(root=root.root, line=line_of(engine, root.call))] if root else []
         notes = "; ".join([*inner, *conversion.keywords.notes]) or None
         if found.dual is not None:
+            from codemods.rules.fsdp401.dual import WHY_DUAL
+
             span = engine.settings.releases.torch.text()
             notes = "; ".join(
                 [WHY_DUAL.format(span=span, flag=found.dual), *([notes] if notes else [])]
@@ -150,6 +150,10 @@ class Fsdp401(Behaviour):
         # The text test spares files without FSDP1's class a survey at the start.
         if not engine.settings.enabled(self.rule) or "FSDP" not in node.code.upper():
             return
+        from codemods.rules.fsdp401.companion import companion_detail
+        from codemods.rules.fsdp401.dead import dead_bindings
+        from codemods.rules.fsdp401.outcome import Conversion
+
         found = self._survey(engine)
         for call, why in found.subclass_calls:  # no call of FSDP1's class: said here
             engine.report(call, self.rule, fixable_here=False, detail=why)
@@ -182,6 +186,8 @@ class Fsdp401(Behaviour):
         """The file's survey, made at the first hook that needs it (it sees the whole file)."""
         found = engine.scratch.get(self.rule.code)
         if found is None:
+            from codemods.rules.fsdp401.decide import survey
+
             found = engine.scratch[self.rule.code] = survey(engine, self.rule.code)
         return found
 
@@ -228,6 +234,9 @@ def _dual(
     The FSDP1 call stays as the other rules left it; the FSDP2 branch is the plain form,
     whose imports are collected for the module's ``try`` (:func:`_dual_imports`).
     """
+    from codemods.rules.fsdp401.dual import CollectingImports, dual_statement
+    from codemods.rules.fsdp401.text import bound_first, statements_before
+
     writer = CollectingImports(engine, engine.scratch.setdefault("FSDP401-dual", []))
     for name in ("fully_shard", *conversion.keywords.imports):
         writer.need_import(COMPOSABLE_FSDP, name)
@@ -253,6 +262,9 @@ def _dual_imports(engine: Engine, rule: Rule, found: Survey, withheld: str | Non
     Written as the visit leaves the module, once every converted call has said what its
     FSDP2 code imports.
     """
+    from codemods.rules.fsdp401.dual import with_import_block
+    from codemods.rules.fsdp401.outcome import Conversion
+
     plain = [c for c in found.conversions.values() if isinstance(c, Conversion)]
     if not plain or not engine.report(plain[0].call, rule, quiet=True, withheld=withheld):
         return

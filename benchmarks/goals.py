@@ -1,0 +1,253 @@
+"""Every figure of issue 44's table beside its yardstick, measured in one run.
+
+    python benchmarks/goals.py [--repeat N] [--corpus DIR] [--tree DIR] [--tests]
+
+Each row pairs a command with its yardstick; the two run as fresh processes, one after
+the other, ``--repeat`` times (after one untimed warm-up each), and the row prints the
+medians of wall time and of CPU time (user + system, the process and its children) and
+the ratios of the medians against the goal:
+
+- ``fsdp-lint`` on one legacy file (what a pre-commit hook or an editor pays per call),
+  in a folder with no project file and in one whose ``pyproject.toml`` declares its
+  releases, against a bare ``python -c pass`` (goal: 2.5x);
+- ``fsdp-lint`` on the installed torch package's source tree (or ``--tree``) against
+  ``ruff check --select UP --no-cache`` (goal: 2x);
+- ``fsdp-lint`` on the realistic 60-file tree of ``tests/realistic_tree.py`` and on a
+  folder of real legacy files (``--corpus``, kept outside the repository) against one
+  Python process that only ``ast.parse``s every file (goal: 2x);
+- ``python -m compat`` running a script that imports nothing, against ``python`` running
+  it (goal: a few milliseconds);
+- with ``--tests``, the README's test command (``python -m pytest``) once, against the
+  goal of 6 minutes.
+
+With ``--before DIR`` (a source tree of this project, an earlier commit's ``git
+archive`` say), each round also runs every command with that tree first on
+``PYTHONPATH``, and the table adds its medians: the change side by side with the same
+yardsticks.
+
+The machines here are shared and noisy: only ratios taken in one such run mean anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from hit_dense_tree import ENV, PARSE_EVERY_FILE, ROOT, ruff, write_tree  # noqa: E402
+from tool_speed import torch_tree  # noqa: E402
+
+PYTHON = sys.executable
+
+
+def first_on_path(tree: Path) -> dict[str, str]:
+    """The environment with ``tree`` first on ``PYTHONPATH``.
+
+    Every command runs in a scratch folder: ``python -m`` puts the working directory
+    before ``PYTHONPATH``, and in the checkout it would import the checkout.
+    """
+    return {**ENV, "PYTHONPATH": os.pathsep.join(filter(None, [str(tree), ENV.get("PYTHONPATH")]))}
+
+
+AFTER = first_on_path(ROOT)
+LINT = [PYTHON, "-m", "codemods.lint", "--exit-zero", "--quiet"]
+#: The example's file that a hook sees: legacy code with findings.
+HOOK_FILE = ROOT / "examples" / "legacy" / "fairscale_script.py"
+
+
+@dataclass
+class Row:
+    """A command, its yardstick and the goal for their ratio.
+
+    Attributes:
+        label: What the command measures.
+        command: The command.
+        yardstick_label: What it is measured against.
+        yardstick: The yardstick's command.
+        goal: The ratio of wall times the goal allows (``None``: a difference in ms).
+        cwd: Where both run (None: the scratch folder).
+    """
+
+    label: str
+    command: list[str]
+    yardstick_label: str
+    yardstick: list[str]
+    goal: float | None
+    cwd: Path | None = None
+    times: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+
+
+def timed(
+    command: Sequence[str], cwd: Path, env: dict[str, str] | None = None
+) -> tuple[float, float]:
+    """Wall and CPU seconds (user + system, with children) of one run of ``command``."""
+    start = time.perf_counter()
+    process = subprocess.Popen(
+        command, cwd=cwd, env=env or AFTER, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    _, _, usage = os.wait4(process.pid, 0)
+    elapsed = time.perf_counter() - start
+    return elapsed, usage.ru_utime + usage.ru_stime
+
+
+def rows(scratch: Path, tree: Path, corpus: Path | None) -> list[Row]:
+    """The rows to measure; the hook's folders and the realistic tree go in ``scratch``."""
+    bare = scratch / "bare"
+    bare.mkdir()
+    shutil.copy(HOOK_FILE, bare / HOOK_FILE.name)
+    realistic = scratch / "realistic"
+    write_tree(realistic, 60, 0)
+    noop = scratch / "noop.py"
+    noop.write_text("pass\n", encoding="utf-8")
+    parse = [PYTHON, "-c", PARSE_EVERY_FILE]
+    checker = ruff() or "ruff"
+    found = [
+        Row(
+            "fsdp-lint, 1 file, no project file",
+            [*LINT, HOOK_FILE.name],
+            "python -c pass",
+            [PYTHON, "-c", "pass"],
+            2.5,
+            bare,
+        ),
+        Row(
+            "fsdp-lint, 1 file of examples/legacy",
+            [*LINT, str(HOOK_FILE)],
+            "python -c pass",
+            [PYTHON, "-c", "pass"],
+            2.5,
+        ),
+        Row(
+            f"fsdp-lint, torch tree ({_count(tree)} files)",
+            [*LINT, str(tree)],
+            "ruff check --select UP",
+            [checker, "check", "--select", "UP", "--no-cache", "--exit-zero", "-q", str(tree)],
+            2.0,
+        ),
+        Row(
+            f"fsdp-lint, realistic tree ({_count(realistic)} files)",
+            [*LINT, str(realistic)],
+            "ast.parse every file",
+            [*parse, str(realistic)],
+            2.0,
+        ),
+    ]
+    if corpus is not None:
+        found.append(
+            Row(
+                f"fsdp-lint, real legacy files ({_count(corpus)} files)",
+                [*LINT, str(corpus)],
+                "ast.parse every file",
+                [*parse, str(corpus)],
+                2.0,
+            )
+        )
+    found.append(
+        Row(
+            "python -m compat, a script importing nothing",
+            [PYTHON, "-m", "compat", str(noop)],
+            "python, the same script",
+            [PYTHON, str(noop)],
+            None,
+        )
+    )
+    return found
+
+
+def _count(tree: Path) -> int:
+    return sum(1 for p in tree.rglob("*") if p.suffix in (".py", ".pyi") and p.is_file())
+
+
+def measure(found: list[Row], repeat: int, scratch: Path, before: Path | None = None) -> None:
+    """Run every row's pair ``repeat`` times, interleaved, after one warm-up each.
+
+    With ``before``, also each row's command with that source tree first on the path.
+    """
+    earlier = None
+    if before is not None:
+        earlier = first_on_path(before)
+    for row in found:
+        row.cwd = row.cwd or scratch
+        row.times = {"command": [], "yardstick": [], "before": []}
+        timed(row.command, row.cwd)
+        timed(row.yardstick, row.cwd)
+        if earlier is not None:
+            timed(row.command, row.cwd, earlier)
+    for _ in range(repeat):
+        for row in found:
+            row.times["command"].append(timed(row.command, row.cwd))
+            row.times["yardstick"].append(timed(row.yardstick, row.cwd))
+            if earlier is not None:
+                row.times["before"].append(timed(row.command, row.cwd, earlier))
+
+
+def report(found: list[Row], repeat: int) -> str:
+    """The table: medians of wall and CPU time, the ratios, and whether the goal is met."""
+    lines = [
+        f"medians of {repeat} interleaved runs; wall s (CPU s)",
+        f"{'what':<46}{'wall':>8}{'(CPU)':>8}  {'yardstick':<24}{'wall':>8}{'(CPU)':>8}"
+        f"{'ratio':>8}{'(CPU)':>7}  goal",
+    ]
+    before = any(row.times.get("before") for row in found)
+    if before:
+        lines[1] += f"{'before':>10}{'(CPU)':>8}{'ratio':>8}"
+    for row in found:
+        wall, cpu = (statistics.median(t) for t in zip(*row.times["command"]))
+        base_wall, base_cpu = (statistics.median(t) for t in zip(*row.times["yardstick"]))
+        if row.goal is None:
+            extra = (wall - base_wall) * 1000
+            ratio = f"{extra:+7.0f} ms"
+            goal = "a few ms"
+        else:
+            ratio = f"{wall / base_wall:>7.2f}x{cpu / base_cpu:>6.2f}x"
+            goal = f"{row.goal}x " + ("met" if wall / base_wall <= row.goal else "NOT met")
+        line = (
+            f"{row.label:<46}{wall:>8.3f}{f'({cpu:.3f})':>8}  {row.yardstick_label:<24}"
+            f"{base_wall:>8.3f}{f'({base_cpu:.3f})':>8} {ratio}  {goal:<12}"
+        )
+        if before:
+            old_wall, old_cpu = (statistics.median(t) for t in zip(*row.times["before"]))
+            line += f"{old_wall:>10.3f}{f'({old_cpu:.3f})':>8}{old_wall / base_wall:>7.2f}x"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def test_command() -> str:
+    """The README's test command, once, in this checkout, against the goal of 6 minutes."""
+    wall, cpu = timed([PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider"], ROOT)
+    met = "met" if wall <= 360 else "NOT met"
+    return f"python -m pytest: {wall:.0f} s wall, {cpu:.0f} s CPU (goal 360 s: {met})"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Measure every row and print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5, help="interleaved runs per row")
+    parser.add_argument("--tree", type=Path, default=None, help="default: torch's sources")
+    parser.add_argument("--corpus", type=Path, default=None, help="real legacy files")
+    parser.add_argument("--tests", action="store_true", help="also time the test command")
+    parser.add_argument("--only", default="", help="only the rows whose label holds this")
+    parser.add_argument("--before", type=Path, default=None, help="an earlier source tree")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as scratch:
+        found = rows(Path(scratch), args.tree or torch_tree(), args.corpus)
+        found = [row for row in found if args.only in row.label]
+        measure(found, args.repeat, Path(scratch), args.before)
+        print(report(found, args.repeat))
+    if args.tests:
+        print(test_command())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+"""What a process imports before it does its work: a commit hook's lint, ``python -m compat``.
+
+A one-file lint (what pre-commit and an editor pay per call, issue 44) imports neither
+the readers of a project's declarations nor ``packaging``'s requirement and specifier
+parsers where there is no project file to read, no FSDP401 survey where FSDP401 has no
+call to convert, no worker pool and no libcst for a file the ``ast`` detector decides.
+``python -m compat`` imports no torch for a program that imports none. Each run is a
+fresh process, and the modules it loaded are read at its end: the figures themselves
+are for ``benchmarks/goals.py``, not for a timed test.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: Findings the ``ast`` detector decides (a FairScale wrapper, a renamed policy).
+LEGACY = (
+    "from fairscale.nn import FullyShardedDataParallel as FSDP\n"
+    "from torch.distributed.fsdp.wrap import default_auto_wrap_policy\n"
+    "model = FSDP(model, auto_wrap_policy=default_auto_wrap_policy)\n"
+)
+
+#: Modules a one-file lint with no project file must not load, and why they exist.
+NOT_FOR_ONE_FILE = (
+    "packaging.requirements",  # declarations: requirements.txt, setup.py, pyproject.toml
+    "packaging.specifiers",
+    "packaging.tags",
+    "codemods.cli.requirement_files",
+    "codemods.cli.environment_files",
+    "codemods.cli.setup_py",
+    "codemods.cli.specifiers",
+    "codemods.cli.project_classes",  # classes across the files of a run (two files or more)
+    "codemods.cli.project_fsdp1",  # FSDP1 checks across the files of a run
+    "codemods.rules.fsdp401.decide",  # FSDP401's survey, where it converts a call
+    "codemods.rules.fsdp401.companion",
+    "multiprocessing",  # the worker pool
+    "libcst._nodes.base",  # the ast detector decides the file (``libcst`` itself is lazy)
+)
+
+
+def _modules_after(argv: list[str], cwd: Path) -> tuple[set[str], str]:
+    """The modules loaded by ``python -m ARGV...`` run in ``cwd``, and its output."""
+    code = (
+        "import runpy, sys\n"
+        f"sys.argv = {argv!r}\n"
+        "try:\n"
+        f"    runpy.run_module({argv[0]!r}, run_name='__main__', alter_sys=True)\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('MODULES', ' '.join(sorted(sys.modules)))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    run = subprocess.run(
+        [sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True, check=True
+    )
+    output, _, modules = run.stdout.rpartition("MODULES ")
+    return set(modules.split()), output + run.stderr
+
+
+def test_a_one_file_lint_without_a_project_imports_only_what_it_needs(tmp_path):
+    (tmp_path / "train.py").write_text(LEGACY)
+    modules, output = _modules_after(["codemods.lint", "train.py"], tmp_path)
+    assert "FSDP301" in output and "FSDP101" in output  # it did lint the file
+    assert "train.py:2:41: FSDP101 [*]" not in output  # nothing declares 1.12 or newer
+    assert "codemods.astlint.detector" in modules
+    assert not modules & set(NOT_FOR_ONE_FILE), sorted(modules & set(NOT_FOR_ONE_FILE))
+
+
+def test_a_project_file_loads_its_readers(tmp_path):
+    # The other side of the test above: the readers are there when there is a
+    # declaration to read (so the test above can fail), and they read it.
+    (tmp_path / "requirements.txt").write_text("torch>=2.4\n")
+    (tmp_path / "train.py").write_text(LEGACY)
+    modules, output = _modules_after(["codemods.lint", "train.py"], tmp_path)
+    assert {"codemods.cli.requirement_files", "packaging.requirements"} <= modules
+    # torch 2.4.. read from it: FSDP101's fix runs on the whole range
+    assert "train.py:2:41: FSDP101 [*]" in output
+
+
+def test_two_files_load_the_project_scanners(tmp_path):
+    (tmp_path / "a.py").write_text(LEGACY)
+    (tmp_path / "b.py").write_text("x = 1\n")
+    modules, _ = _modules_after(["codemods.lint", "a.py", "b.py"], tmp_path)
+    assert "codemods.cli.project_classes" in modules
+
+
+def test_python_m_compat_imports_no_torch_for_a_program_that_imports_none(tmp_path):
+    (tmp_path / "script.py").write_text("import sys\nprint('torch' in sys.modules)\n")
+    modules, output = _modules_after(["compat", "script.py"], tmp_path)
+    assert output.startswith("False"), output
+    assert "torch" not in modules
+
+
+def test_python_m_compat_still_serves_a_program_that_imports_torch_later(tmp_path):
+    (tmp_path / "script.py").write_text(
+        "import sys\n"
+        "assert 'torch' not in sys.modules\n"
+        "from torch.distributed.fsdp.wrap import default_auto_wrap_policy\n"
+        "print(default_auto_wrap_policy.__module__)\n"
+    )
+    _, output = _modules_after(["compat", "script.py"], tmp_path)
+    assert output.startswith("compat."), output
+    assert "[FSDP101]" in output
