@@ -225,3 +225,29 @@ def test_a_call_the_fix_is_not_about_gets_no_verdict(tmp_path, single_rank):
     messages = _warnings_of(tmp_path, body)
     assert deprecation_message(REGISTRY["FSDP301"]) in messages
     assert not any("leaves this call" in m for m in messages)
+
+
+def test_without_columns_the_one_call_on_the_frames_line_is_read(tmp_path):
+    """Python 3.10 gives a frame's line, not its columns: compat reads the one FSDP202
+    call that starts on it, and none where two do."""
+    from types import SimpleNamespace
+
+    from compat import call_source
+
+    lines = [
+        *STRATEGY.splitlines(),
+        "config = {}",
+        "strategy = DDPFullyShardedStrategy(",
+        "    **config,",
+        ")",
+        "pair = DDPFullyShardedStrategy(), DDPFullyShardedStrategy()",
+    ]
+    path = tmp_path / "train.py"
+    path.write_text("\n".join(lines) + "\n")
+    call_line = lines.index("strategy = DDPFullyShardedStrategy(") + 1
+    code = SimpleNamespace(co_filename=str(path))
+    frame = SimpleNamespace(f_code=code, f_globals={}, f_lineno=call_line)
+    position = call_source._only_call_on_line(frame, "FSDP202")
+    assert position == (call_line, call_line + 2, len("strategy = "), 1)
+    frame.f_lineno = len(lines)
+    assert call_source._only_call_on_line(frame, "FSDP202") is None
