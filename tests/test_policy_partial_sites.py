@@ -162,6 +162,25 @@ def test_a_name_nothing_reads_or_one_the_fix_cannot_follow_is_left(source, why, 
     assert new is None
 
 
+def test_a_policy_function_imported_inside_the_function_is_left_with_why():
+    """A helper importing torch's policies locally (as PEFT-style helpers do)."""
+    source = textwrap.dedent(
+        """\
+        import functools
+
+
+        def peft_wrap_policy(model, cls):
+            from torch.distributed.fsdp.wrap import _or_policy, transformer_auto_wrap_policy
+
+            wrap = functools.partial(transformer_auto_wrap_policy, transformer_layer_cls={cls})
+            return functools.partial(_or_policy, policies=[wrap])
+        """
+    )
+    finding, new = _outcome(source, "2.2..")
+    assert not finding.fixable and new is None
+    assert finding.no_fix.startswith("its policy function is imported inside a function")
+
+
 def test_a_called_policy_object_answers_as_the_partial_did():
     """What the called shape's fix relies on, on the installed torch (2.2 or later)."""
     torch = pytest.importorskip("torch")

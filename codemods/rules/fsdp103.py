@@ -26,6 +26,11 @@ from codemods.syntax.lazy_libcst import cst
 #: The torch release whose ``ModuleWrapPolicy`` is callable like the policy function it
 #: replaces (the ``module_wrap_policy`` capability's note).
 CALLABLE_SINCE = "2.2"
+#: Why a partial whose policy function is imported inside a function is left.
+LOCAL_IMPORT = (
+    "its policy function is imported inside a function (which may be avoiding an import "
+    "cycle): the fix adds module-level imports only"
+)
 #: Callables whose ``auto_wrap_policy=`` takes policy objects.
 POLICY_CONSUMERS = TORCH_POLICY_CONSUMERS | {f"{COMPAT_FAIRSCALE}.enable_wrap"}
 
@@ -305,13 +310,14 @@ class PolicyPartial(Behaviour):
         if _lightning_takes_classes(engine, original):
             return updated  # FSDP209 turns it into the set of classes itself
         rest = original.args[1:]
-        exact = len(rest) == 1 and keyword(rest[0]) == rule.argument
-        exact = exact and imported_at_module_level(engine, original.args[0].value)
+        form = len(rest) == 1 and keyword(rest[0]) == rule.argument
+        exact = form and imported_at_module_level(engine, original.args[0].value)
         certain = exact and reaches_policy_consumers(engine, original)
         # A policy whose uses the file does not all show (imported or returned elsewhere)
         # works as a callable too where ModuleWrapPolicy is one: unsafe there.
         site = site_of(engine, original) if exact and not certain else None
         fixed, unknown, why = verdict(rule, site, engine.target_at_least(CALLABLE_SINCE))
+        why = LOCAL_IMPORT if form and not exact else why
         fixable = certain or fixed
         applies = engine.report(
             original, rule, fixable_here=fixable, unsafe_here=unknown, why_not=why
@@ -342,11 +348,12 @@ class PolicyPartial(Behaviour):
             return
         arguments = on_ast.arguments(call)
         rest = arguments[1:]
-        exact = len(rest) == 1 and on_ast.keyword(rest[0]) == self.rule.argument
-        exact = exact and _ast_imported_at_module_level(detector, on_ast.value(arguments[0]))
+        form = len(rest) == 1 and on_ast.keyword(rest[0]) == self.rule.argument
+        exact = form and _ast_imported_at_module_level(detector, on_ast.value(arguments[0]))
         certain = exact and ast_reaches_policy_consumers(detector, call)
         site = ast_site_of(detector, call) if exact and not certain else None
         fixed, unknown, why = verdict(self.rule, site, detector.target_at_least(CALLABLE_SINCE))
+        why = LOCAL_IMPORT if form and not exact else why
         detector.report(
             call, self.rule, fixable_here=certain or fixed, unsafe_here=unknown, why_not=why
         )
