@@ -1,9 +1,18 @@
-"""Code of our own writing that knows FSDP2 (verl's shape): it asks FSDP2's questions."""
+"""Checkpoint code of our own writing for both FSDP generations (verl's shape).
 
-from torch.distributed.fsdp import FSDPModule
+It knows FSDP2 only through a helper (``fsdp_version``), and takes its FSDP2 branch for
+an ``FSDPModule``, where ``state_dict()`` gives each rank's shards.
+"""
+
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+from torch.distributed.fsdp import StateDictType
+
+from tests.fsdp2_versions import fsdp_version
 
 
 def save(model):
-    """FSDP2's branch of a checkpoint helper: each rank's shards (``state_dict()``)."""
-    assert isinstance(model, FSDPModule)
-    return model.state_dict()
+    """Each rank's shards: FSDP2's ``state_dict()``, FSDP1's sharded type."""
+    if fsdp_version(model) == 2:
+        return model.state_dict()
+    with FSDP.state_dict_type(model, StateDictType.SHARDED_STATE_DICT):
+        return model.state_dict()

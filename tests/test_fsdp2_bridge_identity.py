@@ -118,7 +118,7 @@ def _direct(rank: int, world_size: int) -> dict[str, Any]:
 
     from compat.fsdp2 import FSDP1Api, fully_shard_like_fsdp1
     from compat.fsdp2.differences import BridgeDifferenceWarning
-    from tests import fsdp2_aware_code
+    from tests import fsdp2_aware_code, fsdp2_converted_code
     from tests.portcheck_ports import Block, Net, _bf16_fsdp1
 
     out: dict[str, Any] = {}
@@ -139,6 +139,7 @@ def _direct(rank: int, world_size: int) -> dict[str, Any]:
     out["fsdp1-code"] = _plain(bridged.state_dict())
     out["fsdp1-reference"] = _plain(fsdp1.state_dict())
     out["aware"] = {type(v).__name__ for v in fsdp2_aware_code.save(bridged).values()}
+    out["converted"] = _plain(fsdp2_converted_code.save(bridged))
     out["parent"] = _plain(Holder(bridged).state_dict())
     out["parent-reference"] = _plain(Holder(fsdp1).state_dict())
     out["has-module"] = hasattr(bridged, "module")
@@ -199,6 +200,7 @@ def _equal(mine: dict[str, Any], theirs: dict[str, Any]) -> None:
 def test_fsdp1_code_gets_fsdp1s_state_dict_and_fsdp2_aware_code_fsdp2s(direct):
     for result in direct:
         _equal(result["fsdp1-code"], result["fsdp1-reference"])
+        _equal(result["converted"], result["fsdp1-reference"])
         assert result["aware"] == {"DTensor"}
 
 
