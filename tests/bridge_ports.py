@@ -110,3 +110,7 @@ def bridge_grouped(rank: int, world_size: int) -> tuple[nn.Module, Any]:
         Net().to(rank_device()), auto_wrap_policy=ModuleWrapPolicy({Block}), device_id=rank_device()
     )
     return model, _grouped_adamw(model)
+
+
+def fsdp1_lists_only(rank: int, world_size: int) -> tuple[nn.Module, Any]:
+    return _policy("fsdp1", lists_only)

@@ -36,6 +36,7 @@ CASES = {
     "nested-bf16": _case(B + "fsdp1_bf16_nested", B + "bridge_bf16_nested"),
     "every-module": _case(B + "fsdp1_every_module", B + "bridge_every_module"),
     "container-with-parameters": _case(B + "fsdp1_blocks", B + "bridge_lists_only"),
+    "container-fsdp1-itself": _case(B + "fsdp1_lists_only", B + "bridge_lists_only"),
     "bf16": _case(P + "fsdp1_bf16", B + "bridge_bf16"),
     "bf16-accumulation": _case(P + "fsdp1_bf16", B + "bridge_bf16", accumulate=2),
     "grouped": _case(P + "fsdp1_grouped", B + "bridge_grouped"),
@@ -76,6 +77,19 @@ def test_a_policy_that_picks_a_container_trains_as_fsdp1(reports, name):
     report = reports[name]
     _same_numbers(report)
     assert "layers" not in report.after.units  # FSDP2 has no unit of a container
+
+
+@pytest.mark.distributed
+def test_where_fsdp1s_container_unit_holds_parameters_fsdp1_fails_and_the_bridge_trains(
+    reports,
+):
+    # FSDP1 warns that it "will not all-gather parameters for containers that do not
+    # implement forward", and its first forward fails on 2 ranks; the bridge's group
+    # unit gathers them when a module of the container runs (the numbers are those of
+    # FSDP1 with each block a unit: "container-with-parameters").
+    report = reports["container-fsdp1-itself"]
+    assert report.before.error is not None and "setStorage" in report.before.error
+    assert report.after.error is None and len(report.step_rows) == 3
 
 
 @pytest.mark.distributed
