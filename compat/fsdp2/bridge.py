@@ -116,14 +116,21 @@ def fully_shard_like_fsdp1(
     Returns:
         ``module``, now the root FSDP2 unit, which keeps the FSDP1 methods FSDP1 code
         calls on it (:class:`compat.fsdp2.fsdp1_methods.FSDP1Methods`: ``state_dict``
-        full by default, ``clip_grad_norm_``, ``no_sync``, ``module``).
+        full by default for FSDP1 code, ``clip_grad_norm_``, ``no_sync``). Submodules
+        bridged (or ``fully_shard``-ed) before it stay their own units, as FSDP1's
+        manual nesting.
 
     Raises:
         ImportError: torch < 2.6 (no ``torch.distributed.fsdp.fully_shard``), or CPU
             ranks on torch < 2.7.
         ValueError, TypeError, NotImplementedError, RuntimeError, AttributeError: Where
-            FSDP1 itself raises, or where FSDP2 cannot reproduce what FSDP1 would do; the
-            message names the argument.
+            FSDP1 itself raises (an ``auto_wrap_policy`` around modules sharded already),
+            or where FSDP2 cannot reproduce what FSDP1 would do; the message names the
+            argument.
+
+    Warns:
+        BridgeDifferenceWarning: With ``use_orig_params=False``: the optimizer gets the
+            original parameters where FSDP1 gave it flat ones.
 
     Example:
         >>> import torch
