@@ -25,13 +25,13 @@ def _wrapper(side: str) -> Callable[..., nn.Module]:
     return fully_shard_like_fsdp1
 
 
-def _nested(side: str) -> tuple[nn.Module, Any]:
+def _nested(side: str, **kwargs: Any) -> tuple[nn.Module, Any]:
     """FSDP1's manual nesting: each layer wrapped by hand, then the root."""
     wrap = _wrapper(side)
     model = Net().to(rank_device())
     for index, layer in enumerate(model.layers):
-        model.layers[index] = wrap(layer, device_id=rank_device())
-    model = wrap(model, device_id=rank_device())
+        model.layers[index] = wrap(layer, device_id=rank_device(), **kwargs)
+    model = wrap(model, device_id=rank_device(), **kwargs)
     return model, _adamw(model)
 
 

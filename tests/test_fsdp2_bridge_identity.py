@@ -132,7 +132,7 @@ def _direct(rank: int, world_size: int) -> dict[str, Any]:
 
     from compat.fsdp2 import FSDP1Api, fully_shard_like_fsdp1
     from compat.fsdp2.differences import BridgeDifferenceWarning
-    from tests import fsdp2_aware_code, fsdp2_converted_code
+    from tests import bridge_ports, fsdp2_aware_code, fsdp2_converted_code
     from tests.portcheck_ports import Block, Net, _bf16_fsdp1
 
     out: dict[str, Any] = {}
@@ -178,6 +178,12 @@ def _direct(rank: int, world_size: int) -> dict[str, Any]:
                 other.load_state_dict(written)
         out["load-comms"] = {str(k): v for k, v in comm.get_comm_counts().items()}
     out["loaded"] = _plain(other.state_dict())
+    # The same of FSDP1's manual nesting, with flat parameters aligned (use_orig_params).
+    for side, api in (("fsdp1", FullyShardedDataParallel), ("bridge", FSDP1Api)):
+        torch.manual_seed(0)
+        model, _ = bridge_ports._nested(side, use_orig_params=True)
+        with api.state_dict_type(model, StateDictType.LOCAL_STATE_DICT):
+            out[f"nested-local-{side}"] = _plain(model.state_dict())
     # An auto_wrap_policy around units wrapped by hand: FSDP1 refuses, so does the bridge.
     model = Net()
     model.layers[0] = fully_shard_like_fsdp1(model.layers[0], use_orig_params=True)
@@ -250,6 +256,7 @@ def test_local_state_dict_gathers_nothing_and_is_fsdp1s(direct):
             assert [op for op in comms if "alltoall" in op], comms
         assert "c10d.allgather_" not in result["load-comms"]
         _equal(result["loaded"], result["fsdp1-reference"])
+        _equal(result["nested-local-bridge"], result["nested-local-fsdp1"])
 
 
 @pytest.mark.distributed

@@ -31,7 +31,7 @@ import types
 from typing import Any
 
 #: Frames that are not the caller: the bridge itself, and nn.Module's recursion.
-_PASS_THROUGH = ("compat.fsdp2", "torch.nn.modules", "contextlib")
+_PASS_THROUGH = ("compat.fsdp2", "torch.nn.modules")
 #: torch's own code that reads a module's FSDP2 state dict.
 _TORCH_DISTRIBUTED = "torch.distributed"
 _BRIDGE_NAMES = ("fully_shard_like_fsdp1", "fully_shard_by_policy", "FSDP1Api")

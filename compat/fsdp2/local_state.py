@@ -125,9 +125,14 @@ class Segment:
     high: int
 
 
+def _rows(param: Any) -> int:
+    """``param``'s rows (dim 0), the dimension FSDP2 shards; 1 for a scalar."""
+    return param.shape[0] if param.dim() else 1
+
+
 def _rows_held(param: Any, world: int) -> list[tuple[int, int]]:
     """Per rank of the shard group, the rows ``[first, end)`` of ``param`` FSDP2 keeps there."""
-    rows = param.shape[0] if param.dim() else 1
+    rows = _rows(param)
     chunk = -(-rows // world)
     return [(min(r * chunk, rows), min((r + 1) * chunk, rows)) for r in range(world)]
 
@@ -145,8 +150,8 @@ def _segments(pieces: list[Piece], params: dict[str, Any], world: int, chunk: in
             continue
         param = params[piece.name]
         sharded = hasattr(param, "device_mesh")
-        per_row = piece.numel // max(param.shape[0], 1) if param.dim() else piece.numel
-        held = _rows_held(param, world) if sharded else [(0, max(param.shape[0], 1))]
+        per_row = _per_row(param, piece)
+        held = _rows_held(param, world) if sharded else [(0, _rows(param))]
         for holder, (first, end) in enumerate(held):
             low, high = piece.start + first * per_row, piece.start + end * per_row
             while low < high:
@@ -180,6 +185,8 @@ def local_state_dict(model: nn.Module, aligned: torch.dtype | None) -> dict[str,
     for unit_name, unit in _units(model):
         prefix = f"{unit_name}." if unit_name else ""
         pieces = _layout(model, prefix, unit, aligned)
+        if not pieces:  # FSDP1's unit without parameters has no flat parameter
+            continue
         group = _group(unit)
         rank, world = dist.get_rank(group), dist.get_world_size(group)
         numel = _flat_numel(pieces, aligned, world)
@@ -220,7 +227,7 @@ def local_state_dict(model: nn.Module, aligned: torch.dtype | None) -> dict[str,
 
 
 def _per_row(param: Any, piece: Piece) -> int:
-    return piece.numel // max(param.shape[0], 1) if param.dim() else piece.numel
+    return piece.numel // max(_rows(param), 1)
 
 
 def _local_flat(param: Any, seg: Segment, rank: int, world: int) -> tuple[torch.Tensor, int]:
@@ -263,6 +270,8 @@ def load_local_state_dict(
         for unit_name, unit in _units(model):
             prefix = f"{unit_name}." if unit_name else ""
             pieces = _layout(model, prefix, unit, aligned)
+            if not pieces:
+                continue
             group = _group(unit)
             rank, world = dist.get_rank(group), dist.get_world_size(group)
             saved = state_dict[f"{prefix}{FLAT_PARAM}"]
