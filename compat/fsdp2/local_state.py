@@ -3,8 +3,10 @@
 FSDP1 flattens the parameters of each unit into one ``FlatParameter`` and keeps a chunk
 of it on each rank; its local state dict holds that chunk as a ``ShardedTensor`` under
 ``<unit>._flat_param``, and ``load_state_dict`` takes the same back. FSDP2 keeps no flat
-parameters, so the bridge writes FSDP1's layout from the whole parameters and reads it
-back into each parameter's ``DTensor`` rows. The layout is FSDP1's:
+parameters, so the bridge writes FSDP1's layout from the rows of each parameter that
+each rank holds, and reads it back into them: each rank sends what it holds to the
+ranks whose FSDP1 chunk it falls in (one all-to-all per unit), and no parameter is
+gathered whole, as none is in FSDP1's. The layout is FSDP1's:
 
 - a unit's parameters are those of its modules that no inner unit holds, in
   ``named_modules()`` order, each module's own in order, a shared one once;
@@ -230,18 +232,14 @@ def _per_row(param: Any, piece: Piece) -> int:
     return piece.numel // max(_rows(param), 1)
 
 
-def _local_flat(param: Any, seg: Segment, rank: int, world: int) -> tuple[torch.Tensor, int]:
-    """The elements of ``param`` this rank holds, flat, and the flat offset of the first."""
-    if seg.holder == -1:
-        return param.detach().reshape(-1), seg.piece.start
-    first = _rows_held(param, world)[rank][0]
-    local = param.to_local().detach()
-    return local.reshape(-1), seg.piece.start + first * _per_row(param, seg.piece)
-
-
 def _held(param: Any, seg: Segment, rank: int, world: int) -> torch.Tensor:
-    """The segment's elements, from what this rank holds of ``param``."""
-    flat, offset = _local_flat(param, seg, rank, world)
+    """The segment's elements in what this rank holds of ``param`` (a view: writable)."""
+    if seg.holder == -1:
+        flat, offset = param.detach().view(-1), seg.piece.start
+    else:
+        first = _rows_held(param, world)[rank][0]
+        flat = param.to_local().detach().view(-1)
+        offset = seg.piece.start + first * _per_row(param, seg.piece)
     return flat[seg.low - offset : seg.high - offset]
 
 
@@ -285,8 +283,13 @@ def load_local_state_dict(
             chunk = max(-(-numel // world), 1)
             start = min(rank * chunk, numel)
             shards = saved.local_shards()
-            device = next(unit.parameters()).device
-            mine = shards[0].tensor.reshape(-1).to(device) if shards else torch.zeros(0)
+            first_param = next(unit.parameters())
+            device, dtype = first_param.device, first_param.dtype
+            mine = (
+                shards[0].tensor.reshape(-1).to(device, dtype)
+                if shards
+                else torch.zeros(0, dtype=dtype, device=device)
+            )
             segments = _segments(pieces, params, world, chunk)
             send: list[list[torch.Tensor]] = [[] for _ in range(world)]
             sizes = [0] * world
@@ -297,16 +300,11 @@ def load_local_state_dict(
                     send[seg.holder].append(mine[seg.low - start : seg.high - start])
                 elif seg.holder == rank and seg.owner != rank:
                     sizes[seg.owner] += seg.high - seg.low
-            like = mine if mine.numel() else torch.zeros(0, device=device)
-            outgoing = [torch.cat(p) if p else like.new_empty(0) for p in send]
-            received = _exchange(outgoing, sizes, group, like)
+            outgoing = [torch.cat(p) if p else mine.new_empty(0) for p in send]
+            received = _exchange(outgoing, sizes, group, mine)
             cursor = [0] * world
             for seg in segments:
-                param = params[seg.piece.name]  # type: ignore[index]
-                local = param.to_local() if hasattr(param, "to_local") else param
-                if seg.holder == -1:  # a plain tensor every rank holds whole: not FSDP1's
-                    continue
-                if seg.holder != rank:
+                if seg.holder != rank:  # another rank's rows, or a plain tensor (not FSDP1's)
                     continue
                 if seg.owner == rank:
                     values = mine[seg.low - start : seg.high - start]
@@ -314,10 +312,7 @@ def load_local_state_dict(
                     n = seg.high - seg.low
                     values = received[seg.owner][cursor[seg.owner] : cursor[seg.owner] + n]
                     cursor[seg.owner] += n
-                first = _rows_held(param, world)[rank][0]
-                offset = seg.piece.start + first * _per_row(param, seg.piece)
-                flat = local.view(-1)
-                flat[seg.low - offset : seg.high - offset] = values.to(flat.dtype)
+                _held(params[seg.piece.name], seg, rank, world).copy_(values)  # type: ignore[index]
     rest = _not_parameters(model, params)
     given = {k: v for k, v in state_dict.items() if k in rest}
     nn.Module.load_state_dict(model, given, strict=False)
