@@ -201,6 +201,12 @@ def _direct(rank: int, world_size: int) -> dict[str, Any]:
             with mixed.no_sync():
                 pass
     out["no-sync-warned"] = [str(w.message)[:60] for w in caught]
+    # A parent loads a full state dict into it, as into FSDP1's model.
+    changed = {k: v + 0.5 for k, v in Holder(fsdp1).state_dict().items()}
+    for side in (fsdp1, bridged):
+        Holder(side).load_state_dict(changed)
+    out["parent-loaded"] = _plain(Holder(bridged).state_dict())
+    out["parent-loaded-reference"] = _plain(Holder(fsdp1).state_dict())
     return out
 
 
@@ -225,9 +231,10 @@ def test_fsdp1_code_gets_fsdp1s_state_dict_and_fsdp2_aware_code_fsdp2s(direct):
 
 
 @pytest.mark.distributed
-def test_a_parent_modules_state_dict_is_fsdp1s(direct):
+def test_a_parent_modules_state_dict_and_its_load_are_fsdp1s(direct):
     for result in direct:
         _equal(result["parent"], result["parent-reference"])
+        _equal(result["parent-loaded"], result["parent-loaded-reference"])
         assert all(key.startswith("net.") for key in result["parent"])
 
 

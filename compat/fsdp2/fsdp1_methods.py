@@ -211,8 +211,33 @@ def keep_fsdp1_methods(
     cls = type(root)
     if not isinstance(root, FSDP1Methods):  # a unit bridged before keeps its class
         root.__class__ = type(f"FSDP1Bridged{cls.__name__}", (FSDP1Methods, cls), {})
+        root.register_load_state_dict_pre_hook(_rows_of_full_tensors)
     object.__setattr__(root, _RANK, group_rank)
     object.__setattr__(root, _ALIGNED, aligned)
+
+
+def _rows_of_full_tensors(
+    module: nn.Module, state_dict: dict[str, Any], prefix: str, *args: Any
+) -> None:
+    """A parent's ``load_state_dict`` with full tensors: each rank takes its rows.
+
+    FSDP1's hooks load a full state dict given to a parent module; FSDP2's parameters
+    (DTensors) take only DTensors. Each full tensor under ``prefix`` of a DTensor
+    parameter's shape becomes this rank's rows of it (no communication); anything else
+    is left for ``load_state_dict`` to judge.
+    """
+    from torch.distributed.tensor import DTensor, distribute_tensor
+
+    for name, param in module.named_parameters():
+        key = prefix + name
+        value = state_dict.get(key)
+        if not isinstance(param, DTensor) or not isinstance(value, torch.Tensor):
+            continue
+        if isinstance(value, DTensor) or value.shape != param.shape:
+            continue
+        state_dict[key] = distribute_tensor(
+            value.detach().to(param.device), param.device_mesh, param.placements, src_data_rank=None
+        )
 
 
 def flat_alignment(
