@@ -856,7 +856,7 @@ def test_sharded_models_and_tensor_parallel_parameters_are_refused(one_rank):
     from torch.distributed.tensor import distribute_tensor
 
     sharded = fully_shard_like_fsdp1(make_model(), device_id=CPU)
-    with pytest.raises(ValueError, match="the module is an FSDP2 unit already"):
+    with pytest.raises(ValueError, match=r"already FSDP2 units: '\(the root\)'"):
         fully_shard_like_fsdp1(sharded)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

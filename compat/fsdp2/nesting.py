@@ -41,7 +41,9 @@ def presharded_units(module: nn.Module, policy: Any) -> list[nn.Module]:
     """
     unit_class = fsdp2_module().FSDPModule
     if isinstance(module, unit_class):
-        raise ValueError("the module is an FSDP2 unit already; shard a model once (its root last)")
+        names = [name for name, sub in module.named_modules() if isinstance(sub, unit_class)]
+        listed = ", ".join(repr(name or "(the root)") for name in names)
+        raise ValueError(f"already FSDP2 units: {listed}; shard a model once (its root last)")
     fsdp1 = import_fsdp_module().FullyShardedDataParallel
     wrapped = [name for name, sub in module.named_modules() if isinstance(sub, fsdp1)]
     if wrapped:
