@@ -139,25 +139,28 @@ def test_a_wrapper_call_that_stays_keeps_the_projects_checks_fsdp1(tmp_path):
     assert "which stays FSDP1: other.py's FSDP1 wrapper calls stay" in library["withheld"]
 
 
-@pytest.mark.parametrize(
-    ("other", "form"),
-    [
-        # a class call the bridge's model answers (a plain FSDP2 model does not)
-        (
-            FSDP1 + "def save(model):\n    with FSDP.state_dict_type(model, kind):\n        pass\n",
-            "fully_shard_like_fsdp1(",
-        ),
-        # a file that does not name FSDP1's class
-        ("def test_units(model):\n    assert model is not None\n", "fully_shard(model"),
-    ],
-    ids=["routed-call", "no-check"],
-)
-def test_without_such_a_check_the_file_converts(tmp_path, other, form):
+def test_without_such_a_check_the_file_converts(tmp_path):
+    # a file that does not name FSDP1's class
+    other = "def test_units(model):\n    assert model is not None\n"
     _project(tmp_path, {"lib.py": LIBRARY, "tests/test_lib.py": other})
     (finding,) = _fsdp401(tmp_path, ".")
     assert finding["fixed"] and not finding["withheld"]
     migrate(["--unsafe-fixes", "--extend-select", "FSDP4", "--fsdp2-bridge", str(tmp_path)])
-    assert form in (tmp_path / "lib.py").read_text()
+    assert "fully_shard(model" in (tmp_path / "lib.py").read_text()
+
+
+def test_a_class_call_elsewhere_converts_with_the_project_onto_the_bridge(tmp_path):
+    # torch's own FSDP1 class calls take no bridged model (compat patches nothing of
+    # torch's): the file converts with the project's calls, its call becoming FSDP1Api's.
+    other = FSDP1 + "def save(model):\n    with FSDP.state_dict_type(model, kind):\n        pass\n"
+    _project(tmp_path, {"lib.py": LIBRARY, "tests/test_lib.py": other})
+    findings = _fsdp401(tmp_path, ".")
+    assert len(findings) == 2 and all(f["fixed"] for f in findings)
+    migrate(["--unsafe-fixes", "--extend-select", "FSDP4", "--fsdp2-bridge", str(tmp_path)])
+    assert "fully_shard_like_fsdp1(" in (tmp_path / "lib.py").read_text()
+    saved = (tmp_path / "tests" / "test_lib.py").read_text()
+    assert "with FSDP1Api.state_dict_type(model, kind):" in saved
+    assert "FullyShardedDataParallel" not in saved
 
 
 def test_a_check_in_another_project_stands_in_no_way(tmp_path):
@@ -176,17 +179,36 @@ def test_files_that_convert_together_keep_no_check_in_each_others_way(tmp_path):
     assert len(findings) == 2 and all(f["fixed"] for f in findings)
 
 
-def test_a_file_that_stays_fsdp1_keeps_its_checks_in_the_others_way(tmp_path):
-    # The test wraps too, but reads FSDP1's state of each unit: it stays FSDP1, and so
-    # do its checks on what the library builds.
-    test = LIBRARY + "\n\ndef test_units(model):\n"
-    test += "    for unit in FSDP.fsdp_modules(wrap_fsdp(model)):\n"
-    test += "        assert unit.sharding_strategy is not None\n"
+#: The test wraps too, but reads FSDP1's state of each unit: it stays FSDP1, and so do
+#: its checks on what the library builds.
+READS_UNIT_STATE = (
+    LIBRARY + "\n\ndef test_units(model):\n"
+    "    for unit in FSDP.fsdp_modules(wrap_fsdp(model)):\n"
+    "        assert unit.sharding_strategy is not None\n"
+)
+#: It calls FSDP1's internals: it stays, and so its class call, which would not take a
+#: bridged model (compat patches nothing of torch's).
+CALLS_INTERNALS = (
+    FSDP1 + "from torch.distributed.fsdp._runtime_utils import _lazy_init\n"
+    "def save(model):\n    _lazy_init(model, model)\n"
+    "    with FSDP.state_dict_type(model, kind):\n        pass\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("test", "kept"),
+    [
+        (READS_UNIT_STATE, "tests/test_lib.py:11: `FSDP.fsdp_modules`"),
+        (CALLS_INTERNALS, "tests/test_lib.py:5: `FSDP.state_dict_type`"),
+    ],
+    ids=["checks", "class-call"],
+)
+def test_a_file_that_stays_fsdp1_keeps_its_uses_in_the_others_way(tmp_path, test, kept):
     _project(tmp_path, {"lib.py": LIBRARY, "tests/test_lib.py": test})
     findings = _fsdp401(tmp_path, ".")
     assert findings and not any(f["fixed"] for f in findings)
     (library,) = [f for f in findings if "another file" in (f["withheld"] or "")]
-    assert library["withheld"].startswith("fix withheld: tests/test_lib.py:11: `FSDP.fsdp_modules`")
+    assert library["withheld"].startswith(f"fix withheld: {kept}")
 
 
 #: A package of our own writing in the shape of real recipes: ``train.py`` wraps the model,

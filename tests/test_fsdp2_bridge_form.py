@@ -61,6 +61,28 @@ def test_a_config_read_call_goes_to_the_bridge_with_its_own_arguments():
     assert "`mixed_precision` is not a `MixedPrecision(...)` call" in finding.message
 
 
+def test_the_finding_lists_what_removing_the_bridge_changes():
+    # The FSDP1 methods the bridged model keeps, each with its plain FSDP2 form, and
+    # what the bridge changes from FSDP1 (it warns of both at run time).
+    _, [finding] = _migrate(SCRIPT)
+    for kept in (
+        "`model.state_dict()` a full state dict for FSDP1 code (plain FSDP2: DTensor shards",
+        "`model.no_sync()` (`model.set_requires_gradient_sync(False)` for the block)",
+        "`model.clip_grad_norm_(n)` (`torch.nn.utils.clip_grad_norm_(model.parameters(), n)`)",
+        "unlike FSDP1, the optimizer gets the original parameters",
+        "`no_sync` with bf16 mixed precision accumulates in fp32",
+    ):
+        assert kept in finding.message
+
+
+def test_reading_module_keeps_the_file_fsdp1_on_the_bridge_too():
+    # The bridge shards in place: its model has no ``module`` (one that gave the model
+    # back would send a recursive unwrap round forever).
+    new, [finding] = _migrate(SCRIPT.replace("model.clip_grad_norm_(1.0)", "model.module.save()"))
+    assert new is None and not finding.fixed
+    assert "`model.module` at line 11: exists only on FSDP1 models" in finding.withheld
+
+
 @pytest.mark.parametrize(
     ("settings", "why"),
     [

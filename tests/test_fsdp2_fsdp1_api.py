@@ -3,7 +3,7 @@
 One 2-rank gloo spawn builds the same model with FSDP1 and with the bridge, drives
 both through the same FSDP1 code (``model.state_dict()``, ``FSDP.state_dict_type``
 with each config, ``FSDP.optim_state_dict`` and ``optim_state_dict_to_load``,
-``clip_grad_norm_``, ``no_sync``, ``.module``) with the class calls going to
+``clip_grad_norm_``, ``no_sync``) with the class calls going to
 ``FSDP1Api`` for the bridge, and compares what each returns, on every rank. FSDP1's
 ``offload_to_cpu`` hangs on CPU ranks, so the configs offload only where the ranks have
 GPUs (NCCL, two GPUs).
@@ -160,7 +160,6 @@ def _drive(model: nn.Module, api: Any, rank: int, checkpoint: str) -> dict[str, 
             # own part: FSDP1 a slice of its flat parameter, the bridge its rows).
             model.embed.weight.add_(0.5)
     out["written-back"] = _plain(model.state_dict())
-    out["module-is-model"] = model.module is model if api is FSDP1Api else None
     out.update(_local(model, api, rank, "local", resume=False))
     return out
 
@@ -255,13 +254,10 @@ def _both(rank: int, world_size: int, folder: str) -> dict[str, Any]:
     model = fully_shard_like_fsdp1(make_model(), auto_wrap_policy=policy, device_id=device)
     sharded = get_model_state_dict(model)
     results["torch-sees-shards"] = all(hasattr(v, "to_local") for v in sharded.values())
-    # FSDP1's own class calls take a bridged model too (code the rewrite did not touch).
-    config = FullStateDictConfig(rank0_only=True)
-    with FullyShardedDataParallel.state_dict_type(model, StateDictType.FULL_STATE_DICT, config):
-        results["through-fsdp1s-class"] = _plain(model.state_dict())
-    with FullyShardedDataParallel.state_dict_type(model, StateDictType.SHARDED_STATE_DICT):
-        state = model.state_dict()
-    results["fsdp1s-class-sharded"] = all(hasattr(v, "to_local") for v in state.values())
+    # FSDP1's own class calls are torch's, unpatched: on a bridged model they find no
+    # FSDP1 unit (FSDP1Api's are the ones that take it).
+    previous = FullyShardedDataParallel.set_state_dict_type(model, StateDictType.SHARDED_STATE_DICT)
+    results["fsdp1s-class-finds-nothing"] = previous.state_dict_type is None
     # On an inner unit (no bridged root in it) FSDP1's own summon runs, as before the
     # rewrite: it finds no FSDP1 unit there and leaves the DTensors as they are.
     with FSDP1Api.summon_full_params(model.blocks[0]):
@@ -388,18 +384,15 @@ def test_summoning_an_inner_unit_is_fsdp1s_own(runs):
 
 
 @pytest.mark.distributed
-def test_module_is_the_model(runs):
+def test_torch_sees_fsdp2s_state_dict(runs):
     for result in runs:
-        assert result["bridge"]["module-is-model"] is True
         assert result["torch-sees-shards"]
 
 
 @pytest.mark.distributed
-def test_fsdp1s_own_class_calls_take_a_bridged_model(runs):
+def test_fsdp1s_own_class_calls_are_torchs_and_find_no_fsdp1_unit(runs):
     for result in runs:
-        expected = result["fsdp1"]["default"] if result["rank"] == 0 else {}
-        _same(expected, result["through-fsdp1s-class"], "through FSDP1's class")
-        assert result["fsdp1s-class-sharded"]
+        assert result["fsdp1s-class-finds-nothing"]
 
 
 def test_the_rewrite_targets_exactly_the_calls_fsdp1api_has():

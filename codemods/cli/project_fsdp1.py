@@ -12,10 +12,13 @@ but wraps nothing converts with its project's wrapper calls (a companion,
 its checks can follow them (:mod:`codemods.rules.fsdp401.companion`). Each file gets the
 checks the *other* files of its project keep as FSDP1
 (:attr:`codemods.settings.Settings.fsdp1_elsewhere`), and why: FSDP401 then withholds
-its conversion, as it does for such a check in the file itself. Their
-uses of FSDP1's class calls that the bridge's model answers (``FSDP.state_dict_type(
-model, ...)`` in a checkpoint helper) put the file's calls on the bridge instead of
-plain FSDP2 code (:attr:`codemods.settings.Settings.fsdp1_api_elsewhere`).
+its conversion, as it does for such a check in the file itself. A file
+that uses FSDP1's class calls the bridge's model answers (``FSDP.state_dict_type(
+model, ...)`` in a checkpoint helper) converts with its project's calls too, those calls
+becoming ``FSDP1Api``'s, and puts them on the bridge instead of plain FSDP2 code
+(:attr:`codemods.settings.Settings.fsdp1_api_elsewhere`); where it stays FSDP1 its class
+calls keep the project FSDP1, as checks do: torch's own FSDP1 class calls take no
+bridged model (``compat`` patches nothing of torch's).
 
 A check is a use of torch's FSDP1 class that neither the rewrite of its own file nor the
 bridge's model answers: ``isinstance``/``issubclass`` against it, and its class-level
@@ -250,7 +253,7 @@ class ProjectFsdp1Checks:
         self, path: str | Path, api: bool
     ) -> list[tuple[Path, Path | None, list[tuple[int, str]]]]:
         """:meth:`elsewhere`'s files in order, each with its project root and its uses."""
-        by_file = {**self._by_file, **self._api_by_file} if api else self._by_file
+        by_file = {**self._by_file, **self._api_by_file}
         if not by_file:
             return []
         try:
@@ -264,12 +267,13 @@ class ProjectFsdp1Checks:
             if other == resolved or self._project[other] != project:
                 continue
             converted = other in self._converting
-            if api:
-                uses = self._api_by_file.get(other, [])
+            if api:  # rewritten to FSDP1Api's with the file: they need bridged models
+                uses = self._api_by_file.get(other, []) if converted else []
                 if converted and other not in self._wraps:
                     uses = sorted(uses + self._by_file.get(other, []))
-            else:
-                uses = [] if converted else self._by_file[other]
+            else:  # FSDP1's own class calls take no bridged model (nothing is patched)
+                own = self._by_file.get(other, []) + self._api_by_file.get(other, [])
+                uses = [] if converted else sorted(own)
                 if other not in self._refused:  # what FSDP2 models answer is in no one's way
                     uses = [use for use in uses if use not in self._answered.get(other, ())]
             if uses:
@@ -331,7 +335,7 @@ class ProjectFsdp1Checks:
 
         converting = {
             path
-            for path in self._by_file
+            for path in {*self._by_file, *self._api_by_file}
             if path in self._wraps or (follows is not None and self._wrappers(self._project[path]))
         }
         while True:

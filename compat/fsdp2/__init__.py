@@ -37,9 +37,18 @@ hybrid, no group                   shard groups of ``torch.<device>.device_count
 ``ignored_states``                 them becomes a unit
 ``backward_prefetch``,             accepted silently: FSDP2 has no such argument and
 ``forward_prefetch``,              they change no numbers
-``limit_all_gathers``,
-``use_orig_params``
+``limit_all_gathers``
+``use_orig_params``                accepted; ``False`` is warned
+                                   (:class:`BridgeDifferenceWarning`): the optimizer
+                                   gets the original parameters, not flat ones
 =================================  ===================================================
+
+Layers bridged one by one and then the root (FSDP1's manual nesting) stay the units
+they are; a container a policy picks is FSDP1's unit in FSDP2's terms
+(:mod:`~compat.fsdp2.nesting`). Nothing of torch's is patched: the bridge changes the
+class of the modules it shards only, as ``fully_shard`` does, and a bridged model
+answers ``state_dict()`` as FSDP2 to code written for both generations and as FSDP1
+to the rest (:mod:`~compat.fsdp2.identity`).
 
 Without ``sync_module_states`` the ranks should start from the same values: FSDP1 and
 FSDP2 keep different parts of differing tensors, so the bridge checks and warns
@@ -64,6 +73,7 @@ from compat.fsdp2.bridge import (
     fully_shard_like_fsdp1,
     translate_fsdp1_arguments,
 )
+from compat.fsdp2.differences import BridgeDifferenceWarning
 from compat.fsdp2.fsdp1_api import FSDP1Api
 from compat.fsdp2.materialize import RankMismatchWarning
 from compat.fsdp2.units import fsdp2_unit_names
@@ -71,6 +81,7 @@ from compat.fsdp2.units import fsdp2_unit_names
 # Their public home is here: documented and doctested as compat.fsdp2's (the examples
 # run only where FSDP2 runs on CPU), and pickled by this name.
 for _public in (
+    BridgeDifferenceWarning,
     FSDP1Api,
     RankMismatchWarning,
     fsdp2_module,
@@ -83,6 +94,7 @@ for _public in (
 del _public
 
 __all__ = [
+    "BridgeDifferenceWarning",
     "FSDP1Api",
     "RankMismatchWarning",
     "fsdp2_module",

@@ -15,9 +15,8 @@ import torch
 import torch.nn as nn
 
 import compat.fsdp2.materialize as mat
-from compat.features import import_fsdp_module
 from compat.fsdp2.availability import fsdp2_module, require_bridge
-from compat.fsdp2.fsdp1_api import route_fsdp1_class_calls
+from compat.fsdp2.differences import warn_differences
 from compat.fsdp2.fsdp1_methods import flat_alignment, group_rank, keep_fsdp1_methods
 from compat.fsdp2.mesh import (
     Sharding,
@@ -27,6 +26,7 @@ from compat.fsdp2.mesh import (
     resolve_device,
     strategy_name,
 )
+from compat.fsdp2.nesting import PRECISION_ATTRIBUTE, nest, presharded_units, shard_target
 from compat.fsdp2.precision import (
     buffer_casts,
     cast_buffers,
@@ -34,7 +34,13 @@ from compat.fsdp2.precision import (
     mp_policy,
     run_in_full_precision,
 )
-from compat.fsdp2.units import Unit, child_kwargs, fsdp1_units, fsdp2_unit_names, resolve_ignored
+from compat.fsdp2.units import (
+    Unit,
+    child_kwargs,
+    fsdp1_units,
+    fsdp2_unit_names,  # noqa: F401 - the examples use it
+    resolve_ignored,
+)
 from compat.policies import normalize_policy
 
 try:  # FSDP1's own default, so that the signature is FSDP1's exactly
@@ -110,14 +116,21 @@ def fully_shard_like_fsdp1(
     Returns:
         ``module``, now the root FSDP2 unit, which keeps the FSDP1 methods FSDP1 code
         calls on it (:class:`compat.fsdp2.fsdp1_methods.FSDP1Methods`: ``state_dict``
-        full by default, ``clip_grad_norm_``, ``no_sync``, ``module``).
+        full by default for FSDP1 code, ``clip_grad_norm_``, ``no_sync``). Submodules
+        bridged (or ``fully_shard``-ed) before it stay their own units, as FSDP1's
+        manual nesting.
 
     Raises:
         ImportError: torch < 2.6 (no ``torch.distributed.fsdp.fully_shard``), or CPU
             ranks on torch < 2.7.
         ValueError, TypeError, NotImplementedError, RuntimeError, AttributeError: Where
-            FSDP1 itself raises, or where FSDP2 cannot reproduce what FSDP1 would do; the
-            message names the argument.
+            FSDP1 itself raises (an ``auto_wrap_policy`` around modules sharded already),
+            or where FSDP2 cannot reproduce what FSDP1 would do; the message names the
+            argument.
+
+    Warns:
+        BridgeDifferenceWarning: With ``use_orig_params=False``: the optimizer gets the
+            original parameters where FSDP1 gave it flat ones.
 
     Example:
         >>> import torch
@@ -137,7 +150,8 @@ def fully_shard_like_fsdp1(
         ['', '0', '2']
         >>> dist.destroy_process_group()
     """
-    _refuse_sharded(module)
+    policy = normalize_policy(auto_wrap_policy)
+    inner = presharded_units(module, policy)  # FSDP1's manual nesting: wrapped by hand
     ignored, ignored_params = resolve_ignored(module, ignored_modules, ignored_states)
     device = resolve_device(module, device_id, ignored_params, device_mesh)
     fsdp2 = require_bridge(device)
@@ -145,9 +159,8 @@ def fully_shard_like_fsdp1(
         raise NotImplementedError(
             "ignored_modules / ignored_states need fully_shard(ignored_params=) (torch >= 2.7)"
         )
-    _refuse_dtensors(module, ignored_params)
+    _refuse_dtensors(module, ignored_params, inner)
     strategy = strategy_name(sharding_strategy)
-    policy = normalize_policy(auto_wrap_policy)
     root_kwargs = {
         "process_group": process_group,
         "sharding_strategy": sharding_strategy,
@@ -168,7 +181,7 @@ def fully_shard_like_fsdp1(
     base = child_kwargs(root_kwargs, ignored_params)
     for unit in units:
         _check_unit_arguments(unit, base, strategy)
-    plans = [_plan(index, units, ignored_params, device) for index in range(len(units))]
+    plans = [_plan(index, units, ignored_params, device, inner) for index in range(len(units))]
     casts = buffer_casts(units, [plan.ignored_buffers for plan in plans])
     sharding = plan_sharding(process_group, strategy, device_mesh, device, policy is not None)
     # Where FSDP1 broadcasts nothing, both FSDPs trust the ranks to agree: check they do.
@@ -183,37 +196,30 @@ def fully_shard_like_fsdp1(
     for plan, cast in zip(plans, casts):
         _prepare(module, plan, ignored_params, device, sharding, synced)
         cast_buffers(cast)
-        arguments = _fully_shard_arguments(plan.unit, sharding, device, ignored_params)
-        fsdp2.fully_shard(plan.unit.module, **arguments)
+        target = shard_target(plan.unit.name, plan.unit.module, plan.params)
+        if target is not None:  # None: a container FSDP1's unit of which holds nothing
+            arguments = _fully_shard_arguments(plan.unit, sharding, device, ignored_params)
+            fsdp2.fully_shard(target, **arguments)
+    nest(inner)
     # FSDP1's code calls FSDP1's methods on the model it wrapped, often far from here.
     group = sharding.sync_groups[0] if sharding.family == "replicate" else sharding.shard_group
     aligned = flat_alignment(module, use_orig_params, mixed_precision)
     keep_fsdp1_methods(module, group_rank(group), aligned)
-    route_fsdp1_class_calls()
+    object.__setattr__(module, PRECISION_ATTRIBUTE, mixed_precision)
+    warn_differences(use_orig_params, mixed_precision, stacklevel=2)
     return module
 
 
-def _refuse_sharded(module: nn.Module) -> None:
-    sharded = fsdp2_unit_names(module)
-    if sharded:
-        listed = ", ".join(repr(name or "(the root)") for name in sharded)
-        raise ValueError(f"already FSDP2 units: {listed}; shard a model once")
-    fsdp1 = import_fsdp_module().FullyShardedDataParallel
-    wrapped = [name for name, sub in module.named_modules() if isinstance(sub, fsdp1)]
-    if wrapped:
-        raise ValueError(
-            f"already FSDP1 units: {', '.join(repr(n or '(the root)') for n in wrapped)}; "
-            "the bridge shards a plain module"
-        )
-
-
-def _refuse_dtensors(module: nn.Module, ignored_params: set[nn.Parameter]) -> None:
+def _refuse_dtensors(
+    module: nn.Module, ignored_params: set[nn.Parameter], inner: list[nn.Module]
+) -> None:
     from torch.distributed.tensor import DTensor
 
+    sharded = {id(p) for unit in inner for p in unit.parameters()}
     found = [
         name
         for name, p in module.named_parameters()
-        if p not in ignored_params and isinstance(p, DTensor)
+        if p not in ignored_params and id(p) not in sharded and isinstance(p, DTensor)
     ]
     if found:
         raise NotImplementedError(
@@ -255,11 +261,15 @@ class _UnitPlan:
 
 
 def _plan(
-    index: int, units: list[Unit], ignored_params: set[nn.Parameter], device: torch.device
+    index: int,
+    units: list[Unit],
+    ignored_params: set[nn.Parameter],
+    device: torch.device,
+    inner: list[nn.Module],
 ) -> _UnitPlan:
     """Plan one unit and raise now what its preparation would raise later."""
     unit = units[index]
-    earlier = {u.module for u in units[:index]}
+    earlier = {u.module for u in units[:index]} | set(inner)
     params = mat.managed_params(unit.module, ignored_params, earlier)
     mat.check_single_device(unit.module, params, unit.kwargs.get("device_id"), device)
     if mat.needs_materializing(unit.module, params, unit.ignored_modules, skip=earlier):

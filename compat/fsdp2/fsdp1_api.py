@@ -45,23 +45,22 @@ FSDP1                              On a bridged model
 ``model.clip_grad_norm_``          ``torch.nn.utils.clip_grad_norm_`` over the DTensor
                                    gradients (reduced across ranks as FSDP1 did)
 ``model.no_sync()``                ``set_requires_gradient_sync(False)`` for the block
-``model.module``                   the model itself (the bridge shards in place)
 =================================  ===================================================
 
 The calls on a real FSDP1 model go to FSDP1's own, so code that mixes both keeps working.
 So does ``summon_full_params`` on a module that holds no bridged root (an inner unit, a
 plain module), as before the rewrite: FSDP1's own finds no FSDP1 unit there and does
 nothing, which code written for both generations counts on.
-Once a model is bridged, FSDP1's own class calls (``FullyShardedDataParallel.
-state_dict_type`` and the others above) take it too, by the same route: code in modules
-the rewrite did not touch, and libraries written for FSDP1 (a checkpointing library's
-optimizer adapter), keep working on the bridged model.
+FSDP1's own class calls (``FullyShardedDataParallel.state_dict_type`` and the others
+above) are torch's, untouched: the bridge patches nothing of torch's for the process.
+They do not take a bridged model (they find no FSDP1 unit in it: ``set_state_dict_type``
+does nothing, the ``state_dict_type`` context fails as it ends); code that calls them on
+one must call :class:`FSDP1Api`'s (the rewrite does so in the files it converts).
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 from collections.abc import Iterator
 from typing import Any, Callable
 
@@ -361,40 +360,10 @@ class FSDP1Api:
         return optim.state_dict()
 
 
-#: FSDP1's class calls as torch defines them, before :func:`route_fsdp1_class_calls`.
-_ORIGINALS: dict[str, Callable[..., Any]] = {}
-#: The calls routed: every one :class:`FSDP1Api` has (FSDP1's own names).
+#: FSDP1's class calls :class:`FSDP1Api` takes (FSDP1's own names).
 CLASS_CALLS = tuple(name for name in vars(FSDP1Api) if not name.startswith("_"))
 
 
 def _fsdp1_call(name: str) -> Callable[..., Any]:
     """FSDP1's own ``FullyShardedDataParallel.<name>``."""
-    return _ORIGINALS.get(name) or getattr(FullyShardedDataParallel, name)
-
-
-def _routed(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(original)
-    def call(*args: Any, **kwargs: Any) -> Any:
-        # The model comes first, or second after the state dict (the legacy loads).
-        given = [*args[:2], kwargs.get("module"), kwargs.get("model")]
-        model = next((value for value in given if isinstance(value, nn.Module)), None)
-        if model is not None and not fsdp1_answers(model):
-            return getattr(FSDP1Api, name)(*args, **kwargs)
-        return original(*args, **kwargs)
-
-    return call
-
-
-def route_fsdp1_class_calls() -> None:
-    """Let FSDP1's own class calls take bridged models (once per process).
-
-    ``FullyShardedDataParallel.state_dict_type(model, ...)`` and the others of
-    :class:`FSDP1Api` go to it for a model the bridge made; any other model goes to
-    FSDP1's as before.
-    """
-    if _ORIGINALS:
-        return
-    for name in CLASS_CALLS:
-        original = getattr(FullyShardedDataParallel, name)
-        _ORIGINALS[name] = original
-        setattr(FullyShardedDataParallel, name, staticmethod(_routed(name, original)))
+    return getattr(FullyShardedDataParallel, name)

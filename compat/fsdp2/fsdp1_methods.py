@@ -1,4 +1,4 @@
-"""FSDP1's methods on the bridged root: state dicts by type, clipping, ``no_sync``, ``.module``.
+"""FSDP1's methods on the bridged root: state dicts by type, clipping, ``no_sync``.
 
 :func:`keep_fsdp1_methods` mixes :class:`FSDP1Methods` into the class of the root the
 bridge made, as ``fully_shard`` itself swaps classes; the state-dict settings they answer
@@ -8,7 +8,7 @@ by are set by :class:`compat.fsdp2.fsdp1_api.FSDP1Api` (see its table).
 from __future__ import annotations
 
 import contextlib
-import sys
+import warnings
 from collections.abc import Iterator
 from typing import Any, Callable
 
@@ -19,12 +19,17 @@ import torch.nn as nn
 from torch.distributed.fsdp import FullyShardedDataParallel, StateDictType
 
 from compat.fsdp.fallbacks import map_tensors
+from compat.fsdp2.differences import (
+    BridgeDifferenceWarning,
+    accumulates_otherwise,
+    accumulation_message,
+)
+from compat.fsdp2.identity import fsdp2_aware_caller
 from compat.fsdp2.local_state import load_local_state_dict, local_state_dict
+from compat.fsdp2.nesting import PRECISION_ATTRIBUTE
 
 #: Where a bridged root keeps its state-dict settings and the rank in FSDP1's group.
 SETTINGS_ATTRIBUTE, _RANK = "_fsdp1_state_dict_settings", "_fsdp1_group_rank"
-#: torch's own state-dict functions, which read and load the model's FSDP2 state dict.
-_TORCH_CHECKPOINT = "torch.distributed.checkpoint"
 
 #: FSDP1's default model and optimizer configs per type, by name in torch.distributed.fsdp.
 #: ``StateDictSettings`` and the optimizer configs came in torch 2.1: they are read when
@@ -38,6 +43,8 @@ _DEFAULT_CONFIGS: dict[str, tuple[str, str]] = {
 
 #: Where a bridged root keeps FSDP1's flat-parameter alignment (``use_orig_params``).
 _ALIGNED = "_fsdp1_aligned_dtype"
+#: Whether a bridged root has said how its ``no_sync()`` accumulates.
+_WARNED = "_fsdp1_accumulation_said"
 
 
 def settings_of_type(
@@ -87,16 +94,6 @@ def parameter_copies(module: nn.Module) -> Callable[[torch.Tensor], torch.Tensor
     return copy_if_live
 
 
-def _called_by_torch_checkpoint() -> bool:
-    """Whether the caller of the caller is torch's checkpoint code.
-
-    ``get_model_state_dict`` and its kin read the module's own (FSDP2) state dict
-    through ``state_dict()``: they, and a user calling them directly, get FSDP2's.
-    """
-    caller = sys._getframe(2).f_globals.get("__name__", "")
-    return caller.startswith(_TORCH_CHECKPOINT)
-
-
 class FSDP1Methods:
     """FSDP1's methods on a bridged root (mixed into its class by the bridge).
 
@@ -134,16 +131,31 @@ class FSDP1Methods:
         return map_tensors(state, torch.Tensor.cpu) if config.offload_to_cpu else state
 
     def state_dict(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        """FSDP1's ``state_dict()``: of the type set on the model (full by default)."""
-        if args or kwargs or _called_by_torch_checkpoint():
+        """FSDP1's ``state_dict()`` for FSDP1 code, FSDP2's for code that knows FSDP2.
+
+        FSDP1's is of the type set on the model (full by default); a parent module's
+        ``state_dict()`` (a ``prefix`` and a ``destination``) gets it under its prefix,
+        as from FSDP1's hooks (:mod:`compat.fsdp2.identity` says who is who).
+        """
+        if fsdp2_aware_caller():
             return super().state_dict(*args, **kwargs)  # type: ignore[misc]
         from torch.distributed.checkpoint.state_dict import get_model_state_dict
 
-        return self._fsdp1_state(lambda options: get_model_state_dict(self, options=options), False)
+        state = self._fsdp1_state(
+            lambda options: get_model_state_dict(self, options=options), False
+        )
+        destination = kwargs.get("destination", args[0] if args else None)
+        prefix = kwargs.get("prefix", args[1] if len(args) > 1 else "")
+        if destination is None and not prefix:
+            return state
+        destination = {} if destination is None else destination
+        for key, value in state.items():
+            destination[prefix + key] = value
+        return destination
 
     def load_state_dict(self, state_dict: Any, strict: bool = True, assign: bool = False) -> Any:
-        """FSDP1's ``load_state_dict``: a state dict of the type set on the model."""
-        if assign or _called_by_torch_checkpoint():
+        """FSDP1's ``load_state_dict`` for FSDP1 code (the type set on the model)."""
+        if assign or fsdp2_aware_caller():
             return super().load_state_dict(state_dict, strict=strict, assign=assign)  # type: ignore[misc]
         from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
 
@@ -164,7 +176,15 @@ class FSDP1Methods:
 
     @contextlib.contextmanager
     def no_sync(self) -> Iterator[None]:
-        """FSDP1's ``no_sync()``: gradients accumulate unreduced for the block."""
+        """FSDP1's ``no_sync()``: gradients accumulate unreduced for the block.
+
+        With bf16 parameters and fp32 reduction FSDP2 accumulates them in fp32, FSDP1 in
+        bf16: said once per model (:class:`BridgeDifferenceWarning`).
+        """
+        precision = getattr(self, PRECISION_ATTRIBUTE, None)
+        if accumulates_otherwise(precision) and not getattr(self, _WARNED, False):
+            object.__setattr__(self, _WARNED, True)
+            warnings.warn(accumulation_message(precision), BridgeDifferenceWarning, stacklevel=3)
         self.set_requires_gradient_sync(False)  # type: ignore[attr-defined]
         try:
             yield
@@ -172,22 +192,15 @@ class FSDP1Methods:
             self.set_requires_gradient_sync(True)  # type: ignore[attr-defined]
 
 
-class _WrappedModule:
-    """FSDP1's ``.module``: the bridge shards in place, so the model is its own module."""
-
-    @property
-    def module(self) -> nn.Module:
-        return self  # type: ignore[return-value]
-
-
 def keep_fsdp1_methods(
     root: nn.Module, group_rank: int, aligned: torch.dtype | None = None
 ) -> None:
     """Give a bridged ``root`` FSDP1's methods (:class:`FSDP1Methods`).
 
-    Its class becomes a subclass of FSDP2's, as ``fully_shard`` itself does. ``module``
-    is added only where the model has no attribute of that name already (a child called
-    ``module`` stays reachable).
+    Its class becomes a subclass of FSDP2's, as ``fully_shard`` itself does (only this
+    instance's class: nothing of torch's changes). It gets no ``module``: the bridge
+    shards in place, so there is nothing wrapped, and a ``module`` that gave the model
+    back would send a recursive unwrap (``while hasattr(m, "module")``) round forever.
 
     Args:
         root: The root FSDP2 unit the bridge made.
@@ -196,12 +209,35 @@ def keep_fsdp1_methods(
             parameters for (the compute dtype); None: no alignment (its default).
     """
     cls = type(root)
-    mixins: tuple[type, ...] = (FSDP1Methods,)
-    if "module" not in root._modules and not hasattr(cls, "module"):
-        mixins += (_WrappedModule,)
-    root.__class__ = type(f"FSDP1Bridged{cls.__name__}", (*mixins, cls), {})
+    if not isinstance(root, FSDP1Methods):  # a unit bridged before keeps its class
+        root.__class__ = type(f"FSDP1Bridged{cls.__name__}", (FSDP1Methods, cls), {})
+        root.register_load_state_dict_pre_hook(_rows_of_full_tensors)
     object.__setattr__(root, _RANK, group_rank)
     object.__setattr__(root, _ALIGNED, aligned)
+
+
+def _rows_of_full_tensors(
+    module: nn.Module, state_dict: dict[str, Any], prefix: str, *args: Any
+) -> None:
+    """A parent's ``load_state_dict`` with full tensors: each rank takes its rows.
+
+    FSDP1's hooks load a full state dict given to a parent module; FSDP2's parameters
+    (DTensors) take only DTensors. Each full tensor under ``prefix`` of a DTensor
+    parameter's shape becomes this rank's rows of it (no communication); anything else
+    is left for ``load_state_dict`` to judge.
+    """
+    from torch.distributed.tensor import DTensor, distribute_tensor
+
+    for name, param in module.named_parameters():
+        key = prefix + name
+        value = state_dict.get(key)
+        if not isinstance(param, DTensor) or not isinstance(value, torch.Tensor):
+            continue
+        if isinstance(value, DTensor) or value.shape != param.shape:
+            continue
+        state_dict[key] = distribute_tensor(
+            value.detach().to(param.device), param.device_mesh, param.placements, src_data_rank=None
+        )
 
 
 def flat_alignment(

@@ -3,8 +3,10 @@
 FSDP1 flattens the parameters of each unit into one ``FlatParameter`` and keeps a chunk
 of it on each rank; its local state dict holds that chunk as a ``ShardedTensor`` under
 ``<unit>._flat_param``, and ``load_state_dict`` takes the same back. FSDP2 keeps no flat
-parameters, so the bridge writes FSDP1's layout from the whole parameters and reads it
-back into each parameter's ``DTensor`` rows. The layout is FSDP1's:
+parameters, so the bridge writes FSDP1's layout from the rows of each parameter that
+each rank holds, and reads it back into them: each rank sends what it holds to the
+ranks whose FSDP1 chunk it falls in (one all-to-all per unit), and no parameter is
+gathered whole, as none is in FSDP1's. The layout is FSDP1's:
 
 - a unit's parameters are those of its modules that no inner unit holds, in
   ``named_modules()`` order, each module's own in order, a shared one once;
@@ -47,9 +49,18 @@ class Piece:
 
 
 def _units(model: nn.Module) -> list[tuple[str, nn.Module]]:
+    """The model's FSDP2 units; NotImplementedError for a grouped one (a container's)."""
     from torch.distributed.fsdp import FSDPModule
 
-    return [(clean_name(n), m) for n, m in model.named_modules() if isinstance(m, FSDPModule)]
+    units = [(clean_name(n), m) for n, m in model.named_modules() if isinstance(m, FSDPModule)]
+    states = [id(m._get_fsdp_state()) for _, m in units]
+    if len(set(states)) != len(states):
+        raise NotImplementedError(
+            "LOCAL_STATE_DICT of a model whose auto_wrap_policy picked a container "
+            "(one FSDP2 unit over several modules): FSDP1's flat layout of it is not "
+            "written; use SHARDED_STATE_DICT"
+        )
+    return units
 
 
 def _layout(
@@ -95,18 +106,80 @@ def _group(unit: nn.Module) -> Any:
     return None
 
 
-def _full(param: Any) -> torch.Tensor:
-    return param.full_tensor() if hasattr(param, "full_tensor") else param.detach()
-
-
 def _not_parameters(model: nn.Module, params: dict[str, Any]) -> dict[str, Any]:
     """What else the model's own state dict holds: buffers, ``get_extra_state()``'s."""
     own = nn.Module.state_dict(model)
     return {clean_name(k): v for k, v in own.items() if clean_name(k) not in params}
 
 
+@dataclasses.dataclass(frozen=True)
+class Segment:
+    """Flat elements ``[low, high)`` of one parameter, where each FSDP lays them.
+
+    FSDP2 rank ``holder`` holds them (-1: every rank, a plain tensor); FSDP1 rank
+    ``owner`` keeps them in its chunk.
+    """
+
+    piece: Piece
+    holder: int
+    owner: int
+    low: int
+    high: int
+
+
+def _rows(param: Any) -> int:
+    """``param``'s rows (dim 0), the dimension FSDP2 shards; 1 for a scalar."""
+    return param.shape[0] if param.dim() else 1
+
+
+def _rows_held(param: Any, world: int) -> list[tuple[int, int]]:
+    """Per rank of the shard group, the rows ``[first, end)`` of ``param`` FSDP2 keeps there."""
+    rows = _rows(param)
+    chunk = -(-rows // world)
+    return [(min(r * chunk, rows), min((r + 1) * chunk, rows)) for r in range(world)]
+
+
+def _segments(pieces: list[Piece], params: dict[str, Any], world: int, chunk: int) -> list[Segment]:
+    """Every stretch of the unit's flat parameter, by who holds it and who keeps it.
+
+    Each rank computes the same list, in flat order, so that what one sends another
+    expects without being told. A parameter FSDP2 does not shard (a plain tensor) is
+    held whole by every rank: each takes its part from its own copy (holder -1).
+    """
+    out: list[Segment] = []
+    for piece in pieces:
+        if piece.name is None:
+            continue
+        param = params[piece.name]
+        sharded = hasattr(param, "device_mesh")
+        per_row = _per_row(param, piece)
+        held = _rows_held(param, world) if sharded else [(0, _rows(param))]
+        for holder, (first, end) in enumerate(held):
+            low, high = piece.start + first * per_row, piece.start + end * per_row
+            while low < high:
+                owner = low // chunk
+                stop = min(high, (owner + 1) * chunk)
+                out.append(Segment(piece, holder if sharded else -1, owner, low, stop))
+                low = stop
+    return out
+
+
+def _exchange(
+    send: list[torch.Tensor], receive_sizes: list[int], group: Any, like: torch.Tensor
+) -> list[torch.Tensor]:
+    """Each rank's ``send[r]`` to rank ``r``; what each rank sent here, by rank."""
+    inputs = torch.cat(send) if send else like.new_empty(0)
+    output = like.new_empty(sum(receive_sizes))
+    dist.all_to_all_single(output, inputs, receive_sizes, [t.numel() for t in send], group=group)
+    return list(output.split(receive_sizes))
+
+
 def local_state_dict(model: nn.Module, aligned: torch.dtype | None) -> dict[str, Any]:
-    """FSDP1's local state dict of the bridged ``model`` (see the module)."""
+    """FSDP1's local state dict of the bridged ``model`` (see the module).
+
+    No rank gathers a whole parameter: each sends the rows it holds to the ranks whose
+    FSDP1 chunks they fall in (one all-to-all per unit).
+    """
     from torch.distributed._shard.sharded_tensor import Shard, init_from_local_shards
 
     params = {clean_name(n): p for n, p in model.named_parameters()}
@@ -114,31 +187,68 @@ def local_state_dict(model: nn.Module, aligned: torch.dtype | None) -> dict[str,
     for unit_name, unit in _units(model):
         prefix = f"{unit_name}." if unit_name else ""
         pieces = _layout(model, prefix, unit, aligned)
+        if not pieces:  # FSDP1's unit without parameters has no flat parameter
+            continue
         group = _group(unit)
         rank, world = dist.get_rank(group), dist.get_world_size(group)
-        parts = []
-        for piece in pieces:
-            if piece.name is None:
-                parts.append(torch.full((piece.numel,), PADDING))
-            else:
-                parts.append(_full(params[piece.name]).detach().reshape(-1).cpu())
-        flat = torch.cat(parts) if parts else torch.zeros(0)
-        if aligned is not None and flat.numel() % world:
-            flat = torch.cat([flat, flat.new_full((world - flat.numel() % world,), PADDING)])
-        chunk = -(-flat.numel() // world)
-        start, end = min(rank * chunk, flat.numel()), min((rank + 1) * chunk, flat.numel())
+        numel = _flat_numel(pieces, aligned, world)
+        chunk = max(-(-numel // world), 1)
+        start, end = min(rank * chunk, numel), min((rank + 1) * chunk, numel)
         device = next(unit.parameters()).device
-        mine = flat[start:end].to(device)
+        dtype = next(unit.parameters()).dtype
+        mine = torch.full((end - start,), PADDING, dtype=dtype, device=device)
+        segments = _segments(pieces, params, world, chunk)
+        send: list[list[torch.Tensor]] = [[] for _ in range(world)]
+        sizes = [0] * world
+        for seg in segments:
+            param = params[seg.piece.name]  # type: ignore[index]
+            if seg.holder == rank and seg.owner != rank:
+                send[seg.owner].append(_held(param, seg, rank, world).to(device, dtype))
+            elif seg.owner == rank and seg.holder in (rank, -1):  # here already
+                mine[seg.low - start : seg.high - start] = _held(param, seg, rank, world)
+            elif seg.owner == rank:
+                sizes[seg.holder] += seg.high - seg.low
+        outgoing = [torch.cat(p) if p else mine.new_empty(0) for p in send]
+        received = _exchange(outgoing, sizes, group, mine)
+        cursor = [0] * world
+        for seg in segments:
+            if seg.owner != rank or seg.holder in (rank, -1):
+                continue
+            n = seg.high - seg.low
+            got = received[seg.holder][cursor[seg.holder] : cursor[seg.holder] + n]
+            cursor[seg.holder] += n
+            mine[seg.low - start : seg.high - start] = got
         shards = [Shard.from_tensor_and_offsets(mine, [rank * chunk], rank)] if end > start else []
         if aligned is not None:  # each parameter's part of this rank's chunk, as FSDP1's views
             for piece in pieces:
                 if piece.name is not None:
                     low, high = max(piece.start, start), min(piece.start + piece.numel, end)
-                    state[piece.name] = flat[low : max(low, high)].to(device)
-        state[f"{prefix}{FLAT_PARAM}"] = init_from_local_shards(
-            shards, flat.numel(), process_group=group
-        )
+                    state[piece.name] = mine[low - start : max(low, high) - start].clone()
+        state[f"{prefix}{FLAT_PARAM}"] = init_from_local_shards(shards, numel, process_group=group)
     return state
+
+
+def _per_row(param: Any, piece: Piece) -> int:
+    return piece.numel // max(_rows(param), 1)
+
+
+def _held(param: Any, seg: Segment, rank: int, world: int) -> torch.Tensor:
+    """The segment's elements in what this rank holds of ``param`` (a view: writable)."""
+    if seg.holder == -1:
+        flat, offset = param.detach().view(-1), seg.piece.start
+    else:
+        first = _rows_held(param, world)[rank][0]
+        flat = param.to_local().detach().view(-1)
+        offset = seg.piece.start + first * _per_row(param, seg.piece)
+    return flat[seg.low - offset : seg.high - offset]
+
+
+def _flat_numel(pieces: list[Piece], aligned: torch.dtype | None, world: int) -> int:
+    """The size of FSDP1's flat parameter: its pieces, padded to the world with alignment."""
+    numel = pieces[-1].start + pieces[-1].numel if pieces else 0
+    if aligned is not None and numel % world:
+        numel += world - numel % world
+    return numel
 
 
 def load_local_state_dict(
@@ -146,53 +256,63 @@ def load_local_state_dict(
 ) -> None:
     """Load FSDP1's local state dict into the bridged ``model``'s ``DTensor`` rows.
 
+    No rank gathers a whole flat parameter: each sends the parts of its chunk to the
+    ranks that hold those rows (one all-to-all per unit).
+
     Raises:
         ValueError: Where a unit's flat parameter is not of the size FSDP1 would give
             this model (another model, or another ``use_orig_params``).
     """
-    from torch.distributed.tensor import distribute_tensor
-
     params = {clean_name(n): p for n, p in model.named_parameters()}
     with torch.no_grad():
         for unit_name, unit in _units(model):
             prefix = f"{unit_name}." if unit_name else ""
             pieces = _layout(model, prefix, unit, aligned)
+            if not pieces:
+                continue
             group = _group(unit)
-            world = dist.get_world_size(group)
+            rank, world = dist.get_rank(group), dist.get_world_size(group)
             saved = state_dict[f"{prefix}{FLAT_PARAM}"]
-            numel = pieces[-1].start + pieces[-1].numel if pieces else 0
-            if aligned is not None and numel % world:
-                numel += world - numel % world
+            numel = _flat_numel(pieces, aligned, world)
             if saved.size(0) != numel:
                 raise ValueError(
                     f"{prefix}{FLAT_PARAM} holds {saved.size(0)} elements, FSDP1 would give "
                     f"{numel} for this model: load it as it was saved (same model and "
                     "use_orig_params)"
                 )
-            chunk = -(-numel // world)
+            chunk = max(-(-numel // world), 1)
+            start = min(rank * chunk, numel)
             shards = saved.local_shards()
-            mine = shards[0].tensor.reshape(-1) if shards else torch.zeros(0)
-            device = next(unit.parameters()).device
-            padded = torch.zeros(chunk, dtype=mine.dtype, device=device)
-            padded[: mine.numel()] = mine.to(device)
-            gathered = [torch.empty_like(padded) for _ in range(world)]
-            dist.all_gather(gathered, padded, group=group)
-            flat = torch.cat(gathered)[:numel]
-            for piece in pieces:
-                if piece.name is None:
+            first_param = next(unit.parameters())
+            device, dtype = first_param.device, first_param.dtype
+            mine = (
+                shards[0].tensor.reshape(-1).to(device, dtype)
+                if shards
+                else torch.zeros(0, dtype=dtype, device=device)
+            )
+            segments = _segments(pieces, params, world, chunk)
+            send: list[list[torch.Tensor]] = [[] for _ in range(world)]
+            sizes = [0] * world
+            for seg in segments:
+                if seg.holder == -1:
                     continue
-                param = params[piece.name]
-                value = flat[piece.start : piece.start + piece.numel].view(param.shape)
-                if hasattr(param, "device_mesh"):
-                    rows = distribute_tensor(
-                        value.to(param.dtype),
-                        param.device_mesh,
-                        param.placements,
-                        src_data_rank=None,
-                    )
-                    param.to_local().copy_(rows.to_local())
+                if seg.owner == rank and seg.holder != rank:
+                    send[seg.holder].append(mine[seg.low - start : seg.high - start])
+                elif seg.holder == rank and seg.owner != rank:
+                    sizes[seg.owner] += seg.high - seg.low
+            outgoing = [torch.cat(p) if p else mine.new_empty(0) for p in send]
+            received = _exchange(outgoing, sizes, group, mine)
+            cursor = [0] * world
+            for seg in segments:
+                if seg.holder != rank:  # another rank's rows, or a plain tensor (not FSDP1's)
+                    continue
+                if seg.owner == rank:
+                    values = mine[seg.low - start : seg.high - start]
                 else:
-                    param.copy_(value)
+                    n = seg.high - seg.low
+                    values = received[seg.owner][cursor[seg.owner] : cursor[seg.owner] + n]
+                    cursor[seg.owner] += n
+                _held(params[seg.piece.name], seg, rank, world).copy_(values)  # type: ignore[index]
     rest = _not_parameters(model, params)
     given = {k: v for k, v in state_dict.items() if k in rest}
     nn.Module.load_state_dict(model, given, strict=False)

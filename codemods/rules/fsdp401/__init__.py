@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from codemods.registry import Rule
 from codemods.registry.names import COMPOSABLE_FSDP, TORCH_FSDP, TORCH_FSDP_CLASSES
 from codemods.rules.api import Behaviour, Detector, Engine
-from codemods.rules.fsdp401.kept import FSDP1_API, unit_modules
+from codemods.rules.fsdp401.kept import FSDP1_API, LEAVING_THE_BRIDGE, unit_modules
 from codemods.rules.fsdp401.lookups import ISINSTANCE, fresh, line_of
 from codemods.rules.fsdp401.nested import INNER, as_unit, wrapping_root
 from codemods.rules.fsdp401.recipes import BRIDGE_OPTION, HAND_PORT
@@ -307,7 +307,7 @@ def _bridge(
     The finding lists what kept it from plain FSDP2 code, each with its recipe.
     """
     withheld = f"fix withheld: {found.blocker}" if found.blocker else None
-    detail = f"{BRIDGED}: {bridged.why}; {HAND_PORT}"
+    detail = f"{BRIDGED}: {bridged.why}; {HAND_PORT}; {LEAVING_THE_BRIDGE}"
     if not engine.report(original, rule, detail=detail, withheld=withheld):
         return updated
     engine.need_import(BRIDGE_HOME, BRIDGE)

@@ -30,7 +30,9 @@ FSDP1_API = (
 
 #: FSDP1 methods the bridge's model keeps (``compat.fsdp2.fsdp1_methods.FSDP1Methods``): used
 #: where the rewrite cannot follow the model, they put the file's calls on the bridge.
-BRIDGE_KEEPS = frozenset({"clip_grad_norm_", "no_sync", "state_dict", "load_state_dict", "module"})
+#: (Not ``module``: the bridge shards in place, and a ``module`` giving the model back
+#: would send a recursive unwrap round forever; a read of it keeps the file FSDP1.)
+BRIDGE_KEEPS = frozenset({"clip_grad_norm_", "no_sync", "state_dict", "load_state_dict"})
 
 #: What to write by hand for each FSDP1 call the bridge's model answers.
 KEPT_RECIPES = {
@@ -38,7 +40,6 @@ KEPT_RECIPES = {
     "no_sync": "`model.set_requires_gradient_sync(False)` for the block, then `True`",
     "state_dict": "`get_model_state_dict(model, options=StateDictOptions(...))`",
     "load_state_dict": "`set_model_state_dict(model, state, options=StateDictOptions(...))`",
-    "module": "the model itself (FSDP2 shards in place)",
     "api": "torch.distributed.checkpoint.state_dict's functions with `StateDictOptions`",
     "fully_shard": "import torch's `fully_shard` under another name",
     "local": (
@@ -46,6 +47,21 @@ KEPT_RECIPES = {
         "loads (LOCAL_STATE_DICT files hold FSDP1's flat layout, which plain FSDP2 cannot read)"
     ),
 }
+
+#: What every bridged call's finding says: the FSDP1 behaviour the bridge keeps, which
+#: removing the bridge (plain FSDP2) changes, and what the bridge itself changes (it
+#: warns with ``compat.fsdp2.BridgeDifferenceWarning``).
+LEAVING_THE_BRIDGE = (
+    "the bridged model keeps FSDP1's methods, which plain FSDP2 does not: "
+    "`model.state_dict()` a full state dict for FSDP1 code (plain FSDP2: DTensor shards; "
+    "write `get_model_state_dict(model, options=StateDictOptions(full_state_dict=True))`), "
+    "`model.no_sync()` (`model.set_requires_gradient_sync(False)` for the block), "
+    "`model.clip_grad_norm_(n)` (`torch.nn.utils.clip_grad_norm_(model.parameters(), n)`), "
+    "`FSDP1Api`'s class calls (torch.distributed.checkpoint.state_dict's functions); "
+    "unlike FSDP1, the optimizer gets the original parameters (groups built per module "
+    "differ under use_orig_params=False) and `no_sync` with bf16 mixed precision "
+    "accumulates in fp32"
+)
 
 #: What FSDP1's ``LOCAL_STATE_DICT`` is spelled as, and why plain FSDP2 has no form of it:
 #: the bridge's model writes FSDP1's flat layout (``compat.fsdp2.local_state``).
