@@ -135,3 +135,20 @@ def test_a_trainers_model_on_self_is_followed_into_its_other_methods():
 def test_a_trainers_model_not_certainly_wrapped_keeps_the_file(change):
     new, (finding,) = _migrate(TRAINER.replace(*change))
     assert new is None and finding.withheld and "exists only on FSDP1 models" in finding.withheld
+
+
+@pytest.mark.parametrize(
+    ("member", "converts"),
+    [("SHARD_GRAD_OP", True), ("NO_SHARD", False), ("HYBRID_SHARD", False)],
+)
+def test_a_strategy_chosen_in_branches_converts_only_with_fsdp2_twins(member, converts):
+    """The run-time table must hold every strategy the file can pass (else a KeyError)."""
+    new, (finding,) = _migrate(
+        "from torch.distributed.fsdp import ShardingStrategy\n"
+        "strategy = ShardingStrategy.FULL_SHARD\n"
+        f"if small:\n    strategy = ShardingStrategy.{member}\n"
+        "model = FSDP(model, sharding_strategy=strategy)\n"
+    )
+    assert finding.fixed is converts
+    if not converts:
+        assert f"`sharding_strategy` may be `{member}`" in finding.message

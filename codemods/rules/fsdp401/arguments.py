@@ -165,7 +165,8 @@ def translate(engine: Engine, args: list[cst.Arg]) -> Keywords:
         out.code.append(f"mesh=DeviceMesh.from_group({out.setup.group}, {kind})")
         out.more_imports += [(DEVICE_MESH, "DeviceMesh"), ("torch", None)]
     if out.runtime_strategy is not None:
-        runtime_strategy(out.runtime_strategy, bool(meshes), out)
+        why = runtime_strategy(out.runtime_strategy, bool(meshes), out)
+        reasons += [why] if why else []
     if out.setup.sync is not None and out.setup.group is None and meshes:
         reasons.append(f"`sync_module_states` with `device_mesh`: {RECIPES['sync_module_states']}")
     if reasons:
