@@ -152,3 +152,19 @@ def test_a_strategy_chosen_in_branches_converts_only_with_fsdp2_twins(member, co
     assert finding.fixed is converts
     if not converts:
         assert f"`sharding_strategy` may be `{member}`" in finding.message
+
+
+@pytest.mark.parametrize(
+    "binding",
+    [
+        "policy = CustomPolicy(fn)\n",
+        "policy = size_policy\nif flag:\n    policy = CustomPolicy(fn)\n",
+    ],
+)
+def test_a_custom_policy_which_plain_code_cannot_call_stays_for_a_human(binding):
+    new, (finding,) = _migrate(
+        "from torch.distributed.fsdp.wrap import CustomPolicy\n"
+        + binding
+        + "model = FSDP(model, auto_wrap_policy=policy)\n"
+    )
+    assert new is None and "the policy may be a `CustomPolicy`" in finding.message
