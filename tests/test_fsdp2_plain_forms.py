@@ -45,13 +45,17 @@ def test_a_group_becomes_its_mesh_and_the_broadcast_goes_over_it():
     )
     assert finding.fixed and "`process_group` becomes a 1-D mesh" in finding.message
     assert "mesh = DeviceMesh.from_group(pg, torch.device(rank).type)\n" in new
-    assert "    if flag:\n        broadcast_like_fsdp1(unit, rank, mesh.get_group())\n" in new
+    assert "    if flag:\n        broadcast_like_fsdp1(unit, rank, mesh)\n" in new
     assert new.endswith("prepare_unit(model)\nmodel = fully_shard(model, mesh=mesh)\n")
 
 
-def test_sync_module_states_with_a_device_mesh_stays_for_a_human():
-    new, (finding,) = _migrate("model = FSDP(model, device_mesh=m, sync_module_states=True)\n")
-    assert new is None and "`sync_module_states` with `device_mesh`" in finding.message
+def test_sync_module_states_with_a_device_mesh_broadcasts_over_each_dimension():
+    """FSDP1's hybrid sync goes across the replicas, then within each shard group."""
+    new, (finding,) = _migrate(
+        "m = mesh_of(config)\nmodel = FSDP(model, device_mesh=m, sync_module_states=True)\n"
+    )
+    assert finding.fixed and "    broadcast_like_fsdp1(unit, None, m)\n" in new
+    assert "[mesh.get_group(dim) for dim in range(mesh.ndim)]" in new
 
 
 @pytest.mark.parametrize(

@@ -104,8 +104,8 @@ MAPPING = (
     (
         "sync_module_states=True (or a flag)",
         "before each `fully_shard`, rank 0's parameters and buffers (non-persistent ones "
-        "included) of the unit broadcast (`broadcast_like_fsdp1`; with `process_group`, "
-        "over its mesh's group)",
+        "included) of the unit broadcast (`broadcast_like_fsdp1`; with a `process_group` "
+        "or a `device_mesh`, over each dimension of the mesh)",
     ),
     (
         "param_init_fn=fn, or a model built on meta",
@@ -167,8 +167,6 @@ def translate(engine: Engine, args: list[cst.Arg]) -> Keywords:
     if out.runtime_strategy is not None:
         why = runtime_strategy(out.runtime_strategy, bool(meshes), out)
         reasons += [why] if why else []
-    if out.setup.sync is not None and out.setup.group is None and meshes:
-        reasons.append(f"`sync_module_states` with `device_mesh`: {RECIPES['sync_module_states']}")
     if reasons:
         raise Untranslatable(*reasons)
     out.notes += setup_notes(out.setup)
@@ -222,6 +220,4 @@ def mapping_table() -> str:
     rows = ["| FSDP1 | FSDP2 (what FSDP401 writes) |", "| --- | --- |"]
     rows += [f"| `{old}` | {new} |" for old, new in MAPPING]
     rows += [f"| `{name}` | left for a human: {RECIPES[name]} |" for name in LEFT]
-    recipe = RECIPES["sync_module_states"]
-    rows.append(f"| `sync_module_states` with `device_mesh` | left for a human: {recipe} |")
     return "\n".join(rows) + "\n"
