@@ -1,14 +1,17 @@
 """What the ranks run for tests/test_fsdp2_real_scripts.py (imported by name there).
 
-The FSDP1 original of the rank-0-load script passes ``sync_module_states=True``, which
-FSDP1 refuses on CPU tensors (its guard asks for a GPU, as NCCL does; gloo broadcasts
-CPU tensors). On CPU ranks :func:`rank0_fsdp1` lifts that guard alone for the call, so
-FSDP1's own broadcast code runs; with a GPU per rank the original runs as it is.
+The FSDP1 originals of the rank-0-load script and the worker pass
+``sync_module_states=True``, which FSDP1 refuses on CPU tensors (its guard asks for a
+GPU, as NCCL does; gloo broadcasts CPU tensors). On CPU ranks :func:`synced` lifts that
+guard alone for the call, so FSDP1's own broadcast code runs; with a GPU per rank the
+original runs as it is.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -36,21 +39,30 @@ def _fsdp1_sync_on_cpu() -> Iterator[None]:
         _init_utils._check_module_states_for_sync_module_states = guard
 
 
-#: The files of the FSDP1 originals that pass ``sync_module_states``, set by
-#: :func:`two_ranks` in each rank.
-SYNCED: dict[str, str] = {}
+#: Where the ranks find the FSDP1 originals that pass ``sync_module_states`` (a JSON
+#: object of files, inherited by ranks started later).
+SYNCED = "FSDP2_REAL_SCRIPTS"
+
+
+def synced(name: str, rank: int, world_size: int) -> Any:
+    """The FSDP1 original ``name``, its ``sync_module_states`` broadcast run on CPU ranks too."""
+    with _fsdp1_sync_on_cpu():
+        return resolve(f"{json.loads(os.environ[SYNCED])[name]}:build")(rank, world_size)
 
 
 def rank0_fsdp1(rank: int, world_size: int) -> Any:
-    """The FSDP1 original of the rank-0-load script, its broadcast run on CPU ranks too."""
-    with _fsdp1_sync_on_cpu():
-        return resolve(f"{SYNCED['rank0']}:build")(rank, world_size)
+    """The rank-0-load script's FSDP1 original."""
+    return synced("rank0", rank, world_size)
+
+
+def worker_fsdp1(rank: int, world_size: int) -> Any:
+    """The worker's FSDP1 original."""
+    return synced("worker", rank, world_size)
 
 
 def group_fsdp1(rank: int, world_size: int) -> Any:
     """FSDP1 over a process group with ``sync_module_states`` (tests/fixtures/fsdp2)."""
-    with _fsdp1_sync_on_cpu():
-        return resolve(f"{SYNCED['group']}:build")(rank, world_size)
+    return synced("group", rank, world_size)
 
 
 def micro_batches(step: int, rank: int) -> list[Any]:
@@ -72,7 +84,7 @@ def two_ranks(rank: int, world_size: int, originals: dict, ports: dict) -> dict:
     ``originals`` and ``ports`` map each script to its file. Returns the reports, and
     for the nested script its own training loop's losses and weights on both sides.
     """
-    SYNCED.update(rank0=originals["rank0"], group=originals["group"])
+    os.environ[SYNCED] = json.dumps(originals)
     cases = {
         "rank0-load": PortCase(
             "tests.fsdp2_real_runs:rank0_fsdp1",
@@ -80,7 +92,12 @@ def two_ranks(rank: int, world_size: int, originals: dict, ports: dict) -> dict:
             BATCH,
             distinct_seeds=True,
         ),
-        "worker-1d": PortCase(f"{originals['worker']}:build", f"{ports['worker']}:build", BATCH),
+        "worker-1d": PortCase(
+            "tests.fsdp2_real_runs:worker_fsdp1",
+            f"{ports['worker']}:build",
+            BATCH,
+            distinct_seeds=True,
+        ),
         "nested-bf16": PortCase(
             f"{originals['nested']}:build", f"{ports['nested']}:build", BATCH, accumulate=3
         ),

@@ -138,7 +138,6 @@ def test_dropped_arguments_that_change_something_are_noted():
         ("FSDP(model, auto_wrap_policy={get_class()})", "not certainly a class"),
         ("FSDP(model, auto_wrap_policy={Block}, ignored_modules=[model.head])", "foreach=False"),
         ("FSDP(model, mixed_precision=precision())", "not a `MixedPrecision(...)` call"),
-        ("FSDP(model, sync_module_states=True, device_mesh=m)", "broadcast(tensor.detach()"),
         ("FSDP(model, sharding_strategy='FULL_SHARD')", "not a `ShardingStrategy` member"),
         ("FSDP(model, **options)", "with `*`/`**`"),
         ("FSDP(model, None, None, None)", "by position"),
@@ -153,26 +152,6 @@ def test_calls_left_for_a_human_say_why(call, why):
     # How to check the hand port, and the opt-in bridge that would take the call.
     assert "python -m compat.portcheck" in finding.message
     assert "`--fsdp2-bridge`" in finding.message
-
-
-#: What each recipe must say (FSDP1's own steps, measured equal to FSDP1) and must not
-#: offer (the forms measured as not equivalent, FSDP2-FACTS.md).
-RECIPE_FACTS = {
-    "sync_module_states=True, device_mesh=mesh": (
-        ["before the first `fully_shard`", "non-persistent ones included", "src=0"],
-        ["broadcast_from_rank0", "same seed"],
-    ),
-}
-
-
-@pytest.mark.parametrize("argument", list(RECIPE_FACTS))
-def test_the_recipes_are_fsdp1s_equivalent_forms(argument):
-    _, (finding,) = _migrate(f"model = FSDP(model, {argument})\n")
-    said, not_said = RECIPE_FACTS[argument]
-    for text in said:
-        assert text in finding.message
-    for text in not_said:
-        assert text not in finding.message
 
 
 def test_below_the_bridges_torch_the_finding_does_not_offer_it():
@@ -376,12 +355,12 @@ def test_a_call_left_for_a_human_lists_everything_in_the_way():
     # Real calls are config-driven: the finding is the whole porting checklist at once.
     call = (
         "FSDP(model, auto_wrap_policy=ModuleWrapPolicy(pick()), sharding_strategy='sdp', "
-        "sync_module_states=True, device_mesh=mesh, ignored_modules=[model.head], device_id=rank)"
+        "ignored_modules=[model.head], mixed_precision=mp(), device_id=rank)"
     )
     new, (finding,) = _migrate(f"model = {call}\n")
     assert new is None and not finding.fixable
     reasons = ["a set, list or tuple display", "`ShardingStrategy` member", "foreach=False"]
-    reasons.append("broadcast(tensor")
+    reasons.append("not a `MixedPrecision(...)` call")
     at = [finding.message.index(f"({n}) ") for n in range(1, 5)]
     assert at == sorted(at) and "(5) " not in finding.message
     for number, why in enumerate(reasons, 1):

@@ -45,13 +45,17 @@ def test_a_group_becomes_its_mesh_and_the_broadcast_goes_over_it():
     )
     assert finding.fixed and "`process_group` becomes a 1-D mesh" in finding.message
     assert "mesh = DeviceMesh.from_group(pg, torch.device(rank).type)\n" in new
-    assert "    if flag:\n        broadcast_like_fsdp1(unit, rank, mesh.get_group())\n" in new
+    assert "    if flag:\n        broadcast_like_fsdp1(unit, rank, mesh)\n" in new
     assert new.endswith("prepare_unit(model)\nmodel = fully_shard(model, mesh=mesh)\n")
 
 
-def test_sync_module_states_with_a_device_mesh_stays_for_a_human():
-    new, (finding,) = _migrate("model = FSDP(model, device_mesh=m, sync_module_states=True)\n")
-    assert new is None and "`sync_module_states` with `device_mesh`" in finding.message
+def test_sync_module_states_with_a_device_mesh_broadcasts_over_each_dimension():
+    """FSDP1's hybrid sync goes across the replicas, then within each shard group."""
+    new, (finding,) = _migrate(
+        "m = mesh_of(config)\nmodel = FSDP(model, device_mesh=m, sync_module_states=True)\n"
+    )
+    assert finding.fixed and "    broadcast_like_fsdp1(unit, None, m)\n" in new
+    assert "[mesh.get_group(dim) for dim in range(mesh.ndim)]" in new
 
 
 @pytest.mark.parametrize(
@@ -135,3 +139,36 @@ def test_a_trainers_model_on_self_is_followed_into_its_other_methods():
 def test_a_trainers_model_not_certainly_wrapped_keeps_the_file(change):
     new, (finding,) = _migrate(TRAINER.replace(*change))
     assert new is None and finding.withheld and "exists only on FSDP1 models" in finding.withheld
+
+
+@pytest.mark.parametrize(
+    ("member", "converts"),
+    [("SHARD_GRAD_OP", True), ("NO_SHARD", False), ("HYBRID_SHARD", False)],
+)
+def test_a_strategy_chosen_in_branches_converts_only_with_fsdp2_twins(member, converts):
+    """The run-time table must hold every strategy the file can pass (else a KeyError)."""
+    new, (finding,) = _migrate(
+        "from torch.distributed.fsdp import ShardingStrategy\n"
+        "strategy = ShardingStrategy.FULL_SHARD\n"
+        f"if small:\n    strategy = ShardingStrategy.{member}\n"
+        "model = FSDP(model, sharding_strategy=strategy)\n"
+    )
+    assert finding.fixed is converts
+    if not converts:
+        assert f"`sharding_strategy` may be `{member}`" in finding.message
+
+
+@pytest.mark.parametrize(
+    "binding",
+    [
+        "policy = CustomPolicy(fn)\n",
+        "policy = size_policy\nif flag:\n    policy = CustomPolicy(fn)\n",
+    ],
+)
+def test_a_custom_policy_which_plain_code_cannot_call_stays_for_a_human(binding):
+    new, (finding,) = _migrate(
+        "from torch.distributed.fsdp.wrap import CustomPolicy\n"
+        + binding
+        + "model = FSDP(model, auto_wrap_policy=policy)\n"
+    )
+    assert new is None and "the policy may be a `CustomPolicy`" in finding.message

@@ -13,6 +13,7 @@ The nested script's own loop, with its rewritten ``no_sync``, runs too.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -42,6 +43,7 @@ NAMED = {
         "`buffer_dtype` dropped",
         "`HYBRID_SHARD` and `_HYBRID_SHARD_ZERO2` on the mesh",
         "`forward_prefetch` dropped",
+        "rank 0's parameters and buffers (non-persistent ones included) are broadcast",
         "the optimizer gets each original parameter",
     ],
     "nested": ["a unit wrapped by hand inside `model`", "`state_dict()` gives DTensor shards"],
@@ -56,6 +58,7 @@ WRITTEN = {
     ],
     "worker": [
         "            mesh=self.device_mesh,",
+        "        broadcast_like_fsdp1(unit, device, self.device_mesh)",
         "        }[sharding_strategy]",
         'offload_policy = OffloadPolicy() if (self.role == "actor") else CPUOffloadPolicy()',
     ],
@@ -178,11 +181,17 @@ def test_the_hand_wrapped_bf16_script_accumulates_as_fsdp1(on_two_ranks):
 def test_the_worker_on_a_2d_mesh_shards_hybrid_as_fsdp1(ported):
     """``fsdp_size=2`` of 4 ranks: FSDP1's HYBRID_SHARD and FSDP2's 2-D mesh, equal."""
     from compat.portcheck import PortCase, check_ports
+    from tests.fsdp2_real_runs import SYNCED
 
     originals, ports = ported
     case = PortCase(
-        f"{originals['worker']}:build", f"{ports['worker']}:build", "tests.portcheck_ports:batch"
+        "tests.fsdp2_real_runs:worker_fsdp1",
+        f"{ports['worker']}:build",
+        "tests.portcheck_ports:batch",
+        distinct_seeds=True,  # rank 0's weights reach all 4 ranks, over both dimensions
     )
-    report = check_ports({"worker-2d": case}, world_size=4, timeout=600)["worker-2d"]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(SYNCED, json.dumps(originals))
+        report = check_ports({"worker-2d": case}, world_size=4, timeout=600)["worker-2d"]
     _only_named_notes(report)
     assert "HYBRID_SHARD" in report.render()  # FSDP1's side: hybrid on the 2-D mesh

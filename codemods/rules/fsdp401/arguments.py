@@ -104,8 +104,8 @@ MAPPING = (
     (
         "sync_module_states=True (or a flag)",
         "before each `fully_shard`, rank 0's parameters and buffers (non-persistent ones "
-        "included) of the unit broadcast (`broadcast_like_fsdp1`; with `process_group`, "
-        "over its mesh's group)",
+        "included) of the unit broadcast (`broadcast_like_fsdp1`; with a `process_group` "
+        "or a `device_mesh`, over each dimension of the mesh)",
     ),
     (
         "param_init_fn=fn, or a model built on meta",
@@ -165,9 +165,8 @@ def translate(engine: Engine, args: list[cst.Arg]) -> Keywords:
         out.code.append(f"mesh=DeviceMesh.from_group({out.setup.group}, {kind})")
         out.more_imports += [(DEVICE_MESH, "DeviceMesh"), ("torch", None)]
     if out.runtime_strategy is not None:
-        runtime_strategy(out.runtime_strategy, bool(meshes), out)
-    if out.setup.sync is not None and out.setup.group is None and meshes:
-        reasons.append(f"`sync_module_states` with `device_mesh`: {RECIPES['sync_module_states']}")
+        why = runtime_strategy(out.runtime_strategy, bool(meshes), out)
+        reasons += [why] if why else []
     if reasons:
         raise Untranslatable(*reasons)
     out.notes += setup_notes(out.setup)
@@ -221,6 +220,4 @@ def mapping_table() -> str:
     rows = ["| FSDP1 | FSDP2 (what FSDP401 writes) |", "| --- | --- |"]
     rows += [f"| `{old}` | {new} |" for old, new in MAPPING]
     rows += [f"| `{name}` | left for a human: {RECIPES[name]} |" for name in LEFT]
-    recipe = RECIPES["sync_module_states"]
-    rows.append(f"| `sync_module_states` with `device_mesh` | left for a human: {recipe} |")
     return "\n".join(rows) + "\n"

@@ -10,8 +10,9 @@ Four, each only where a converted call needs it:
   (post-order), the root left to the caller;
 - ``materialize_like_fsdp1(unit, device, init_fn=None)``: FSDP1's materialisation of a
   unit holding meta tensors;
-- ``broadcast_like_fsdp1(unit, device, group=None)``: FSDP1's ``sync_module_states``
-  for one unit;
+- ``broadcast_like_fsdp1(unit, device, mesh=None)``: FSDP1's ``sync_module_states``
+  for one unit (over each dimension of the mesh, as FSDP1's hybrid sync goes across the
+  replicas, then within each shard group);
 - ``precision_like_fsdp1(precision, root)``: a ``MixedPrecision`` known only at run time
   (read from a config) as a ``MixedPrecisionPolicy`` casting inputs where FSDP1 did.
 
@@ -52,14 +53,16 @@ SOURCES = {
 {one}{one}{one}{one}module.to_empty(device=device, recurse=False)
 {one}{one}{one}{one}module.reset_parameters()
 ''',
-    "broadcast": '''def {broadcast}(unit, device, group=None):
-{one}"""FSDP1's ``sync_module_states`` for a unit: rank 0's tensors, on the unit's device."""
-{one}source = 0 if group is None else torch.distributed.get_global_rank(group, 0)
+    "broadcast": '''def {broadcast}(unit, device, mesh=None):
+{one}"""FSDP1's ``sync_module_states`` for a unit: rank 0's tensors, over each mesh dimension."""
+{one}groups = [None] if mesh is None else [mesh.get_group(dim) for dim in range(mesh.ndim)]
 {one}for module in {modules}(unit):
 {one}{one}for tensor in [*module.parameters(recurse=False), *module.buffers(recurse=False)]:
 {one}{one}{one}if device is not None:
 {one}{one}{one}{one}tensor.data = tensor.data.to(device)
-{one}{one}{one}torch.distributed.broadcast(tensor.detach(), src=source, group=group)
+{one}{one}{one}for group in groups:  # hybrid: across replicas, then within each shard group
+{one}{one}{one}{one}source = 0 if group is None else torch.distributed.get_global_rank(group, 0)
+{one}{one}{one}{one}torch.distributed.broadcast(tensor.detach(), src=source, group=group)
 ''',
     "units": '''def {units}(module, policy, root, prepare=None, **kwargs):
 {one}"""Shard the units FSDP1's ``policy`` picks under ``root``, each after its children.

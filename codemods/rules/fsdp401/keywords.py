@@ -72,6 +72,7 @@ class Keywords:
             before each ``fully_shard`` (:mod:`codemods.rules.fsdp401.setup`).
         more_imports: ``(module, name)`` imports the values need from elsewhere.
         runtime_strategy: Source of a ``sharding_strategy`` known only at run time.
+        runtime_members: The ``ShardingStrategy`` members the file binds that name to.
     """
 
     code: list[str] = field(default_factory=list)
@@ -82,6 +83,7 @@ class Keywords:
     setup: Setup = field(default_factory=lambda: Setup())
     more_imports: list[tuple[str, str | None]] = field(default_factory=list)
     runtime_strategy: str | None = None
+    runtime_members: frozenset[str] = frozenset()
 
 
 @dataclass

@@ -19,7 +19,7 @@ from __future__ import annotations
 from codemods.registry.names import TORCH_WRAP
 from codemods.rules.api import PARTIAL, Engine
 from codemods.rules.fsdp401.keywords import Untranslatable
-from codemods.rules.fsdp401.values import bound_once, shown
+from codemods.rules.fsdp401.values import assignment_of, bound_once, shown
 from codemods.syntax.cst_nodes import dotted, find_all, keyword
 from codemods.syntax.lazy_libcst import cst
 
@@ -188,6 +188,35 @@ def unit_classes(engine: Engine, policy: cst.BaseExpression) -> list[cst.BaseExp
     """
     if isinstance(policy, cst.Name) and policy.value == "None":
         return []
+    try:
+        return _unit_classes(engine, policy)
+    except RuntimePolicy:
+        if _custom_policy(engine, policy):
+            raise Untranslatable(
+                "the policy may be a `CustomPolicy`, which FSDP1 runs by its private "
+                "`_run_policy` and plain code cannot call: list the modules it picks (on "
+                "the FSDP1 model: `FSDP.fsdp_modules(model)`) and shard those, children "
+                "first, the root last"
+            ) from None
+        raise
+
+
+def _custom_policy(engine: Engine, policy: cst.BaseExpression) -> bool:
+    """Whether ``policy`` is, or a name of its scope is bound to, ``CustomPolicy(...)``."""
+    values = [policy]
+    scope = engine.scope(policy) if isinstance(policy, cst.Name) else None
+    if scope is not None:
+        for assignment in scope[policy.value]:
+            statement = assignment_of(engine, getattr(assignment, "node", None))
+            values += [statement.value] if statement is not None else []
+    return any(
+        isinstance(v, cst.Call) and _is(engine, v.func, f"{TORCH_WRAP}.CustomPolicy")
+        for v in values
+    )
+
+
+def _unit_classes(engine: Engine, policy: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """:func:`unit_classes` for a policy that is not ``None``."""
     value = bound_once(engine, policy) or policy
     returned = _helper_policy(engine, value) if isinstance(value, cst.Call) else None
     if returned is None:

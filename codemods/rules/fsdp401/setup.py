@@ -67,7 +67,7 @@ def prepare_function(name: str, setup: Setup, mesh: str | None, one: str, helper
     """The local function doing FSDP1's steps on one unit, as source.
 
     ``helpers`` maps each helper's role to its name in the file; ``mesh`` is the source
-    of the mesh the call shards on (its group is the broadcast's).
+    of the mesh the call shards on (the broadcast goes over it).
     """
     device = setup.device or "torch.device('cuda', torch.cuda.current_device())"
     body = []
@@ -75,7 +75,7 @@ def prepare_function(name: str, setup: Setup, mesh: str | None, one: str, helper
         init = f", {setup.init_fn}" if setup.init_fn else ""
         body.append(f"{helpers['materialise']}(unit, {device}{init})")
     if setup.sync is not None:
-        group = f", {mesh}.get_group()" if mesh else ""
+        group = f", {mesh}" if mesh else ""
         call = f"{helpers['broadcast']}(unit, {setup.device or 'None'}{group})"
         body.append(call if setup.sync == "True" else f"if {setup.sync}:\n{one * 2}{call}")
     lines = "".join(f"{one}{line}\n" for line in body)

@@ -11,7 +11,7 @@ from codemods.registry.names import TORCH_FSDP
 from codemods.rules.api import Engine
 from codemods.rules.fsdp401.keywords import Keywords, Untranslatable
 from codemods.rules.fsdp401.recipes import RECIPES
-from codemods.rules.fsdp401.values import bound_once, enum_member, source
+from codemods.rules.fsdp401.values import assignment_of, bound_once, enum_member, source
 from codemods.syntax.cst_nodes import find_all, literal
 from codemods.syntax.lazy_libcst import cst
 
@@ -61,22 +61,45 @@ def sharding(engine: Engine, value: cst.BaseExpression, out: Keywords) -> None:
     ):
         raise Untranslatable("`sharding_strategy` is not a `ShardingStrategy` member")
     if enum_member(engine, value, "ShardingStrategy") is None:
-        # Read from a config or computed: the same choice, made at run time.
+        # Read from a config or computed: the same choice, made at run time, unless a
+        # binding of the name in the file is a strategy FSDP2 has no twin for.
         out.runtime_strategy = source(engine, value)
+        out.runtime_members = _members_bound(engine, value)
         return
     out.code.append(f"reshard_after_forward={_reshards(engine, value)}")
 
 
-def runtime_strategy(strategy: str, meshed: bool, out: Keywords) -> None:
+def _members_bound(engine: Engine, value: cst.BaseExpression) -> frozenset[str]:
+    """The ``ShardingStrategy`` members a name is bound to in its scope (``x = S.NO_SHARD``)."""
+    scope = engine.scope(value) if isinstance(value, cst.Name) else None
+    if scope is None:
+        return frozenset()
+    members = set()
+    for assignment in scope[value.value]:
+        statement = assignment_of(engine, getattr(assignment, "node", None))
+        if statement is not None:
+            members.add(enum_member(engine, statement.value, "ShardingStrategy"))
+    return frozenset(members - {None})
+
+
+def runtime_strategy(strategy: str, meshed: bool, out: Keywords) -> str | None:
     """``reshard_after_forward`` for a strategy known only at run time, added to ``out``.
 
     Each strategy with an FSDP2 twin maps to whether it reshards; with a ``device_mesh``
     the hybrid ones too (FSDP2 shards hybrid on a 2-D mesh, as FSDP1 does on it). Any
     other raises ``KeyError`` naming it where FSDP1 would have run it otherwise.
+
+    Returns:
+        Why the call stays FSDP1 instead, where the file binds the name to a strategy
+        the table lacks (the code would fail on that path), or None.
     """
     table = {"None": True, "FULL_SHARD": True, "SHARD_GRAD_OP": False}
     if meshed:
         table.update(HYBRID_SHARD=True, _HYBRID_SHARD_ZERO2=False)
+    missing = sorted(out.runtime_members - set(table))
+    if missing:
+        recipe = RECIPES["NO_SHARD" if "NO_SHARD" in missing else "HYBRID_SHARD"]
+        return f"`sharding_strategy` may be `{missing[0]}` (bound at run time): {recipe}"
     entries = ", ".join(
         f"{key if key == 'None' else 'ShardingStrategy.' + key}: {value}"
         for key, value in table.items()
@@ -89,6 +112,7 @@ def runtime_strategy(strategy: str, meshed: bool, out: Keywords) -> None:
         "each become `reshard_after_forward`; any other strategy raises `KeyError` "
         "(FSDP2 has no twin for it)"
     )
+    return None
 
 
 def _strategy_table(engine: Engine, value: cst.BaseExpression) -> str | None:
