@@ -30,6 +30,7 @@ from typing import Any
 
 from packaging.version import Version
 
+from codemods.registry.appearances import APPEARED
 from codemods.registry.names import COMPOSABLE_FSDP, TORCH_FSDP
 from codemods.rules.api import Engine
 from codemods.rules.fsdp401.lookups import fresh, line_of
@@ -86,7 +87,8 @@ def dual_blockers(
     first = min((line_of(engine, c.call) for c in conversions), default=None)
     if anchor is None or (first is not None and line_of(engine, anchor) > first):
         why.append("no top-level import comes before the wrapper calls to put FSDP2's beside")
-    names = {"fully_shard", *(n for c in conversions for n in c.keywords.imports)}
+    fsdp2 = [name.rpartition(".")[2] for name in APPEARED if fsdp2_name(name.rpartition(".")[2])]
+    names = {*fsdp2, *(n for c in conversions for n in c.keywords.imports)}
     taken = sorted(name for name in names if fresh(engine, name) != name)
     if taken:
         why.append(f"`{taken[0]}`, which the FSDP2 branch imports, is a name here already")
@@ -117,6 +119,16 @@ def _docstring(statement: cst.SimpleStatementLine) -> bool:
     return isinstance(small, cst.Expr) and isinstance(small.value, cst.SimpleString)
 
 
+def fsdp2_name(name: str) -> bool:
+    """Whether ``name`` of ``torch.distributed.fsdp`` is FSDP2's (not there before 2.4).
+
+    Example:
+        >>> fsdp2_name("MixedPrecisionPolicy"), fsdp2_name("ShardingStrategy")
+        (True, False)
+    """
+    return APPEARED.get(f"{TORCH_FSDP}.{name}", ("", ""))[1] == PUBLIC_HOME
+
+
 class CollectingImports:
     """An engine whose queued imports are collected for the dual stack's ``try``.
 
@@ -129,6 +141,11 @@ class CollectingImports:
         self._engine, self._imports = engine, imports
 
     def need_import(self, module: str, name: str | None, asname: str | None = None) -> None:
+        if module in (TORCH_FSDP, COMPOSABLE_FSDP) and name is not None:
+            if not fsdp2_name(name):  # FSDP1's own (`ShardingStrategy`): every release has it
+                self._engine.need_import(TORCH_FSDP, name, asname)
+                return
+            module = COMPOSABLE_FSDP
         if name is None or asname is not None:
             self._engine.need_import(module, name, asname)
         elif (module, name) not in self._imports:
@@ -162,7 +179,9 @@ def import_block(
     fsdp2 = sorted({"fully_shard", *(n for m, n in imports if m in (TORCH_FSDP, COMPOSABLE_FSDP))})
     others: dict[str, list[str]] = {}
     for module, name in imports:
-        if module not in (TORCH_FSDP, COMPOSABLE_FSDP) and name not in others.get(module, []):
+        if module in (TORCH_FSDP, COMPOSABLE_FSDP) or name in others.get(module, []):
+            continue
+        if fresh(engine, name) == name:  # one the file binds already stays as it is
             others.setdefault(module, []).append(name)
     homes = []
     if top.reaches(Version(PUBLIC_HOME)):
