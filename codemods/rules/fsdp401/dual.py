@@ -37,6 +37,7 @@ from codemods.rules.fsdp401.lookups import fresh, line_of
 from codemods.rules.fsdp401.outcome import Conversion
 from codemods.rules.fsdp401.uses import Use
 from codemods.rules.fsdp401.values import shown
+from codemods.rules.layout import LINE_LENGTH
 from codemods.syntax.cst_nodes import find_all
 from codemods.syntax.lazy_libcst import cst
 
@@ -190,9 +191,9 @@ def import_block(
         homes.append((COMPOSABLE_FSDP, "torch 2.4 and 2.5"))
     text, depth = "", ""
     for index, (home, comment) in enumerate(homes):
-        text += f"{depth}try:  # {comment}\n{depth}{one}from {home} import {', '.join(fsdp2)}\n"
-        for module, names in others.items():
-            text += f"{depth}{one}from {module} import {', '.join(sorted(names))}\n"
+        text += f"{depth}try:  # {comment}\n"
+        for module, names in [(home, fsdp2), *others.items()]:
+            text += _import_line(module, sorted(names), depth + one, one)
         if index < len(homes) - 1:
             text += f"{depth}except ImportError:\n"
             depth += one
@@ -203,6 +204,25 @@ def import_block(
     block = cst.parse_statement(text, config).with_changes(leading_lines=[cst.EmptyLine()])
     flag_line = cst.parse_statement(f"{flag} = fully_shard is not None\n", config)
     return [block, flag_line]
+
+
+def _import_line(module: str, names: list[str], indent: str, one: str) -> str:
+    """``from module import names`` at ``indent``, one name a line where it would be long.
+
+    Example:
+        >>> print(_import_line("m", ["a", "b"], "", "    "), end="")
+        from m import a, b
+        >>> print(_import_line("m", ["x" * 50, "y" * 50], "", "    "), end="")
+        from m import (
+            xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx,
+            yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy,
+        )
+    """
+    flat = f"{indent}from {module} import {', '.join(names)}\n"
+    if len(flat) <= LINE_LENGTH + 1:
+        return flat
+    listed = "".join(f"{indent}{one}{name},\n" for name in names)
+    return f"{indent}from {module} import (\n{listed}{indent})\n"
 
 
 def dual_statement(
