@@ -316,3 +316,18 @@ def test_the_fsdp2_branch_trains_as_the_fsdp1_original(branches, form):
         assert (kind, has_fsdp2) == ("FSDP2", True)
         assert units == rank["fsdp1"][0]
         assert losses == pytest.approx(rank["fsdp1"][1], rel=1e-5)
+
+
+def test_fsdp1_names_the_fsdp2_code_reads_stay_unconditional():
+    # A strategy read at run time: the FSDP2 code looks `ShardingStrategy` up, a name
+    # every release has; the try holds FSDP2's names alone, so a torch without FSDP2
+    # keeps the FSDP1 branch's `ShardingStrategy`.
+    new, (finding,) = _migrate(
+        "def shard(model, strategy):\n    return FSDP(model, sharding_strategy=strategy)\n",
+        "2.0..",
+    )
+    assert finding.fixed
+    block = new[new.index("try:") : new.index("HAS_FSDP2 =")]
+    assert "ShardingStrategy" not in block and "fully_shard" in block
+    assert "from torch.distributed.fsdp import ShardingStrategy\n" in new
+    assert "ShardingStrategy.SHARD_GRAD_OP: False" in new  # the FSDP2 branch reads it

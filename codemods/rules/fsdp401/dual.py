@@ -30,12 +30,14 @@ from typing import Any
 
 from packaging.version import Version
 
+from codemods.registry.appearances import APPEARED
 from codemods.registry.names import COMPOSABLE_FSDP, TORCH_FSDP
 from codemods.rules.api import Engine
 from codemods.rules.fsdp401.lookups import fresh, line_of
 from codemods.rules.fsdp401.outcome import Conversion
 from codemods.rules.fsdp401.uses import Use
 from codemods.rules.fsdp401.values import shown
+from codemods.rules.layout import LINE_LENGTH
 from codemods.syntax.cst_nodes import find_all
 from codemods.syntax.lazy_libcst import cst
 
@@ -86,7 +88,8 @@ def dual_blockers(
     first = min((line_of(engine, c.call) for c in conversions), default=None)
     if anchor is None or (first is not None and line_of(engine, anchor) > first):
         why.append("no top-level import comes before the wrapper calls to put FSDP2's beside")
-    names = {"fully_shard", *(n for c in conversions for n in c.keywords.imports)}
+    fsdp2 = [name.rpartition(".")[2] for name in APPEARED if fsdp2_name(name.rpartition(".")[2])]
+    names = {*fsdp2, *(n for c in conversions for n in c.keywords.imports)}
     taken = sorted(name for name in names if fresh(engine, name) != name)
     if taken:
         why.append(f"`{taken[0]}`, which the FSDP2 branch imports, is a name here already")
@@ -117,6 +120,16 @@ def _docstring(statement: cst.SimpleStatementLine) -> bool:
     return isinstance(small, cst.Expr) and isinstance(small.value, cst.SimpleString)
 
 
+def fsdp2_name(name: str) -> bool:
+    """Whether ``name`` of ``torch.distributed.fsdp`` is FSDP2's (not there before 2.4).
+
+    Example:
+        >>> fsdp2_name("MixedPrecisionPolicy"), fsdp2_name("ShardingStrategy")
+        (True, False)
+    """
+    return APPEARED.get(f"{TORCH_FSDP}.{name}", ("", ""))[1] == PUBLIC_HOME
+
+
 class CollectingImports:
     """An engine whose queued imports are collected for the dual stack's ``try``.
 
@@ -129,6 +142,11 @@ class CollectingImports:
         self._engine, self._imports = engine, imports
 
     def need_import(self, module: str, name: str | None, asname: str | None = None) -> None:
+        if module in (TORCH_FSDP, COMPOSABLE_FSDP) and name is not None:
+            if not fsdp2_name(name):  # FSDP1's own (`ShardingStrategy`): every release has it
+                self._engine.need_import(TORCH_FSDP, name, asname)
+                return
+            module = COMPOSABLE_FSDP
         if name is None or asname is not None:
             self._engine.need_import(module, name, asname)
         elif (module, name) not in self._imports:
@@ -162,7 +180,9 @@ def import_block(
     fsdp2 = sorted({"fully_shard", *(n for m, n in imports if m in (TORCH_FSDP, COMPOSABLE_FSDP))})
     others: dict[str, list[str]] = {}
     for module, name in imports:
-        if module not in (TORCH_FSDP, COMPOSABLE_FSDP) and name not in others.get(module, []):
+        if module in (TORCH_FSDP, COMPOSABLE_FSDP) or name in others.get(module, []):
+            continue
+        if fresh(engine, name) == name:  # one the file binds already stays as it is
             others.setdefault(module, []).append(name)
     homes = []
     if top.reaches(Version(PUBLIC_HOME)):
@@ -171,9 +191,9 @@ def import_block(
         homes.append((COMPOSABLE_FSDP, "torch 2.4 and 2.5"))
     text, depth = "", ""
     for index, (home, comment) in enumerate(homes):
-        text += f"{depth}try:  # {comment}\n{depth}{one}from {home} import {', '.join(fsdp2)}\n"
-        for module, names in others.items():
-            text += f"{depth}{one}from {module} import {', '.join(sorted(names))}\n"
+        text += f"{depth}try:  # {comment}\n"
+        for module, names in [(home, fsdp2), *others.items()]:
+            text += _import_line(module, sorted(names), depth + one, one)
         if index < len(homes) - 1:
             text += f"{depth}except ImportError:\n"
             depth += one
@@ -184,6 +204,25 @@ def import_block(
     block = cst.parse_statement(text, config).with_changes(leading_lines=[cst.EmptyLine()])
     flag_line = cst.parse_statement(f"{flag} = fully_shard is not None\n", config)
     return [block, flag_line]
+
+
+def _import_line(module: str, names: list[str], indent: str, one: str) -> str:
+    """``from module import names`` at ``indent``, one name a line where it would be long.
+
+    Example:
+        >>> print(_import_line("m", ["a", "b"], "", "    "), end="")
+        from m import a, b
+        >>> print(_import_line("m", ["x" * 50, "y" * 50], "", "    "), end="")
+        from m import (
+            xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx,
+            yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy,
+        )
+    """
+    flat = f"{indent}from {module} import {', '.join(names)}\n"
+    if len(flat) <= LINE_LENGTH + 1:
+        return flat
+    listed = "".join(f"{indent}{one}{name},\n" for name in names)
+    return f"{indent}from {module} import (\n{listed}{indent})\n"
 
 
 def dual_statement(
