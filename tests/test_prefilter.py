@@ -83,6 +83,7 @@ def test_code_that_cannot_have_findings_is_skipped(source):
         b"try: import torch.distributed.fsdp.wrap as w\nexcept ImportError: raise\n"
         b"w.default_auto_wrap_policy\n",
         b"if True:\tfrom torch.distributed.fsdp.wrap import default_auto_wrap_policy\n",
+        b"x = 1\rfrom torch.distributed.fsdp.wrap import default_auto_wrap_policy\r",
     ],
 )
 def test_every_way_of_importing_is_seen(source):

@@ -37,10 +37,10 @@ _IDENTIFIER_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUV
 
 
 #: An ``import`` or ``from`` keyword that begins a statement: at the start of its line
-#: (after the file's byte order mark, on the first) or after a ``:`` or ``;`` (``try:
-#: import x``, ``a = 1; import x``). Prose ("restored from checkpoint") and other code
-#: on the line (``importlib.import_module``) does not.
-_STATEMENT = re.compile(rb"(?:^(?:\xef\xbb\xbf)?|[:;])[ \t\f]*(?:from|import)\b")
+#: (after the file's byte order mark, on the first; a lone ``\r`` ends a line too) or
+#: after a ``:`` or ``;`` (``try: import x``, ``a = 1; import x``). Prose ("restored
+#: from checkpoint") and other code on the line (``importlib.import_module``) does not.
+_STATEMENT = re.compile(rb"(?:^(?:\xef\xbb\xbf)?|[:;\r])[ \t\f]*(?:from|import)\b")
 
 
 def on_import_line(source: bytes, word: bytes) -> bool:
