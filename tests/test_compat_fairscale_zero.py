@@ -180,7 +180,9 @@ def run(rank, world_size, port):
     torch.manual_seed(rank)
     model(torch.randn(8, 4)).pow(2).mean().backward()
     optimizer.step()
-    print(f"rank {rank}: {model.module.weight.detach().sum().item():.6f}")
+    # One write per line: the two ranks share the pipe, and an unbuffered print writes
+    # its newline apart (PYTHONUNBUFFERED), which let the lines run together.
+    sys.stdout.write(f"rank {rank}: {model.module.weight.detach().sum().item():.6f}\\n")
     dist.destroy_process_group()
 
 
