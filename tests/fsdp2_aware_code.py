@@ -1,4 +1,4 @@
-"""Checkpoint code of our own writing for both FSDP generations (verl's shape).
+"""Checkpoint code of our own writing for both FSDP generations (a dispatch helper's shape).
 
 It knows FSDP2 only through a helper (``fsdp_version``), and takes its FSDP2 branch for
 an ``FSDPModule``, where ``state_dict()`` gives each rank's shards.

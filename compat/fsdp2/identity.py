@@ -9,10 +9,10 @@ it (:func:`fsdp2_aware_caller`):
 - FSDP2's answer for torch's own distributed code (``get_model_state_dict`` and the rest
   of ``torch.distributed.checkpoint``), and for code written for both generations: a
   module that binds FSDP1's class and knows FSDP2, binding torch's ``FSDPModule`` or
-  ``fully_shard`` itself or through a helper it imports (verl's ``fsdp_version``), and
-  none of the bridge's names (``fully_shard_like_fsdp1``, ``fully_shard_by_policy``,
-  ``FSDP1Api``). Such code tells the two apart and takes its FSDP2 branch for an
-  ``FSDPModule``, where it expects shards;
+  ``fully_shard`` itself or through a helper it imports (an ``fsdp_version(model)``
+  function), and none of the bridge's names (``fully_shard_like_fsdp1``,
+  ``fully_shard_by_policy``, ``FSDP1Api``). Such code tells the two apart and takes
+  its FSDP2 branch for an ``FSDPModule``, where it expects shards;
 - FSDP1's answer (the type set by ``FSDP1Api.state_dict_type``, full by default)
   everywhere else: the bridged program, the files the rewrite converted with it (their
   FSDP1 checks became ``FSDPModule`` ones, their FSDP1 class gone, and they count on
