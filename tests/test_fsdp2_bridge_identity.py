@@ -278,3 +278,39 @@ def test_what_differs_from_fsdp1_is_warned(direct):
 def test_a_policy_around_units_wrapped_by_hand_is_refused_as_fsdp1_does(direct):
     for result in direct:
         assert "FSDP1 refuses auto wrapping" in result["policy-around-units"]
+
+
+def _namespace(*names: str) -> dict[str, Any]:
+    from torch.distributed.fsdp import FSDPModule, FullyShardedDataParallel, fully_shard
+
+    import compat.fsdp2
+    from tests import fsdp2_versions
+
+    known = {
+        "FSDP": FullyShardedDataParallel,
+        "FSDPModule": FSDPModule,
+        "fully_shard": fully_shard,
+        "fsdp_version": fsdp2_versions.fsdp_version,
+        "bridge": compat.fsdp2.fully_shard_like_fsdp1,
+        "FSDP1Api": compat.fsdp2.FSDP1Api,
+    }
+    return {"__name__": "user_code", **{name: known[name] for name in names}}
+
+
+@pytest.mark.parametrize(
+    ("names", "both"),
+    [
+        (("FSDP", "FSDPModule"), True),
+        (("FSDP", "fully_shard"), True),
+        (("FSDP", "fsdp_version"), True),  # FSDP2 known through a helper it imports
+        (("FSDPModule",), False),  # FSDP2 only, as the files converted beside a bridge
+        (("FSDP",), False),  # FSDP1 code
+        (("FSDP", "FSDPModule", "bridge"), False),  # the bridged program itself
+        (("FSDP", "FSDPModule", "FSDP1Api"), False),
+        ((), False),
+    ],
+)
+def test_which_code_gets_fsdp2s_answers(names, both):
+    from compat.fsdp2.identity import knows_both
+
+    assert knows_both(_namespace(*names)) is both
