@@ -218,7 +218,10 @@ def local_state_dict(model: nn.Module, aligned: torch.dtype | None) -> dict[str,
             got = received[seg.holder][cursor[seg.holder] : cursor[seg.holder] + n]
             cursor[seg.holder] += n
             mine[seg.low - start : seg.high - start] = got
-        shards = [Shard.from_tensor_and_offsets(mine, [rank * chunk], rank)] if end > start else []
+        # The placement names the global rank (FSDP1 passes the group's, which fails under
+        # HYBRID_SHARD: "Global rank 0 does not exist in input process group").
+        owner = dist.get_global_rank(group, rank) if group is not None else rank
+        shards = [Shard.from_tensor_and_offsets(mine, [rank * chunk], owner)] if end > start else []
         if aligned is not None:  # each parameter's part of this rank's chunk, as FSDP1's views
             for piece in pieces:
                 if piece.name is not None:
