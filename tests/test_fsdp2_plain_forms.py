@@ -105,6 +105,7 @@ def test_units_wrapped_by_hand_cast_no_inputs_the_root_does():
     assert all(f.fixed for f in findings)
     assert "a unit wrapped by hand inside `model` (wrapped at line 9)" in findings[0].message
     assert "param_dtype=torch.bfloat16, cast_forward_inputs=False)" in new
+    assert "mp = " not in new and "MixedPrecision(" not in new  # shared by the calls alone
     assert "model = fully_shard(model, mp_policy=MixedPrecisionPolicy(param_dtype=" in new
 
 

@@ -52,13 +52,13 @@ NAMED = {
 WRITTEN = {
     "rank0": [
         "def materialize_like_fsdp1(unit, device, init_fn=None):",
-        "            broadcast_like_fsdp1(unit, device_)",
+        "            broadcast_like_fsdp1(unit, unit_device)",
         "    shard_like_fsdp1(\n        model,\n        wrapping_policy,",
         "    prepare_unit(model)\n    model = fully_shard(",
     ],
     "worker": [
         "            mesh=self.device_mesh,",
-        "        broadcast_like_fsdp1(unit, device, self.device_mesh)",
+        "        broadcast_like_fsdp1(unit, unit_device, self.device_mesh)",
         "        }[sharding_strategy]",
         'offload_policy = OffloadPolicy() if (self.role == "actor") else CPUOffloadPolicy()',
     ],

@@ -166,10 +166,9 @@ class Fsdp401(Behaviour):
             # No wrapper call of its own to carry the finding: its first rewrite does.
             detail = companion_detail(engine)
             engine.report(found.companion, self.rule, detail=detail, withheld=withheld)
-        for conversion in found.conversions.values():
-            if not isinstance(conversion, Conversion):
-                continue
-            dead = dead_bindings(engine, conversion)
+        converted = tuple(c for c in found.conversions.values() if isinstance(c, Conversion))
+        for conversion in converted:
+            dead = dead_bindings(engine, conversion, converted)
             if not (conversion.keywords.rebindings or dead):
                 continue
             if not engine.report(conversion.call, self.rule, quiet=True, withheld=withheld):

@@ -12,7 +12,7 @@ names); and no comment sits above the line (it may say more than the binding).
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Callable
 
 from codemods.rules.api import Engine
 from codemods.rules.fsdp401.outcome import Conversion
@@ -23,12 +23,9 @@ from codemods.syntax.lazy_libcst import cst
 PURE_HOMES = ("torch.distributed.fsdp.", "functools.partial")
 
 
-def dead_bindings(engine: Engine, conversion: Conversion) -> list[cst.SimpleStatementLine]:
-    """The lines binding names only ``conversion``'s call used, which its code does not name."""
-    scope = engine.scope(conversion.call)
-    if scope is None:
-        return []
-    written = " ".join(
+def _written(conversion: Conversion) -> str:
+    """The sources the conversion's new code names."""
+    return " ".join(
         [
             conversion.root,
             conversion.before or "",
@@ -38,26 +35,55 @@ def dead_bindings(engine: Engine, conversion: Conversion) -> list[cst.SimpleStat
             *conversion.keywords.setup.sources(),
         ]
     )
+
+
+def dead_bindings(
+    engine: Engine, conversion: Conversion, conversions: tuple[Conversion, ...] = ()
+) -> list[cst.SimpleStatementLine]:
+    """The lines binding names only converted calls used, which their code does not name.
+
+    ``conversions`` are the file's other converted calls: a configuration shared by the
+    calls of a hand-nested wrapping (``precision = MixedPrecision(...)`` passed to each)
+    is dead once they all are ``fully_shard`` code.
+    """
+    scope = engine.scope(conversion.call)
+    if scope is None:
+        return []
+    calls = [conversion, *(c for c in conversions if c is not conversion)]
     found = []
     for node in find_all(conversion.call, lambda n: isinstance(n, cst.Name)):
         name = node.value
-        if node is conversion.call.func or re.search(rf"\b{re.escape(name)}\b", written):
+        pattern = rf"\b{re.escape(name)}\b"
+        if node is conversion.call.func or re.search(pattern, _written(conversion)):
             continue
-        line = _sole_binding(engine, scope, name, node)
+
+        def gone(use: cst.CSTNode, pattern: str = pattern) -> bool:
+            """Whether ``use`` is in a converted call whose new code does not name it."""
+            return any(
+                _inside(engine, use, c.call) and not re.search(pattern, _written(c)) for c in calls
+            )
+
+        line = _sole_binding(engine, scope, name, gone)
         if line is not None and line not in found:
             found.append(line)
     return found
 
 
+def _inside(engine: Engine, node: cst.CSTNode, call: cst.Call) -> bool:
+    while node is not None and node is not call:
+        node = engine.parent(node)
+    return node is call
+
+
 def _sole_binding(
-    engine: Engine, scope: Any, name: str, use: cst.Name
+    engine: Engine, scope: Any, name: str, gone: Callable[[cst.CSTNode], bool]
 ) -> cst.SimpleStatementLine | None:
-    """The line ``name = value`` that is ``name``'s one binding, with ``use`` its one use."""
+    """The line ``name = value`` that is ``name``'s one binding, every use of it ``gone``."""
     assignments = list(scope.assignments[name]) if name in scope.assignments else []
     if len(assignments) != 1 or not isinstance(assignments[0].node, cst.Name):
         return None
     references = list(assignments[0].references)
-    if len(references) != 1 or references[0].node is not use:
+    if not references or not all(gone(reference.node) for reference in references):
         return None
     assign = engine.parent(assignments[0].node)
     target = engine.parent(assign) if isinstance(assign, cst.AssignTarget) else None
@@ -70,7 +96,8 @@ def _sole_binding(
         return None
     if line.trailing_whitespace.comment is not None or not _pure(engine, target.value):
         return None
-    if engine.position(line).start.line >= engine.position(use).start.line:
+    first = min(engine.position(reference.node).start.line for reference in references)
+    if engine.position(line).start.line >= first:
         return None
     return line
 

@@ -19,6 +19,8 @@ from codemods.rules.fsdp401.values import PLAIN_VALUE
 from codemods.rules.layout import LINE_LENGTH, wrapped_call
 from codemods.syntax.lazy_libcst import cst
 
+#: The names the values of :class:`~codemods.rules.fsdp401.keywords.Setup`'s fields are bound to.
+SETUP_NAMES = {"device": "unit_device", "init_fn": "init_fn", "sync": "sync_states"}
 #: Said above the units' own mixed-precision policy (:mod:`codemods.rules.fsdp401.precision`).
 ROOT_ONLY_CASTING = "# as FSDP1: the root casts the floating inputs, the units below it do not"
 
@@ -172,7 +174,7 @@ def _fsdp1_steps(
             value = getattr(setup, field)
             if value and value != "True" and not PLAIN_VALUE.fullmatch(value):
                 # FSDP1 evaluated each argument once: bound once here too.
-                var = fresh(engine, field)
+                var = fresh(engine, SETUP_NAMES[field])
                 out.append(_binding(var, value, config))
                 setup = dataclasses.replace(setup, **{field: var})
         prepare = fresh(engine, "prepare_unit")
