@@ -2,11 +2,13 @@
 
 As ruff's import rules do: a plain rename whose fix is at the import (FSDP107, FSDP123,
 FSDP214, ...) reports the import and not every later use of the name it binds, where
-the use reads the same after the fix. A use the fix rewrites (``import lightning_lite``
-then ``lightning_lite.Fabric()``), a call the fix rewrites (FairScale's FSDP with its
-arguments) or one of a name with no rename stays a finding; a use the fix says means
-the same (``isinstance(m, FSDP)`` for compat's FSDP, ``enable_wrap(wrapper_cls=FSDP)``
-for FairScale's) is the import's. Both
+all the fix changes in the use is the import's rename (the same name, or a from-import's
+name renamed with it: ``default_auto_wrap_policy``). A use that spells the old module
+(``import lightning_lite`` then ``lightning_lite.Fabric()``), a call the fix rewrites
+(FairScale's FSDP with its arguments), a use of a name with no rename or a manual one,
+and a use whose import a fallback or a version gate leaves alone (that import has no
+finding) stays a finding; a use the fix says means the same (``isinstance(m, FSDP)`` for
+compat's FSDP, ``enable_wrap(wrapper_cls=FSDP)`` for FairScale's) is the import's. Both
 detectors (libcst's, which fixes, and the ``ast`` one lint uses) agree.
 """
 

@@ -85,6 +85,25 @@ def wrapped_children(model, block_cls):
     policy = functools.partial(transformer_auto_wrap_policy, transformer_layer_cls={block_cls})
     return [m for m in model.children() if policy(module=m, recurse=False, nonwrapped_numel=0)]
 """
+PASSED = """\
+import functools
+
+from torch.distributed.fsdp.wrap import _recursive_wrap, transformer_auto_wrap_policy
+
+
+def wrap_blocks(model, block_cls, wrapper_cls):
+    return _recursive_wrap(
+        model,
+        auto_wrap_policy=functools.partial(
+            transformer_auto_wrap_policy,
+            transformer_layer_cls={block_cls},
+        ),
+        wrapper_cls=wrapper_cls,
+        ignored_modules=set(),
+        ignored_params=set(),
+        only_wrap_children=True,
+    )
+"""
 RETURNED = (
     "the policy is returned to the callers of `{}()`, which this file does not all show: "
     "`ModuleWrapPolicy` is called like the partial only from torch 2.2"
@@ -152,8 +171,13 @@ def test_from_torch_2_2_it_is_fixed(source, unsafe):
             "`auto_wrap_policy` is used on line 13, where the fix cannot tell whether a "
             "`ModuleWrapPolicy` object would do",
         ),
+        (
+            PASSED,
+            "the policy is passed to `_recursive_wrap()`, which the fix does not know to take "
+            "a `ModuleWrapPolicy` object",
+        ),
     ],
-    ids=["unread", "in-a-dict"],
+    ids=["unread", "in-a-dict", "passed"],
 )
 @pytest.mark.parametrize("span", ["2.0..", "2.2.."])
 def test_a_name_nothing_reads_or_one_the_fix_cannot_follow_is_left(source, why, span):

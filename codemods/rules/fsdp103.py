@@ -154,6 +154,7 @@ def _ast_lightning_takes_classes(detector: Detector, call: ast.Call) -> bool:
 
 #: Where a partial goes that does not certainly reach a policy consumer (:class:`Site`).
 UNREAD, RETURNED, MODULE, CALLED, ELSEWHERE = "unread", "returned", "module", "called", "elsewhere"
+PASSED = "passed"
 
 
 @dataclass(frozen=True)
@@ -165,8 +166,10 @@ class Site:
             function ``name``, alone or in a tuple), ``MODULE`` (a module-level name,
             which other modules may import), ``CALLED`` (a local name every use of
             which is a policy consumer's or a call, the first on ``line``) or
-            ``ELSEWHERE`` (the name is used on ``line`` where the fix cannot follow it).
-        name: The variable, or the returning function.
+            ``ELSEWHERE`` (the name is used on ``line`` where the fix cannot follow it)
+            or ``PASSED`` (an argument of ``name``, a callable the fix does not know to
+            take policy objects).
+        name: The variable, the returning function, or the callable it is passed to.
         line: The first call (``CALLED``), or the use the fix cannot follow.
     """
 
@@ -200,6 +203,9 @@ def verdict(rule: Rule, site: Site | None, callable_here: bool) -> tuple[bool, b
     if site.kind == ELSEWHERE:
         why = f"`{site.name}` is used on line {site.line}, where the fix cannot tell"
         return False, False, f"{why} whether a `{new}` object would do"
+    if site.kind == PASSED:
+        why = f"the policy is passed to `{site.name}()`, which the fix does not know to take"
+        return False, False, f"{why} a `{new}` object"
     if rule.code == "FSDP103" and callable_here:
         return True, site.kind != CALLED, None
     if site.kind == CALLED:
@@ -233,6 +239,10 @@ def site_of(engine: Engine, call: cst.Call) -> Site | None:
     """Where ``call`` (a policy partial) goes, where it does not reach a consumer."""
     if _returned(engine, call):
         return Site(RETURNED, _function(engine, call))
+    arg = engine.parent(call)
+    callee = engine.parent(arg) if isinstance(arg, cst.Arg) else None
+    if isinstance(callee, cst.Call) and dotted(callee.func) is not None:
+        return Site(PASSED, dotted(callee.func))
     assigned = _assigned(engine, call)
     if assigned is None:
         return None
@@ -274,6 +284,11 @@ def ast_site_of(detector: Detector, call: ast.Call) -> Site | None:
     if _ast_returned(detector, call):
         return Site(RETURNED, _ast_function(detector, call))
     parent = detector.parent(call)
+    callee = detector.parent(parent) if type(parent) is ast.keyword else parent
+    if type(callee) is ast.Call and call is not callee.func:  # type: ignore[attr-defined]
+        name = on_ast.dotted(callee.func)  # type: ignore[attr-defined]
+        if name is not None:
+            return Site(PASSED, name)
     if not (type(parent) is ast.Assign and len(parent.targets) == 1):
         return None
     target = parent.targets[0]
