@@ -90,10 +90,20 @@ def dual_blockers(
         why.append("no top-level import comes before the wrapper calls to put FSDP2's beside")
     fsdp2 = [name.rpartition(".")[2] for name in APPEARED if fsdp2_name(name.rpartition(".")[2])]
     names = {*fsdp2, *(n for c in conversions for n in c.keywords.imports)}
-    taken = sorted(name for name in names if fresh(engine, name) != name)
+    taken = sorted(n for n in names if fresh(engine, n) != n and not _fsdp2_import(engine, n))
     if taken:
         why.append(f"`{taken[0]}`, which the FSDP2 branch imports, is a name here already")
     return why
+
+
+def _fsdp2_import(engine: Engine, name: str) -> bool:
+    """Whether the file's ``name`` comes from an import from one of FSDP2's homes."""
+    code = engine.module.code_for_node
+    return any(
+        isinstance(node.names, Sequence) and any(code(alias.name) == name for alias in node.names)
+        for node in find_all(engine.module, lambda n: isinstance(n, cst.ImportFrom))
+        if node.module is not None and code(node.module) in (TORCH_FSDP, COMPOSABLE_FSDP)
+    )
 
 
 def import_anchor(body: Sequence[cst.BaseStatement]) -> cst.SimpleStatementLine | None:
