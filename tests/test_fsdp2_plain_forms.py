@@ -173,3 +173,13 @@ def test_a_custom_policy_which_plain_code_cannot_call_stays_for_a_human(binding)
         + "model = FSDP(model, auto_wrap_policy=policy)\n"
     )
     assert new is None and "the policy may be a `CustomPolicy`" in finding.message
+
+
+def test_a_hybrid_strategy_read_at_run_time_names_a_mesh_that_may_be_none():
+    """llama-recipes' shape: FSDP1 builds node-local groups where the mesh is None."""
+    new, (finding,) = _migrate(
+        "model = FSDP(model, sharding_strategy=cfg.sharding_strategy, device_mesh=hsdp_mesh)\n"
+    )
+    assert finding.fixed and "ShardingStrategy.HYBRID_SHARD: True" in new
+    assert "where the mesh passed is None at run time" in finding.message
+    assert "FSDP2 shards over every rank" in finding.message

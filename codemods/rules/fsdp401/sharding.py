@@ -106,7 +106,15 @@ def runtime_strategy(strategy: str, meshed: bool, out: Keywords) -> str | None:
     )
     out.code.append(f"reshard_after_forward={{{entries}}}[{strategy}]")
     out.more_imports.append((TORCH_FSDP, "ShardingStrategy"))
-    hybrid = "`HYBRID_SHARD` and `_HYBRID_SHARD_ZERO2` on the mesh, " if meshed else ""
+    # A mesh argument can be None at run time (a config without hybrid sharding): FSDP1
+    # then builds its own node-local groups, FSDP2 shards over every rank.
+    hybrid = (
+        "`HYBRID_SHARD` and `_HYBRID_SHARD_ZERO2` on the mesh (where the mesh passed is "
+        "None at run time, FSDP1 shards within each node and replicates across nodes, "
+        "FSDP2 shards over every rank), "
+        if meshed
+        else ""
+    )
     out.notes.append(
         f"`sharding_strategy` is chosen at run time: `FULL_SHARD`, `SHARD_GRAD_OP`, {hybrid}"
         "each become `reshard_after_forward`; any other strategy raises `KeyError` "
