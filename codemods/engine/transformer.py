@@ -83,6 +83,8 @@ class Engine(Lookups, ColdStatements, ImportMoves, cst.CSTTransformer):
         self._qualified: dict[int, set[str]] = {}  # id of a node -> its qualified names
         self._inside_reported: set[int] = set()  # parts of an `Old.attr` reported as a whole
         self._before: dict[int, list[cst.CSTNode]] = {}  # id of a statement line -> inserted
+        # id of a statement line -> how many statements were put before it (block hooks)
+        self.inserted: dict[int, int] = {}
         # id of an original node -> its new one, or what makes it of the updated node
         self._replacements: dict[int, Any] = {}
         # The parents of the nodes the plan's walk reached, or (_whole) of every node;
@@ -185,6 +187,7 @@ class Engine(Lookups, ColdStatements, ImportMoves, cst.CSTTransformer):
         before = self._before.pop(id(original_node), None)
         if not before:
             return updated_node
+        self.inserted[id(original_node)] = len(before)
         # The line's own leading comments and blank lines go before what is inserted
         # (and before the inserted statement's own comment, where it has one).
         leading = [*updated_node.leading_lines, *before[0].leading_lines]

@@ -57,21 +57,7 @@ class Fsdp115(Behaviour):
             original, self.rule, fixable_here=plan is not None, unsafe_here=unsafe
         )
         if applies and plan is not None:
-            plans = engine.scratch.setdefault(self.rule.code, {})
-            plans[id(plan.with_node)] = plan
-            if plan.config_statement is not None:
-                # Dropped once every block that uses it is rewritten (see block).
-                left = plans.get(id(plan.config_statement), plan.config_uses)
-                plans[id(plan.config_statement)] = left - 1
-                engine.forget(plan.config_statement.body[0].value.func)
-            else:
-                config = call_arguments(original).get("state_dict_config")
-                if isinstance(config, cst.Call):
-                    engine.forget(config.func)
-            engine.forget(original.func)
-            engine.forget(call_arguments(original)["state_dict_type"])
-            engine.need_import(DCP_STATE_DICT, plan.function)
-            engine.need_import(DCP_STATE_DICT, "StateDictOptions")
+            adopt(engine, plan, original)
         return updated
 
     def ast_call(self, detector: Detector, call: ast.Call) -> None:
@@ -89,27 +75,91 @@ class Fsdp115(Behaviour):
         updated: Sequence[cst.BaseStatement],
     ) -> Sequence[cst.BaseStatement]:
         plans = engine.scratch.get(self.rule.code)
-        if not plans or len(original) != len(updated):
+        if not plans or not any(id(statement) in plans for statement in original):
             return updated
-        if not any(id(statement) in plans for statement in original):
+        pairs = _aligned(engine, original, updated)
+        if pairs is None:
             return updated
         out: list[cst.BaseStatement] = []
         carried: list[cst.EmptyLine] = []  # the lines above a dropped statement
-        for before, after in zip(original, updated):
+        for before, inserted, after in pairs:
+            out += inserted
             entry = plans.get(id(before))
             if entry == 0 and not isinstance(entry, Plan):  # a config whose uses are gone
                 carried.extend(after.leading_lines)
                 continue
+            rest: list[cst.BaseStatement] = []
             if isinstance(entry, Plan):
                 statement = _rewrite(entry, after, engine, indentation(engine, before))
+            elif callable(entry):  # a block whose statements take its place (adopt_block)
+                statement, *rest = entry(after)
             else:
                 statement = after
             if carried:
                 lines = _merged([*carried, *statement.leading_lines])
                 statement = statement.with_changes(leading_lines=lines)
                 carried = []
-            out.append(statement)
+            out += [statement, *rest]
         return out
+
+
+def _aligned(
+    engine: Engine, original: Sequence[cst.BaseStatement], updated: Sequence[cst.BaseStatement]
+) -> list[tuple[cst.BaseStatement, list[cst.BaseStatement], cst.BaseStatement]] | None:
+    """Each original statement, the statements another rule put before it, and its update.
+
+    None where the two do not line up (a rewrite that left more or fewer statements).
+    """
+    pairs = []
+    index = 0
+    for before in original:
+        extra = engine.inserted.get(id(before), 0)
+        if index + extra >= len(updated):
+            return None
+        pairs.append((before, list(updated[index : index + extra]), updated[index + extra]))
+        index += extra + 1
+    return pairs if index == len(updated) else None
+
+
+def adopt(engine: Engine, plan: Plan, original: cst.Call) -> None:
+    """Have :meth:`Fsdp115.block` rewrite ``plan``'s block, which ``original`` opens.
+
+    Once per block, whichever rule asks first: FSDP115 on an FSDP1 model, or FSDP401 for
+    the checkpoint code of a model it converts (the same form serves both).
+    """
+    plans = engine.scratch.setdefault("FSDP115", {})
+    if id(plan.with_node) in plans:
+        return
+    plans[id(plan.with_node)] = plan
+    if plan.config_statement is not None:
+        # Dropped once every block that uses it is rewritten (see block).
+        left = plans.get(id(plan.config_statement), plan.config_uses)
+        plans[id(plan.config_statement)] = left - 1
+        engine.forget(plan.config_statement.body[0].value.func)
+    else:
+        config = call_arguments(original).get("state_dict_config")
+        if isinstance(config, cst.Call):
+            engine.forget(config.func)
+    engine.forget(original.func)
+    engine.forget(call_arguments(original)["state_dict_type"])
+    engine.need_import(DCP_STATE_DICT, plan.function)
+    engine.need_import(DCP_STATE_DICT, "StateDictOptions")
+
+
+def adopt_block(engine: Engine, with_node: cst.With) -> None:
+    """Have :meth:`Fsdp115.block` put ``with_node``'s statements in its place.
+
+    For FSDP401's ``SHARDED_STATE_DICT`` blocks on FSDP2 models (sharded already): done
+    here, where the block's statements are rewritten, so that both rewrites see each
+    statement once.
+    """
+
+    def unwrap(updated: cst.With) -> list[cst.BaseStatement]:
+        first, *rest = updated.body.body
+        leading = [*updated.leading_lines, *first.leading_lines]
+        return [first.with_changes(leading_lines=leading), *rest]
+
+    engine.scratch.setdefault("FSDP115", {})[id(with_node)] = unwrap
 
 
 def _merged(lines: list[cst.EmptyLine]) -> list[cst.EmptyLine]:

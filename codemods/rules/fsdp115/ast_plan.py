@@ -139,7 +139,7 @@ def _ast_body_statement(detector: Detector, with_node: ast.With) -> ast.stmt | N
 
 
 def _ast_names_free(detector: Detector, node: ast.AST, names: tuple[str, ...]) -> bool:
-    """``plan._names_free`` on ``ast``."""
+    """``plan.names_free`` on ``ast``."""
     scope = detector.scope(node)
     if scope is None:
         return False

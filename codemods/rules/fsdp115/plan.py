@@ -38,7 +38,8 @@ class Plan:
     config_uses: int = 0  # how many state_dict_type calls pass that name
 
 
-def _from_fsdp(engine: Engine, node: cst.CSTNode, suffix: str) -> bool:
+def from_fsdp(engine: Engine, node: cst.CSTNode, suffix: str) -> bool:
+    """Whether ``node`` names something of FSDP1's package ending with ``suffix``."""
     return any(q.startswith(FSDP_PACKAGE) and q.endswith(suffix) for q in engine.qualified(node))
 
 
@@ -58,7 +59,7 @@ def call_arguments(call: cst.Call) -> dict[str, cst.BaseExpression] | None:
 
 def _config_values(engine: Engine, call: cst.BaseExpression) -> tuple[bool, bool] | None:
     """``(offload_to_cpu, rank0_only)`` of a ``FullStateDictConfig(...)`` with literals."""
-    if not isinstance(call, cst.Call) or not _from_fsdp(engine, call.func, ".FullStateDictConfig"):
+    if not isinstance(call, cst.Call) or not from_fsdp(engine, call.func, ".FullStateDictConfig"):
         return None
     values = {"offload_to_cpu": False, "rank0_only": False}
     for index, arg in enumerate(call.args):
@@ -95,7 +96,7 @@ def _named_config(engine: Engine, name: cst.Name, with_node: cst.With):
     for reference in references:
         arg = engine.parent(reference.node)
         call = engine.parent(arg) if isinstance(arg, cst.Arg) else None
-        if not isinstance(call, cst.Call) or not _from_fsdp(engine, call.func, ".state_dict_type"):
+        if not isinstance(call, cst.Call) or not from_fsdp(engine, call.func, ".state_dict_type"):
             return None
     statement = engine.parent(assign)
     drop = (
@@ -124,7 +125,7 @@ def _body_statement(with_node: cst.With) -> cst.BaseSmallStatement | None:
     return line.body[0]
 
 
-def _names_free(engine: Engine, node: cst.CSTNode, names: tuple[str, ...]) -> bool:
+def names_free(engine: Engine, node: cst.CSTNode, names: tuple[str, ...]) -> bool:
     """Whether ``names`` are unbound at ``node`` or bound only by imports from DCP."""
     scope = engine.scope(node)
     if scope is None:
@@ -141,7 +142,7 @@ def _names_free(engine: Engine, node: cst.CSTNode, names: tuple[str, ...]) -> bo
 
 def plan_for(engine: Engine, call: cst.Call) -> Plan | None:
     """The rewrite of the ``with`` block ``call`` opens, where it is certain."""
-    if not _from_fsdp(engine, call.func, ".state_dict_type"):
+    if not from_fsdp(engine, call.func, ".state_dict_type"):
         return None
     item, with_node = engine.parent(call), None
     if isinstance(item, cst.WithItem) and item.asname is None:
@@ -156,7 +157,7 @@ def plan_for(engine: Engine, call: cst.Call) -> Plan | None:
     module = args.get("module")
     if module is None or dotted(module) is None:
         return None
-    if not _from_fsdp(engine, args["state_dict_type"], "StateDictType.FULL_STATE_DICT"):
+    if not from_fsdp(engine, args["state_dict_type"], "StateDictType.FULL_STATE_DICT"):
         return None
     config, statement, uses = args.get("state_dict_config"), None, 0
     if isinstance(config, cst.Name):
@@ -198,7 +199,7 @@ def _statement_plan(
         options, function, loaded = "full_state_dict=True", "set_model_state_dict", value.args[0]
     else:
         return None
-    if not _names_free(engine, with_node, (function, "StateDictOptions")):
+    if not names_free(engine, with_node, (function, "StateDictOptions")):
         return None
     return Plan(with_node, function, f"StateDictOptions({options})", module, loaded)
 

@@ -330,6 +330,10 @@ def _api_call(
     The file's models are on the bridge (a call like this puts them there), whose
     ``FSDP1Api`` does FSDP1's call on them (and FSDP1's own on an FSDP1 model).
     """
+    from codemods.rules.fsdp401.checkpoints import written
+
+    if (plain := written(engine, rule, found.converts(), original, updated)) is not None:
+        return plain  # checkpoint code with an FSDP2 form
     if id(original) not in found.api_calls or not found.converts():
         return updated
     if not engine.report(original, rule, quiet=True):

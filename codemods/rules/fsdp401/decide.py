@@ -13,6 +13,12 @@ from typing import Any
 from codemods.rules.api import Engine
 from codemods.rules.fsdp401.arguments import translate
 from codemods.rules.fsdp401.bridged import bridged_names, bridges, onto_the_bridge
+from codemods.rules.fsdp401.checkpoints import (
+    SCRATCH,
+    in_plain_block,
+    note_differences,
+    plain_form,
+)
 from codemods.rules.fsdp401.companion import (
     companion_anchor,
     companion_blockers,
@@ -269,6 +275,10 @@ def survey(engine: Engine, rule_code: str) -> Survey:
             api = api_call(engine, node)
             where = f"`{shown(engine, api or node)}` at line {line_of(engine, node)}"
             if api is not None and not gated(engine, node):
+                plain = None if bridges(engine) else plain_form(engine, api)
+                if plain is not None:  # checkpoint code with an FSDP2 form
+                    engine.scratch.setdefault(SCRATCH, {})[id(api)] = plain
+                    continue
                 api_calls.add(id(api))
                 kept.append((where, "api", f"{where} is FSDP1 only"))
                 continue
@@ -281,6 +291,8 @@ def survey(engine: Engine, rule_code: str) -> Survey:
             continue
         if before_wrapping(engine, node, sites[module.code_for_node(node.value)]):
             continue  # the plain module still: the same on FSDP1 and FSDP2
+        if in_plain_block(engine, node):
+            continue  # rewritten with its block (or sharded on both, as the block asked)
         found = _use_of(engine, node, bound)
         if found is not None:
             uses.setdefault(found[0], []).append(found[1])
@@ -291,6 +303,7 @@ def survey(engine: Engine, rule_code: str) -> Survey:
             kept.append((where, method, f"{where}: {why}"))
             continue
         blockers.append(f"{where}: {why}")
+    note_differences(engine, conversions)
     if any(isinstance(c, Conversion) for c in conversions.values()) and other_fully_shard(engine):
         kept.append(("`fully_shard`", "fully_shard", "`fully_shard` is a name of another API here"))
     if (tested or lists) and fresh(engine, "FSDPModule") != "FSDPModule":

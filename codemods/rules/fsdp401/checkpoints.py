@@ -1,0 +1,217 @@
+"""FSDP1's checkpoint calls on a converted model, as FSDP2 code, for FSDP401.
+
+FSDP1's class calls that pick a state-dict layout do nothing useful on an FSDP2 model
+(``FSDP.state_dict_type`` raises ``KeyError`` as it exits, ``FSDP.optim_state_dict``
+finds no FSDP1 unit). Where the form is certain they become what FSDP2 ports write
+(``FSDP2-PORTS.md`` rows 15, 16 and 18); the forms also run on plain modules, so a
+file that converts may pass any module to them:
+
+- a ``FULL_STATE_DICT`` block FSDP115 rewrites (one ``model.state_dict()`` or
+  ``model.load_state_dict(state)``) becomes that same rewrite, ``get_model_state_dict``
+  / ``set_model_state_dict`` with ``StateDictOptions(full_state_dict=True[,
+  cpu_offload=True])`` (:func:`codemods.rules.fsdp115.adopt`);
+- a ``SHARDED_STATE_DICT`` block (no config, or ``ShardedStateDictConfig()``) loses its
+  ``with``: FSDP2's own ``state_dict()`` and ``load_state_dict()`` are sharded (DTensors
+  where FSDP1 gave ShardedTensors);
+- ``FSDP.optim_state_dict(model, optim)`` outside any block (FSDP1's default layout,
+  full on every rank) becomes ``get_optimizer_state_dict(model, optim,
+  options=StateDictOptions(full_state_dict=True))``: the same FQN-keyed state.
+
+Everything else (``LOCAL_STATE_DICT``, ``set_state_dict_type``, a block with other
+statements or a config with values, ``optim_state_dict_to_load``,
+``summon_full_params``) keeps the file FSDP1, as before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from codemods.registry import Rule
+from codemods.rules.api import Engine
+from codemods.rules.fsdp115.plan import (
+    DCP_STATE_DICT,
+    Plan,
+    call_arguments,
+    from_fsdp,
+    names_free,
+    plan_for,
+    unproven,
+)
+from codemods.rules.fsdp401.lookups import fsdp1_reference
+from codemods.syntax.cst_nodes import dotted, find_all, is_plain_positional, keyword
+from codemods.syntax.lazy_libcst import cst
+
+#: Where the survey leaves each plain form, by the ``id`` of its FSDP1 call.
+SCRATCH = "FSDP401-checkpoints"
+
+#: What each form does otherwise than FSDP1, for the converted call's finding.
+DIFFERENCES = {
+    "full": (
+        "its `FSDP.state_dict_type(FULL_STATE_DICT)` block becomes `get_model_state_dict` / "
+        "`set_model_state_dict` with `full_state_dict=True` (a plain `dict`, no `_metadata`; "
+        "with `offload_to_cpu=True, rank0_only=True`: `cpu_offload=True`, every tensor on "
+        "the CPU and an empty dict on other ranks)"
+    ),
+    "sharded": (
+        "its `FSDP.state_dict_type(SHARDED_STATE_DICT)` block loses its `with`: FSDP2's "
+        "`state_dict()` is sharded already, as DTensors where FSDP1 gave ShardedTensors, so "
+        "files `torch.save`d from FSDP1's do not load as they are (torch.distributed."
+        "checkpoint directories load by FQN)"
+    ),
+    "optim": (
+        "`FSDP.optim_state_dict(model, optim)` becomes `get_optimizer_state_dict(model, optim, "
+        "options=StateDictOptions(full_state_dict=True))`: the same full state keyed by FQN "
+        "(its `param_groups` list the names in the optimizer's order, FSDP1's by flat "
+        "parameter)"
+    ),
+}
+
+
+@dataclass(frozen=True)
+class PlainCall:
+    """An FSDP1 checkpoint call and its FSDP2 form.
+
+    Attributes:
+        call: The ``FSDP.<name>(...)`` call.
+        kind: ``"full"``, ``"sharded"`` or ``"optim"`` (:data:`DIFFERENCES`).
+        plan: FSDP115's plan of a ``"full"`` block.
+        with_node: The ``with`` statement a block form replaces.
+    """
+
+    call: cst.Call
+    kind: str
+    plan: Plan | None = None
+    with_node: cst.With | None = None
+
+    @property
+    def unsafe(self) -> bool:
+        """Whether FSDP115 calls this form unsafe (saving with ``cpu_offload``)."""
+        return self.plan is not None and unproven(self.plan.function, self.plan.options)
+
+
+def plain_form(engine: Engine, call: cst.Call) -> PlainCall | None:
+    """The FSDP2 form of ``call`` (an ``FSDP.<name>(...)`` call), where it is certain."""
+    name = call.func.attr.value
+    if name == "state_dict_type":
+        plan = plan_for(engine, call)
+        if plan is not None:
+            return PlainCall(call, "full", plan, plan.with_node)
+        with_node = _sharded_block(engine, call)
+        return None if with_node is None else PlainCall(call, "sharded", None, with_node)
+    if name == "optim_state_dict" and _optim_arguments(call) and not enclosing_block(engine, call):
+        wanted = ("get_optimizer_state_dict", "StateDictOptions")
+        if engine.target_at_least("2.2") and names_free(engine, call, wanted):
+            return PlainCall(call, "optim")
+    return None
+
+
+def _optim_arguments(call: cst.Call) -> bool:
+    """Whether the call passes just the model and the optimizer, by position or name."""
+    names = ("model", "optim")
+    return len(call.args) == 2 and all(
+        not arg.star and (is_plain_positional(arg) if i == 0 else keyword(arg) in (None, names[i]))
+        for i, arg in enumerate(call.args)
+    )
+
+
+def _sharded_block(engine: Engine, call: cst.Call) -> cst.With | None:
+    """The ``with`` of a ``SHARDED_STATE_DICT`` block whose ``with`` can simply go."""
+    args = call_arguments(call)
+    item = engine.parent(call)
+    with_node = engine.parent(item) if isinstance(item, cst.WithItem) else None
+    if args is None or not isinstance(with_node, cst.With) or item.asname is not None:
+        return None
+    if len(with_node.items) != 1 or with_node.asynchronous is not None:
+        return None
+    if "optim_state_dict_config" in args or dotted(args.get("module")) is None:
+        return None
+    if not from_fsdp(engine, args.get("state_dict_type"), "StateDictType.SHARDED_STATE_DICT"):
+        return None
+    config = args.get("state_dict_config")
+    if config is not None and not (
+        isinstance(config, cst.Call)
+        and not config.args
+        and from_fsdp(engine, config.func, ".ShardedStateDictConfig")
+    ):
+        return None
+    body = with_node.body
+    if not isinstance(body, cst.IndentedBlock) or body.header.comment or body.footer:
+        return None
+    # Another FSDP1 call in the block would answer in its layout: the block stays whole.
+    if find_all(body, lambda n: isinstance(n, cst.Attribute) and fsdp1_reference(engine, n.value)):
+        return None
+    return with_node
+
+
+def enclosing_block(engine: Engine, node: cst.CSTNode) -> cst.Call | None:
+    """The ``state_dict_type(...)`` call of the innermost ``with`` holding ``node``."""
+    child, parent = node, engine.parent(node)
+    while parent is not None:
+        if isinstance(parent, cst.With) and child is parent.body:
+            for item in parent.items:
+                opened = item.item
+                if isinstance(opened, cst.Call) and from_fsdp(
+                    engine, opened.func, ".state_dict_type"
+                ):
+                    return opened
+        child, parent = parent, engine.parent(parent)
+    return None
+
+
+def in_plain_block(engine: Engine, node: cst.CSTNode) -> bool:
+    """Whether ``node`` is in a block whose form this module writes (its uses go with it)."""
+    opened = enclosing_block(engine, node)
+    return opened is not None and id(opened) in engine.scratch.get(SCRATCH, {})
+
+
+def note_differences(engine: Engine, conversions: dict[int, Any]) -> None:
+    """Name on each converted call what the file's checkpoint forms do otherwise."""
+    kinds = dict.fromkeys(plain.kind for plain in engine.scratch.get(SCRATCH, {}).values())
+    for conversion in conversions.values():
+        notes = getattr(getattr(conversion, "keywords", None), "notes", None)
+        if isinstance(notes, list):
+            notes += [DIFFERENCES[kind] for kind in kinds]
+
+
+def written(
+    engine: Engine, rule: Rule, converts: bool, original: cst.Call, updated: cst.Call
+) -> cst.BaseExpression | None:
+    """What takes the place of ``original`` where the survey found its plain form.
+
+    None where it has none (or the file does not convert); ``updated`` where its fix does
+    not apply in this run.
+    """
+    plain = engine.scratch.get(SCRATCH, {}).get(id(original))
+    if plain is None or not converts:
+        return None
+    if not engine.report(original, rule, quiet=True, unsafe_here=plain.unsafe):
+        return updated
+    return write(engine, plain, updated)
+
+
+def write(engine: Engine, plain: PlainCall, updated: cst.Call) -> cst.BaseExpression:
+    """Write ``plain``'s form; returns what takes the place of its call."""
+    from codemods.rules.fsdp115 import adopt, adopt_block
+
+    if plain.kind == "full":
+        adopt(engine, plain.plan, plain.call)  # FSDP115's block hook writes it
+        return updated
+    engine.forget(plain.call.func)
+    if plain.kind == "optim":
+        engine.need_import(DCP_STATE_DICT, "get_optimizer_state_dict")
+        engine.need_import(DCP_STATE_DICT, "StateDictOptions")
+        code = engine.module.code_for_node
+        args = [code(arg.value) for arg in updated.args]
+        text = (
+            f"get_optimizer_state_dict({', '.join(args)}, "
+            "options=StateDictOptions(full_state_dict=True))"
+        )
+        return cst.parse_expression(text, engine.module.config_for_parsing)
+    args = call_arguments(plain.call)
+    engine.forget(args["state_dict_type"])
+    if isinstance(args.get("state_dict_config"), cst.Call):
+        engine.forget(args["state_dict_config"].func)
+
+    adopt_block(engine, plain.with_node)
+    return updated
