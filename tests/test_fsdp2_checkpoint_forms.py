@@ -109,6 +109,18 @@ def test_the_optimizer_state_becomes_get_optimizer_state_dict():
     )
 
 
+def test_the_optimizer_state_in_a_sharded_block_stays_sharded():
+    new, (finding,) = _migrate(
+        "model = FSDP(Net())\noptim = torch.optim.Adam(model.parameters())\n"
+        "with FSDP.state_dict_type(model, StateDictType.SHARDED_STATE_DICT):\n"
+        "    state = {'model': model.state_dict(), 'optim': FSDP.optim_state_dict(model, optim)}\n"
+    )
+    assert finding.fixed and "DTensor where FSDP1 gave ShardedTensors" in finding.message
+    assert new.endswith(
+        "state = {'model': model.state_dict(), 'optim': get_optimizer_state_dict(model, optim)}\n"
+    )
+
+
 @pytest.mark.parametrize(
     ("body", "why"),
     [
@@ -117,9 +129,9 @@ def test_the_optimizer_state_becomes_get_optimizer_state_dict():
             "    state = model.state_dict()\n",
             "LOCAL_STATE_DICT",
         ),
-        (  # an optimizer state in a sharded block: FSDP1 answers in the block's layout
+        (  # another model's optimizer state in a sharded block
             "with FSDP.state_dict_type(model, StateDictType.SHARDED_STATE_DICT):\n"
-            "    osd = FSDP.optim_state_dict(model, optim)\n",
+            "    osd = FSDP.optim_state_dict(other, optim)\n",
             "SHARDED_STATE_D",
         ),
         (  # a config with values has no certain form
@@ -167,6 +179,12 @@ def sharded(model):
 
 def optimizer_state(model, optim):
     return FSDP.optim_state_dict(model, optim)
+
+
+def sharded_optimizer_state(model, optim):
+    with FSDP.state_dict_type(model, StateDictType.SHARDED_STATE_DICT):
+        state = FSDP.optim_state_dict(model, optim)
+    return state
 """
 
 
@@ -200,6 +218,7 @@ def _checkpoints(rank: int, source: str) -> dict:
             "full": plain(namespace["full"](model)),
             "sharded": plain(namespace["sharded"](model)),
             "optim": plain(namespace["optimizer_state"](model, optim)),
+            "sharded_optim": plain(namespace["sharded_optimizer_state"](model, optim)),
         }
 
 
@@ -244,3 +263,14 @@ def test_the_fsdp2_forms_give_what_fsdp1_gave():
         assert list(old["sharded"]) == list(rewritten["sharded"])
         for name, value in old["sharded"].items():
             assert torch.equal(_local(value), _local(rewritten["sharded"][name])), name
+        # The optimizer's sharded state: the same parameters and states, the same parts.
+        state, other = old["sharded_optim"]["state"], rewritten["sharded_optim"]["state"]
+        assert sorted(state) == sorted(other) and state
+        for name, entries in state.items():
+            assert sorted(entries) == sorted(other[name]), name
+            for key, value in entries.items():
+                mine = other[name][key]
+                if isinstance(value, dict):  # a sharded entry (exp_avg, exp_avg_sq)
+                    assert torch.equal(_local(value), _local(mine)), f"{name}.{key}"
+                else:
+                    assert_same(value, mine, f"{name}.{key}")

@@ -15,7 +15,8 @@ file that converts may pass any module to them:
   where FSDP1 gave ShardedTensors);
 - ``FSDP.optim_state_dict(model, optim)`` outside any block (FSDP1's default layout,
   full on every rank) becomes ``get_optimizer_state_dict(model, optim,
-  options=StateDictOptions(full_state_dict=True))``: the same FQN-keyed state.
+  options=StateDictOptions(full_state_dict=True))``: the same FQN-keyed state; in such a
+  sharded block, ``get_optimizer_state_dict(model, optim)`` (sharded, FQN-keyed).
 
 Everything else (``LOCAL_STATE_DICT``, ``set_state_dict_type``, a block with other
 statements or a config with values, ``optim_state_dict_to_load``,
@@ -59,6 +60,11 @@ DIFFERENCES = {
         "files `torch.save`d from FSDP1's do not load as they are (torch.distributed."
         "checkpoint directories load by FQN)"
     ),
+    "optim-sharded": (
+        "`FSDP.optim_state_dict(model, optim)` in that block becomes "
+        "`get_optimizer_state_dict(model, optim)`: each rank's part of each state as a "
+        "DTensor where FSDP1 gave ShardedTensors, keyed by name"
+    ),
     "optim": (
         "`FSDP.optim_state_dict(model, optim)` becomes `get_optimizer_state_dict(model, optim, "
         "options=StateDictOptions(full_state_dict=True))`: the same full state keyed by FQN "
@@ -74,7 +80,8 @@ class PlainCall:
 
     Attributes:
         call: The ``FSDP.<name>(...)`` call.
-        kind: ``"full"``, ``"sharded"`` or ``"optim"`` (:data:`DIFFERENCES`).
+        kind: ``"full"``, ``"sharded"``, ``"optim"`` or ``"optim-sharded"``
+            (:data:`DIFFERENCES`).
         plan: FSDP115's plan of a ``"full"`` block.
         with_node: The ``with`` statement a block form replaces.
     """
@@ -99,10 +106,15 @@ def plain_form(engine: Engine, call: cst.Call) -> PlainCall | None:
             return PlainCall(call, "full", plan, plan.with_node)
         with_node = _sharded_block(engine, call)
         return None if with_node is None else PlainCall(call, "sharded", None, with_node)
-    if name == "optim_state_dict" and _optim_arguments(call) and not enclosing_block(engine, call):
+    if name == "optim_state_dict" and _optim_arguments(call):
+        opened = enclosing_block(engine, call)
         wanted = ("get_optimizer_state_dict", "StateDictOptions")
-        if engine.target_at_least("2.2") and names_free(engine, call, wanted):
+        if not engine.target_at_least("2.2") or not names_free(engine, call, wanted):
+            return None
+        if opened is None:
             return PlainCall(call, "optim")
+        if _sharded_block(engine, opened) is not None:  # the block's layout: sharded
+            return PlainCall(call, "optim-sharded")
     return None
 
 
@@ -138,9 +150,20 @@ def _sharded_block(engine: Engine, call: cst.Call) -> cst.With | None:
     body = with_node.body
     if not isinstance(body, cst.IndentedBlock) or body.header.comment or body.footer:
         return None
-    # Another FSDP1 call in the block would answer in its layout: the block stays whole.
-    if find_all(body, lambda n: isinstance(n, cst.Attribute) and fsdp1_reference(engine, n.value)):
-        return None
+    # Another FSDP1 call in the block answers in its layout: only the optimizer's state
+    # of the same model has a sharded FSDP2 form.
+    module = dotted(args["module"])
+    for node in find_all(body, lambda n: fsdp1_reference(engine, n)):
+        used = engine.parent(engine.parent(node))
+        if not (
+            isinstance(used, cst.Call)
+            and isinstance(used.func, cst.Attribute)
+            and used.func.value is node
+            and used.func.attr.value == "optim_state_dict"
+            and _optim_arguments(used)
+            and dotted(used.args[0].value) == module
+        ):
+            return None
     return with_node
 
 
@@ -198,15 +221,13 @@ def write(engine: Engine, plain: PlainCall, updated: cst.Call) -> cst.BaseExpres
         adopt(engine, plain.plan, plain.call)  # FSDP115's block hook writes it
         return updated
     engine.forget(plain.call.func)
-    if plain.kind == "optim":
+    if plain.kind.startswith("optim"):
         engine.need_import(DCP_STATE_DICT, "get_optimizer_state_dict")
-        engine.need_import(DCP_STATE_DICT, "StateDictOptions")
-        code = engine.module.code_for_node
-        args = [code(arg.value) for arg in updated.args]
-        text = (
-            f"get_optimizer_state_dict({', '.join(args)}, "
-            "options=StateDictOptions(full_state_dict=True))"
-        )
+        args = [engine.module.code_for_node(arg.value) for arg in updated.args]
+        if plain.kind == "optim":  # FSDP1's default layout: full on every rank
+            engine.need_import(DCP_STATE_DICT, "StateDictOptions")
+            args.append("options=StateDictOptions(full_state_dict=True)")
+        text = f"get_optimizer_state_dict({', '.join(args)})"
         return cst.parse_expression(text, engine.module.config_for_parsing)
     args = call_arguments(plain.call)
     engine.forget(args["state_dict_type"])
