@@ -270,14 +270,21 @@ RULES = (
                 "model = FSDP(model, auto_wrap_policy=ModuleWrapPolicy({Block}))\n"
                 "context = model.no_sync()\n"
             ),
-            Example.reported_only(
-                # FSDP1's class calls on the model: plain FSDP2 models do not answer them
-                # (with `--fsdp2-bridge`, compat's FSDP1Api does, on the bridge's model).
-                _IMPORT + "from torch.distributed.fsdp import StateDictType\n\n"
-                "model = FSDP(model)\n"
-                "with FSDP.state_dict_type(model, StateDictType.SHARDED_STATE_DICT):\n"
-                "    state = {'model': model.state_dict(), "
-                "'optim': FSDP.optim_state_dict(model, optim)}\n"
+            Example(
+                # A sharded block loses its `with` (FSDP2's state dicts are sharded).
+                before=(
+                    _IMPORT + "from torch.distributed.fsdp import StateDictType\n\n"
+                    "model = FSDP(model)\n"
+                    "with FSDP.state_dict_type(model, StateDictType.SHARDED_STATE_DICT):\n"
+                    "    state = {'model': model.state_dict(), "
+                    "'optim': FSDP.optim_state_dict(model, optim)}\n"
+                ),
+                after=(
+                    "from torch.distributed.fsdp import fully_shard\nfrom torch.distributed."
+                    "checkpoint.state_dict import get_optimizer_state_dict\n\n"
+                    "model = fully_shard(model)\nstate = {'model': model.state_dict(), "
+                    "'optim': get_optimizer_state_dict(model, optim)}\n"
+                ),
             ),
             Example(
                 # An import only a dropped argument used goes with it.
