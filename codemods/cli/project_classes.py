@@ -102,7 +102,15 @@ class ProjectClasses:
                 instead of 95). None: every file's classes.
         """
         self._hooks = None if hooks is None else tuple(hooks)
-        self._paths = [p for p in map(_resolved, paths) if p is not None]
+        # Each path as the run gives it, resolved once: a run asks again for every file.
+        self._given: dict[str, Path | None] = {}
+        self._paths: list[Path] = []
+        for path in paths:
+            key = str(path)
+            if key not in self._given:
+                self._given[key] = _resolved(path)
+            if self._given[key] is not None:
+                self._paths.append(self._given[key])  # type: ignore[arg-type]
         self._by_module: dict[str, list[Path]] = {}
         for path in self._paths:
             for name in _module_names(path):
@@ -113,7 +121,8 @@ class ProjectClasses:
 
     def lightning_bases(self, path: str | Path) -> frozenset[str]:
         """The base-class spellings in ``path`` that are the project's LightningModules."""
-        resolved = _resolved(path)
+        given = str(path)
+        resolved = self._given[given] if given in self._given else _resolved(path)
         return frozenset(self._bases.get(resolved, ())) if resolved is not None else frozenset()
 
     # Reading ------------------------------------------------------------------------
