@@ -23,7 +23,6 @@ directory replaces (:mod:`compat.dropin.shadowing`).
 from __future__ import annotations
 
 import builtins
-import code
 import importlib.machinery
 import importlib.util
 import os
@@ -175,6 +174,8 @@ def run_stdin(args: list[str]) -> int:
         sys.argv[:] = ["-", *args]
         _set_path0("")
         main_module = _fresh_main()
+        import code  # only for an interactive session
+
         return _run(lambda: code.interact(local=main_module.__dict__, exitmsg=""))
     # Bytes, as python reads them: a coding declaration applies.
     source = sys.stdin.buffer.read() if sys.stdin is not None else b""

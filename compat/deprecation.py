@@ -20,14 +20,18 @@ import sys
 import types
 import warnings
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import codemods.registry
-from codemods.registry import ChangeKind, FixSafety, Rule
 from codemods.registry.names import LIGHTNING_PACKAGES
-from codemods.releases import Releases
-from codemods.rules.call_blockers import Argument
-from compat.call_source import migrate_blockers
-from compat.project_releases import file_releases
+
+if TYPE_CHECKING:
+    from codemods.registry import Rule
+    from codemods.releases import Releases
+    from codemods.rules.call_blockers import Argument
+
+# The rules, the releases and the call verdicts are imported at the first warning: a
+# program run by `python -m compat` that uses no legacy name never loads them.
 
 # Frames in these packages are library plumbing between the user's line and ours.
 _LIBRARY_PACKAGES = ("torch", *LIGHTNING_PACKAGES, "fairscale")
@@ -83,6 +87,8 @@ def deprecation_message(
         --unsafe-fixes PATH` leaves this call for a human: `verbose` has no torch FSDP
         meaning. [FSDP301]
     """
+    from codemods.registry import ChangeKind
+
     when = rule.deprecated or rule.introduced
     release = f"{rule.version_framework.display} {when}"
     if rule.opt_in:  # advice: the old form is not deprecated upstream
@@ -95,12 +101,12 @@ def deprecation_message(
             head += f" (removed in {rule.removed})"
     else:  # a spelling that only compat ever offered
         head = f"{rule.short_old_spelling} is deprecated in compat"
-    hint = _TOOL_HINT[rule.fix]
+    hint = _TOOL_HINT[rule.fix.value]
     breaks = releases.breaks(rule) if releases is not None and rule.fixable else ""
     if breaks:
-        hint = f"{_MIGRATE[rule.fix]} leaves it where the file runs: {breaks}."
+        hint = f"{_MIGRATE[rule.fix.value]} leaves it where the file runs: {breaks}."
     elif withheld:
-        hint = f"{_MIGRATE[rule.fix]} leaves this call for a human: {'; '.join(withheld)}."
+        hint = f"{_MIGRATE[rule.fix.value]} leaves this call for a human: {'; '.join(withheld)}."
     parts = [f"{head}: {rule.message}.", hint]
     if detail:
         parts.append(detail)
@@ -108,15 +114,16 @@ def deprecation_message(
     return " ".join(parts)
 
 
+# By FixSafety's value.
 _MIGRATE = {
-    FixSafety.SAFE: "`python -m codemods.migrate PATH`",
-    FixSafety.UNSAFE: "`python -m codemods.migrate --unsafe-fixes PATH`",
-    FixSafety.MANUAL: "`python -m codemods.migrate PATH`",
+    "safe": "`python -m codemods.migrate PATH`",
+    "unsafe": "`python -m codemods.migrate --unsafe-fixes PATH`",
+    "manual": "`python -m codemods.migrate PATH`",
 }
 _TOOL_HINT = {
-    FixSafety.SAFE: f"{_MIGRATE[FixSafety.SAFE]} rewrites it.",
-    FixSafety.UNSAFE: f"{_MIGRATE[FixSafety.UNSAFE]} rewrites it; review the change.",
-    FixSafety.MANUAL: f"{_MIGRATE[FixSafety.MANUAL]} lists every place that needs this change.",
+    "safe": f"{_MIGRATE['safe']} rewrites it.",
+    "unsafe": f"{_MIGRATE['unsafe']} rewrites it; review the change.",
+    "manual": f"{_MIGRATE['manual']} lists every place that needs this change.",
 }
 
 
@@ -140,6 +147,8 @@ def warn_deprecated(
     Raises:
         KeyError: If ``code`` is not in the registry.
     """
+    from compat.call_source import migrate_blockers
+
     frame = _user_frame()
     if frame is None:  # called from library code only; fall back to the direct caller
         withheld = migrate_blockers(code, None, arguments)
@@ -167,6 +176,8 @@ def _message(
     withheld: Sequence[str] | None = None,
     filename: str | None = None,
 ) -> str:
+    from compat.project_releases import file_releases
+
     rule = codemods.registry.REGISTRY[code]  # looked up now: a test may add a rule
     releases = file_releases(filename) if filename else None
     return deprecation_message(rule, detail, withheld, releases)

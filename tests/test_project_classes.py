@@ -95,6 +95,23 @@ def test_bases_are_followed_through_relative_absolute_and_module_imports(project
     assert bases["pkg/base.py"] == frozenset()  # Lightning's own class is the rule's
 
 
+def test_with_hook_names_only_the_files_a_hook_leads_to_are_read(project):
+    # A LightningModule subclass in a file no hook's class leads to: left unread.
+    (project / "pkg/aside.py").write_text(
+        "import lightning.pytorch as pl\n\n\nclass Aside(pl.LightningModule):\n    pass\n"
+    )
+    paths = sorted(project.rglob("*.py"))
+    every = ProjectClasses(paths)
+    hooked = ProjectClasses(paths, ["configure_sharded_model"])
+    for name in ("pkg/models/gpt.py", "pkg/models/star.py"):  # the files with a hook
+        assert hooked.lightning_bases(project / name) == every.lightning_bases(project / name)
+    assert hooked.lightning_bases(project / "pkg/models/gpt.py") == {"Mid", "base.Other"}
+    read = {str(p.relative_to(project)) for p in hooked._files}
+    assert read == {"pkg/models/gpt.py", "pkg/models/star.py", "pkg/models/mid.py", "pkg/base.py"}
+    assert "pkg/aside.py" in {str(p.relative_to(project)) for p in every._files}
+    assert ProjectClasses(paths, ["no_such_hook"])._files == {}
+
+
 def test_a_module_name_two_files_could_have_resolves_to_nothing(project):
     twin = project / "other" / "pkg" / "base.py"
     twin.parent.mkdir(parents=True)

@@ -16,6 +16,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from codemods.registry import REGISTRY
+from compat.dropin.plan import TABLE, from_table, plan, table
+
 ROOT = Path(__file__).resolve().parents[1]
 
 #: Findings the ``ast`` detector decides (a FairScale wrapper, a renamed policy).
@@ -94,6 +97,21 @@ def test_python_m_compat_imports_no_torch_for_a_program_that_imports_none(tmp_pa
     modules, output = _modules_after(["compat", "script.py"], tmp_path)
     assert output.startswith("False"), output
     assert "torch" not in modules
+
+
+def test_python_m_compat_builds_no_rules_for_a_program_that_imports_nothing_legacy(tmp_path):
+    (tmp_path / "script.py").write_text("print('ran')\n")
+    modules, output = _modules_after(["compat", "script.py"], tmp_path)
+    assert output.startswith("ran"), output
+    # Neither the registry's dataclasses, nor the releases (packaging), nor the verdicts.
+    assert not modules & {"codemods.registry.model", "packaging.version", "compat.call_source"}
+
+
+def test_the_drop_in_plan_table_is_the_registry_s():
+    assert TABLE.read_text(encoding="utf-8") == table(REGISTRY), (
+        "the registry changed: run `python -m compat.dropin.plan`"
+    )
+    assert from_table() == plan(REGISTRY)
 
 
 def test_python_m_compat_still_serves_a_program_that_imports_torch_later(tmp_path):

@@ -238,16 +238,18 @@ class Choices:
         from codemods.cli.project_fsdp1 import ProjectFsdp1Checks
         from codemods.registry import REGISTRY, ChangeKind
 
-        hooks = any(
-            rule.kind is ChangeKind.METHOD_RENAME and self.settings.enabled(rule)
+        hooks = {
+            old.rpartition(".")[2]
             for rule in REGISTRY
-        )
+            if rule.kind is ChangeKind.METHOD_RENAME and self.settings.enabled(rule)
+            for old in rule.old
+        }
         checks = None
         if self.settings.enabled(REGISTRY["FSDP401"]):
             checks = ProjectFsdp1Checks(paths)
             checks.settle(self._fsdp401_converts, self._fsdp401_follows)
         return dataclasses.replace(
-            self, classes=ProjectClasses(paths) if hooks else None, fsdp1_checks=checks
+            self, classes=ProjectClasses(paths, hooks) if hooks else None, fsdp1_checks=checks
         )
 
     def _fsdp401_findings(self, path: Path, **fields: Any) -> list[Finding] | None:

@@ -90,8 +90,27 @@ def _statements(tree: ast.Module) -> Iterator[ast.AST]:
 class ProjectClasses:
     """The project's LightningModule subclasses among ``paths``, and each file's bases."""
 
-    def __init__(self, paths: Iterable[Path]) -> None:
-        self._paths = [p for p in map(_resolved, paths) if p is not None]
+    def __init__(self, paths: Iterable[Path], hooks: Iterable[str] | None = None) -> None:
+        """Read the classes of ``paths``.
+
+        Args:
+            paths: The files of the run.
+            hooks: The hook names the rules look for; where given, only the classes of
+                the files that hold one of them are followed, through their bases to
+                the files those are defined in (a file without the text of a hook has
+                nothing a hook rule reports; of 489 real files this parses 7 instead
+                of 95). None: every file's classes.
+        """
+        self._hooks = None if hooks is None else tuple(hooks)
+        # Each path as the run gives it, resolved once: a run asks again for every file.
+        self._given: dict[str, Path | None] = {}
+        self._paths: list[Path] = []
+        for path in paths:
+            key = str(path)
+            if key not in self._given:
+                self._given[key] = _resolved(path)
+            if self._given[key] is not None:
+                self._paths.append(self._given[key])  # type: ignore[arg-type]
         self._by_module: dict[str, list[Path]] = {}
         for path in self._paths:
             for name in _module_names(path):
@@ -102,7 +121,8 @@ class ProjectClasses:
 
     def lightning_bases(self, path: str | Path) -> frozenset[str]:
         """The base-class spellings in ``path`` that are the project's LightningModules."""
-        resolved = _resolved(path)
+        given = str(path)
+        resolved = self._given[given] if given in self._given else _resolved(path)
         return frozenset(self._bases.get(resolved, ())) if resolved is not None else frozenset()
 
     # Reading ------------------------------------------------------------------------
@@ -114,6 +134,16 @@ class ProjectClasses:
                 texts[path] = path.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError):
                 continue
+        derived = self._read_all(texts) if self._hooks is None else self._read_from_hooks(texts)
+        for file in self._files.values():
+            spellings = self._bases.setdefault(file.path, set())
+            for bases in file.classes.values():
+                for base in bases:
+                    target = self._resolve(file, base)
+                    if target is not None and target[0] != "lightning" and target in derived:
+                        spellings.add(dotted(base) or "")
+
+    def _read_all(self, texts: dict[Path, str]) -> set[tuple[Path, str]]:
         wanted = {LIGHTNING_CLASS, *KNOWN_SUBCLASSES}
         derived: set[tuple[Path, str]] = set()
         while True:  # files naming a class found so far, until nothing new
@@ -124,16 +154,27 @@ class ProjectClasses:
                     self._parse(path, text)
             found = self._derived()
             if found == derived:
-                break
+                return derived
             derived = found
             wanted |= {name for _, name in derived}
-        for file in self._files.values():
-            spellings = self._bases.setdefault(file.path, set())
-            for bases in file.classes.values():
+
+    def _read_from_hooks(self, texts: dict[Path, str]) -> set[tuple[Path, str]]:
+        # A class derives from a LightningModule only through the files its bases lead
+        # to: those are the files to read, from the files that hold a hook.
+        hooks = self._hooks or ()
+        queue = deque(path for path, text in texts.items() if any(h in text for h in hooks))
+        while queue:
+            path = queue.popleft()
+            if path in self._files or path not in texts or "class" not in texts[path]:
+                continue
+            self._parse(path, texts[path])
+            file = self._files.get(path)
+            for bases in file.classes.values() if file is not None else ():
                 for base in bases:
-                    target = self._resolve(file, base)
-                    if target is not None and target[0] != "lightning" and target in derived:
-                        spellings.add(dotted(base) or "")
+                    target = self._resolve(file, base)  # type: ignore[arg-type]
+                    if target is not None and target[0] != "lightning":
+                        queue.append(target[0])  # type: ignore[arg-type]
+        return self._derived()
 
     def _parse(self, path: Path, text: str) -> None:
         try:

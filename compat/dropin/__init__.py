@@ -33,9 +33,8 @@ import importlib
 import os
 import sys
 import types
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import codemods.registry
 from codemods.registry.names import (
@@ -66,8 +65,9 @@ _AMP_HOMES = frozenset(f"{root}.plugins.precision.amp" for root in (*TRAINER_ROO
 _AMP_RULE = "FSDP220"
 
 
-@dataclass(frozen=True)
-class Installed:
+# Named tuples and plain classes, not dataclasses: `dataclasses` loads `inspect`, a
+# third of what `python -m compat` added to a program's start.
+class Installed(NamedTuple):
     """One thing :func:`install` put in place.
 
     Attributes:
@@ -81,16 +81,16 @@ class Installed:
     what: str
 
 
-@dataclass
 class _State:
-    entries: dict[str, Entry]
-    prefixes: set[str]
-    finder: DropInFinder | None = None
-    undo: list[Callable[[], None]] = field(default_factory=list)
-    handled: set[str] = field(default_factory=set)
-    # Described only when asked (that imports compat's stand-ins): an import hook must not
-    # import compat modules that need the torch module it runs inside of.
-    records: list[Installed | Entry | Callable[[], Installed]] = field(default_factory=list)
+    def __init__(self, entries: dict[str, Entry], prefixes: set[str]) -> None:
+        self.entries = entries
+        self.prefixes = prefixes
+        self.finder: DropInFinder | None = None
+        self.undo: list[Callable[[], None]] = []
+        self.handled: set[str] = set()
+        # Described only when asked (that imports compat's stand-ins): an import hook must
+        # not import compat modules that need the torch module it runs inside of.
+        self.records: list[Installed | Entry | Callable[[], Installed]] = []
 
 
 _state: _State | None = None

@@ -11,7 +11,6 @@ resolves when they are first read.
 
 from __future__ import annotations
 
-import importlib.abc
 import importlib.machinery
 import importlib.util
 import sys
@@ -49,7 +48,7 @@ def exists(fullname: str, skip: object = None) -> bool:
     return real_spec(fullname, path, skip=skip) is not None
 
 
-class _WatchingLoader(importlib.abc.Loader):
+class _WatchingLoader:
     """The real loader for one import, then a call with the module it made."""
 
     def __init__(self, loader: Any, after: Callable[[types.ModuleType], None]) -> None:
@@ -85,7 +84,7 @@ class StandIn(types.ModuleType):
         return self._resolve(self.__name__, attribute)
 
 
-class _StandInLoader(importlib.abc.Loader):
+class _StandInLoader:
     def __init__(self, module: types.ModuleType, after: Callable[[types.ModuleType], None]):
         self.module = module
         self.after = after
@@ -101,8 +100,11 @@ class _StandInLoader(importlib.abc.Loader):
         self.after(module)
 
 
-class DropInFinder(importlib.abc.MetaPathFinder):
+class DropInFinder:
     """Finds stand-ins for modules that are gone, and watches the imports of others.
+
+    The import system asks its finders and loaders for their methods, not their base
+    classes; ``importlib.abc`` would load ``importlib.resources`` at every start.
 
     Args:
         watched: Real modules to call ``after_import`` with once their import has run.

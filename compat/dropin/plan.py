@@ -8,6 +8,10 @@ old name's home (:data:`MIRRORS`: ``torch.distributed.fsdp.wrap`` is mirrored by
 the installed package lacks it, so a rule added to the registry is installed as soon as
 its old name has a stand-in, with no code here.
 
+What the shipped registry gives is kept as data in ``plan_table.txt`` beside this module
+(written by ``python -m compat.dropin.plan``; a test regenerates it and compares): a
+program that imports nothing legacy starts without building the registry's rules.
+
 Example:
     >>> entry = plan()["torch.distributed.fsdp.wrap.default_auto_wrap_policy"]
     >>> entry.code, entry.mirror
@@ -17,10 +21,10 @@ Example:
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
 
 import codemods.registry
-from codemods.registry import ChangeKind, Registry
 from codemods.registry.names import (
     COMPAT_FAIRSCALE,
     COMPAT_WRAP,
@@ -32,6 +36,11 @@ from codemods.registry.names import (
     TRAINER_ROOTS,
 )
 
+if TYPE_CHECKING:
+    from codemods.registry import Registry
+
+#: The shipped registry's plan (:func:`table`), read while nothing has loaded the registry.
+TABLE = Path(__file__).with_name("plan_table.txt")
 #: The root of FairScale's names: stood in for as a whole, and only while not installed.
 FAIRSCALE = "fairscale"
 #: Packages whose missing names are added to them where they are installed.
@@ -57,8 +66,7 @@ STRATEGY_MODULES = {
 }
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(NamedTuple):
     """One old name the drop-in can put back.
 
     Attributes:
@@ -102,17 +110,34 @@ def plan(registry: Registry | None = None) -> dict[str, Entry]:
     """Every old name the registry lists under torch, Lightning or FairScale, with its stand-in.
 
     Args:
-        registry: The rules (default: the registry as it is now).
+        registry: The rules (default: the registry as it is now; while nothing has
+            loaded it, the shipped registry's plan kept in :data:`TABLE`).
 
     Returns:
         Entries by old name; a name listed by several rules belongs to the first.
     """
+    if registry is None and "REGISTRY" not in vars(codemods.registry):
+        shipped = from_table()
+        if shipped is not None:
+            return shipped
     registry = codemods.registry.REGISTRY if registry is None else registry
     return dict(_plan(registry))
 
 
+def from_table() -> dict[str, Entry] | None:
+    """The shipped registry's plan as :data:`TABLE` keeps it; None where it cannot be read."""
+    try:
+        text = TABLE.read_text(encoding="utf-8")
+    except OSError:  # an install without its data: the registry says the same
+        return None
+    rows = (line.split("\t") for line in text.splitlines())
+    return {f[1]: Entry(*(None if v == "-" else v for v in f)) for f in rows}
+
+
 @functools.lru_cache(maxsize=4)
 def _plan(registry: Registry) -> tuple[tuple[str, Entry], ...]:
+    from codemods.registry import ChangeKind
+
     entries: dict[str, Entry] = {}
     for rule in registry:
         for old in rule.old:
@@ -131,6 +156,17 @@ def _plan(registry: Registry) -> tuple[tuple[str, Entry], ...]:
     return tuple(entries.items())
 
 
+def table(registry: Registry) -> str:
+    """The text of ``plan_table.txt`` for ``registry``: an entry a line, tab-separated.
+
+    Example:
+        >>> table(codemods.registry.REGISTRY).splitlines()[0].split()[:3]
+        ['FSDP101', 'torch.distributed.fsdp.wrap.default_auto_wrap_policy', 'compat.fsdp.wrap']
+    """
+    fields = ((e.code, e.old, e.mirror or "-", e.new or "-") for _, e in _plan(registry))
+    return "".join("\t".join(entry) + "\n" for entry in fields)
+
+
 def module_prefixes(entries: dict[str, Entry]) -> set[str]:
     """Every module an old name lives under (``a``, ``a.b`` for ``a.b.C``).
 
@@ -143,3 +179,7 @@ def module_prefixes(entries: dict[str, Entry]) -> set[str]:
         parts = old.split(".")
         prefixes.update(".".join(parts[:end]) for end in range(1, len(parts)))
     return prefixes
+
+
+if __name__ == "__main__":
+    TABLE.write_text(table(codemods.registry.REGISTRY), encoding="utf-8")
