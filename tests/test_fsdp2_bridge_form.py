@@ -180,15 +180,6 @@ BRIDGED = {
         "model = fully_shard_like_fsdp1(model, auto_wrap_policy=ModuleWrapPolicy({Block}))\n"
         "context = model.no_sync()\n"
     ),
-    # compat's FSDP1Api makes FSDP1's class calls on the bridge's model.
-    "with FSDP.state_dict_type(model, StateDictType.SHARDED_STATE_DICT):\n": (
-        "from torch.distributed.fsdp import StateDictType\n"
-        "from compat.fsdp2 import FSDP1Api, fully_shard_like_fsdp1\n\n"
-        "model = fully_shard_like_fsdp1(model)\n"
-        "with FSDP1Api.state_dict_type(model, StateDictType.SHARDED_STATE_DICT):\n"
-        "    state = {'model': model.state_dict(), "
-        "'optim': FSDP1Api.optim_state_dict(model, optim)}\n"
-    ),
     # `fully_shard` is another API's name here; the bridge needs no such name.
     "other = fully_shard(other)\n": (
         "from torch.distributed._composable import fully_shard\n"
