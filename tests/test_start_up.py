@@ -12,10 +12,14 @@ are for ``benchmarks/goals.py``, not for a timed test.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from codemods.cli.help_format import terminal_columns
 from codemods.registry import REGISTRY
 from codemods.rules import index
 from compat.dropin.plan import TABLE, from_table, plan, table
@@ -44,6 +48,7 @@ NOT_FOR_ONE_FILE = (
     "codemods.rules.fsdp401.companion",
     "multiprocessing",  # the worker pool
     "libcst._nodes.base",  # the ast detector decides the file (``libcst`` itself is lazy)
+    "shutil",  # argparse's terminal width (codemods.cli.help_format)
     "codemods.rules.fsdp401",  # behaviours load for the names the file meets (the index's table)
     "codemods.rules.fsdp115",
     "codemods.rules.fsdp132",
@@ -106,6 +111,12 @@ def test_the_index_table_is_the_registry_s():
         assert getattr(shipped, flag).rules == getattr(built, flag).rules
     behaviour = index.behaviour_for(REGISTRY["FSDP302"])
     assert shipped.references["fairscale.nn.wrap.enable_wrap"] is behaviour
+
+
+@pytest.mark.parametrize("columns", ["100", "0", "-3", "wide", ""])
+def test_the_help_is_as_wide_as_shutil_says(monkeypatch, columns):
+    monkeypatch.setenv("COLUMNS", columns)
+    assert terminal_columns() == shutil.get_terminal_size().columns
 
 
 def test_a_project_file_loads_its_readers(tmp_path):
