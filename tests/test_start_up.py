@@ -48,6 +48,7 @@ NOT_FOR_ONE_FILE = (
     "codemods.rules.fsdp401.companion",
     "multiprocessing",  # the worker pool
     "libcst._nodes.base",  # the ast detector decides the file (``libcst`` itself is lazy)
+    "codemods.batch.notebooks",  # a notebook's cells
     "shutil",  # argparse's terminal width (codemods.cli.help_format)
     "codemods.rules.fsdp401",  # behaviours load for the names the file meets (the index's table)
     "codemods.rules.fsdp115",
