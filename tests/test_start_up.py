@@ -12,11 +12,16 @@ are for ``benchmarks/goals.py``, not for a timed test.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from codemods.cli.help_format import terminal_columns
 from codemods.registry import REGISTRY
+from codemods.rules import index
 from compat.dropin.plan import TABLE, from_table, plan, table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,6 +48,11 @@ NOT_FOR_ONE_FILE = (
     "codemods.rules.fsdp401.companion",
     "multiprocessing",  # the worker pool
     "libcst._nodes.base",  # the ast detector decides the file (``libcst`` itself is lazy)
+    "codemods.batch.notebooks",  # a notebook's cells
+    "shutil",  # argparse's terminal width (codemods.cli.help_format)
+    "codemods.rules.fsdp401",  # behaviours load for the names the file meets (the index's table)
+    "codemods.rules.fsdp115",
+    "codemods.rules.fsdp132",
 )
 
 
@@ -72,6 +82,42 @@ def test_a_one_file_lint_without_a_project_imports_only_what_it_needs(tmp_path):
     assert "train.py:2:41: FSDP101 [*]" not in output  # nothing declares 1.12 or newer
     assert "codemods.astlint.detector" in modules
     assert not modules & set(NOT_FOR_ONE_FILE), sorted(modules & set(NOT_FOR_ONE_FILE))
+
+
+def _behaviour_modules(modules: set[str]) -> set[str]:
+    return {m.rpartition(".")[2] for m in modules if m.startswith("codemods.rules.fsdp")}
+
+
+def test_a_one_file_lint_loads_the_behaviours_of_the_names_it_meets_only(tmp_path):
+    (tmp_path / "train.py").write_text(LEGACY)
+    modules, _ = _modules_after(["codemods.lint", "train.py"], tmp_path)
+    # The rules of its names: FSDP101 and FSDP301, and FSDP311 looks at calls of the wrapper.
+    assert _behaviour_modules(modules) == {"fsdp101", "fsdp301", "fsdp311"}
+    (tmp_path / "train.py").write_text("import torch\n\n\ndef f(model):\n    return model\n")
+    modules, output = _modules_after(["codemods.lint", "--select", "FSDP", "train.py"], tmp_path)
+    assert "All checks passed" in output, output
+    assert not _behaviour_modules(modules)
+
+
+def test_the_index_table_is_the_registry_s():
+    assert index.TABLE.read_text(encoding="utf-8") == index.table(REGISTRY.rules), (
+        "the registry or a behaviour changed: run `python -m codemods.rules.index`"
+    )
+    shipped, built = index.INDEX, index.Index(REGISTRY.rules)
+    assert shipped.references.rules == built.references.rules
+    for what in ("calls", "partials"):
+        found = {name: b.rules for name, b in getattr(shipped, what).items()}
+        assert found == {name: b.rules for name, b in getattr(built, what).items()}
+    for flag in index.FLAGS:
+        assert getattr(shipped, flag).rules == getattr(built, flag).rules
+    behaviour = index.behaviour_for(REGISTRY["FSDP302"])
+    assert shipped.references["fairscale.nn.wrap.enable_wrap"] is behaviour
+
+
+@pytest.mark.parametrize("columns", ["100", "0", "-3", "wide", ""])
+def test_the_help_is_as_wide_as_shutil_says(monkeypatch, columns):
+    monkeypatch.setenv("COLUMNS", columns)
+    assert terminal_columns() == shutil.get_terminal_size().columns
 
 
 def test_a_project_file_loads_its_readers(tmp_path):

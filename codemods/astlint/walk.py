@@ -19,7 +19,7 @@ from codemods.astlint.detector import Detector, Undecided
 from codemods.astlint.scopes import dotted
 from codemods.registry import REGISTRY, Rule
 from codemods.rules.api import PARTIAL, AstSite, Behaviour, unchanged
-from codemods.rules.index import INDEX, fix_for
+from codemods.rules.index import INDEX, Behaviours, behaviour_for, fix_for
 from codemods.rules.plan import Planner, new_name, why_not, why_not_settled
 from codemods.rules.unread_imports import UNREAD_IMPORT, unread_imports
 from codemods.screen.prefilter import rule_filter
@@ -107,10 +107,10 @@ class Walk:
         (elsewhere the rule finds nothing, so lint loses nothing by not calling it).
         """
         d = self.d
-        for behaviour in getattr(INDEX, "blocks", ()):
-            rule = behaviour.rule
+        for rule in INDEX.blocks.rules:
             if not d.settings.enabled(rule) or not rule_filter(rule).admits(d.source):
                 continue
+            behaviour = behaviour_for(rule)
             try:
                 hook(behaviour, "ast_block")
             except Undecided:
@@ -202,6 +202,8 @@ class Walk:
         no ``ast`` half (FSDP401) from sending every file it could match to libcst.
         """
         enabled = self.d.settings.enabled
+        if isinstance(behaviours, Behaviours):
+            return behaviours.where(enabled)  # a disabled rule's module is not loaded
         return [b for b in behaviours if enabled(b.rule)]
 
     # The plan --------------------------------------------------------------------------

@@ -38,8 +38,6 @@ from codemods.batch.results import FileResult
 from codemods.findings import Finding
 from codemods.settings import Settings
 
-SUFFIX = ".ipynb"
-
 #: Why a notebook's fixes are not written (followed by the reason).
 NOT_REWRITTEN = "a notebook whose fixes cannot be written back safely"
 #: The comment line that starts each code cell in the joined source.

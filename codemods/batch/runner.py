@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING
 
 from codemods.batch import stopping
 from codemods.batch.files import ChangedMeanwhile, write_atomic
-from codemods.batch.notebooks import SUFFIX, NotANotebook, Notebook, fixing, in_cells, into_notebook
 from codemods.batch.pool import Work, in_process, in_workers, one
 from codemods.batch.results import FileResult
 from codemods.batch.syntax_errors import (
@@ -43,6 +42,10 @@ from codemods.settings import Settings
 
 if TYPE_CHECKING:
     from codemods.astlint.lint import Detection
+    from codemods.batch.notebooks import Notebook
+
+#: A notebook's suffix: :mod:`codemods.batch.notebooks` loads for a notebook only.
+NOTEBOOK = ".ipynb"
 
 #: Below this many files one process does the work: a pool costs more to start than
 #: reading and filtering them takes...
@@ -144,8 +147,10 @@ def _screen(path: Path, settings: Settings, prefilter: bool) -> FileResult | ToP
     error = _not_python(source)
     if error:
         return FileResult(str(path), error=error)
-    if path.suffix != SUFFIX:
+    if path.suffix != NOTEBOOK:
         return _screen_source(str(path), source, settings, prefilter, on_disk=path.suffix == ".py")
+    from codemods.batch.notebooks import NotANotebook, Notebook, fixing, in_cells
+
     try:
         notebook = Notebook.read(source)
     except NotANotebook as exc:
@@ -207,7 +212,10 @@ def _parse(args: Work) -> FileResult:
     source = todo.source
     notebook = todo.notebook
     settings = todo.settings or settings
-    settings = fixing(settings) if notebook else settings
+    if notebook is not None:
+        from codemods.batch.notebooks import fixing, into_notebook
+
+        settings = fixing(settings)
     result = process_source(
         str(path), source, settings, prefilter=False, on_ast=False, detection=todo.detection
     )

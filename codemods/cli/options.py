@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from codemods._version import __version__
 from codemods.batch.files import Problem, discover
 from codemods.cli import config as configuration
+from codemods.cli.help_format import Formatter
 from codemods.cli.targets import ProjectTargets
 from codemods.releases import Releases, Span
 from codemods.settings import Settings
@@ -35,10 +36,7 @@ EXIT_SIGNAL_BASE = 128
 def base_parser(prog: str, description: str, epilog: str = "") -> argparse.ArgumentParser:
     """Build a parser with the options every fsdp-compat tool has (``--version``)."""
     parser = argparse.ArgumentParser(
-        prog=prog,
-        description=description,
-        epilog=epilog,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        prog=prog, description=description, epilog=epilog, formatter_class=Formatter
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     return parser

@@ -336,7 +336,7 @@ def _class_rules(detector) -> set[str]:
     """The codes of the enabled rules that look at classes (a Lightning hook's name)."""
     from codemods.rules.index import INDEX
 
-    return {b.rule.code for b in INDEX.classes if detector.settings.enabled(b.rule)}
+    return {rule.code for rule in INDEX.classes.rules if detector.settings.enabled(rule)}
 
 
 def _first_line(node: ast.stmt) -> int:

@@ -3,18 +3,24 @@
 A rule behaves as its own module says (:mod:`codemods.rules`), else as its kind does
 (:mod:`codemods.rules.kinds`). Whether a rule's fix exists follows from that behaviour; the
 suite requires every rule not marked manual to turn its example into its ``after``.
+
+The shipped registry's index (:data:`INDEX`) is read from :data:`TABLE`, written by
+``python -m codemods.rules.index``: the names each rule looks for, without loading the
+behaviour modules, which load when a file meets one of the names (a commit hook's
+one-file lint paid about 13 ms of CPU for loading all of them, issue 44).
 """
 
 from __future__ import annotations
 
 import functools
+import importlib
 import inspect
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import overload
 
 from codemods.registry import REGISTRY, ChangeKind, Rule
 from codemods.registry.names import MODULES_NAMED_LIKE_FUNCTIONS
-from codemods.rules import own_behaviours
 from codemods.rules.api import Behaviour, CallSiteFix
 from codemods.rules.kinds.call_argument import ArgumentReported
 from codemods.rules.kinds.default_change import DefaultChange
@@ -22,6 +28,12 @@ from codemods.rules.kinds.keyword_rename import KeywordRename
 from codemods.rules.kinds.method_rename import MethodRename
 from codemods.rules.kinds.reference import Renamed, Reported
 from codemods.rules.kinds.string_value import StringValue
+
+#: The shipped registry's index (:func:`table`), read instead of loading every behaviour.
+TABLE = Path(__file__).with_name("index_table.txt")
+#: What a behaviour answers with names, then what it says by a flag.
+NAMED = ("references", "calls", "partials")
+FLAGS = ("definitions", "classes", "blocks", "modules")
 
 _BY_KIND: dict[ChangeKind, type[Behaviour]] = {
     ChangeKind.SYMBOL_RENAME: Renamed,
@@ -36,12 +48,27 @@ _BY_KIND: dict[ChangeKind, type[Behaviour]] = {
 @functools.cache
 def behaviour_for(rule: Rule) -> Behaviour:
     """The behaviour of ``rule`` (one instance per rule; behaviours keep no state)."""
-    own = own_behaviours().get(rule.code)
+    own = _own_behaviour(rule.code)
     if own is not None:
         return own(rule)
     if rule.kind is ChangeKind.CALL_REWRITE:
         return (ArgumentReported if rule.argument else Reported)(rule)
     return _BY_KIND[rule.kind](rule)
+
+
+def _own_behaviour(code: str) -> type[Behaviour] | None:
+    """The behaviour class of the rule's own module (:mod:`codemods.rules`), if it has one.
+
+    Only that module is imported (``codemods.rules.own_behaviours`` imports them all).
+    """
+    name = f"codemods.rules.{code.lower()}"
+    try:
+        module = importlib.import_module(name)
+    except ModuleNotFoundError as error:
+        if error.name == name:
+            return None
+        raise
+    return module.BEHAVIOUR
 
 
 def where_it_lives(rule: Rule) -> list[str]:
@@ -76,33 +103,106 @@ def fix_for(rule: Rule) -> CallSiteFix | None:
     return behaviour_for(rule).rename
 
 
-class Index:
-    """The behaviours of some rules, by what the engine looks up as it visits a file."""
+class Behaviours(Sequence[Behaviour]):
+    """Some rules' behaviours, each loaded when first asked for.
 
-    def __init__(self, rules: Iterable[Rule]) -> None:
-        self.references: dict[str, Behaviour] = {}  # any use of the name is a finding
-        self.calls: dict[str, list[Behaviour]] = {}  # calls of the name are inspected
-        self.partials: dict[str, list[Behaviour]] = {}  # partial(name, ...) is inspected
-        self.definitions: list[Behaviour] = []
-        self.classes: list[Behaviour] = []
-        self.blocks: list[Behaviour] = []
-        self.modules: list[Behaviour] = []
-        for rule in rules:
-            behaviour = behaviour_for(rule)
-            for name in behaviour.references():
-                self.references[name] = behaviour
-            for name in behaviour.calls():
-                self.calls.setdefault(name, []).append(behaviour)
-            for name in behaviour.partials():
-                self.partials.setdefault(name, []).append(behaviour)
-            if behaviour.definitions:
-                self.definitions.append(behaviour)
-            if behaviour.classes:
-                self.classes.append(behaviour)
-            if behaviour.blocks:
-                self.blocks.append(behaviour)
-            if behaviour.modules:
-                self.modules.append(behaviour)
+    Attributes:
+        rules: The rules, in the registry's order.
+    """
+
+    __slots__ = ("rules",)
+
+    def __init__(self, rules: Iterable[Rule] = ()) -> None:
+        self.rules = list(rules)
+
+    @overload
+    def __getitem__(self, index: int) -> Behaviour: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Behaviour]: ...
+
+    def __getitem__(self, index: int | slice) -> Behaviour | list[Behaviour]:
+        if isinstance(index, slice):
+            return [behaviour_for(rule) for rule in self.rules[index]]
+        return behaviour_for(self.rules[index])
+
+    def __len__(self) -> int:
+        return len(self.rules)
+
+    def where(self, keep: Callable[[Rule], bool]) -> list[Behaviour]:
+        """The behaviours of the rules ``keep`` accepts; the others are not loaded."""
+        return [behaviour_for(rule) for rule in self.rules if keep(rule)]
+
+
+class _ByName(Mapping[str, Behaviour]):
+    """A name's behaviour, loaded when looked up (:attr:`Index.references`)."""
+
+    def __init__(self, rules: dict[str, Rule]) -> None:
+        self.rules = rules
+
+    def __getitem__(self, name: str) -> Behaviour:
+        return behaviour_for(self.rules[name])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.rules)
+
+    def __len__(self) -> int:
+        return len(self.rules)
+
+
+def entries(rules: Iterable[Rule]) -> Iterator[tuple[Rule, str, str]]:
+    """What each rule's behaviour looks for: ``(rule, what, name)``, ``(rule, flag, "")``."""
+    for rule in rules:
+        behaviour = behaviour_for(rule)
+        for what in NAMED:
+            for name in getattr(behaviour, what)():
+                yield rule, what, name
+        for flag in FLAGS:
+            if getattr(behaviour, flag):
+                yield rule, flag, ""
+
+
+def table(rules: Iterable[Rule]) -> str:
+    """The text of ``index_table.txt`` for ``rules``: an entry a line, tab-separated.
+
+    Example:
+        >>> from codemods.registry import REGISTRY
+        >>> table(REGISTRY.rules).splitlines()[0].split()
+        ['FSDP101', 'references', 'torch.distributed.fsdp.wrap.default_auto_wrap_policy']
+    """
+    rows = (f"{rule.code}\t{what}\t{name or '-'}\n" for rule, what, name in entries(rules))
+    return "".join(rows)
+
+
+class Index:
+    """The behaviours of some rules, by what the engine looks up as it visits a file.
+
+    ``Index(rules)`` asks each rule's behaviour; :meth:`from_table` reads the same from
+    :data:`TABLE`, and loads a behaviour only when it is looked up.
+    """
+
+    def __init__(self, rules: Iterable[Rule], found: Iterable[tuple[Rule, str, str]] = ()) -> None:
+        references: dict[str, Rule] = {}  # any use of the name is a finding
+        self.references = _ByName(references)
+        self.calls: dict[str, Behaviours] = {}  # calls of the name are inspected
+        self.partials: dict[str, Behaviours] = {}  # partial(name, ...) is inspected
+        self.definitions = Behaviours()
+        self.classes = Behaviours()
+        self.blocks = Behaviours()
+        self.modules = Behaviours()
+        for rule, what, name in (*entries(rules), *found):
+            if what == "references":
+                references[name] = rule
+            elif what in NAMED:
+                getattr(self, what).setdefault(name, Behaviours()).rules.append(rule)
+            else:
+                getattr(self, what).rules.append(rule)
+
+    @classmethod
+    def from_table(cls, text: str) -> Index:
+        """The index :func:`table` wrote for the shipped registry."""
+        rows = (line.split("\t") for line in text.splitlines())
+        return cls((), ((REGISTRY[code], what, name) for code, what, name in rows))
 
     def reference(self, qualified: str, module: bool = False) -> tuple[str, Rule] | None:
         """The old name and rule of a reference to ``qualified`` (or to something inside it).
@@ -124,10 +224,22 @@ class Index:
         probe = qualified
         while probe:
             shadowed = probe in MODULES_NAMED_LIKE_FUNCTIONS and (module or probe != qualified)
-            if probe in self.references and not shadowed:
-                return probe, self.references[probe].rule
+            rule = self.references.rules.get(probe)
+            if rule is not None and not shadowed:
+                return probe, rule
             probe = probe.rpartition(".")[0]
         return None
 
 
-INDEX = Index(REGISTRY.rules)
+def _shipped() -> Index:
+    try:
+        text = TABLE.read_text(encoding="utf-8")
+        return Index.from_table(text)
+    except (OSError, KeyError, ValueError):  # no data, or a table older than the registry
+        return Index(REGISTRY.rules)
+
+
+INDEX = _shipped()
+
+if __name__ == "__main__":
+    TABLE.write_text(table(REGISTRY.rules), encoding="utf-8")
