@@ -68,16 +68,13 @@ _AMP_RULE = "FSDP220"
 # Named tuples and plain classes, not dataclasses: `dataclasses` loads `inspect`, a
 # third of what `python -m compat` added to a program's start.
 class Installed(NamedTuple):
-    """One thing :func:`install` put in place.
+    """One thing :func:`install` put in place."""
 
-    Attributes:
-        codes: The rules whose legacy spellings it serves.
-        where: What it added to or changed (an old name, a strategy string, a method).
-        what: What answers there now.
-    """
-
+    #: The rules whose legacy spellings it serves.
     codes: tuple[str, ...]
+    #: What it added to or changed (an old name, a strategy string, a method).
     where: str
+    #: What answers there now.
     what: str
 
 
