@@ -48,8 +48,10 @@ FORMS = {
     ),
     "no_sync-conditional": (
         "with model.no_sync() if not last else contextlib.nullcontext():\n    loss.backward()\n",
-        "    with (no_sync_like_fsdp1(model) if HAS_FSDP2 else model.no_sync()) if not last "
-        "else contextlib.nullcontext():\n        loss.backward()\n",
+        # laid out on more lines where the line would be long, as formatters do
+        "    with (\n        no_sync_like_fsdp1(model)\n        if HAS_FSDP2\n"
+        "        else model.no_sync()\n    ) if not last else contextlib.nullcontext():\n"
+        "        loss.backward()\n",
     ),
     "clip": (
         "norm = model.clip_grad_norm_(1.0)\n",
@@ -60,8 +62,8 @@ FORMS = {
     ),
     "clip-in-a-header": (
         "if model.clip_grad_norm_(1.0) > 2:\n    print('clipped')\n",
-        "    if (torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0) if HAS_FSDP2 "
-        "else model.clip_grad_norm_(1.0)) > 2:\n",
+        "    if (\n        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+        "        if HAS_FSDP2\n        else model.clip_grad_norm_(1.0)\n    ) > 2:\n",
     ),
     "isinstance": (
         "assert isinstance(model, (FSDP, torch.nn.Linear))\n",
@@ -69,8 +71,9 @@ FORMS = {
     ),
     "fsdp_modules": (
         "units = FSDP.fsdp_modules(model)\n",
-        "    units = ([submodule for submodule in model.modules() "
-        "if isinstance(submodule, FSDPModule)] if HAS_FSDP2 else FSDP.fsdp_modules(model))\n",
+        "    units = (\n        [submodule for submodule in model.modules() "
+        "if isinstance(submodule, FSDPModule)]\n"
+        "        if HAS_FSDP2\n        else FSDP.fsdp_modules(model)\n    )\n",
     ),
     "state_dict": (
         "torch.save(model.state_dict(), 'model.pt')  # rank 0 saves\n",

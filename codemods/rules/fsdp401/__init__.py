@@ -321,7 +321,7 @@ def _module_listing(
     if found.dual is not None:  # FSDP1's call stays beside it (no `unit.module` to follow)
         from codemods.rules.fsdp401.dual_code import flagged_listing
 
-        return flagged_listing(engine, found.dual, text, updated)
+        return flagged_listing(engine, found.dual, text, original, updated)
     _use_fsdp_module(engine, [original.func])
     for wrapped in unit_modules(engine, original):  # in the loop's body: visited later
         engine.replace(wrapped, lambda updated: updated.value)

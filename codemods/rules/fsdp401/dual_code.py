@@ -23,7 +23,7 @@ from codemods.registry.names import COMPOSABLE_FSDP
 from codemods.rules.api import Engine
 from codemods.rules.fsdp401.helpers import helper_names
 from codemods.rules.fsdp401.uses import Use
-from codemods.rules.layout import indentation, wrapped_call
+from codemods.rules.layout import LINE_LENGTH, indentation, wrapped_call
 from codemods.syntax.lazy_libcst import cst
 
 if TYPE_CHECKING:
@@ -120,15 +120,34 @@ def dual_imports(engine: Engine, rule: Rule, found: Survey, withheld: str | None
     engine.replace(engine.module, lambda module: with_import_block(engine, module, imports, flag))
 
 
-def _chosen(flag: str, fsdp2: cst.BaseExpression, fsdp1: cst.BaseExpression) -> cst.IfExp:
-    """``(fsdp2 if flag else fsdp1)``, parenthesised wherever it stands."""
-    return cst.IfExp(
-        test=cst.Name(flag),
-        body=fsdp2.with_changes(lpar=[], rpar=[]),
-        orelse=fsdp1,
-        lpar=[cst.LeftParen()],
-        rpar=[cst.RightParen()],
-    )
+def _chosen(
+    engine: Engine,
+    original: cst.CSTNode,
+    flag: str,
+    fsdp2: cst.BaseExpression,
+    fsdp1: cst.BaseExpression,
+    parens: bool = True,
+) -> cst.BaseExpression:
+    """``(fsdp2 if flag else fsdp1)`` in ``original``'s place, on more lines where long.
+
+    As formatters lay it out: each part on its own line inside the parentheses, where the
+    statement's first line would pass :data:`LINE_LENGTH` (and neither part has lines).
+    """
+    code = engine.module.code_for_node
+    new, old = code(fsdp2.with_changes(lpar=[], rpar=[])), code(fsdp1)
+    statement = original
+    while not isinstance(statement, cst.BaseStatement):
+        statement = engine.parent(statement)
+    indent = indentation(engine, statement)
+    first = code(statement.with_changes(leading_lines=())).split("\n")[0]
+    one_line = f"({new} if {flag} else {old})"
+    width = len(indent + first) - len(code(original)) + len(one_line) - 2 * (not parens)
+    config = engine.module.config_for_parsing
+    if width <= LINE_LENGTH or "\n" in new + old:
+        return cst.parse_expression(one_line if parens else one_line[1:-1], config)
+    one = engine.module.default_indent  # libcst indents each line with the block
+    text = f"(\n{one}{new}\n{one}if {flag}\n{one}else {old}\n)"
+    return cst.parse_expression(text, config)
 
 
 def _branches(flag: str, fsdp2: list[cst.BaseStatement], fsdp1: cst.BaseStatement) -> cst.If:
@@ -182,7 +201,8 @@ def dispatch_use(engine: Engine, collecting: Any, flag: str, use: Use) -> None:
     while line is not None and not isinstance(line, cst.BaseStatement):
         line = engine.parent(line)
     if not isinstance(line, cst.SimpleStatementLine):  # a header: `if m.clip_grad_norm_(1):`
-        engine.replace(use.call, lambda updated: _chosen(flag, new, updated))
+        call = use.call
+        engine.replace(call, lambda updated: _chosen(engine, call, flag, new, updated))
         return
     pending = engine.scratch.setdefault("FSDP401-dual-lines", {})
     if id(line) not in pending:  # one replacement, holding each use of the line
@@ -207,10 +227,8 @@ def _no_sync(engine: Engine, flag: str, statement: cst.With) -> None:
     receiver = engine.module.code_for_node(call.func.value)
     helper = helper_names(engine, ["no_sync"])["no_sync"]
     fsdp2 = cst.parse_expression(f"{helper}({receiver})", engine.module.config_for_parsing)
-    choose = _chosen(flag, fsdp2, call)
-    if not isinstance(item, cst.IfExp):  # the item itself: no parentheses needed
-        choose = choose.with_changes(lpar=[], rpar=[])
-    engine.replace(call, lambda updated: choose.with_changes(orelse=updated))
+    parens = isinstance(item, cst.IfExp)  # the item itself needs none
+    engine.replace(call, lambda updated: _chosen(engine, call, flag, fsdp2, updated, parens))
 
 
 def flagged_class(engine: Engine, flag: str) -> Any:
@@ -219,8 +237,10 @@ def flagged_class(engine: Engine, flag: str) -> Any:
     return lambda old: cst.IfExp(test=cst.Name(flag), body=cst.Name("FSDPModule"), orelse=old)
 
 
-def flagged_listing(engine: Engine, flag: str, fsdp2: str, updated: cst.Call) -> cst.IfExp:
+def flagged_listing(
+    engine: Engine, flag: str, fsdp2: str, original: cst.Call, updated: cst.Call
+) -> cst.BaseExpression:
     """``FSDP.fsdp_modules(model)`` as ``(fsdp2 if flag else FSDP.fsdp_modules(model))``."""
     writer(engine).need_import(COMPOSABLE_FSDP, "FSDPModule")
     new = cst.parse_expression(fsdp2, engine.module.config_for_parsing)
-    return _chosen(flag, new, updated)
+    return _chosen(engine, original, flag, new, updated)
