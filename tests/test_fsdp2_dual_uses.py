@@ -149,3 +149,39 @@ def test_a_use_the_plain_form_cannot_rewrite_still_keeps_the_file_fsdp1():
     assert outcome.new_source is None
     [finding] = [f for f in outcome.findings if f.code == "FSDP401"]
     assert not finding.fixed and "model.clip_grad_norm_` at line 10" in finding.withheld
+
+
+def test_a_module_level_call_gets_its_helper_before_the_if_not_inside():
+    source = (
+        "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n\n"
+        "model = FSDP(model)\nwith model.no_sync():\n    loss.backward()\n"
+    )
+    new = run(source.encode(), SETTINGS).new_source.decode()
+    assert "\n\n\n@contextlib.contextmanager\ndef no_sync_like_fsdp1(module):\n" in new
+    assert "module.set_requires_gradient_sync(True)\n\n\nif HAS_FSDP2:\n" in new
+    assert new.endswith(
+        "if HAS_FSDP2:\n    model = fully_shard(model)\nelse:\n    model = FSDP(model)\n"
+        "with no_sync_like_fsdp1(model) if HAS_FSDP2 else model.no_sync():\n    loss.backward()\n"
+    )
+    assert _pyflakes(new) <= _pyflakes(source)
+    assert run(new.encode(), SETTINGS).new_source is None
+
+
+def test_a_trainers_model_on_self_dispatches_in_its_other_methods():
+    source = (
+        "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n\n\n"
+        "class Trainer:\n    def __init__(self, model):\n        self.model = FSDP(model)\n\n"
+        "    def step(self, loss):\n        with self.model.no_sync():\n"
+        "            loss.backward()\n        return self.model.clip_grad_norm_(1.0)\n"
+    )
+    new = run(source.encode(), SETTINGS).new_source.decode()
+    assert (
+        "        with no_sync_like_fsdp1(self.model) if HAS_FSDP2 else self.model.no_sync():\n"
+        in (new)
+    )
+    assert (
+        "        if HAS_FSDP2:\n"
+        "            return torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)\n"
+        "        else:\n            return self.model.clip_grad_norm_(1.0)\n"
+    ) in new
+    assert _pyflakes(new) <= _pyflakes(source)

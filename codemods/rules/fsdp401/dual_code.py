@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from codemods.registry import Rule
 from codemods.registry.names import COMPOSABLE_FSDP
 from codemods.rules.api import Engine
-from codemods.rules.fsdp401.helpers import helper_names
+from codemods.rules.fsdp401.helpers import helper_names, write_helpers
 from codemods.rules.fsdp401.uses import Use
 from codemods.rules.layout import LINE_LENGTH, indentation, wrapped_call
 from codemods.syntax.lazy_libcst import cst
@@ -67,12 +67,25 @@ def dual_call(
     bindings, keywords, unit_keywords = bound_first(collecting, conversion, indent)
     if inner:  # itself a unit of the root wrapped later
         keywords = as_unit(conversion, keywords)
+    # A call at module level gets the helpers before it: before its `if`, not inside.
+    helpers = write_helpers(collecting, conversion.line)
     statements = statements_before(collecting, conversion, indent, bindings, unit_keywords)
     taken = len(indent + conversion.root + " = ")
     text = wrapped_call("fully_shard", [conversion.root, *keywords], one, "", taken, "", False)
     call = cst.parse_expression(text, engine.module.config_for_parsing)
     fsdp2 = conversion.line.deep_replace(conversion.call, call).with_changes(leading_lines=())
-    engine.replace(conversion.line, lambda line: dual_statement(flag, [*statements, fsdp2], line))
+
+    def both(line: cst.SimpleStatementLine) -> cst.CSTNode:
+        chosen = dual_statement(flag, [*statements, fsdp2], line)
+        if not helpers:
+            return chosen
+        first = helpers[0].with_changes(
+            leading_lines=[*line.leading_lines, *helpers[0].leading_lines]
+        )
+        after = chosen.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
+        return cst.FlattenSentinel([first, *helpers[1:], after])
+
+    engine.replace(conversion.line, both)
 
 
 #: What each dispatched use's FSDP2 branch does otherwise than FSDP1's method.
