@@ -144,6 +144,14 @@ def test_the_finding_names_each_dispatched_use_and_its_difference():
     )
 
 
+def test_the_finding_names_a_listing_and_its_difference():
+    _, (finding,) = _migrate("units = FSDP.fsdp_modules(model)\n")
+    assert (
+        "`FSDP.fsdp_modules(model)` at line 10 (on FSDP2 the sharded modules themselves"
+        in finding.message
+    )
+
+
 def test_a_use_the_plain_form_cannot_rewrite_still_keeps_the_file_fsdp1():
     outcome = run((HEAD + "    model.clip_grad_norm_(*limits)\n").encode(), SETTINGS)
     assert outcome.new_source is None

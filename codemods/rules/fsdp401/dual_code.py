@@ -24,6 +24,7 @@ from codemods.rules.api import Engine
 from codemods.rules.fsdp401.helpers import helper_names, write_helpers
 from codemods.rules.fsdp401.uses import Use
 from codemods.rules.layout import LINE_LENGTH, indentation, wrapped_call
+from codemods.syntax.cst_nodes import find_all
 from codemods.syntax.lazy_libcst import cst
 
 if TYPE_CHECKING:
@@ -111,6 +112,11 @@ def uses_note(engine: Engine, found: Survey, original: cst.Call) -> str | None:
         helper = helper_names(engine, ["no_sync"])["no_sync"] if use.method == "no_sync" else ""
         how = DIFFERENCES.get(use.method, "its plain form").format(helper=helper)
         said.append(f"`{shown(engine, node)}` at line {line_of(engine, use.call)} ({how})")
+    first = next((c for c in found.conversions.values() if not isinstance(c, str)), None)
+    if found.module_lists and first is not None and first.call is original:  # the file's
+        for listing in find_all(engine.module, lambda n: id(n) in found.module_lists):
+            where = f"`{shown(engine, listing)}` at line {line_of(engine, listing)}"
+            said.append(f"{where} (on FSDP2 the sharded modules themselves, not wrappers)")
     if not said:
         return None
     return f"the model's uses dispatch on `{found.dual}` too: {', '.join(said)}"
