@@ -193,3 +193,36 @@ def test_a_trainers_model_on_self_dispatches_in_its_other_methods():
         "        else:\n            return self.model.clip_grad_norm_(1.0)\n"
     ) in new
     assert _pyflakes(new) <= _pyflakes(source)
+
+
+def test_a_statement_form_without_a_single_body_form_dispatches_the_whole_statement(
+    monkeypatch,
+):
+    """The generic path, for statement forms other helpers add (state dict blocks...).
+
+    ``no_sync``'s own form taken as such a form (its one-body context set aside): the
+    FSDP2 branch is the plain form built from the statement, the FSDP1 one as written.
+    """
+    import dataclasses
+
+    from codemods.rules.fsdp401 import decide
+
+    plain = decide.rewrite
+
+    def as_another_statement_form(engine, call, receiver):
+        use = plain(engine, call, receiver)
+        return None if use is None else dataclasses.replace(use, method="another_form")
+
+    monkeypatch.setattr(decide, "rewrite", as_another_statement_form)
+    new, (finding,) = _migrate(
+        "loss = model(batches[0]).sum()\nwith model.no_sync():\n    loss.backward()\n"
+    )
+    assert finding.fixed and new.endswith(
+        "    if HAS_FSDP2:\n"
+        "        model.set_requires_gradient_sync(False)\n"
+        "        try:\n            loss.backward()\n"
+        "        finally:\n            model.set_requires_gradient_sync(True)\n"
+        "    else:\n        with model.no_sync():\n            loss.backward()\n"
+    )
+    assert "`model.no_sync()` at line 11 (its plain form)" in finding.message
+    assert run(new.encode(), SETTINGS).new_source is None
