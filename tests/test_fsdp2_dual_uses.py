@@ -10,6 +10,7 @@ both branches are in tests/test_fsdp2_dual_stack.py.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import textwrap
 
 import pytest
@@ -203,8 +204,6 @@ def test_a_statement_form_without_a_single_body_form_dispatches_the_whole_statem
     ``no_sync``'s own form taken as such a form (its one-body context set aside): the
     FSDP2 branch is the plain form built from the statement, the FSDP1 one as written.
     """
-    import dataclasses
-
     from codemods.rules.fsdp401 import decide
 
     plain = decide.rewrite
@@ -226,3 +225,39 @@ def test_a_statement_form_without_a_single_body_form_dispatches_the_whole_statem
     )
     assert "`model.no_sync()` at line 11 (its plain form)" in finding.message
     assert run(new.encode(), SETTINGS).new_source is None
+
+
+def test_fsdp1_checkpoint_blocks_with_an_fsdp2_form_dispatch_too():
+    """A sharded block's FSDP2 form (its body alone) is FSDP1's full state dict on FSDP1."""
+    source = textwrap.dedent(
+        """\
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+        from torch.distributed.fsdp import StateDictType
+
+
+        def f(model, optim):
+            model = FSDP(model)
+            with FSDP.state_dict_type(model, StateDictType.SHARDED_STATE_DICT):
+                state = model.state_dict()
+                ostate = FSDP.optim_state_dict(model, optim)
+            full = FSDP.optim_state_dict(model, optim)
+            return state, ostate, full
+        """
+    )
+    # the floor torch.distributed.checkpoint's state-dict functions need (2.2 and later)
+    settings = dataclasses.replace(SETTINGS, releases=Releases.parse(torch="2.3.."))
+    new = run(source.encode(), settings).new_source.decode()
+    assert (
+        "    if HAS_FSDP2:\n        state = model.state_dict()\n"
+        "        ostate = get_optimizer_state_dict(model, optim)\n    else:\n"
+        "        with FSDP.state_dict_type(model, StateDictType.SHARDED_STATE_DICT):\n"
+        "            state = model.state_dict()\n"
+        "            ostate = FSDP.optim_state_dict(model, optim)\n"
+    ) in new
+    assert (
+        "    full = (\n        get_optimizer_state_dict(model, optim, "
+        "options=StateDictOptions(full_state_dict=True))\n        if HAS_FSDP2\n"
+        "        else FSDP.optim_state_dict(model, optim)\n    )\n"
+    ) in new
+    assert _pyflakes(new) <= _pyflakes(source)
+    assert run(new.encode(), settings).new_source is None

@@ -290,6 +290,12 @@ def _api_call(
     """
     from codemods.rules.fsdp401.checkpoints import written
 
+    if found.dual is not None:  # FSDP1's checkpoint code stays beside FSDP2's
+        from codemods.rules.fsdp401.dual_code import dual_checkpoint
+
+        chosen = dual_checkpoint(engine, rule, found, original, updated)
+        if chosen is not None:
+            return chosen
     if (plain := written(engine, rule, found.converts(), original, updated)) is not None:
         return plain  # checkpoint code with an FSDP2 form
     if id(original) not in found.api_calls or not found.converts():

@@ -263,3 +263,36 @@ def flagged_listing(
     writer(engine).need_import(COMPOSABLE_FSDP, "FSDPModule")
     new = cst.parse_expression(fsdp2, engine.module.config_for_parsing)
     return _chosen(engine, original, flag, new, updated)
+
+
+def dual_checkpoint(
+    engine: Engine, rule: Rule, found: Survey, original: cst.Call, updated: cst.Call
+) -> cst.BaseExpression | None:
+    """FSDP1's checkpoint call with an FSDP2 form, dispatched on the flag; None: not one.
+
+    A ``SHARDED_STATE_DICT`` block's FSDP2 form (its body without the ``with``) is not
+    FSDP1's (whose default state dict is full): the block becomes ``if flag:`` its body
+    ``else:`` the block as written. ``FSDP.optim_state_dict(...)`` outside it becomes
+    ``(get_optimizer_state_dict(...) if flag else FSDP.optim_state_dict(...))``.
+    ``FULL_STATE_DICT`` blocks keep FSDP115's DCP form, which is FSDP1's on FSDP1 models.
+    """
+    from codemods.rules.fsdp401.checkpoints import SCRATCH, write
+
+    plain = engine.scratch.get(SCRATCH, {}).get(id(original))
+    flag = found.dual
+    if plain is None or plain.kind == "full" or flag is None or not found.converts():
+        return None
+    if not engine.report(original, rule, quiet=True, unsafe_here=plain.unsafe):
+        return updated
+    if plain.kind == "sharded":
+        block = plain.with_node
+
+        def both(opened: cst.With) -> cst.If:
+            return _branches(flag, list(opened.body.body), block)
+
+        engine.replace(block, both)
+        return updated
+    new = write(engine, plain, updated)
+    if plain.kind == "optim-sharded":  # in a block dispatched whole: its FSDP2 side
+        return new
+    return _chosen(engine, original, flag, new, updated)
