@@ -43,7 +43,7 @@ from codemods.syntax.cst_nodes import find_all
 from codemods.syntax.lazy_libcst import cst
 
 if TYPE_CHECKING:
-    from codemods.rules.fsdp401.outcome import Bridged, Conversion, Survey
+    from codemods.rules.fsdp401.outcome import Bridged, Survey
 
 # The survey, its outcome and the text it writes are imported by the libcst hooks that
 # use them: every run loads this module (the registry's behaviours), few convert a call.
@@ -106,16 +106,19 @@ class Fsdp401(Behaviour):
         notes = "; ".join([*inner, *conversion.keywords.notes]) or None
         if found.dual is not None:
             from codemods.rules.fsdp401.dual import WHY_DUAL
+            from codemods.rules.fsdp401.dual_code import uses_note
 
-            span = engine.settings.releases.torch.text()
-            notes = "; ".join(
-                [WHY_DUAL.format(span=span, flag=found.dual), *([notes] if notes else [])]
-            )
+            span, used = engine.settings.releases.torch.text(), uses_note(engine, found, original)
+            why = [WHY_DUAL.format(span=span, flag=found.dual), *([used] if used else [])]
+            notes = "; ".join([*why, *([notes] if notes else [])])
         withheld = f"fix withheld: {found.blocker}" if found.blocker else None
         if not engine.report(original, self.rule, detail=notes, withheld=withheld):
             return updated
         if found.dual is not None:
-            return _dual(engine, found.dual, conversion, updated, root is not None)
+            from codemods.rules.fsdp401.dual_code import dual_call
+
+            dual_call(engine, found, conversion, original, root is not None)
+            return updated
         home = TORCH_FSDP if engine.target_at_least("2.6") else COMPOSABLE_FSDP
         for name in ("fully_shard", *conversion.keywords.imports):
             engine.need_import(home, name)
@@ -160,7 +163,9 @@ class Fsdp401(Behaviour):
         withheld = f"fix withheld: {found.blocker}" if found.blocker else None
         if found.dual is not None:
             # FSDP1 stays beside FSDP2: its bindings stay, FSDP2's imports come after the others.
-            _dual_imports(engine, self.rule, found, withheld)
+            from codemods.rules.fsdp401.dual_code import dual_imports
+
+            dual_imports(engine, self.rule, found, withheld)
             return
         if found.companion is not None:
             # No wrapper call of its own to carry the finding: its first rewrite does.
@@ -225,53 +230,6 @@ class Fsdp401(Behaviour):
             raise Undecided("a subclass of FSDP1's class", self.rule.code)
 
 
-def _dual(
-    engine: Engine, flag: str, conversion: Conversion, updated: cst.Call, inner: bool
-) -> cst.Call:
-    """Put the call's statement under ``if flag:`` FSDP2 code ``else:`` as written.
-
-    The FSDP1 call stays as the other rules left it; the FSDP2 branch is the plain form,
-    whose imports are collected for the module's ``try`` (:func:`_dual_imports`).
-    """
-    from codemods.rules.fsdp401.dual import CollectingImports, dual_statement
-    from codemods.rules.fsdp401.text import bound_first, statements_before
-
-    writer = CollectingImports(engine, engine.scratch.setdefault("FSDP401-dual", []))
-    for name in ("fully_shard", *conversion.keywords.imports):
-        writer.need_import(COMPOSABLE_FSDP, name)
-    for module, name in conversion.keywords.more_imports:
-        writer.need_import(module, name)
-    one = engine.module.default_indent
-    indent = indentation(engine, conversion.line) + one
-    bindings, keywords, unit_keywords = bound_first(writer, conversion, indent)
-    if inner:  # itself a unit of the root wrapped later
-        keywords = as_unit(conversion, keywords)
-    statements = statements_before(writer, conversion, indent, bindings, unit_keywords)
-    taken = len(indent + conversion.root + " = ")
-    text = wrapped_call("fully_shard", [conversion.root, *keywords], one, "", taken, "", False)
-    call = cst.parse_expression(text, engine.module.config_for_parsing)
-    fsdp2 = conversion.line.deep_replace(conversion.call, call).with_changes(leading_lines=())
-    engine.replace(conversion.line, lambda line: dual_statement(flag, [*statements, fsdp2], line))
-    return updated
-
-
-def _dual_imports(engine: Engine, rule: Rule, found: Survey, withheld: str | None) -> None:
-    """FSDP2's imports, in a ``try`` after the file's own, and the flag they set.
-
-    Written as the visit leaves the module, once every converted call has said what its
-    FSDP2 code imports.
-    """
-    from codemods.rules.fsdp401.dual import with_import_block
-    from codemods.rules.fsdp401.outcome import Conversion
-
-    plain = [c for c in found.conversions.values() if isinstance(c, Conversion)]
-    if not plain or not engine.report(plain[0].call, rule, quiet=True, withheld=withheld):
-        return
-    imports = engine.scratch.setdefault("FSDP401-dual", [])
-    flag = found.dual
-    engine.replace(engine.module, lambda module: with_import_block(engine, module, imports, flag))
-
-
 def _parameters(node: cst.FunctionDef) -> list[cst.Param]:
     params = node.params
     star = [params.star_arg] if isinstance(params.star_arg, cst.Param) else []
@@ -332,6 +290,12 @@ def _api_call(
     """
     from codemods.rules.fsdp401.checkpoints import written
 
+    if found.dual is not None:  # FSDP1's checkpoint code stays beside FSDP2's
+        from codemods.rules.fsdp401.dual_code import dual_checkpoint
+
+        chosen = dual_checkpoint(engine, rule, found, original, updated)
+        if chosen is not None:
+            return chosen
     if (plain := written(engine, rule, found.converts(), original, updated)) is not None:
         return plain  # checkpoint code with an FSDP2 form
     if id(original) not in found.api_calls or not found.converts():
@@ -357,12 +321,16 @@ def _module_listing(
         return updated
     if not engine.report(original, rule, quiet=True):
         return updated
-    _use_fsdp_module(engine, [original.func])
-    for wrapped in unit_modules(engine, original):  # in the loop's body: visited later
-        engine.replace(wrapped, lambda updated: updated.value)
     var = fresh(engine, "submodule")
     target = engine.module.code_for_node(updated.args[0].value)
     text = f"[{var} for {var} in {target}.modules() if isinstance({var}, FSDPModule)]"
+    if found.dual is not None:  # FSDP1's call stays beside it (no `unit.module` to follow)
+        from codemods.rules.fsdp401.dual_code import flagged_listing
+
+        return flagged_listing(engine, found.dual, text, original, updated)
+    _use_fsdp_module(engine, [original.func])
+    for wrapped in unit_modules(engine, original):  # in the loop's body: visited later
+        engine.replace(wrapped, lambda updated: updated.value)
     return cst.parse_expression(text, engine.module.config_for_parsing)
 
 
@@ -381,17 +349,27 @@ def _class_check(
     hits = [part for part in parts if id(part) in found.class_checks]
     if not hits or not engine.report(hits[0], rule, quiet=True):
         return updated
-    _use_fsdp_module(engine, hits)
-    new = cst.Name("FSDPModule")
+    if found.dual is not None:  # `FSDPModule if HAS_FSDP2 else FSDP`
+        from codemods.rules.fsdp401.dual_code import flagged_class
+
+        swap = flagged_class(engine, found.dual)
+    else:
+        _use_fsdp_module(engine, hits)
+
+        def swap(old: cst.BaseExpression) -> cst.BaseExpression:
+            return cst.Name("FSDPModule")
+
     value = updated.args[1].value
     if isinstance(value, cst.Tuple):
         elements = [
-            element.with_changes(value=new) if id(part) in found.class_checks else element
+            element.with_changes(value=swap(element.value))
+            if id(part) in found.class_checks
+            else element
             for element, part in zip(value.elements, parts)
         ]
         value = value.with_changes(elements=elements)
     else:
-        value = new
+        value = swap(value)
     return updated.with_changes(args=[updated.args[0], updated.args[1].with_changes(value=value)])
 
 

@@ -36,6 +36,7 @@ from codemods.rules.fsdp401.kept import (
     fsdp1_internals,
     local_state_dict,
     loop_reads_fsdp1_state,
+    unit_modules,
 )
 from codemods.rules.fsdp401.keywords import Untranslatable
 from codemods.rules.fsdp401.lookups import (
@@ -225,6 +226,7 @@ def survey(engine: Engine, rule_code: str) -> Survey:
     checks = set()
     tested = set()  # the checks that are isinstance tests (not annotations)
     lists = set()
+    unit_loops = set()  # the listings whose loop reads `unit.module`
     api_calls = set()
     # What only the bridge's model answers: where, its kind, why it blocks without it.
     kept: list[tuple[str, str, str]] = []
@@ -271,6 +273,8 @@ def survey(engine: Engine, rule_code: str) -> Survey:
                     blockers.append(f"{where}: the loop reads FSDP1's state of each unit")
                     continue
                 lists.add(id(listing))
+                if unit_modules(engine, listing):  # `unit.module` in its loop: FSDP1's
+                    unit_loops.add(id(listing))
                 continue
             api = api_call(engine, node)
             where = f"`{shown(engine, api or node)}` at line {line_of(engine, node)}"
@@ -352,10 +356,11 @@ def survey(engine: Engine, rule_code: str) -> Survey:
     dual = None
     plain = [c for c in conversions.values() if isinstance(c, Conversion)]
     if needs_dual(engine) and (companion or plain):
-        # Only the wrapper calls dispatch: annotations naming FSDP1 stay as written.
+        # The wrapper calls, the uses of their models, isinstance tests and listings
+        # dispatch on the flag: annotations naming FSDP1 stay as written.
         checks = checks if companion else set(tested)
-        others = frozenset(checks) | lists | api_calls
-        blockers += dual_blockers(engine, plain, uses, others)
+        others = frozenset(checks) | lists if companion else frozenset(unit_loops)
+        blockers += dual_blockers(engine, plain, others | api_calls)
         dual = fresh(engine, "HAS_FSDP2")
     for key, conversion in conversions.items():
         if isinstance(conversion, Bridged) and key in uses:

@@ -18,9 +18,10 @@ and each wrapper call's statement becomes ``if HAS_FSDP2:`` the plain FSDP2 code
 The check names FSDP (``HAS_FSDP2``), so a later run takes the ``if`` for a version
 gate and leaves both branches alone.
 
-Only the wrapper calls change: a file whose wrapped model is used in ways FSDP2 spells
-differently (``no_sync``, ``isinstance(m, FSDP)``, state dicts) would need the same
-dispatch at each use, and keeps FSDP1 with a reason (:func:`dual_blockers`).
+The uses of a converted model the plain form rewrites (``no_sync``, ``clip_grad_norm_``,
+``isinstance(m, FSDP)``, state dicts) dispatch on the same flag
+(:mod:`codemods.rules.fsdp401.dual_code`); what has no plain form keeps the file FSDP1
+with a reason (:func:`dual_blockers`).
 """
 
 from __future__ import annotations
@@ -35,7 +36,6 @@ from codemods.registry.names import COMPOSABLE_FSDP, TORCH_FSDP
 from codemods.rules.api import Engine
 from codemods.rules.fsdp401.lookups import fresh, line_of
 from codemods.rules.fsdp401.outcome import Conversion
-from codemods.rules.fsdp401.uses import Use
 from codemods.rules.fsdp401.values import shown
 from codemods.rules.layout import LINE_LENGTH
 from codemods.syntax.cst_nodes import find_all
@@ -57,29 +57,23 @@ def needs_dual(engine: Engine) -> bool:
 
 
 def dual_blockers(
-    engine: Engine,
-    conversions: list[Conversion],
-    uses: dict[int, list[Use]],
-    others: frozenset[int],
+    engine: Engine, conversions: list[Conversion], others: frozenset[int]
 ) -> list[str]:
     """Why the file's conversions cannot be written as a dual stack (empty: they can).
 
     Args:
         engine: The engine, at the file's module.
         conversions: The file's wrapper calls that have plain FSDP2 code.
-        uses: The calls on wrapped models the plain form rewrites.
-        others: The ``isinstance`` checks, module listings and FSDP1 class calls the
-            plain form rewrites (``id`` of each node).
+        others: What the plain form rewrites and the dual stack does not dispatch
+            (``id`` of each node): FSDP1 class calls, a listing whose loop reads
+            ``unit.module`` (one loop body for both), a companion file's checks.
     """
     span = engine.settings.releases.torch.text()
     keep = f"FSDP1's spelling must stay for torch {span} before 2.4"
     why = []
-    for use in (use for found in uses.values() for use in found):
-        where = f"`{shown(engine, use.call)}` at line {line_of(engine, use.call)}"
-        why.append(f"{where}: {keep}, and the dual stack dispatches the wrapper calls only")
     for node in find_all(engine.module, lambda n: id(n) in others) if others else ():
         where = f"`{shown(engine, node)}` at line {line_of(engine, node)}"
-        why.append(f"{where}: {keep}, and the dual stack dispatches the wrapper calls only")
+        why.append(f"{where}: {keep}, and the dual stack does not dispatch it")
     for conversion in conversions:
         for rebinding in conversion.keywords.rebindings:
             where = f"`{shown(engine, rebinding.value)}` at line {line_of(engine, rebinding.value)}"

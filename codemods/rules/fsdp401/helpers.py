@@ -1,6 +1,6 @@
 """The module-level functions FSDP401's plain FSDP2 code calls, written once per file.
 
-Four, each only where a converted call needs it:
+Five, each only where a converted call needs it:
 
 - ``shard_like_fsdp1(module, policy, root, prepare, **kwargs)``: the units an FSDP1
   ``auto_wrap_policy`` known only at run time picks (a size threshold, a lambda, classes
@@ -14,7 +14,9 @@ Four, each only where a converted call needs it:
   for one unit (over each dimension of the mesh, as FSDP1's hybrid sync goes across the
   replicas, then within each shard group);
 - ``precision_like_fsdp1(precision, root)``: a ``MixedPrecision`` known only at run time
-  (read from a config) as a ``MixedPrecisionPolicy`` casting inputs where FSDP1 did.
+  (read from a config) as a ``MixedPrecisionPolicy`` casting inputs where FSDP1 did;
+- ``no_sync_like_fsdp1(module)``: ``with module.no_sync():``'s plain form as a context,
+  for the dual stack (:mod:`codemods.rules.fsdp401.dual_code`).
 
 They name nothing but torch, so the rewritten file depends on nothing new.
 """
@@ -95,6 +97,15 @@ SOURCES = {
 {one}{one}cast_forward_inputs=casts,
 {one})
 ''',
+    "no_sync": '''@contextlib.contextmanager
+def {no_sync}(module):
+{one}"""FSDP1's ``module.no_sync()`` on FSDP2: no gradient reduction in it, on after it."""
+{one}module.set_requires_gradient_sync(False)
+{one}try:
+{one}{one}yield
+{one}finally:
+{one}{one}module.set_requires_gradient_sync(True)
+''',
 }
 #: The names they take in the file (made fresh where the file uses one).
 NAMES = {
@@ -103,9 +114,16 @@ NAMES = {
     "broadcast": "broadcast_like_fsdp1",
     "units": "shard_like_fsdp1",
     "precision": "precision_like_fsdp1",
+    "no_sync": "no_sync_like_fsdp1",
 }
 #: What each needs besides itself.
-NEEDS = {"materialise": ("modules",), "broadcast": ("modules",), "units": (), "precision": ()}
+NEEDS: dict[str, tuple[str, ...]] = {
+    "materialise": ("modules",),
+    "broadcast": ("modules",),
+    "units": (),
+    "precision": (),
+    "no_sync": (),
+}
 
 
 def helper_names(engine: Engine, roles: list[str]) -> dict[str, str]:
@@ -139,6 +157,8 @@ def write_helpers(engine: Engine, line: cst.SimpleStatementLine) -> list[cst.CST
     text = "\n\n".join(SOURCES[role].format(one=one, **state["names"]) for role in roles)
     if {"materialise", "broadcast"} & set(roles):
         engine.need_import("torch", None)
+    if "no_sync" in roles:
+        engine.need_import("contextlib", None)
     blank = [cst.EmptyLine(), cst.EmptyLine()]
     parsed = [node.with_changes(leading_lines=blank) for node in cst.parse_module(text).body]
     top: cst.CSTNode = line
