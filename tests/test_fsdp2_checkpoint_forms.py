@@ -15,10 +15,12 @@ import warnings
 
 import pytest
 import torch
+import torch.distributed.fsdp
 from torch import nn
 
 from codemods.engine.run import run
 from codemods.settings import Settings
+from compat.features import current
 from tests import distributed
 
 HEAD = (
@@ -155,6 +157,7 @@ def test_what_has_no_certain_form_keeps_the_file_fsdp1(body, why):
 #: FSDP1 checkpoint code of our own writing; the run executes it and its rewrite.
 SCRIPT = """\
 import torch
+import torch.distributed.fsdp
 from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 from torch.distributed.fsdp import StateDictType
 from torch.distributed.fsdp.wrap import ModuleWrapPolicy
@@ -240,6 +243,11 @@ def _local(value):
 @pytest.mark.skipif(
     not distributed.fsdp1_optimizer_state_gathers_here(),
     reason="this torch's FSDP1 gathers a full optimizer state only on CUDA",
+)
+@pytest.mark.skipif(
+    not hasattr(torch.distributed.fsdp, "fully_shard")
+    or not (current().fsdp2_on_cpu or torch.cuda.is_available()),
+    reason="the rewrite imports FSDP2 from torch.distributed.fsdp (torch 2.6+), run where it runs",
 )
 def test_the_fsdp2_forms_give_what_fsdp1_gave():
     from tests.state_dicts import assert_same
