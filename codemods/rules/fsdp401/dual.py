@@ -2,17 +2,10 @@
 
 A project whose releases reach below torch 2.4 (no ``fully_shard``) cannot drop its
 FSDP1 calls; fairseq2, verl and accelerate kept them and added FSDP2 beside them. The
-dual stack FSDP401 writes there::
-
-    try:  # FSDP2's public home (torch 2.6 and later)
-        from torch.distributed.fsdp import fully_shard
-    except ImportError:
-        try:  # torch 2.4 and 2.5
-            from torch.distributed._composable.fsdp import fully_shard
-        except ImportError:  # torch before 2.4: no FSDP2, the FSDP1 calls run
-            fully_shard = None
-    HAS_FSDP2 = fully_shard is not None
-
+dual stack FSDP401 writes there is a ``try`` importing ``fully_shard`` from FSDP2's
+public home (``torch.distributed.fsdp``, torch 2.6 and later), else from
+``torch.distributed._composable.fsdp`` (2.4 and 2.5), else binding it to None (before
+2.4: the FSDP1 calls run), then ``HAS_FSDP2 = fully_shard is not None``;
 and each wrapper call's statement becomes ``if HAS_FSDP2:`` the plain FSDP2 code,
 ``else:`` the FSDP1 statement as written. Only the homes the range reaches are tried.
 The check names FSDP (``HAS_FSDP2``), so a later run takes the ``if`` for a version
