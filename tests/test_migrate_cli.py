@@ -321,13 +321,13 @@ def test_withheld_fixes_are_listed_counted_and_reported(tmp_path, capsys):
     from tests.migrate_fixtures import FIXTURES
 
     source = tmp_path / "strategies.py"
-    source.write_text(FIXTURES["reexport-of-an-old-name-withholds-the-fix"].source)
+    source.write_text(FIXTURES["conditional-reexport-is-withheld-by-the-verifier"].source)
     before = source.read_bytes()
     report = tmp_path / "report.json"
     assert main([str(source), "--report", str(report)]) == 1
     assert source.read_bytes() == before
     out, err = capsys.readouterr()
-    assert "[fix withheld: DDPFullyShardedNativeStrategy still used at 5:12]" in out
+    assert "[fix withheld: `FSDPStrategy` imported at 5:42 but unused]" in out
     assert "1 fixes withheld in 1 files" in err  # one finding: the import (its use is its)
     data = json.loads(report.read_text())
     assert data["summary"]["fixes_withheld"] == 1

@@ -80,12 +80,37 @@ def test_fixture_lint_marks_what_migrate_fixes(name):
 
 
 def test_a_fix_that_would_break_the_file_is_withheld_and_says_why():
-    fixture = FIXTURES["reexport-of-an-old-name-withholds-the-fix"]
+    fixture = FIXTURES["conditional-reexport-is-withheld-by-the-verifier"]
     outcome = run(fixture.source.encode(), fixture.settings)
     assert outcome.new_source is None
     assert {f.withheld for f in outcome.findings} == {
-        "fix withheld: DDPFullyShardedNativeStrategy still used at 5:12"
+        "fix withheld: `FSDPStrategy` imported at 5:42 but unused"
     }
+
+
+@pytest.mark.parametrize(
+    ("name", "reason"),
+    [
+        (
+            "reexport-of-an-old-name-is-not-renamed",
+            "`DDPFullyShardedNativeStrategy` is listed in `__all__`: renaming its import "
+            "would take the name from the modules that import it from here",
+        ),
+        (
+            "new-name-bound-otherwise-is-not-renamed",
+            "its new name would also name something else in this file",
+        ),
+    ],
+)
+def test_a_rename_the_planners_hold_is_not_fixable_to_lint_either(name, reason):
+    """Both planners hold it, so lint shows no ``[*]`` and migrate withholds nothing."""
+    fixture = FIXTURES[name]
+    for settings in (fixture.settings, Settings(select=fixture.settings.select)):
+        outcome = run(fixture.source.encode(), settings)
+        assert outcome.new_source is None
+        assert [(f.code, f.fixable, f.withheld, f.no_fix) for f in outcome.findings] == [
+            ("FSDP203", False, None, reason)
+        ]
 
 
 def test_unsafe_fix_applies_with_opt_in():

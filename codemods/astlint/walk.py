@@ -230,9 +230,13 @@ class Walk:
                 seen(rule, old, event[1], event[2])
                 references.setdefault(rule.code, []).append((event[1], rule, old, qualified))
         present = set(olds)
+        exported = self._exported() if present else {}
         certain: set[str] = set()
         for code in present:
             if fix_for(REGISTRY[code]) is None:
+                continue
+            if code in exported:
+                self.why_not[code] = exported[code]
                 continue
             doubtful = next((r for r in references.get(code, ()) if not self._certain(*r)), None)
             if code not in held and doubtful is None:
@@ -241,6 +245,7 @@ class Walk:
             line = d.position(doubtful[0])[0] if doubtful is not None else None
             self.why_not[code] = why_not(code, line, code in held, False)  # type: ignore[assignment]
         clashes = _Clashes.clashes(certain, olds)
+        clashes |= self._shadowed(certain - clashes, olds)
         certain -= clashes
         self.why_not.update((code, why_not(code, None, False, True)) for code in clashes)  # type: ignore[misc]
         candidates = {c for c in certain if d.settings.can_fix(REGISTRY[c])}
@@ -248,6 +253,37 @@ class Walk:
         for code in candidates - fixable:
             self.why_not[code] = why_not_settled(code, present)
         return fixable
+
+    def _shadowed(self, codes: set[str], olds: dict[str, set[str]]) -> set[str]:
+        """``Planner._shadowed``: renames whose new name the file binds otherwise."""
+        from codemods.rules.plan_shadows import import_binding, shadowed_renames
+
+        names = self.d.names
+        scopes = {id(s): s for s in names.scope_of.values()}
+        scopes[id(names.module)] = names.module
+
+        def bindings(name: str) -> list[str | None]:
+            found: list[str | None] = []
+            for scope in scopes.values():
+                found += [None] * len(scope.others.get(name, ()))
+                for node in scope.imports.get(name, ()):
+                    for alias in node.names:
+                        if type(node) is ast.ImportFrom and (alias.asname or alias.name) == name:
+                            found.append(
+                                import_binding(node.module, node.level, alias.name, alias.asname)
+                            )
+                        elif type(node) is ast.Import and alias.asname == name:
+                            found.append(alias.name)
+                        elif type(node) is ast.Import and alias.name.partition(".")[0] == name:
+                            found.append(name)
+            return found
+
+        return shadowed_renames(codes, olds, bindings, new_name)
+
+    def _exported(self) -> dict[str, str]:
+        from codemods.rules.plan_exports import ast_exported
+
+        return ast_exported(self.d.tree, self.d.imported, new_name)
 
     def _rebound(self, node: ast.Import | ast.ImportFrom) -> set[str]:
         """``Planner.rebound``: old names imported under a name the scope binds otherwise."""

@@ -88,6 +88,38 @@ class Lookups:
         """The scope an original node is in."""
         return self.get_metadata(ScopeProvider, node, None)
 
+    def bindings(self, name: str) -> list[str | None]:
+        """What binds ``name`` in any scope: an import's qualified name, else None."""
+        from codemods.rules.plan_shadows import import_binding
+
+        found: list[str | None] = []
+        scopes = {id(s): s for s in self.metadata[ScopeProvider].values() if s is not None}
+        for scope in scopes.values():
+            for assignment in scope.assignments[name]:
+                node = getattr(assignment, "node", None)
+                if isinstance(node, cst.ImportFrom) and not isinstance(node.names, cst.ImportStar):
+                    module = cst.Module([]).code_for_node(node.module) if node.module else None
+                    for alias in node.names:
+                        bound = alias.evaluated_alias or alias.evaluated_name
+                        if bound == name:
+                            found.append(
+                                import_binding(
+                                    module,
+                                    len(node.relative),
+                                    alias.evaluated_name,
+                                    alias.evaluated_alias,
+                                )
+                            )
+                elif isinstance(node, cst.Import):
+                    for alias in node.names:
+                        if alias.evaluated_alias == name:
+                            found.append(alias.evaluated_name)
+                        elif alias.evaluated_name.partition(".")[0] == name:
+                            found.append(name)
+                else:
+                    found.append(None)
+        return found
+
     def class_set(
         self, original: cst.BaseExpression, updated: cst.BaseExpression | None = None
     ) -> cst.BaseExpression | None:

@@ -197,6 +197,9 @@ class PlanningEngine(Resolver, Protocol):
     def imported(self, node: cst.Import | cst.ImportFrom) -> list[Any]:
         """The aliases of an import that bring in an old name, with their rules."""
 
+    def bindings(self, name: str) -> list[str | None]:
+        """What binds ``name`` anywhere in the module (see ``plan_shadows.Bindings``)."""
+
     def new_name(self, rule: Rule, old: str) -> str | None:
         """The name ``old`` becomes under ``rule``'s fix."""
 
@@ -231,6 +234,7 @@ class Planner:
         self.silenced = engine.silenced
         self.cold = engine.cold
         self.position = engine.position
+        self.bindings = engine.bindings
 
     def plan(self, module: cst.Module, parents: dict[Any, Any] | None = None) -> Plan:
         """The plan for ``module``; ``parents`` gets the parents of the nodes it reached."""
@@ -239,12 +243,16 @@ class Planner:
         collector = Collector(self.find, self.imported, self.silenced, self.rebound, self.cold)
         collector.collect(module, parents)
         plan = Plan(present=set(collector.olds))
+        exported = self._exported(module) if plan.present else {}
         by_rule: dict[str, list[Reference]] = {}
         for reference in (Reference(*found) for found in collector.references):
             by_rule.setdefault(reference.rule.code, []).append(reference)
         certain: set[str] = set()
         for code in plan.present:
             if fix_for(REGISTRY[code]) is None:
+                continue
+            if code in exported:
+                plan.why_not[code] = exported[code]
                 continue
             doubtful = next((r for r in by_rule.get(code, ()) if not self.certain(r)), None)
             if code not in collector.held and doubtful is None:
@@ -253,6 +261,7 @@ class Planner:
             line = self.position(doubtful.node).start.line if doubtful is not None else None
             plan.why_not[code] = why_not(code, line, code in collector.held, False)  # type: ignore[assignment]
         clashes = self._clashes(certain, collector.olds)
+        clashes |= self._shadowed(certain - clashes, collector.olds)
         certain -= clashes
         plan.why_not.update((code, why_not(code, None, False, True)) for code in clashes)  # type: ignore[misc]
         candidates = {c for c in certain if self.can_fix(REGISTRY[c])}
@@ -265,6 +274,11 @@ class Planner:
         for code in plan.applies:
             plan.superseded.update(fix_for(REGISTRY[code]).supersedes)
         return plan
+
+    def _exported(self, module: cst.Module) -> dict[str, str]:
+        from codemods.rules.plan_exports import cst_exported
+
+        return cst_exported(module, self.imported, new_name)
 
     def rebound(self, node: cst.Import | cst.ImportFrom) -> set[str]:
         """Rules whose old name ``node`` imports under a name the same scope binds otherwise.
@@ -294,6 +308,11 @@ class Planner:
                 if not same:
                     codes |= rules
         return codes
+
+    def _shadowed(self, codes: set[str], olds: dict[str, set[str]]) -> set[str]:
+        from codemods.rules.plan_shadows import shadowed_renames
+
+        return shadowed_renames(codes, olds, self.bindings, new_name)
 
     def _clashes(self, codes: set[str], olds: dict[str, set[str]]) -> set[str]:
         """Rules whose renames would give one short name two meanings in the file."""
