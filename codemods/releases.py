@@ -195,12 +195,27 @@ class Releases:
             >>> [Releases.parse(torch=t).fixable(fsdp2) for t in ("1.13..", "2.4..", "2.3")]
             [True, True, False]
         """
-        if rule.introduced is None:
+        if rule.introduced is None or self._silent_default_change(rule):
             return True
         span, introduced = self._rule_span(rule), Version(rule.introduced)
         if span.all_at_least(introduced):
             return True
         return rule.dual_stack and span.reaches(introduced)
+
+    @staticmethod
+    def _silent_default_change(rule: Rule) -> bool:
+        """A default that changed without a warning: ``introduced`` dates the change.
+
+        Its fix states the argument, which the releases before the change take too
+        (that is what makes it a changed default), so the fix runs on the whole range;
+        on the releases before the change it changes behaviour, as the rule's message
+        says (FSDP108: reentrant before torch 2.2, stated non-reentrant).
+        """
+        return (
+            rule.kind.value == "default value change"
+            and rule.deprecated is None
+            and rule.removed is None
+        )
 
     def at_least(self, release: str, framework: str = "torch") -> bool:
         """Whether every release of ``framework``'s range is ``release`` or newer."""

@@ -205,11 +205,13 @@ def test_evidence_fills_only_the_floors_nothing_declares():
         ("FSDP107", "2.4..2.5", False, False),
         ("FSDP107", "2.4..", True, False),
         ("FSDP107", "2.6..", True, True),
-        # a changed default: a problem where the range holds both sides of the change
-        ("FSDP108", "1.12..", True, False),
+        # a changed default: a problem where the range holds both sides of the change;
+        # its fix states the argument, which every release takes (unsafe: it changes
+        # the releases before the change, as the message says)
+        ("FSDP108", "1.12..", True, True),
         ("FSDP124", "1.0..", True, False),  # use_reentrant= is torch 1.11's: 1.9 refuses it
         ("FSDP108", "2.2..", False, True),
-        ("FSDP108", "1.12..2.1", False, False),
+        ("FSDP108", "1.12..2.1", False, True),
     ],
 )
 def test_a_range_answers_both_questions(code, span, reported, fixable):
@@ -239,6 +241,50 @@ def test_fsdp108_is_quiet_where_the_whole_range_defaults_to_non_reentrant(span, 
     settings = Settings(releases=Releases.parse(torch=span))
     codes = [f.code for f in run(source, settings).findings]
     assert codes == (["FSDP108", "FSDP108"] if reported else [])
+
+
+def test_fsdp108_states_the_default_on_a_range_across_the_change():
+    """On 2.1.. the unsafe fix writes NO_REENTRANT (2.1 takes it); the safe run leaves it."""
+    source = b"from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper\nwrapped = checkpoint_wrapper(block)\n"  # noqa: E501
+    releases = Releases.parse(torch="2.1..")
+    unsafe = run(source, Settings(releases=releases, fix=True, unsafe_fixes=True))
+    assert b"checkpoint_impl=CheckpointImpl.NO_REENTRANT" in unsafe.new_source
+    safe = run(source, Settings(releases=releases, fix=True))
+    assert safe.new_source is None
+    (finding,) = safe.findings
+    assert "reentrant before torch 2.2" in finding.message
+    assert finding.fixable and not finding.fixed  # offered with --unsafe-fixes
+
+
+LOCAL_WRAPPER = """\
+def apply(model):
+    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import {names}
+
+    return {call}
+"""
+
+
+@pytest.mark.parametrize(
+    ("names", "call", "fixed"),
+    [
+        ("checkpoint_wrapper", "checkpoint_wrapper(model)", False),
+        ("checkpoint_wrapper", "partial(checkpoint_wrapper)", False),
+        ("CheckpointImpl, checkpoint_wrapper", "checkpoint_wrapper(model)", True),
+    ],
+)
+def test_fsdp108_keeps_a_function_local_import_local(names, call, fixed):
+    """accelerate's shape: the fix would add a module-level torch.distributed import."""
+    source = ("from functools import partial\n\n\n" + LOCAL_WRAPPER).format(names=names, call=call)
+    releases = Releases.parse(torch="2.1..")
+    migrated = run(source.encode(), Settings(releases=releases, fix=True, unsafe_fixes=True))
+    linted = run(source.encode(), Settings(releases=releases))  # the ast detector decides
+    assert [f.fixable for f in linted.findings] == [fixed]
+    assert [f.fixable for f in migrated.findings] == [fixed]
+    assert (migrated.new_source is not None) == fixed
+    if fixed:
+        assert migrated.new_source.count(b"import") == source.count("import")
+    else:
+        assert "imported inside `apply`" in linted.findings[0].no_fix
 
 
 def test_the_default_judges_at_the_current_release():

@@ -3,6 +3,11 @@
 The unsafe fix states the implementation torch 2.2 and later use by default,
 ``CheckpointImpl.NO_REENTRANT`` (before 2.2 the default was reentrant, so the fix
 changes behaviour there). ``checkpoint_impl`` is the second parameter.
+
+Where ``checkpoint_wrapper`` is imported inside a function (code that keeps
+``torch.distributed`` out of its module's import time) and ``CheckpointImpl`` is not
+already imported there, the fix would need a module-level import: it is withheld,
+saying where the name should go.
 """
 
 from __future__ import annotations
@@ -32,6 +37,11 @@ class Fsdp108(DefaultChange):
         return found or DefaultChange.ast_passes(self, arguments)
 
     def fix(self, engine: Engine, original: cst.Call, updated: cst.Call, start: int) -> cst.Call:
+        callee = original.func if start == 0 else original.args[0].value
+        local = None if _in_scope(engine, original) else _local_import(engine, callee)
+        if local is not None:
+            engine.report(original, self.rule, fixable_here=False, why_not=_why_local(local))
+            return updated
         if not engine.report(original, self.rule):
             return updated
         impl = new_keyword("checkpoint_impl", "CheckpointImpl.NO_REENTRANT")
@@ -40,11 +50,62 @@ class Fsdp108(DefaultChange):
         return updated.with_changes(args=append_arg(updated, list(updated.args), impl))
 
     def ast_call(self, detector: Detector, call: ast.Call) -> None:
-        # The fix above reports the call as DefaultChange.fix does: the same ast half.
-        DefaultChange.ast_call(self, detector, call)
+        from codemods.syntax.ast_nodes import arguments
+
+        if not self.ast_passes(arguments(call)):
+            self._ast_report(detector, call, call.func)
 
     def ast_partial(self, detector: Detector, call: ast.Call) -> None:
-        DefaultChange.ast_partial(self, detector, call)
+        from codemods.syntax.ast_nodes import arguments
+
+        found = arguments(call)
+        if found and not self.ast_passes(found[1:]):
+            self._ast_report(detector, call, found[0])
+
+    def _ast_report(self, detector: Detector, call: ast.Call, callee: ast.AST) -> None:
+        local = _ast_local_import(detector, call, callee)
+        if local is None:
+            detector.report(call, self.rule)
+        else:
+            detector.report(call, self.rule, fixable_here=False, why_not=_why_local(local))
+
+
+def _why_local(function: str) -> str:
+    return (
+        f"`checkpoint_wrapper` is imported inside `{function}`: add `CheckpointImpl` to that "
+        "import and pass `checkpoint_impl=CheckpointImpl.NO_REENTRANT` (a fix here would "
+        "import torch.distributed when the module is imported)"
+    )
+
+
+def _local_import(engine: Engine, callee: cst.BaseExpression) -> str | None:
+    """The function whose own import binds the called name, or None."""
+    if not isinstance(callee, cst.Name):
+        return None
+    scope = engine.scope(callee)
+    if scope is None or callee.value not in scope:
+        return None
+    for assignment in scope[callee.value]:
+        node = getattr(assignment, "node", None)
+        owner = getattr(assignment.scope, "node", None)
+        if isinstance(node, (cst.Import, cst.ImportFrom)) and isinstance(owner, cst.FunctionDef):
+            return owner.name.value
+    return None
+
+
+def _ast_local_import(detector: Detector, call: ast.Call, callee: ast.AST) -> str | None:
+    """:func:`_local_import` on the ``ast`` tree (``CheckpointImpl`` in scope: None)."""
+    scope = detector.scope(call.func)
+    if type(callee) is not ast.Name or scope is None:
+        return None
+    names = detector.names
+    impl = names.lookup(scope, "CheckpointImpl")
+    if impl is not None and "CheckpointImpl" in impl.imports and impl.kind != "module":
+        return None  # a function-local import has it already
+    binder = names.lookup(scope, callee.id)
+    if binder is None or binder.kind != "function" or callee.id not in binder.imports:
+        return None
+    return binder.prefix.rpartition(".<locals>")[0].rpartition(".")[2]
 
 
 def _in_scope(engine: Engine, node: cst.CSTNode) -> bool:
