@@ -49,6 +49,24 @@ def test_a_group_becomes_its_mesh_and_the_broadcast_goes_over_it():
     assert new.endswith("prepare_unit(model)\nmodel = fully_shard(model, mesh=mesh)\n")
 
 
+def test_a_nested_prepare_function_has_one_clean_blank_line_around_it():
+    """PEP 8 (pycodestyle E306) inside a function, and no trailing whitespace."""
+    new, (finding,) = _migrate(
+        "def setup(model):\n"
+        "    model = model.cuda()\n"
+        "    model = FSDP(model, sync_module_states=True, device_id=torch.cuda.current_device())\n"
+        "    return model\n"
+    )
+    assert finding.fixed
+    assert (
+        "    unit_device = torch.cuda.current_device()\n\n"
+        "    def prepare_unit(unit):  # FSDP1's steps before it wrapped a unit\n"
+        "        broadcast_like_fsdp1(unit, unit_device)\n\n"
+        "    prepare_unit(model)\n"
+    ) in new
+    assert not [line for line in new.splitlines() if line != line.rstrip()]
+
+
 def test_sync_module_states_with_a_device_mesh_broadcasts_over_each_dimension():
     """FSDP1's hybrid sync goes across the replicas, then within each shard group."""
     new, (finding,) = _migrate(

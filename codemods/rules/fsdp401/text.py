@@ -195,12 +195,15 @@ def _fsdp1_steps(
         out.append(cst.parse_statement(f"{text}  # FSDP1's units, children first\n", config))
     if prepare != "None":
         out.append(cst.parse_statement(f"{prepare}({root})\n", config))
-    return _spaced(out) if not indent else out
+    return _spaced(out, 1 if indent else 2)
 
 
-def _spaced(statements: list[cst.CSTNode]) -> list[cst.CSTNode]:
-    """Module-level statements with two blank lines around each definition (PEP 8)."""
-    blank = [cst.EmptyLine(), cst.EmptyLine()]
+def _spaced(statements: list[cst.CSTNode], lines: int = 2) -> list[cst.CSTNode]:
+    """Statements with ``lines`` blank lines around each definition.
+
+    PEP 8: two at module level, one around a nested definition (no indentation on them).
+    """
+    blank = [cst.EmptyLine(indent=False)] * lines
     out = []
     for index, statement in enumerate(statements):
         after_def = index and isinstance(statements[index - 1], cst.FunctionDef)
