@@ -765,3 +765,44 @@ def test_the_scope_model_agrees_with_symtable(source):
 
 def _declared_globals(tree: ast.AST) -> set[str]:
     return {name for node in ast.walk(tree) if isinstance(node, ast.Global) for name in node.names}
+
+
+# -- Check 4: an import made unconditional ------------------------------------------
+
+GUARDED = "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+ADDED = "from torch.distributed.checkpoint.state_dict import get_model_state_dict\n"
+
+
+@pytest.mark.parametrize(
+    ("old", "expected"),
+    [
+        pytest.param(  # fastNLP's shape: torch optional
+            "if TORCH_AVAILABLE:\n    " + GUARDED,
+            ["`torch` imported unconditionally at 1:1; the old module imports it only "
+             "inside a block (line 2)"],
+            id="availability-flag",
+        ),
+        pytest.param(
+            "try:\n    " + GUARDED + "except ImportError:\n    FSDP = None\n",
+            ["`torch` imported unconditionally at 1:1; the old module imports it only "
+             "inside a block (line 2)"],
+            id="try-import",
+        ),
+        pytest.param(
+            "def load(model):\n    " + GUARDED + "    return FSDP\n",
+            ["`torch` imported unconditionally at 1:1; the old module imports it only "
+             "inside a block (line 2)"],
+            id="lazy-import-in-a-function",
+        ),
+        pytest.param(
+            "import torch\n\nif TORCH_AVAILABLE:\n    " + GUARDED, [], id="already-at-module-level"
+        ),
+        pytest.param("from . import helpers\n", [], id="never-imported"),
+    ],
+)  # fmt: skip
+def test_an_import_made_unconditional_is_reported(old, expected):
+    new = ADDED + old
+    assert (
+        reasons(old, new) == expected
+        or [r for r in reasons(old, new) if "unconditionally" in r] == expected
+    )

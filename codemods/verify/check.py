@@ -9,7 +9,9 @@ what the rewrite breaks:
 2. an import left unused that the old module used, or an import the rewrite added and
    does not use (at module level, or in a function or class by the same qualified name);
 3. a reference left to a name the rewrite renamed (``renamed``: old local name to new),
-   where the old module bound that name by an import.
+   where the old module bound that name by an import;
+4. a package imported at module level that the old module imported only inside a block
+   (:mod:`codemods.verify.guards`: an optional dependency made a hard one).
 
 What the old module already had (an undefined name made by a star import or
 ``globals()``, an unused import) is never blamed on the rewrite: every check compares
@@ -45,6 +47,7 @@ import tokenize
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from codemods.verify.guards import unguarded_imports
 from codemods.verify.scopes import Facts, Pos
 from codemods.verify.statement_diff import Split
 
@@ -111,7 +114,9 @@ def breakages(
     pair = _Pair(old_text, old_tree, new_text, frozenset(renamed))
     if pair.error is not None:
         return [pair.error]
-    return sorted(set(pair.compare(renamed, reexports)))
+    found = pair.compare(renamed, reexports)
+    found += [Breakage(*item) for item in unguarded_imports(old_text, new_text)]
+    return sorted(set(found))
 
 
 def _text(source: bytes | str) -> str | None:
