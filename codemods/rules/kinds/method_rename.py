@@ -44,12 +44,26 @@ class MethodRename(Behaviour):
         return False
 
     def _called(self, engine: Engine) -> bool:
-        """Whether the module uses the old hook's name as an attribute (``x.old``)."""
+        """Whether the module reaches the old hook by name: ``x.old``, or a string.
+
+        A string is ``is_overridden("old", model)`` or ``getattr(m, "old")``: the rename
+        would leave it asking about a hook no class defines any more.
+        """
         key = f"{self.rule.code}:called"
         if key not in engine.scratch:
             attributes = engine.nodes(cst.Attribute)
-            engine.scratch[key] = any(n.attr.value == self.old_name for n in attributes)
+            strings = engine.nodes(cst.SimpleString)
+            engine.scratch[key] = any(n.attr.value == self.old_name for n in attributes) or any(
+                n.evaluated_value == self.old_name for n in strings
+            )
         return engine.scratch[key]
+
+    def why_not(self) -> str:
+        """Why a hook the module also reaches by name is left to a human."""
+        return (
+            f"the module also reaches `{self.old_name}` by name (`x.{self.old_name}`, or a "
+            f'string such as `is_overridden("{self.old_name}", ...)`): rename those with it'
+        )
 
     def ast_class_def(self, detector: Detector, node: ast.ClassDef) -> None:
         from codemods.syntax.ast_nodes import dotted as ast_dotted
@@ -74,7 +88,8 @@ class MethodRename(Behaviour):
         for statement in node.body:
             if isinstance(statement, functions) and statement.name == self.old_name:
                 fix = self.new_name not in defined and not called
-                detector.report(statement, self.rule, fixable_here=fix)
+                why = self.why_not() if called else None
+                detector.report(statement, self.rule, fixable_here=fix, why_not=why)
 
     def _ast_called(self, detector: Detector) -> bool:
         """:meth:`_called` on ``ast``: ``x.old`` anywhere, import paths included."""
@@ -82,6 +97,7 @@ class MethodRename(Behaviour):
         if key not in detector.scratch:
             old = self.old_name
             uses = [node for node in detector.nodes(ast.Attribute) if node.attr == old]
+            uses += [node for node in detector.nodes(ast.Constant) if node.value == old]
             for node in detector.nodes(ast.ImportFrom, ast.Import):
                 module = getattr(node, "module", None) or ""
                 if old in module.split(".")[1:] or any(
@@ -107,6 +123,7 @@ class MethodRename(Behaviour):
                 # (`self.configure_sharded_model()`) would reach Lightning's own no-op
                 # after the rename. Either way a human decides.
                 fix = self.new_name not in defined and not called
-                if engine.report(orig, self.rule, fixable_here=fix) and fix:
+                why = self.why_not() if called else None
+                if engine.report(orig, self.rule, fixable_here=fix, why_not=why) and fix:
                     body[index] = stmt.with_changes(name=cst.Name(self.new_name))
         return updated.with_changes(body=updated.body.with_changes(body=body))
