@@ -13,8 +13,8 @@ import os
 import re
 import stat
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 #: Directories never walked into (files named explicitly are still processed).
 DEFAULT_EXCLUDES = (
@@ -36,8 +36,7 @@ DEFAULT_EXCLUDES = (
 )
 
 
-@dataclass(frozen=True)
-class Problem:
+class Problem(NamedTuple):
     """A path that could not be processed, and why (reported, never raised)."""
 
     path: str

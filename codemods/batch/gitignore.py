@@ -21,12 +21,11 @@ from __future__ import annotations
 import functools
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class _Rule:
+class _Rule(NamedTuple):
     """One pattern line of a ``.gitignore``, for paths relative to its directory."""
 
     regex: re.Pattern[str]

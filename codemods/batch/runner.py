@@ -21,9 +21,8 @@ import functools
 import os
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from codemods.batch import stopping
 from codemods.batch.files import ChangedMeanwhile, write_atomic
@@ -63,8 +62,7 @@ PARSE_IN_WORKERS_FROM = 8
 _PATH_PARTS = re.compile(r"[/\\.\-]+")
 
 
-@dataclass(frozen=True)
-class ToParse:
+class ToParse(NamedTuple):
     """A screened file that the libcst engine decides.
 
     Attributes:

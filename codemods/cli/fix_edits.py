@@ -75,6 +75,6 @@ def with_edits(items: Sequence[Located], settings_for: Callable[[str], Settings]
                 )
                 edits[owner].append(edit)
     return [
-        dataclasses.replace(item, edits=tuple(edits[index])) if index in edits else item
+        item._replace(edits=tuple(edits[index])) if index in edits else item
         for index, item in enumerate(items)
     ]

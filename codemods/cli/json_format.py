@@ -6,7 +6,6 @@ See :func:`as_json`; lint computes the ends (:func:`with_ends`) and the edits
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Sequence
 
@@ -38,7 +37,7 @@ def with_ends(items: Sequence[Located]) -> list[Located]:
                 (token.start[0], token.start[1] + 1), (token.end[0], token.end[1] + 1)
             )
     return [
-        dataclasses.replace(i, end=ends[i.path].get((i.finding.line, i.finding.col)))
+        i._replace(end=ends[i.path].get((i.finding.line, i.finding.col)))
         if i.finding.cell is None
         else i
         for i in items

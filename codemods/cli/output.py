@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from codemods._version import __version__
 from codemods.findings import INVALID_SYNTAX, Finding, applicability
@@ -40,8 +40,7 @@ def rule_name(code: str) -> str:
     return TOOL_RULES[code][0] if code in TOOL_RULES else REGISTRY[code].name
 
 
-@dataclass(frozen=True)
-class Located:
+class Located(NamedTuple):
     """A finding with the file it is in.
 
     Attributes:

@@ -24,8 +24,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Callable, ClassVar
+from typing import Callable, ClassVar, NamedTuple
 
 from codemods.registry import Rule
 from codemods.rules.protocols import Detector, Engine, NameTable, Resolver
@@ -57,8 +56,7 @@ PARTIAL = "functools.partial"
 Import = tuple[str, "str | None"]
 
 
-@dataclass(frozen=True)
-class Site:
+class Site(NamedTuple):
     """One call of an old name, as a translator sees it.
 
     Attributes:
@@ -83,8 +81,7 @@ class Site:
         return list(zip(self.original.args[start:], self.updated.args[start:]))
 
 
-@dataclass(frozen=True)
-class AstSite:
+class AstSite(NamedTuple):
     """One call of an old name, as a fix's ``certain`` sees it (the ``ast`` twin of :class:`Site`).
 
     Attributes:
@@ -105,8 +102,7 @@ class AstSite:
         return arguments(self.call)[1 if self.partial else 0 :]
 
 
-@dataclass(frozen=True)
-class Translation:
+class Translation(NamedTuple):
     """A call rewritten: its new arguments, and what else the new code needs.
 
     Attributes:
@@ -124,8 +120,7 @@ class Translation:
 Translator = Callable[[Site], "Translation | None"]
 
 
-@dataclass(frozen=True)
-class CallSiteFix:
+class CallSiteFix(NamedTuple):
     """How one rule's fix treats calls and the rest of a file.
 
     Attributes:

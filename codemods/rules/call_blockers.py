@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from codemods.registry.names import (
     FAIRSCALE_OFFLOAD,
@@ -34,8 +34,7 @@ from codemods.syntax import ast_nodes as on_ast
 _KEPT = ("process_group", "compute_device", "move_grads_to_cpu")
 
 
-@dataclass(frozen=True)
-class Argument:
+class Argument(NamedTuple):
     """What decides a fix about one argument of a call.
 
     Attributes:

@@ -14,7 +14,7 @@ Fixes that depend on each other (``requires``) or that another old name rules ou
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from codemods.registry import REGISTRY, Rule
 from codemods.registry.names import COMPAT_STRATEGY_FLAVOURS
@@ -28,8 +28,7 @@ from codemods.syntax.lazy_libcst import cst
 Found = tuple[str, Rule, str]
 
 
-@dataclass(frozen=True)
-class Reference:
+class Reference(NamedTuple):
     """One use of an old name outside an import.
 
     Attributes:
