@@ -13,10 +13,10 @@ SIGINT or SIGTERM (with ``--fix``, what was written before the stop is listed).
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections import Counter
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, NoReturn
 
 from codemods.batch import stopping
 from codemods.batch.runner import FileResult, process_files, process_source
@@ -36,7 +36,11 @@ from codemods.cli.options import (
     paths_of,
 )
 from codemods.cli.progress import progress_printer
+from codemods.cli.quick_args import LINT, read
 from codemods.cli.run_lines import skipped_lines, stopped_lines
+
+if TYPE_CHECKING:
+    import argparse
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -88,21 +92,28 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    # A hook's command line (flags and paths) is read without building the parser.
+    args = read(sys.argv[1:] if argv is None else list(argv), LINT)
+    if args is None:
+        args = build_parser().parse_args(argv)
     with explaining.quiet_broken_pipe():
-        return _main(parser, args)
+        return _main(args)
 
 
-def _main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+def _error(message: str) -> NoReturn:
+    """Stop as argparse's ``parser.error`` does: the usage and ``message``, exit status 2."""
+    build_parser().error(message)
+
+
+def _main(args: argparse.Namespace) -> int:
     if args.explain is not None:
         return explaining.explain(args.explain, args.output_format)
     args.paths = paths_of(args)
     stdin = args.paths == ["-"]
     if "-" in args.paths and not stdin:
-        parser.error("- (stdin) cannot be combined with other paths")
+        _error("- (stdin) cannot be combined with other paths")
     if args.diff and args.fix:
-        parser.error("--diff writes nothing: it cannot be combined with --fix")
+        _error("--diff writes nothing: it cannot be combined with --fix")
     try:
         chosen = choices(
             args,
@@ -110,12 +121,12 @@ def _main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             args.fix or args.diff,
         )
     except ConfigError as exc:
-        parser.error(str(exc))
+        _error(str(exc))
     if args.verbose:
         print(f"configuration: {chosen.config.path or 'none (the defaults)'}", file=sys.stderr)
     if stdin:
         if args.add_noqa:
-            parser.error("--add-noqa writes files: it does not read stdin")
+            _error("--add-noqa writes files: it does not read stdin")
         return _finish(args, chosen, [_stdin(args, chosen)], [], stopping.Stop())
     # SIGINT and SIGTERM stop the run between files, and the summary says what it did.
     with stopping.on_signals() as stop:

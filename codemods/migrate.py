@@ -11,11 +11,11 @@ written before the stop is listed, and the rest is unchanged).
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 
 from codemods.batch import stopping
 from codemods.batch.runner import FileResult, process_files, process_source
@@ -36,8 +36,12 @@ from codemods.cli.options import (
     paths_of,
 )
 from codemods.cli.progress import progress_printer
+from codemods.cli.quick_args import MIGRATE, read
 from codemods.cli.run_lines import skipped_lines, stopped_lines
 from codemods.settings import Settings
+
+if TYPE_CHECKING:
+    import argparse
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -93,23 +97,30 @@ def _report(path: Path, results: list[FileResult], summary: dict) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    # A hook's command line (flags and paths) is read without building the parser.
+    args = read(sys.argv[1:] if argv is None else list(argv), MIGRATE)
+    if args is None:
+        args = build_parser().parse_args(argv)
     with quiet_broken_pipe():
-        return _main(parser, args)
+        return _main(args)
 
 
-def _main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+def _error(message: str) -> NoReturn:
+    """Stop as argparse's ``parser.error`` does: the usage and ``message``, exit status 2."""
+    build_parser().error(message)
+
+
+def _main(args: argparse.Namespace) -> int:
     args.paths = paths_of(args)
     stdin = args.paths == ["-"]
     if "-" in args.paths and not stdin:
-        parser.error("- (stdin) cannot be combined with other paths")
+        _error("- (stdin) cannot be combined with other paths")
     try:
         chosen = choices(
             args, [args.stdin_filename] if stdin and args.stdin_filename else args.paths, True
         )
     except ConfigError as exc:
-        parser.error(str(exc))
+        _error(str(exc))
     write = not (args.diff or args.check)
     if args.verbose:
         print(f"configuration: {chosen.config.path or 'none (the defaults)'}", file=sys.stderr)

@@ -26,8 +26,8 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+import functools
+from typing import Any, NamedTuple, Protocol
 
 from packaging.version import InvalidVersion, Version
 
@@ -59,12 +59,17 @@ class Rule(Protocol):
         """Whether an automatic fix exists."""
 
 
+@functools.cache
+def _known(text: str) -> Version:
+    """A rule's release as a ``Version``, parsed once a process (every rule is asked, each run)."""
+    return Version(text)
+
+
 class RangeError(ValueError):
     """A release or range that cannot be read; the message says why."""
 
 
-@dataclass(frozen=True)
-class Span:
+class Span(NamedTuple):
     """One framework's releases: from ``floor`` to ``top``, and where each came from.
 
     Attributes:
@@ -134,15 +139,14 @@ class Span:
         return f"{title} {self.text()}" + (f" ({'; '.join(origins)})" if origins else "")
 
 
-@dataclass(frozen=True)
-class Releases:
+class Releases(NamedTuple):
     """The releases of each framework a file runs on.
 
     FairScale rules are dated by torch's releases (``Rule.version_framework``).
     """
 
-    torch: Span = field(default_factory=Span)
-    lightning: Span = field(default_factory=Span)
+    torch: Span = Span()
+    lightning: Span = Span()
 
     @classmethod
     def parse(cls, torch: str | None = None, lightning: str | None = None) -> Releases:
@@ -173,12 +177,12 @@ class Releases:
         use a newer form (neither) is given once that form exists in the range.
         """
         span = self._rule_span(rule)
-        flagged = [Version(v) for v in (rule.deprecated, rule.removed) if v is not None]
+        flagged = [_known(v) for v in (rule.deprecated, rule.removed) if v is not None]
         if flagged:
             return span.reaches(min(flagged))
         if rule.introduced is None:
             return True
-        introduced = Version(rule.introduced)
+        introduced = _known(rule.introduced)
         if rule.kind.value == "default value change":
             return span.floor is None or (span.below(introduced) and span.reaches(introduced))
         return span.reaches(introduced)
@@ -197,7 +201,7 @@ class Releases:
         """
         if rule.introduced is None or self._silent_default_change(rule):
             return True
-        span, introduced = self._rule_span(rule), Version(rule.introduced)
+        span, introduced = self._rule_span(rule), _known(rule.introduced)
         if span.all_at_least(introduced):
             return True
         return rule.dual_stack and span.reaches(introduced)
@@ -243,8 +247,8 @@ class Releases:
             span = self.span(framework)
             if span.evidence and framework in floors:
                 release, why = floors[framework]
-                spans[framework] = replace(span, floor=release, floor_origin=f"evidence: {why}")
-        return replace(self, **spans) if spans else self
+                spans[framework] = span._replace(floor=release, floor_origin=f"evidence: {why}")
+        return self._replace(**spans) if spans else self
 
     @property
     def needs_evidence(self) -> bool:

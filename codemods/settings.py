@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from codemods.registry import FixSafety, Rule
 from codemods.releases import Releases
 
 
-@dataclass(frozen=True)
-class Settings:
+class Settings(NamedTuple):
     """Which rules run and which fixes apply.
 
     Attributes:

@@ -13,7 +13,6 @@ Two parts, each one spawn of 2 gloo ranks (NCCL where GPUs are):
 
 from __future__ import annotations
 
-import dataclasses
 import types
 from pathlib import Path
 
@@ -52,7 +51,7 @@ ON_THE_BRIDGE = frozenset(
 )
 STEPS = 4
 SETTINGS = Settings(fix=True, unsafe_fixes=True, select=("FSDP4",))
-BRIDGE = dataclasses.replace(SETTINGS, fsdp2_bridge=True)
+BRIDGE = SETTINGS._replace(fsdp2_bridge=True)
 
 
 class Stage(nn.Module):

@@ -53,6 +53,10 @@ NOT_FOR_ONE_FILE = (
     "codemods.rules.fsdp401",  # behaviours load for the names the file meets (the index's table)
     "codemods.rules.fsdp115",
     "codemods.rules.fsdp132",
+    "argparse",  # a hook's command line, flags and paths, is read without it (cli/quick_args.py)
+    "gettext",  # argparse's
+    "dataclasses",  # the records on the path are named tuples and plain classes (records.py)
+    "inspect",
 )
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import io
 import tokenize
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from codemods.astlint.detector import Detector, Undecided
 from codemods.astlint.walk import Walk
@@ -22,8 +22,7 @@ from codemods.settings import Settings
 __all__ = ["Detection", "Screened", "Undecided", "detect", "found_on_ast", "lint", "screen"]
 
 
-@dataclass(frozen=True)
-class Detection:
+class Detection(NamedTuple):
     """One pass of the ``ast`` detector over a module.
 
     Attributes:
@@ -39,8 +38,7 @@ class Detection:
     findings: list[Finding]
 
 
-@dataclass(frozen=True)
-class Screened:
+class Screened(NamedTuple):
     """What the ``ast`` side makes of a module, for the runner.
 
     Attributes:

@@ -30,7 +30,6 @@ Example:
 from __future__ import annotations
 
 import bisect
-import dataclasses
 import re
 from dataclasses import dataclass
 
@@ -141,7 +140,7 @@ class Notebook:
     def locate(self, finding: Finding) -> Finding:
         """``finding`` (at a line of ``source``) at its line in its cell."""
         cell, line = self.cell_of(finding.line)
-        return dataclasses.replace(finding, line=line, cell=cell)
+        return finding.replace(line=line, cell=cell)
 
     def write_back(self, fixed: bytes) -> bytes:
         r"""The notebook file's bytes with the cells of ``fixed`` (a fixed ``source``).
@@ -245,7 +244,7 @@ def fixing(settings: Settings) -> Settings:
     So each fix is known to go back into the cells (:meth:`Notebook.write_back`)
     before ``[*]`` promises it.
     """
-    return settings if settings.fix else dataclasses.replace(settings, fix=True)
+    return settings if settings.fix else settings._replace(fix=True)
 
 
 def in_cells(result: FileResult, notebook: Notebook) -> FileResult:
@@ -269,8 +268,7 @@ def into_notebook(result: FileResult, notebook: Notebook) -> FileResult:
     except CannotWriteBack as exc:
         why = f"fix withheld: {NOT_REWRITTEN} ({exc})"
         result.findings = [
-            dataclasses.replace(f, fixed=False, withheld=why) if f.fixed else f
-            for f in result.findings
+            f.replace(fixed=False, withheld=why) if f.fixed else f for f in result.findings
         ]
         result.old_source = result.new_source = None
         return result

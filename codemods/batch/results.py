@@ -6,13 +6,11 @@ fill them in without importing it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from codemods.findings import Finding
+from codemods.records import Record
 
 
-@dataclass
-class FileResult:
+class FileResult(Record):
     """What happened to one file.
 
     Attributes:
@@ -32,17 +30,45 @@ class FileResult:
             (``torch 2.4..latest (floor: evidence: ...); Lightning latest``), or None.
     """
 
-    path: str
-    findings: list[Finding] = field(default_factory=list)
-    old_source: bytes | None = None
-    new_source: bytes | None = None
-    error: str | None = None
-    written: bool = False
-    crashed: bool = False
-    skipped: str | None = None
-    reached: bool = True
-    syntax: Finding | None = None
-    releases: str | None = None
+    _fields = (
+        "path",
+        "findings",
+        "old_source",
+        "new_source",
+        "error",
+        "written",
+        "crashed",
+        "skipped",
+        "reached",
+        "syntax",
+        "releases",
+    )
+
+    def __init__(
+        self,
+        path: str,
+        findings: list[Finding] | None = None,
+        old_source: bytes | None = None,
+        new_source: bytes | None = None,
+        error: str | None = None,
+        written: bool = False,
+        crashed: bool = False,
+        skipped: str | None = None,
+        reached: bool = True,
+        syntax: Finding | None = None,
+        releases: str | None = None,
+    ) -> None:
+        self.path = path
+        self.findings = [] if findings is None else findings
+        self.old_source = old_source
+        self.new_source = new_source
+        self.error = error
+        self.written = written
+        self.crashed = crashed
+        self.skipped = skipped
+        self.reached = reached
+        self.syntax = syntax
+        self.releases = releases
 
     @property
     def outcome(self) -> str:

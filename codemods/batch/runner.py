@@ -16,7 +16,6 @@ back as not reached. A file is written only if it still holds the bytes that wer
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import os
 import re
@@ -58,8 +57,12 @@ MAX_PARSE_BYTES = 4 * 2**20
 #: In a small run, this many files to parse go to worker processes; fewer are parsed
 #: here (each worker loads libcst before its first file).
 PARSE_IN_WORKERS_FROM = 8
+
+
 #: What separates the words of a path (directories, extension, snake case is kept whole).
-_PATH_PARTS = re.compile(r"[/\\.\-]+")
+@functools.cache
+def _path_parts() -> re.Pattern[str]:
+    return re.compile(r"[/\\.\-]+")
 
 
 class ToParse(NamedTuple):
@@ -155,7 +158,7 @@ def _screen(path: Path, settings: Settings, prefilter: bool) -> FileResult | ToP
         return FileResult(str(path), error=str(exc))
     screened = _screen_source(str(path), notebook.source, fixing(settings), prefilter)
     if isinstance(screened, ToParse):
-        return dataclasses.replace(screened, notebook=notebook)
+        return screened._replace(notebook=notebook)
     return in_cells(screened, notebook)
 
 
@@ -267,7 +270,7 @@ def likeliest_first(paths: Sequence[Path]) -> list[int]:
         [1, 0, 2]
     """
     words = _module_words()
-    score = [-sum(part in words for part in _PATH_PARTS.split(str(path))) for path in paths]
+    score = [-sum(part in words for part in _path_parts().split(str(path))) for path in paths]
     return sorted(range(len(paths)), key=score.__getitem__)
 
 

@@ -23,13 +23,13 @@ command line is always checked.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
 import re
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from packaging.version import Version
 
@@ -43,15 +43,16 @@ _KNOWN = {*_LISTS, *_VERSIONS, *_FLAGS, "per-file-ignores"}
 
 
 #: A rule selector's shape: the linter's letters, then some digits of a code.
-_SELECTOR = re.compile(r"[A-Z]+[0-9]*")
+@functools.cache
+def _selector() -> re.Pattern[str]:
+    return re.compile(r"[A-Z]+[0-9]*")
 
 
 class ConfigError(ValueError):
     """The configuration cannot be used; the message says where and why."""
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(NamedTuple):
     """The ``[tool.fsdp-compat]`` table.
 
     Attributes:
@@ -73,7 +74,7 @@ class Config:
     extend_select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
-    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = field(default=())
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     target_torch: str | None = None
     target_lightning: str | None = None
     fsdp2_bridge: bool | None = None
@@ -221,7 +222,7 @@ def check_selectors(codes: Sequence[str], where: str) -> tuple[str, ...]:
     checked = []
     for raw in codes:
         code = raw.strip().upper()
-        if not (_SELECTOR.fullmatch(code) and any(c.startswith(code) for c in known)):
+        if not (_selector().fullmatch(code) and any(c.startswith(code) for c in known)):
             prefixes = sorted({c[: len(c) - 2] for c in known})
             raise ConfigError(
                 f"{where}: unknown rule selector {raw!r}; a selector is a rule code "

@@ -10,7 +10,6 @@ Only the formats that show edits pay for these runs.
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -61,8 +60,8 @@ def with_edits(items: Sequence[Located], settings_for: Callable[[str], Settings]
         except OSError:
             continue
         for code, indexes in codes.items():
-            settings = dataclasses.replace(
-                settings_for(path), select=(code,), ignore=(), fix=True, unsafe_fixes=True
+            settings = settings_for(path)._replace(
+                select=(code,), ignore=(), fix=True, unsafe_fixes=True
             )
             fixed = process_source(path, source, settings).new_source
             if fixed is None:

@@ -52,10 +52,11 @@ Example:
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from packaging.version import Version
+
+from codemods.records import Record
 
 __all__ = [
     "ROOT_MARKERS",
@@ -90,8 +91,7 @@ ROOT_MARKERS = (
 )
 
 
-@dataclass(frozen=True)
-class DeclaredFloors:
+class DeclaredFloors(Record):
     """The oldest torch and Lightning releases a project declares.
 
     Attributes:
@@ -110,13 +110,25 @@ class DeclaredFloors:
             release): below the evidence floor, the range is unknown.
     """
 
-    torch: Version | None = None
-    lightning: Version | None = None
-    sources: dict[str, str] = field(default_factory=dict)
-    problems: list[str] = field(default_factory=list)
-    tops: dict[str, tuple[Version, bool]] = field(default_factory=dict)
-    top_sources: dict[str, str] = field(default_factory=dict)
-    unversioned: dict[str, str] = field(default_factory=dict)
+    _fields = ("torch", "lightning", "sources", "problems", "tops", "top_sources", "unversioned")
+
+    def __init__(
+        self,
+        torch: Version | None = None,
+        lightning: Version | None = None,
+        sources: dict[str, str] | None = None,
+        problems: list[str] | None = None,
+        tops: dict[str, tuple[Version, bool]] | None = None,
+        top_sources: dict[str, str] | None = None,
+        unversioned: dict[str, str] | None = None,
+    ) -> None:
+        self.torch = torch
+        self.lightning = lightning
+        self.sources = {} if sources is None else sources
+        self.problems = [] if problems is None else problems
+        self.tops = {} if tops is None else tops
+        self.top_sources = {} if top_sources is None else top_sources
+        self.unversioned = {} if unversioned is None else unversioned
 
 
 def _declares(path: Path) -> bool:

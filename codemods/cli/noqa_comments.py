@@ -14,7 +14,7 @@ that no finding of that line matches is reported.
 from __future__ import annotations
 
 import ast
-import dataclasses
+import functools
 import re
 import sys
 from collections import defaultdict
@@ -28,10 +28,17 @@ from codemods.findings import Finding
 from codemods.screen import noqa
 from codemods.settings import Settings
 
-_COMMENT = re.compile(
-    rb"#\s*noqa(?::\s*(?P<codes>[A-Za-z]+[0-9]*(?:[\s,]+[A-Za-z]+[0-9]*)*))?", re.I
-)
-_INERT = re.compile(rb"noqa", re.I)
+
+@functools.cache
+def _comment() -> re.Pattern[bytes]:
+    return re.compile(
+        rb"#\s*noqa(?::\s*(?P<codes>[A-Za-z]+[0-9]*(?:[\s,]+[A-Za-z]+[0-9]*)*))?", re.I
+    )
+
+
+@functools.cache
+def _inert() -> re.Pattern[bytes]:
+    return re.compile(rb"noqa", re.I)
 
 
 def wanted(settings: Settings) -> bool:
@@ -54,7 +61,7 @@ def unused(path: str, source: bytes, settings: Settings) -> list[Finding]:
     comments = {
         number: match
         for number, line in enumerate(source.splitlines(), start=1)
-        for match in [_COMMENT.search(line)]
+        for match in [_comment().search(line)]
         if match and match.group("codes")
     }
     directives = noqa.parse(source).lines
@@ -68,8 +75,8 @@ def unused(path: str, source: bytes, settings: Settings) -> list[Finding]:
     if not ours:
         return []
     # The same bytes with every noqa made inert (``noqa`` to ``xxxx``): what they silence.
-    bare = _INERT.sub(b"xxxx", source)
-    heard = process_source(path, bare, dataclasses.replace(settings, fix=False))
+    bare = _inert().sub(b"xxxx", source)
+    heard = process_source(path, bare, settings._replace(fix=False))
     seen: dict[int, set[str]] = defaultdict(set)
     for finding in heard.findings:
         seen[finding.line].add(finding.code)
@@ -178,7 +185,7 @@ def with_noqa(source: bytes, lines: dict[int, set[str]]) -> tuple[bytes, int, li
         body = row.rstrip(b"\r\n")
         ending = row[len(body) :]
         codes = ", ".join(sorted(lines[number]))
-        match = _COMMENT.search(body)
+        match = _comment().search(body)
         if match and not match.group("codes"):
             continue  # a bare noqa silences every code already
         if match:

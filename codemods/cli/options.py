@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
-import argparse
-import dataclasses
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from codemods._version import __version__
 from codemods.batch.files import Problem, discover
 from codemods.cli import config as configuration
-from codemods.cli.help_format import Formatter
 from codemods.cli.targets import ProjectTargets
 from codemods.releases import Releases, Span
 from codemods.settings import Settings
 
 if TYPE_CHECKING:
+    import argparse
+
     from codemods.cli.project_classes import ProjectClasses
     from codemods.cli.project_fsdp1 import ProjectFsdp1Checks
     from codemods.findings import Finding
@@ -35,6 +34,10 @@ EXIT_SIGNAL_BASE = 128
 
 def base_parser(prog: str, description: str, epilog: str = "") -> argparse.ArgumentParser:
     """Build a parser with the options every fsdp-compat tool has (``--version``)."""
+    import argparse  # here: a hook's command line is read without it (cli/quick_args.py)
+
+    from codemods.cli.help_format import Formatter
+
     parser = argparse.ArgumentParser(
         prog=prog, description=description, epilog=epilog, formatter_class=Formatter
     )
@@ -96,6 +99,8 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     The short flags ruff users type are here: ``-q``, ``-s``, ``-v``, ``-n`` (no cache
     exists to skip: accepted, and nothing changes), ``-e``.
     """
+    import argparse
+
     parser.add_argument(
         "paths",
         nargs="*",
@@ -177,6 +182,8 @@ def jobs(text: str) -> int:
         ...
         argparse.ArgumentTypeError: must be a whole number of at least 1, got '0'
     """
+    import argparse
+
     try:
         count = int(text)
     except ValueError:
@@ -186,8 +193,7 @@ def jobs(text: str) -> int:
     return count
 
 
-@dataclasses.dataclass(frozen=True)
-class Choices:
+class Choices(NamedTuple):
     """The configuration and the settings a run uses, from the file and the command line.
 
     Attributes:
@@ -201,9 +207,9 @@ class Choices:
 
     config: configuration.Config
     settings: Settings
-    targets: ProjectTargets | None = dataclasses.field(default=None, compare=False)
-    classes: ProjectClasses | None = dataclasses.field(default=None, compare=False)
-    fsdp1_checks: ProjectFsdp1Checks | None = dataclasses.field(default=None, compare=False)
+    targets: ProjectTargets | None = None
+    classes: ProjectClasses | None = None
+    fsdp1_checks: ProjectFsdp1Checks | None = None
 
     def files(self, args: argparse.Namespace) -> tuple[Choices, list[Path], list[Problem]]:
         """The files the command line names (:func:`~codemods.batch.files.discover`).
@@ -246,16 +252,15 @@ class Choices:
         if self.settings.enabled(REGISTRY["FSDP401"]):
             checks = ProjectFsdp1Checks(paths)
             checks.settle(self._fsdp401_converts, self._fsdp401_follows)
-        return dataclasses.replace(
-            self, classes=ProjectClasses(paths, hooks) if hooks else None, fsdp1_checks=checks
+        return self._replace(
+            classes=ProjectClasses(paths, hooks) if hooks else None, fsdp1_checks=checks
         )
 
     def _fsdp401_findings(self, path: Path, **fields: Any) -> list[Finding] | None:
         """FSDP401's findings in ``path`` alone, fixing, with ``fields`` set (None: unread)."""
         from codemods.engine.run import run
 
-        settings = dataclasses.replace(
-            self.settings_for(path),
+        settings = self.settings_for(path)._replace(
             select=("FSDP401",),
             ignore=(),
             fix=True,
@@ -293,24 +298,23 @@ class Choices:
         settings = self.settings
         extra = self.config.ignored_in(path)
         if extra:
-            settings = dataclasses.replace(settings, ignore=settings.ignore + extra)
+            settings = settings._replace(ignore=settings.ignore + extra)
         declared = self.targets.for_file(path) if self.targets is not None else {}
         bases = self.classes.lightning_bases(path) if self.classes is not None else None
         if bases:
-            settings = dataclasses.replace(settings, lightning_bases=bases)
+            settings = settings._replace(lightning_bases=bases)
         if self.fsdp1_checks is not None:
             checks = self.fsdp1_checks.elsewhere(path)
             calls = self.fsdp1_checks.elsewhere(path, api=True)
             sites = self.fsdp1_checks.companion(path)
             if checks or calls or sites:
-                settings = dataclasses.replace(
-                    settings,
+                settings = settings._replace(
                     fsdp1_elsewhere=checks,
                     fsdp1_api_elsewhere=calls,
                     fsdp1_elsewhere_why=self.fsdp1_checks.elsewhere_why(path),
                     fsdp1_companion=sites,
                 )
-        return dataclasses.replace(settings, **declared) if declared else settings
+        return settings._replace(**declared) if declared else settings
 
     def summary_lines(self, no_fix: bool = False) -> list[str]:
         """The ranges used and where they came from, for the run's summary.

@@ -15,19 +15,18 @@ name belongs to no project.
 
 from __future__ import annotations
 
-import dataclasses
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from codemods.cli.floors import DeclaredFloors, declared_floors, is_project_root
+from codemods.records import Record
 from codemods.releases import TITLES, Releases, Span
 
 __all__ = ["ProjectTarget", "ProjectTargets"]
 
 
-@dataclass(frozen=True)
-class ProjectTarget:
+class ProjectTarget(NamedTuple):
     """The releases used for the files of one project, and what could not be read.
 
     Attributes:
@@ -51,8 +50,7 @@ class ProjectTarget:
         return [f"note: {problem}; it does not count" for problem in self.problems]
 
 
-@dataclass
-class ProjectTargets:
+class ProjectTargets(Record):
     """Chooses each file's releases and records them per project root.
 
     Attributes:
@@ -61,12 +59,20 @@ class ProjectTargets:
         config_path: The ``pyproject.toml`` the configuration came from.
     """
 
-    command_line: dict[str, Span | None] = field(default_factory=dict)
-    config: dict[str, Span | None] = field(default_factory=dict)
-    config_path: Path | None = None
-    _roots: dict[Path, Path | None] = field(default_factory=dict, repr=False)
-    _directories: dict[str, Path | None] = field(default_factory=dict, repr=False)
-    _projects: dict[Path | None, ProjectTarget] = field(default_factory=dict, repr=False)
+    _fields = ("command_line", "config", "config_path")  # what repr and == show
+
+    def __init__(
+        self,
+        command_line: dict[str, Span | None] | None = None,
+        config: dict[str, Span | None] | None = None,
+        config_path: Path | None = None,
+    ) -> None:
+        self.command_line = {} if command_line is None else command_line
+        self.config = {} if config is None else config
+        self.config_path = config_path
+        self._roots: dict[Path, Path | None] = {}
+        self._directories: dict[str, Path | None] = {}
+        self._projects: dict[Path | None, ProjectTarget] = {}
 
     def for_file(self, path: str | os.PathLike[str]) -> dict[str, Releases]:
         """The ``Settings`` fields for ``path``: its project's releases.
@@ -123,8 +129,7 @@ class ProjectTargets:
         config = self.config.get(framework)
         if config:
             where = _display(self.config_path) if self.config_path else "pyproject.toml"
-            return dataclasses.replace(
-                config,
+            return config._replace(
                 floor_origin=f"{config.floor_origin} in {where}" if config.floor_origin else "",
                 top_origin=f"{config.top_origin} in {where}" if config.top_origin else "",
             )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 
 from libcst.metadata import MetadataWrapper
@@ -120,7 +119,7 @@ def _settled(source: bytes, settings: Settings) -> bool:
 def _withhold(finding: Finding, reason: str) -> Finding:
     if not finding.fixed:
         return finding
-    return dataclasses.replace(finding, fixed=False, withheld=reason)
+    return finding.replace(fixed=False, withheld=reason)
 
 
 def _merge(first: list[Finding], later: list[Finding]) -> list[Finding]:
@@ -135,7 +134,7 @@ def _merge(first: list[Finding], later: list[Finding]) -> list[Finding]:
         if not open_:
             continue  # found only after an earlier fix (its finding is that fix's)
         index = next((i for i in open_ if merged[i].line == fix.line), open_[0])
-        merged[index] = dataclasses.replace(merged[index], fixable=True, fixed=True)
+        merged[index] = merged[index].replace(fixable=True, fixed=True)
     return merged
 
 

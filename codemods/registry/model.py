@@ -7,8 +7,7 @@ hook, the codemod, the runtime layer and the docs all read the same entries.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
-from typing import Union
+from typing import NamedTuple, Union
 
 #: A literal that a string-value rule maps (``"fsdp_native"``, ``16``).
 Literal = Union[str, int]
@@ -52,8 +51,7 @@ class FixSafety(str, enum.Enum):
     MANUAL = "manual"
 
 
-@dataclass(frozen=True)
-class Example:
+class Example(NamedTuple):
     """A before/after pair of complete, parseable Python snippets."""
 
     before: str
@@ -71,8 +69,7 @@ class Example:
         return cls(source, source)
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(NamedTuple):
     """One API change, with everything the lint, the codemod, ``compat`` and the docs need.
 
     Attributes:
@@ -201,8 +198,7 @@ class Rule:
         return self.fix is not FixSafety.MANUAL
 
 
-@dataclass(frozen=True)
-class Capability:
+class Capability(NamedTuple):
     """A version-gated feature that is not a rename: what a feature flag checks.
 
     Attributes:
@@ -220,23 +216,40 @@ class Capability:
     note: str = ""
 
 
-@dataclass(frozen=True)
 class Registry:
-    """The whole table: rules by code, and the capabilities feature flags test for."""
+    """The whole table: rules by code, and the capabilities feature flags test for.
 
-    rules: tuple[Rule, ...]
-    capabilities: tuple[Capability, ...] = field(default=())
+    Attributes:
+        rules: The rules, each code once.
+        capabilities: The capabilities.
+    """
 
-    def __post_init__(self) -> None:
-        codes = [rule.code for rule in self.rules]
+    __slots__ = ("_by_code", "capabilities", "rules")
+
+    def __init__(self, rules: tuple[Rule, ...], capabilities: tuple[Capability, ...] = ()):
+        codes = [rule.code for rule in rules]
         duplicates = sorted({code for code in codes if codes.count(code) > 1})
         if duplicates:
             raise ValueError(f"duplicate rule codes in the registry: {', '.join(duplicates)}")
+        self.rules = rules
+        self.capabilities = capabilities
+        self._by_code = {rule.code: rule for rule in rules}
+
+    def __repr__(self) -> str:
+        return f"Registry(rules={self.rules!r}, capabilities={self.capabilities!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not Registry:
+            return NotImplemented
+        return (self.rules, self.capabilities) == (other.rules, other.capabilities)
+
+    def __hash__(self) -> int:
+        return hash((self.rules, self.capabilities))
 
     def __getitem__(self, code: str) -> Rule:
-        for rule in self.rules:
-            if rule.code == code:
-                return rule
+        rule = self._by_code.get(code)
+        if rule is not None:
+            return rule
         raise KeyError(f"no rule {code!r}; known codes: {', '.join(r.code for r in self.rules)}")
 
     def __iter__(self):

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import functools
 import importlib
-import pkgutil
 
 
 @functools.cache
 def own_behaviours() -> dict[str, type]:
     """The behaviour class of every rule that has a module here, by rule code."""
+    import pkgutil  # here: a one-file lint reads the index's table instead
+
     found = {}
     for module in pkgutil.iter_modules(__path__):
         if module.name.startswith("fsdp") and module.name[4:].isdigit():

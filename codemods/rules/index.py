@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import inspect
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import overload
@@ -88,6 +87,8 @@ def where_it_lives(rule: Rule) -> list[str]:
         for path in sorted((package / "registry").glob("*.py"))
         if entry in path.read_text(encoding="utf-8")
     ]
+    import inspect  # here: a lint never asks, and inspect costs it about 3 ms to import
+
     source = inspect.getsourcefile(type(behaviour_for(rule)))
     if source is not None:
         files.append(Path(source).resolve())

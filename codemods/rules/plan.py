@@ -13,9 +13,9 @@ Fixes that depend on each other (``requires``) or that another old name rules ou
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
+from codemods.records import Record
 from codemods.registry import REGISTRY, Rule
 from codemods.registry.names import COMPAT_STRATEGY_FLAVOURS
 from codemods.rules.api import PARTIAL, Resolver, Site, Translation, unchanged
@@ -45,8 +45,7 @@ class Reference(NamedTuple):
     qualified: str
 
 
-@dataclass
-class Plan:
+class Plan(Record):
     """What the renames will do in one file.
 
     Attributes:
@@ -58,11 +57,21 @@ class Plan:
             :func:`why_not`), by code.
     """
 
-    present: set[str] = field(default_factory=set)
-    fixable: set[str] = field(default_factory=set)
-    applies: set[str] = field(default_factory=set)
-    superseded: set[str] = field(default_factory=set)
-    why_not: dict[str, str] = field(default_factory=dict)
+    _fields = ("present", "fixable", "applies", "superseded", "why_not")
+
+    def __init__(
+        self,
+        present: set[str] | None = None,
+        fixable: set[str] | None = None,
+        applies: set[str] | None = None,
+        superseded: set[str] | None = None,
+        why_not: dict[str, str] | None = None,
+    ) -> None:
+        self.present = set() if present is None else present
+        self.fixable = set() if fixable is None else fixable
+        self.applies = set() if applies is None else applies
+        self.superseded = set() if superseded is None else superseded
+        self.why_not = {} if why_not is None else why_not
 
 
 def why_not_settled(code: str, present: set[str]) -> str:

@@ -23,7 +23,6 @@ Example:
 from __future__ import annotations
 
 import ast
-import dataclasses
 from collections.abc import Iterator
 
 from packaging.version import Version
@@ -54,7 +53,7 @@ def with_evidence(
         except (SyntaxError, ValueError):
             return None
     releases = settings.releases.with_evidence(evidence_floors(tree))
-    return dataclasses.replace(settings, releases=releases), tree
+    return settings._replace(releases=releases), tree
 
 
 def evidence_floors(tree: ast.Module) -> dict[str, tuple[Version, str]]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 import functools
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from codemods.registry import REGISTRY
 from codemods.screen.needs import needs
@@ -27,8 +27,7 @@ from codemods.settings import Settings
 from codemods.syntax.ast_nodes import dotted, tree_index
 
 
-@dataclass(frozen=True)
-class _Targets:
+class _Targets(NamedTuple):
     """What the enabled rules look for, as the scan can see it.
 
     Attributes:
@@ -63,15 +62,17 @@ def _targets(settings: Settings) -> _Targets:
     )
 
 
-@dataclass
 class _Module:
     """What one walk over a module's ``ast`` collects for the scan."""
 
-    bound: dict[str, set[str]] = field(default_factory=dict)
-    imported: list[str] = field(default_factory=list)
-    uses: list[ast.Name | ast.Attribute] = field(default_factory=list)
-    keywords: set[str | None] = field(default_factory=set)
-    parameters: set[str] = field(default_factory=set)
+    __slots__ = ("bound", "imported", "keywords", "parameters", "uses")
+
+    def __init__(self) -> None:
+        self.bound: dict[str, set[str]] = {}
+        self.imported: list[str] = []
+        self.uses: list[ast.Name | ast.Attribute] = []
+        self.keywords: set[str | None] = set()
+        self.parameters: set[str] = set()
 
 
 def _collect(tree: ast.AST) -> _Module:

@@ -20,13 +20,12 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from codemods.registry import ChangeKind, Rule
 
 
-@dataclass(frozen=True)
-class Needs:
+class Needs(NamedTuple):
     """What must appear in a module for one rule to find something in it.
 
     Attributes:

@@ -11,13 +11,23 @@ tokenizer, so ``"# noqa"`` inside a string is not one.
 
 from __future__ import annotations
 
+import functools
 import io
 import re
 import tokenize
-from dataclasses import dataclass, field
 
-_LINE = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]*(?:[\s,]+[A-Z]+[0-9]*)*))?", re.I)
-_FILE = re.compile(r"^#\s*fsdp-compat:\s*noqa(?::\s*(?P<codes>[A-Z0-9,\s]+))?\s*$", re.I)
+from codemods.records import Record
+
+
+@functools.cache
+def _line() -> re.Pattern[str]:
+    return re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]*(?:[\s,]+[A-Z]+[0-9]*)*))?", re.I)
+
+
+@functools.cache
+def _file() -> re.Pattern[str]:
+    return re.compile(r"^#\s*fsdp-compat:\s*noqa(?::\s*(?P<codes>[A-Z0-9,\s]+))?\s*$", re.I)
+
 
 #: Every code: what a bare noqa comment silences.
 ALL: frozenset[str] = frozenset({""})
@@ -29,8 +39,7 @@ def _codes(text: str | None) -> frozenset[str]:
     return frozenset(code.upper() for code in re.split(r"[\s,]+", text.strip()) if code)
 
 
-@dataclass(frozen=True)
-class Suppressions:
+class Suppressions(Record):
     """The ``noqa`` comments of one file.
 
     Attributes:
@@ -38,8 +47,15 @@ class Suppressions:
         whole_file: Codes (or prefixes) silenced everywhere in the file.
     """
 
-    lines: dict[int, frozenset[str]] = field(default_factory=dict)
-    whole_file: frozenset[str] = frozenset()
+    _fields = ("lines", "whole_file")
+
+    def __init__(
+        self,
+        lines: dict[int, frozenset[str]] | None = None,
+        whole_file: frozenset[str] = frozenset(),
+    ) -> None:
+        self.lines = {} if lines is None else lines
+        self.whole_file = whole_file
 
     def silences(self, line: int, code: str) -> bool:
         r"""Whether a finding ``code`` on ``line`` is silenced.
@@ -67,11 +83,11 @@ def parse(source: bytes) -> Suppressions:
     lines: dict[int, frozenset[str]] = {}
     whole: set[str] = set()
     for line, alone, comment in _comments(source):
-        file_level = _FILE.match(comment)
+        file_level = _file().match(comment)
         if file_level and alone:
             whole |= _codes(file_level.group("codes"))
             continue
-        match = _LINE.search(comment)
+        match = _line().search(comment)
         if match:
             lines[line] = lines.get(line, frozenset()) | _codes(match.group("codes"))
     return Suppressions(lines, frozenset(whole))

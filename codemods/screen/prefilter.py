@@ -25,8 +25,9 @@ from __future__ import annotations
 import ast
 import functools
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
+from codemods.records import Record
 from codemods.registry import REGISTRY, Rule
 from codemods.screen.needs import needs
 from codemods.settings import Settings
@@ -163,8 +164,7 @@ def _alias(name: bytes) -> re.Pattern[bytes]:
     return re.compile(rb"\bas\s+" + re.escape(name) + rb"\b")
 
 
-@dataclass(frozen=True)
-class RuleFilter:
+class RuleFilter(Record):
     """What must appear in a file for one rule to find anything in it.
 
     Attributes:
@@ -179,10 +179,22 @@ class RuleFilter:
         pattern: For value rules: a pattern one of the old values matches.
     """
 
-    roots: frozenset[bytes]
-    names: tuple[tuple[bytes, bytes, tuple[bytes, ...]], ...] = ()
-    word: bytes | None = None
-    pattern: re.Pattern[bytes] | None = None
+    _fields = ("roots", "names", "word", "pattern")
+
+    def __init__(
+        self,
+        roots: frozenset[bytes],
+        names: tuple[tuple[bytes, bytes, tuple[bytes, ...]], ...] = (),
+        word: bytes | None = None,
+        pattern: re.Pattern[bytes] | None = None,
+    ) -> None:
+        self.roots = roots
+        self.names = names
+        self.word = word
+        self.pattern = pattern
+
+    def __hash__(self) -> int:
+        return hash(self._values())
 
     @functools.cached_property
     def _by_path(self) -> tuple[tuple[tuple[bytes, ...], tuple[tuple[bytes, ...], ...]], ...]:
@@ -265,8 +277,7 @@ def _filters(settings: Settings) -> tuple[RuleFilter, ...]:
     return tuple(rule_filter(rule) for rule in REGISTRY if settings.enabled(rule))
 
 
-@dataclass(frozen=True)
-class _Group:
+class _Group(NamedTuple):
     """The filters that one key text gates, and what else the key implies.
 
     Attributes:
@@ -330,8 +341,7 @@ def may_have_findings(source: bytes, settings: Settings) -> bool:
     return False
 
 
-@dataclass(frozen=True)
-class Passed:
+class Passed(NamedTuple):
     """A source both stages let through, with the tree the second one parsed.
 
     Attributes:

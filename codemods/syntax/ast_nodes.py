@@ -182,7 +182,9 @@ def is_bool(node: ast.AST) -> bool:
     return type(node) is ast.Constant and type(node.value) is bool  # type: ignore[attr-defined]
 
 
-_ONE_STRING = re.compile(r"""(?is)[a-z]{0,2}('''|\"\"\"|'|")(.*)\1""")
+@functools.cache
+def _one_string() -> re.Pattern[str]:
+    return re.compile(r"""(?is)[a-z]{0,2}('''|\"\"\"|'|")(.*)\1""")
 
 
 def literal(detector: SourceView, node: ast.AST) -> Any:
@@ -191,7 +193,7 @@ def literal(detector: SourceView, node: ast.AST) -> Any:
         return None
     found = node.value  # type: ignore[attr-defined]
     if type(found) is str:
-        match = _ONE_STRING.fullmatch(detector.segment(node))
+        match = _one_string().fullmatch(detector.segment(node))
         # "a" "b" is one Constant to ast and no SimpleString to libcst; undecided if unsure
         if match is None or match.group(1) in match.group(2).replace("\\" + match.group(1), ""):
             raise Undecided("a string literal spelled in parts")

@@ -20,6 +20,7 @@ definition of a bridge for both trees.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -208,7 +209,9 @@ def catches_import_error(handler: ast.ExceptHandler) -> bool:
 
 
 #: A release number in a gate's test: ``"2.1.0"``, ``_GREATER_EQUAL_2_1``.
-_RELEASE = re.compile(r"(?<![\d.])(\d+)[._](\d+)")
+@functools.cache
+def _release() -> re.Pattern[str]:
+    return re.compile(r"(?<![\d.])(\d+)[._](\d+)")
 
 
 def newer_release(test: str) -> tuple[int, int] | None:
@@ -224,7 +227,7 @@ def newer_release(test: str) -> tuple[int, int] | None:
     """
     if GATE.search(test) is None or newer_branch(test) is None:
         return None
-    found = _RELEASE.findall(test)
+    found = _release().findall(test)
     if len({tuple(map(int, f)) for f in found}) != 1:
         return None  # none, or several numbers: which one is the threshold is not certain
     major, minor = found[0]
@@ -268,7 +271,7 @@ def cst_gate_ceiling(
     while current is not None:
         if isinstance(current, cst.If):
             test = cst.Module([]).code_for_node(current.test)
-            release = newer_release(test) if _TORCH_ONLY.search(test) else None
+            release = newer_release(test) if _torch_only().search(test) else None
             newer = newer_branch(test) if release is not None else None
             branch = current.orelse if newer else current.body
             if release is not None and branch is child and (best is None or release < best):
@@ -278,7 +281,9 @@ def cst_gate_ceiling(
 
 
 #: A gate on torch's own release, not Lightning's or FairScale's.
-_TORCH_ONLY = re.compile(r"(?i)^(?!.*(?:lightning|\bpl\b|_pl_|fairscale)).*torch")
+@functools.cache
+def _torch_only() -> re.Pattern[str]:
+    return re.compile(r"(?i)^(?!.*(?:lightning|\bpl\b|_pl_|fairscale)).*torch")
 
 
 def ast_gate_floor(
