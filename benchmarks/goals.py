@@ -1,6 +1,7 @@
 """Every figure of issue 44's table beside its yardstick, measured in one run.
 
     python benchmarks/goals.py [--repeat N] [--corpus DIR] [--tree DIR] [--tests]
+                               [--installed] [--only TEXT] [--before DIR]
 
 Each row pairs a command with its yardstick; the two run as fresh processes, one after
 the other, ``--repeat`` times (after one untimed warm-up each), and the row prints the
@@ -9,7 +10,10 @@ the ratios of the medians against the goal:
 
 - ``fsdp-lint`` on one legacy file (what a pre-commit hook or an editor pays per call),
   in a folder with no project file and in one whose ``pyproject.toml`` declares its
-  releases, against a bare ``python -c pass`` (goal: 2.5x);
+  releases, against a bare ``python -c pass`` (goal: 2.5x); and, with ``--installed``,
+  as pre-commit runs it: the ``fsdp-lint`` script of a fresh environment where the
+  project is installed, not editable (an editable install's import hook makes every
+  start of this environment's Python, the yardstick's too, about 10 ms slower);
 - ``fsdp-lint`` on the installed torch package's source tree (or ``--tree``) against
   ``ruff check --select UP --no-cache`` (goal: 2x);
 - ``fsdp-lint`` on the realistic 60-file tree of ``tests/realistic_tree.py`` and on a
@@ -76,6 +80,7 @@ class Row:
         yardstick: The yardstick's command.
         goal: The ratio of wall times the goal allows (``None``: a difference in ms).
         cwd: Where both run (None: the scratch folder).
+        env: Their environment (None: this checkout first on ``PYTHONPATH``).
     """
 
     label: str
@@ -85,6 +90,7 @@ class Row:
     goal: float | None
     cwd: Path | None = None
     times: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+    env: dict[str, str] | None = None
 
 
 def timed(
@@ -100,7 +106,48 @@ def timed(
     return elapsed, usage.ru_utime + usage.ru_stime
 
 
-def rows(scratch: Path, tree: Path, corpus: Path | None) -> list[Row]:
+def installed(scratch: Path) -> Path:
+    """A fresh environment with this checkout installed as pre-commit installs it.
+
+    pip builds and installs the project (not editable) into a folder that a new
+    virtual environment reads first, then this environment's packages (libcst,
+    packaging): its ``bin/fsdp-lint`` is the script pre-commit runs. Returns ``bin``.
+    """
+    venv, target = scratch / "venv", scratch / "installed"
+    subprocess.run([PYTHON, "-m", "venv", "--without-pip", str(venv)], check=True)
+    pip = [PYTHON, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation"]
+    subprocess.run([*pip, "--target", str(target), str(ROOT)], check=True, cwd=scratch)
+    bin_dir = venv / "bin"
+    python = bin_dir / "python"
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    packages = subprocess.run(
+        [
+            PYTHON,
+            "-c",
+            "import libcst, os; print(os.path.dirname(os.path.dirname(libcst.__file__)))",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    # A path a .pth names is only added: the editable install's own .pth there is not run.
+    Path(site, "fsdp_compat_installed.pth").write_text(f"{target}\n{packages}\n", encoding="utf-8")
+    script = (target / "bin" / "fsdp-lint").read_text(encoding="utf-8").split("\n", 1)[1]
+    (bin_dir / "fsdp-lint").write_text(f"#!{python}\n{script}", encoding="utf-8")
+    (bin_dir / "fsdp-lint").chmod(0o755)
+    env = {name: value for name, value in ENV.items() if name != "PYTHONPATH"}
+    subprocess.run([str(python), "-m", "compileall", "-q", str(target)], env=env, check=True)
+    return bin_dir
+
+
+def rows(
+    scratch: Path, tree: Path, corpus: Path | None, installed_bin: Path | None = None
+) -> list[Row]:
     """The rows to measure; the hook's folders and the realistic tree go in ``scratch``."""
     bare = scratch / "bare"
     bare.mkdir()
@@ -142,6 +189,19 @@ def rows(scratch: Path, tree: Path, corpus: Path | None) -> list[Row]:
             2.0,
         ),
     ]
+    if installed_bin is not None:
+        found.insert(
+            2,
+            Row(
+                "fsdp-lint, 1 file, installed (pre-commit's)",
+                [str(installed_bin / "fsdp-lint"), "--force-exclude", HOOK_FILE.name],
+                "its python -c pass",
+                [str(installed_bin / "python"), "-c", "pass"],
+                2.5,
+                bare,
+                env={name: value for name, value in ENV.items() if name != "PYTHONPATH"},
+            ),
+        )
     if corpus is not None:
         found.append(
             Row(
@@ -179,14 +239,14 @@ def measure(found: list[Row], repeat: int, scratch: Path, before: Path | None = 
     for row in found:
         row.cwd = row.cwd or scratch
         row.times = {"command": [], "yardstick": [], "before": []}
-        timed(row.command, row.cwd)
-        timed(row.yardstick, row.cwd)
+        timed(row.command, row.cwd, row.env)
+        timed(row.yardstick, row.cwd, row.env)
         if earlier is not None:
             timed(row.command, row.cwd, earlier)
     for _ in range(repeat):
         for row in found:
-            row.times["command"].append(timed(row.command, row.cwd))
-            row.times["yardstick"].append(timed(row.yardstick, row.cwd))
+            row.times["command"].append(timed(row.command, row.cwd, row.env))
+            row.times["yardstick"].append(timed(row.yardstick, row.cwd, row.env))
             if earlier is not None:
                 row.times["before"].append(timed(row.command, row.cwd, earlier))
 
@@ -238,9 +298,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tests", action="store_true", help="also time the test command")
     parser.add_argument("--only", default="", help="only the rows whose label holds this")
     parser.add_argument("--before", type=Path, default=None, help="an earlier source tree")
+    parser.add_argument(
+        "--installed", action="store_true", help="also the hook as installed (pre-commit's)"
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as scratch:
-        found = rows(Path(scratch), args.tree or torch_tree(), args.corpus)
+        bin_dir = installed(Path(scratch)) if args.installed else None
+        found = rows(Path(scratch), args.tree or torch_tree(), args.corpus, bin_dir)
         found = [row for row in found if args.only in row.label]
         measure(found, args.repeat, Path(scratch), args.before)
         print(report(found, args.repeat))

@@ -432,3 +432,25 @@ def test_sigint_anywhere_in_a_processes_first_file_never_reports_an_error(tmp_pa
         assert (target.read_bytes() == original) == (outcome == "abandoned")
         outcomes.append(outcome)
     assert "abandoned" in outcomes  # the signals did land in the work
+
+
+def test_the_stop_handlers_are_installed_in_the_main_thread_only():
+    import threading
+
+    from codemods.batch import stopping
+
+    before = signal.getsignal(signal.SIGTERM)
+    with stopping.on_signals() as stop:
+        assert signal.getsignal(signal.SIGTERM) is stopping._on_signal
+        assert stop.signum == 0
+    assert signal.getsignal(signal.SIGTERM) is before
+    seen = []
+
+    def elsewhere() -> None:  # Python refuses handlers outside the main thread
+        with stopping.on_signals() as stop:
+            seen.append((stop.signum, signal.getsignal(signal.SIGTERM)))
+
+    thread = threading.Thread(target=elsewhere)
+    thread.start()
+    thread.join()
+    assert seen == [(0, before)]

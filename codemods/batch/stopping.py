@@ -22,11 +22,11 @@ the atomic replace: it has nobody to report to, so it writes nothing more.
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import os
 import signal
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -106,7 +106,7 @@ class Stop:
 
 
 #: Held while a file is written (see :meth:`Stop.writing`).
-_WRITE_LOCK = threading.Lock()
+_WRITE_LOCK = _thread.allocate_lock()  # threading's Lock, without importing threading
 #: This process's state: the command's in the command, each worker's own in a worker.
 STATE = Stop()
 
@@ -119,6 +119,8 @@ def _on_signal(signum: int, frame: object) -> None:
     if STATE.orphaned and STATE.phase != WRITING:
         os._exit(1)  # nothing of the file in hand is written; nobody waits for its result
     if first and STATE.parent is not None:  # a worker: it answers, then must not linger
+        import threading  # a worker: multiprocessing has imported it (a hook's run needs none)
+
         threading.Thread(target=_exit_after_grace, name="stop-grace", daemon=True).start()
     if STATE.phase == WORKING:
         STATE.phase = IDLE  # one file, one Abandoned: a second signal must not raise again
@@ -137,10 +139,11 @@ def on_signals() -> Iterator[Stop]:
     changes nothing.
     """
     STATE.signum, STATE.phase, STATE.interrupted = 0, IDLE, False
-    if threading.current_thread() is not threading.main_thread():
+    try:
+        previous = {signum: signal.signal(signum, _on_signal) for signum in SIGNALS}
+    except ValueError:  # not the main thread, where alone Python installs handlers
         yield STATE
         return
-    previous = {signum: signal.signal(signum, _on_signal) for signum in SIGNALS}
     try:
         yield STATE
     finally:
@@ -164,6 +167,8 @@ def start_worker(shared: Any, parent: int, death_signal: bool = True) -> None:
     for signum in SIGNALS:
         signal.signal(signum, _on_signal)
     if not (death_signal and _ask_for_death_signal()):
+        import threading
+
         threading.Thread(target=_watch_parent, name="parent-watchdog", daemon=True).start()
     if STATE.orphaned:  # the parent died before the request above could take effect
         os._exit(1)
