@@ -135,6 +135,19 @@ def test_a_project_file_loads_its_readers(tmp_path):
     assert "train.py:2:41: FSDP101 [*]" in output
 
 
+def test_a_project_configuration_loads_no_dataclasses_nor_argparse(tmp_path):
+    # A pyproject.toml whose [tool.fsdp-compat] sets both ranges, as examples/legacy's
+    # does: it is read, and the release check reads the measured releases. (Where a range
+    # is read from the declarations, packaging's requirement parser imports dataclasses.)
+    table = '[tool.fsdp-compat]\ntarget-torch = "2.6.."\ntarget-lightning = "2.1.."\n'
+    (tmp_path / "pyproject.toml").write_text(table)
+    (tmp_path / "train.py").write_text(LEGACY)
+    modules, output = _modules_after(["codemods.lint", "--force-exclude", "train.py"], tmp_path)
+    assert "train.py:2:41: FSDP101 [*]" in output  # torch 2.6.. from the configuration
+    assert {"tomllib", "codemods.registry.deprecations"} <= modules
+    assert not modules & {"dataclasses", "inspect", "argparse"}
+
+
 def test_two_files_load_the_project_scanners(tmp_path):
     (tmp_path / "a.py").write_text(LEGACY)
     (tmp_path / "b.py").write_text("x = 1\n")

@@ -18,9 +18,8 @@ import os
 import re
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -68,8 +67,7 @@ _QUIET_OPTIONS = {
 }
 
 
-@dataclass(frozen=True)
-class Declaration:
+class Declaration(NamedTuple):
     """One requirement that bounds a framework from below.
 
     Attributes:

@@ -14,7 +14,7 @@ Plain data: importing this module needs neither torch nor Lightning.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 #: The torch releases of the validation matrix (tox.ini's ``matrix`` label).
 TORCH_RELEASES = (
@@ -33,8 +33,7 @@ TORCH_RELEASES = (
 LIGHTNING_RELEASES = ("1.9.5", "2.0.9", "2.1.4", "2.2.5", "2.3.3", "2.4.0", "2.5.6", "2.6.6")
 
 
-@dataclass(frozen=True)
-class Deprecation:
+class Deprecation(NamedTuple):
     """One deprecation warning of torch or Lightning, and what answers it.
 
     Attributes:
