@@ -13,7 +13,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
-import symtable
 
 from codemods.batch.results import FileResult
 from codemods.findings import INVALID_SYNTAX, Finding
@@ -35,6 +34,8 @@ def syntax_error(source: bytes) -> tuple[int, int, str] | None:
         >>> syntax_error(b"def f(a, a):\n    pass\n")
         (1, 10, "duplicate argument 'a' in function definition")
     """
+    import symtable  # here: a hook's file with something to find never needs it (weakref)
+
     try:
         # The parser without ``ast``'s Python objects (about 40% less CPU than
         # ``ast.parse``); its symbol table also refuses what Python's compiler would
