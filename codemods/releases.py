@@ -27,9 +27,11 @@ Example:
 from __future__ import annotations
 
 import functools
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol
 
 from packaging.version import InvalidVersion, Version
+
+from codemods.records import Frozen
 
 __all__ = ["RangeError", "Releases", "Span", "parse_span", "short_release"]
 
@@ -69,7 +71,7 @@ class RangeError(ValueError):
     """A release or range that cannot be read; the message says why."""
 
 
-class Span(NamedTuple):
+class Span(Frozen):
     """One framework's releases: from ``floor`` to ``top``, and where each came from.
 
     Attributes:
@@ -85,13 +87,43 @@ class Span(NamedTuple):
             evidence floor the range is unknown. Empty where there is none.
     """
 
-    floor: Version | None = None
-    top: Version | None = None
-    top_exclusive: bool = False
-    floor_origin: str = ""
-    top_origin: str = ""
-    evidence: bool = False
-    unversioned: str = ""
+    __slots__ = _fields = (
+        "floor",
+        "top",
+        "top_exclusive",
+        "floor_origin",
+        "top_origin",
+        "evidence",
+        "unversioned",
+    )
+
+    floor: Version | None
+    top: Version | None
+    top_exclusive: bool
+    floor_origin: str
+    top_origin: str
+    evidence: bool
+    unversioned: str
+
+    def __init__(
+        self,
+        floor: Version | None = None,
+        top: Version | None = None,
+        top_exclusive: bool = False,
+        floor_origin: str = "",
+        top_origin: str = "",
+        evidence: bool = False,
+        unversioned: str = "",
+    ) -> None:
+        self._set(
+            floor=floor,
+            top=top,
+            top_exclusive=top_exclusive,
+            floor_origin=floor_origin,
+            top_origin=top_origin,
+            evidence=evidence,
+            unversioned=unversioned,
+        )
 
     def reaches(self, release: Version) -> bool:
         """Whether some release of the range is ``release`` or newer."""
@@ -139,14 +171,23 @@ class Span(NamedTuple):
         return f"{title} {self.text()}" + (f" ({'; '.join(origins)})" if origins else "")
 
 
-class Releases(NamedTuple):
+#: A framework's span where nothing sets one (the current release stands in).
+_NOT_SET = Span()
+
+
+class Releases(Frozen):
     """The releases of each framework a file runs on.
 
     FairScale rules are dated by torch's releases (``Rule.version_framework``).
     """
 
-    torch: Span = Span()
-    lightning: Span = Span()
+    __slots__ = _fields = ("torch", "lightning")
+
+    torch: Span
+    lightning: Span
+
+    def __init__(self, torch: Span = _NOT_SET, lightning: Span = _NOT_SET) -> None:
+        self._set(torch=torch, lightning=lightning)
 
     @classmethod
     def parse(cls, torch: str | None = None, lightning: str | None = None) -> Releases:
@@ -247,8 +288,8 @@ class Releases(NamedTuple):
             span = self.span(framework)
             if span.evidence and framework in floors:
                 release, why = floors[framework]
-                spans[framework] = span._replace(floor=release, floor_origin=f"evidence: {why}")
-        return self._replace(**spans) if spans else self
+                spans[framework] = span.replace(floor=release, floor_origin=f"evidence: {why}")
+        return self.replace(**spans) if spans else self
 
     @property
     def needs_evidence(self) -> bool:

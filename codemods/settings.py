@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
+from codemods.records import Frozen
 from codemods.registry import FixSafety, Rule
 from codemods.releases import Releases
 
+#: The releases a run judges code against where nothing says otherwise.
+_CURRENT = Releases()
 
-class Settings(NamedTuple):
+
+class Settings(Frozen):
     """Which rules run and which fixes apply.
 
     Attributes:
@@ -39,17 +41,59 @@ class Settings(NamedTuple):
             for FSDP1's class are rewritten with them (the project converts together).
     """
 
-    select: tuple[str, ...] = ()
-    ignore: tuple[str, ...] = ()
-    fix: bool = False
-    unsafe_fixes: bool = False
-    releases: Releases = Releases()
-    fsdp2_bridge: bool = False
-    lightning_bases: frozenset[str] = frozenset()
-    fsdp1_elsewhere: tuple[str, ...] = ()
-    fsdp1_api_elsewhere: tuple[str, ...] = ()
-    fsdp1_elsewhere_why: str | None = None
-    fsdp1_companion: tuple[str, ...] = ()
+    __slots__ = _fields = (
+        "select",
+        "ignore",
+        "fix",
+        "unsafe_fixes",
+        "releases",
+        "fsdp2_bridge",
+        "lightning_bases",
+        "fsdp1_elsewhere",
+        "fsdp1_api_elsewhere",
+        "fsdp1_elsewhere_why",
+        "fsdp1_companion",
+    )
+
+    select: tuple[str, ...]
+    ignore: tuple[str, ...]
+    fix: bool
+    unsafe_fixes: bool
+    releases: Releases
+    fsdp2_bridge: bool
+    lightning_bases: frozenset[str]
+    fsdp1_elsewhere: tuple[str, ...]
+    fsdp1_api_elsewhere: tuple[str, ...]
+    fsdp1_elsewhere_why: str | None
+    fsdp1_companion: tuple[str, ...]
+
+    def __init__(
+        self,
+        select: tuple[str, ...] = (),
+        ignore: tuple[str, ...] = (),
+        fix: bool = False,
+        unsafe_fixes: bool = False,
+        releases: Releases = _CURRENT,
+        fsdp2_bridge: bool = False,
+        lightning_bases: frozenset[str] = frozenset(),
+        fsdp1_elsewhere: tuple[str, ...] = (),
+        fsdp1_api_elsewhere: tuple[str, ...] = (),
+        fsdp1_elsewhere_why: str | None = None,
+        fsdp1_companion: tuple[str, ...] = (),
+    ) -> None:
+        self._set(
+            select=select,
+            ignore=ignore,
+            fix=fix,
+            unsafe_fixes=unsafe_fixes,
+            releases=releases,
+            fsdp2_bridge=fsdp2_bridge,
+            lightning_bases=lightning_bases,
+            fsdp1_elsewhere=fsdp1_elsewhere,
+            fsdp1_api_elsewhere=fsdp1_api_elsewhere,
+            fsdp1_elsewhere_why=fsdp1_elsewhere_why,
+            fsdp1_companion=fsdp1_companion,
+        )
 
     def enabled(self, rule: Rule) -> bool:
         """Whether ``rule`` is reported under these settings."""

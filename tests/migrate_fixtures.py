@@ -79,7 +79,7 @@ def triggered(fixture: Fixture) -> tuple[str, ...]:
     """The rule codes lint reports on the fixture's input, under the fixture's own options."""
     from codemods.engine.run import run  # the engine only where a test asks, not for every importer
 
-    lint = fixture.settings._replace(fix=False)
+    lint = fixture.settings.replace(fix=False)
     return tuple(sorted({f.code for f in run(fixture.source.encode(), lint).findings}))
 
 
@@ -106,6 +106,6 @@ def sources(fix: bool) -> list:
     for path in sorted(ROOT.iterdir()):
         if (path / "input.py").exists():
             fixture = load(path.name)
-            settings = fixture.settings._replace(fix=fix)
+            settings = fixture.settings.replace(fix=fix)
             params.append(pytest.param(fixture.source.encode(), settings, id=path.name))
     return params

@@ -245,7 +245,7 @@ def test_fsdp1_checkpoint_blocks_with_an_fsdp2_form_dispatch_too():
         """
     )
     # the floor torch.distributed.checkpoint's state-dict functions need (2.2 and later)
-    settings = SETTINGS._replace(releases=Releases.parse(torch="2.3.."))
+    settings = SETTINGS.replace(releases=Releases.parse(torch="2.3.."))
     new = run(source.encode(), settings).new_source.decode()
     assert (
         "    if HAS_FSDP2:\n        state = model.state_dict()\n"

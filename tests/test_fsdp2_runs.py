@@ -51,7 +51,7 @@ ON_THE_BRIDGE = frozenset(
 )
 STEPS = 4
 SETTINGS = Settings(fix=True, unsafe_fixes=True, select=("FSDP4",))
-BRIDGE = SETTINGS._replace(fsdp2_bridge=True)
+BRIDGE = SETTINGS.replace(fsdp2_bridge=True)
 
 
 class Stage(nn.Module):

@@ -11,18 +11,18 @@ from __future__ import annotations
 import ast
 import io
 import tokenize
-from typing import NamedTuple
 
 from codemods.astlint.detector import Detector, Undecided
 from codemods.astlint.walk import Walk
 from codemods.findings import Finding
+from codemods.records import Frozen
 from codemods.screen.noqa import Suppressions
 from codemods.settings import Settings
 
 __all__ = ["Detection", "Screened", "Undecided", "detect", "found_on_ast", "lint", "screen"]
 
 
-class Detection(NamedTuple):
+class Detection(Frozen):
     """One pass of the ``ast`` detector over a module.
 
     Attributes:
@@ -32,13 +32,24 @@ class Detection(NamedTuple):
         findings: Sorted, none marked fixed.
     """
 
+    __slots__ = _fields = ("tree", "detector", "walk", "findings")
+
     tree: ast.Module
     detector: Detector
     walk: Walk
     findings: list[Finding]
 
+    def __init__(
+        self,
+        tree: ast.Module,
+        detector: Detector,
+        walk: Walk,
+        findings: list[Finding],
+    ) -> None:
+        self._set(tree=tree, detector=detector, walk=walk, findings=findings)
 
-class Screened(NamedTuple):
+
+class Screened(Frozen):
     """What the ``ast`` side makes of a module, for the runner.
 
     Attributes:
@@ -48,8 +59,13 @@ class Screened(NamedTuple):
             reuses (:func:`codemods.engine.pruning.survey`); else None.
     """
 
+    __slots__ = _fields = ("findings", "detection")
+
     findings: list[Finding] | None
-    detection: Detection | None = None
+    detection: Detection | None
+
+    def __init__(self, findings: list[Finding] | None, detection: Detection | None = None) -> None:
+        self._set(findings=findings, detection=detection)
 
 
 def lint(source: bytes, settings: Settings, tree: ast.Module | None = None) -> list[Finding]:

@@ -14,7 +14,8 @@ import re
 import stat
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import NamedTuple
+
+from codemods.records import Frozen
 
 #: Directories never walked into (files named explicitly are still processed).
 DEFAULT_EXCLUDES = (
@@ -36,11 +37,16 @@ DEFAULT_EXCLUDES = (
 )
 
 
-class Problem(NamedTuple):
+class Problem(Frozen):
     """A path that could not be processed, and why (reported, never raised)."""
+
+    __slots__ = _fields = ("path", "reason")
 
     path: str
     reason: str
+
+    def __init__(self, path: str, reason: str) -> None:
+        self._set(path=path, reason=reason)
 
     def __str__(self) -> str:
         return f"{self.path}: {self.reason}"

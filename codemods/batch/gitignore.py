@@ -22,15 +22,21 @@ import functools
 import os
 import re
 from pathlib import Path
-from typing import NamedTuple
+
+from codemods.records import Frozen
 
 
-class _Rule(NamedTuple):
+class _Rule(Frozen):
     """One pattern line of a ``.gitignore``, for paths relative to its directory."""
+
+    __slots__ = _fields = ("regex", "negated", "directories_only")
 
     regex: re.Pattern[str]
     negated: bool
     directories_only: bool
+
+    def __init__(self, regex: re.Pattern[str], negated: bool, directories_only: bool) -> None:
+        self._set(regex=regex, negated=negated, directories_only=directories_only)
 
     def matches(self, relative: str, is_dir: bool) -> bool:
         if self.directories_only and not is_dir:

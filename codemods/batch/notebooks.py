@@ -244,7 +244,7 @@ def fixing(settings: Settings) -> Settings:
     So each fix is known to go back into the cells (:meth:`Notebook.write_back`)
     before ``[*]`` promises it.
     """
-    return settings if settings.fix else settings._replace(fix=True)
+    return settings if settings.fix else settings.replace(fix=True)
 
 
 def in_cells(result: FileResult, notebook: Notebook) -> FileResult:

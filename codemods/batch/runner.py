@@ -21,7 +21,7 @@ import os
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from codemods.batch import stopping
 from codemods.batch.files import ChangedMeanwhile, write_atomic
@@ -34,6 +34,7 @@ from codemods.batch.syntax_errors import (
     syntax_error,
     unparsable,
 )
+from codemods.records import Frozen
 from codemods.screen.evidence import with_evidence
 from codemods.screen.prefilter import screen
 from codemods.settings import Settings
@@ -65,7 +66,7 @@ def _path_parts() -> re.Pattern[str]:
     return re.compile(r"[/\\.\-]+")
 
 
-class ToParse(NamedTuple):
+class ToParse(Frozen):
     """A screened file that the libcst engine decides.
 
     Attributes:
@@ -76,10 +77,21 @@ class ToParse(NamedTuple):
             screening found one (None: the run's settings for it).
     """
 
+    __slots__ = _fields = ("source", "detection", "settings", "notebook")
+
     source: bytes
-    detection: Detection | None = None
-    settings: Settings | None = None
-    notebook: Notebook | None = None
+    detection: Detection | None
+    settings: Settings | None
+    notebook: Notebook | None
+
+    def __init__(
+        self,
+        source: bytes,
+        detection: Detection | None = None,
+        settings: Settings | None = None,
+        notebook: Notebook | None = None,
+    ) -> None:
+        self._set(source=source, detection=detection, settings=settings, notebook=notebook)
 
 
 def process_source(
@@ -158,7 +170,7 @@ def _screen(path: Path, settings: Settings, prefilter: bool) -> FileResult | ToP
         return FileResult(str(path), error=str(exc))
     screened = _screen_source(str(path), notebook.source, fixing(settings), prefilter)
     if isinstance(screened, ToParse):
-        return screened._replace(notebook=notebook)
+        return screened.replace(notebook=notebook)
     return in_cells(screened, notebook)
 
 

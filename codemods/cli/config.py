@@ -29,10 +29,11 @@ import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from packaging.version import Version
 
+from codemods.records import Frozen
 from codemods.releases import RangeError, Span, parse_span
 
 SECTION = "fsdp-compat"
@@ -52,7 +53,7 @@ class ConfigError(ValueError):
     """The configuration cannot be used; the message says where and why."""
 
 
-class Config(NamedTuple):
+class Config(Frozen):
     """The ``[tool.fsdp-compat]`` table.
 
     Attributes:
@@ -69,15 +70,51 @@ class Config(NamedTuple):
             (None: not set here).
     """
 
-    path: Path | None = None
-    select: tuple[str, ...] = ()
-    extend_select: tuple[str, ...] = ()
-    ignore: tuple[str, ...] = ()
-    exclude: tuple[str, ...] = ()
-    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    target_torch: str | None = None
-    target_lightning: str | None = None
-    fsdp2_bridge: bool | None = None
+    __slots__ = _fields = (
+        "path",
+        "select",
+        "extend_select",
+        "ignore",
+        "exclude",
+        "per_file_ignores",
+        "target_torch",
+        "target_lightning",
+        "fsdp2_bridge",
+    )
+
+    path: Path | None
+    select: tuple[str, ...]
+    extend_select: tuple[str, ...]
+    ignore: tuple[str, ...]
+    exclude: tuple[str, ...]
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...]
+    target_torch: str | None
+    target_lightning: str | None
+    fsdp2_bridge: bool | None
+
+    def __init__(
+        self,
+        path: Path | None = None,
+        select: tuple[str, ...] = (),
+        extend_select: tuple[str, ...] = (),
+        ignore: tuple[str, ...] = (),
+        exclude: tuple[str, ...] = (),
+        per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = (),
+        target_torch: str | None = None,
+        target_lightning: str | None = None,
+        fsdp2_bridge: bool | None = None,
+    ) -> None:
+        self._set(
+            path=path,
+            select=select,
+            extend_select=extend_select,
+            ignore=ignore,
+            exclude=exclude,
+            per_file_ignores=per_file_ignores,
+            target_torch=target_torch,
+            target_lightning=target_lightning,
+            fsdp2_bridge=fsdp2_bridge,
+        )
 
     @property
     def root(self) -> Path:

@@ -60,7 +60,7 @@ def with_edits(items: Sequence[Located], settings_for: Callable[[str], Settings]
         except OSError:
             continue
         for code, indexes in codes.items():
-            settings = settings_for(path)._replace(
+            settings = settings_for(path).replace(
                 select=(code,), ignore=(), fix=True, unsafe_fixes=True
             )
             fixed = process_source(path, source, settings).new_source
@@ -74,6 +74,6 @@ def with_edits(items: Sequence[Located], settings_for: Callable[[str], Settings]
                 )
                 edits[owner].append(edit)
     return [
-        item._replace(edits=tuple(edits[index])) if index in edits else item
+        item.replace(edits=tuple(edits[index])) if index in edits else item
         for index, item in enumerate(items)
     ]

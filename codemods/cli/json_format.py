@@ -37,7 +37,7 @@ def with_ends(items: Sequence[Located]) -> list[Located]:
                 (token.start[0], token.start[1] + 1), (token.end[0], token.end[1] + 1)
             )
     return [
-        i._replace(end=ends[i.path].get((i.finding.line, i.finding.col)))
+        i.replace(end=ends[i.path].get((i.finding.line, i.finding.col)))
         if i.finding.cell is None
         else i
         for i in items

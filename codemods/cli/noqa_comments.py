@@ -76,7 +76,7 @@ def unused(path: str, source: bytes, settings: Settings) -> list[Finding]:
         return []
     # The same bytes with every noqa made inert (``noqa`` to ``xxxx``): what they silence.
     bare = _inert().sub(b"xxxx", source)
-    heard = process_source(path, bare, settings._replace(fix=False))
+    heard = process_source(path, bare, settings.replace(fix=False))
     seen: dict[int, set[str]] = defaultdict(set)
     for finding in heard.findings:
         seen[finding.line].add(finding.code)

@@ -260,7 +260,7 @@ class Choices(NamedTuple):
         """FSDP401's findings in ``path`` alone, fixing, with ``fields`` set (None: unread)."""
         from codemods.engine.run import run
 
-        settings = self.settings_for(path)._replace(
+        settings = self.settings_for(path).replace(
             select=("FSDP401",),
             ignore=(),
             fix=True,
@@ -298,23 +298,23 @@ class Choices(NamedTuple):
         settings = self.settings
         extra = self.config.ignored_in(path)
         if extra:
-            settings = settings._replace(ignore=settings.ignore + extra)
+            settings = settings.replace(ignore=settings.ignore + extra)
         declared = self.targets.for_file(path) if self.targets is not None else {}
         bases = self.classes.lightning_bases(path) if self.classes is not None else None
         if bases:
-            settings = settings._replace(lightning_bases=bases)
+            settings = settings.replace(lightning_bases=bases)
         if self.fsdp1_checks is not None:
             checks = self.fsdp1_checks.elsewhere(path)
             calls = self.fsdp1_checks.elsewhere(path, api=True)
             sites = self.fsdp1_checks.companion(path)
             if checks or calls or sites:
-                settings = settings._replace(
+                settings = settings.replace(
                     fsdp1_elsewhere=checks,
                     fsdp1_api_elsewhere=calls,
                     fsdp1_elsewhere_why=self.fsdp1_checks.elsewhere_why(path),
                     fsdp1_companion=sites,
                 )
-        return settings._replace(**declared) if declared else settings
+        return settings.replace(**declared) if declared else settings
 
     def summary_lines(self, no_fix: bool = False) -> list[str]:
         """The ranges used and where they came from, for the run's summary.

@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NamedTuple
 
 from codemods._version import __version__
 from codemods.findings import INVALID_SYNTAX, Finding, applicability
+from codemods.records import Frozen
 from codemods.registry import REGISTRY, FixSafety
 from codemods.settings import Settings
 
@@ -40,7 +40,7 @@ def rule_name(code: str) -> str:
     return TOOL_RULES[code][0] if code in TOOL_RULES else REGISTRY[code].name
 
 
-class Located(NamedTuple):
+class Located(Frozen):
     """A finding with the file it is in.
 
     Attributes:
@@ -50,10 +50,21 @@ class Located(NamedTuple):
         edits: The edits of its fix, where asked for (:mod:`codemods.cli.fix_edits`).
     """
 
+    __slots__ = _fields = ("path", "finding", "end", "edits")
+
     path: str
     finding: Finding
-    end: tuple[int, int] | None = None
-    edits: tuple[dict, ...] | None = None
+    end: tuple[int, int] | None
+    edits: tuple[dict, ...] | None
+
+    def __init__(
+        self,
+        path: str,
+        finding: Finding,
+        end: tuple[int, int] | None = None,
+        edits: tuple[dict, ...] | None = None,
+    ) -> None:
+        self._set(path=path, finding=finding, end=end, edits=edits)
 
     @property
     def applicability(self) -> str | None:

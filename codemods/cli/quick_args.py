@@ -13,10 +13,12 @@ are checked against the parsers by ``tests/test_start_up.py``.
 from __future__ import annotations
 
 from types import SimpleNamespace
-from typing import Any, NamedTuple
+from typing import Any
+
+from codemods.records import Frozen
 
 
-class Tool(NamedTuple):
+class Tool(Frozen):
     """What :func:`read` needs to know of one tool's parser.
 
     Attributes:
@@ -25,9 +27,19 @@ class Tool(NamedTuple):
         exclusive: The ``dest`` sets of the parser's mutually exclusive groups.
     """
 
+    __slots__ = _fields = ("defaults", "flags", "exclusive")
+
     defaults: dict[str, Any]
     flags: dict[str, tuple[str, bool]]
     exclusive: tuple[frozenset[str], ...]
+
+    def __init__(
+        self,
+        defaults: dict[str, Any],
+        flags: dict[str, tuple[str, bool]],
+        exclusive: tuple[frozenset[str], ...],
+    ) -> None:
+        self._set(defaults=defaults, flags=flags, exclusive=exclusive)
 
 
 #: The options both tools share, with their defaults.

@@ -17,16 +17,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import NamedTuple
 
 from codemods.cli.floors import DeclaredFloors, declared_floors, is_project_root
-from codemods.records import Record
+from codemods.records import Frozen, Record
 from codemods.releases import TITLES, Releases, Span
 
 __all__ = ["ProjectTarget", "ProjectTargets"]
 
 
-class ProjectTarget(NamedTuple):
+class ProjectTarget(Frozen):
     """The releases used for the files of one project, and what could not be read.
 
     Attributes:
@@ -37,9 +36,19 @@ class ProjectTarget(NamedTuple):
             relative to the current directory.
     """
 
+    __slots__ = _fields = ("root", "releases", "problems")
+
     root: Path | None
     releases: Releases
-    problems: tuple[str, ...] = ()
+    problems: tuple[str, ...]
+
+    def __init__(
+        self,
+        root: Path | None,
+        releases: Releases,
+        problems: tuple[str, ...] = (),
+    ) -> None:
+        self._set(root=root, releases=releases, problems=problems)
 
     def line(self) -> str:
         """The summary line: ``releases torch 1.12..latest (floor: ...); Lightning ...``."""
@@ -129,7 +138,7 @@ class ProjectTargets(Record):
         config = self.config.get(framework)
         if config:
             where = _display(self.config_path) if self.config_path else "pyproject.toml"
-            return config._replace(
+            return config.replace(
                 floor_origin=f"{config.floor_origin} in {where}" if config.floor_origin else "",
                 top_origin=f"{config.top_origin} in {where}" if config.top_origin else "",
             )

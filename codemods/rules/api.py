@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Sequence
-from typing import Callable, ClassVar, NamedTuple
+from typing import Callable, ClassVar
 
+from codemods.records import Frozen
 from codemods.registry import Rule
 from codemods.rules.protocols import Detector, Engine, NameTable, Resolver
 from codemods.syntax.ast_nodes import arguments
@@ -56,7 +57,7 @@ PARTIAL = "functools.partial"
 Import = tuple[str, "str | None"]
 
 
-class Site(NamedTuple):
+class Site(Frozen):
     """One call of an old name, as a translator sees it.
 
     Attributes:
@@ -68,11 +69,23 @@ class Site(NamedTuple):
             rather than the called function; the call's other arguments are its.
     """
 
+    __slots__ = _fields = ("resolver", "old", "original", "updated", "partial")
+
     resolver: Resolver
     old: str
     original: cst.Call
     updated: cst.Call
-    partial: bool = False
+    partial: bool
+
+    def __init__(
+        self,
+        resolver: Resolver,
+        old: str,
+        original: cst.Call,
+        updated: cst.Call,
+        partial: bool = False,
+    ) -> None:
+        self._set(resolver=resolver, old=old, original=original, updated=updated, partial=partial)
 
     @property
     def pairs(self) -> list[tuple[cst.Arg, cst.Arg]]:
@@ -81,7 +94,7 @@ class Site(NamedTuple):
         return list(zip(self.original.args[start:], self.updated.args[start:]))
 
 
-class AstSite(NamedTuple):
+class AstSite(Frozen):
     """One call of an old name, as a fix's ``certain`` sees it (the ``ast`` twin of :class:`Site`).
 
     Attributes:
@@ -91,10 +104,21 @@ class AstSite(NamedTuple):
         partial: The old name is ``partial(old, ...)``'s first argument.
     """
 
+    __slots__ = _fields = ("resolver", "old", "call", "partial")
+
     resolver: Detector
     old: str
     call: ast.Call
-    partial: bool = False
+    partial: bool
+
+    def __init__(
+        self,
+        resolver: Detector,
+        old: str,
+        call: ast.Call,
+        partial: bool = False,
+    ) -> None:
+        self._set(resolver=resolver, old=old, call=call, partial=partial)
 
     @property
     def arguments(self) -> list[ast.expr | ast.keyword]:
@@ -102,7 +126,7 @@ class AstSite(NamedTuple):
         return arguments(self.call)[1 if self.partial else 0 :]
 
 
-class Translation(NamedTuple):
+class Translation(Frozen):
     """A call rewritten: its new arguments, and what else the new code needs.
 
     Attributes:
@@ -112,15 +136,25 @@ class Translation(NamedTuple):
             ``partial``); None keeps the callee, which the rename then renames.
     """
 
+    __slots__ = _fields = ("args", "imports", "func")
+
     args: list[cst.Arg]
-    imports: tuple[Import, ...] = ()
-    func: cst.BaseExpression | None = None
+    imports: tuple[Import, ...]
+    func: cst.BaseExpression | None
+
+    def __init__(
+        self,
+        args: list[cst.Arg],
+        imports: tuple[Import, ...] = (),
+        func: cst.BaseExpression | None = None,
+    ) -> None:
+        self._set(args=args, imports=imports, func=func)
 
 
 Translator = Callable[[Site], "Translation | None"]
 
 
-class CallSiteFix(NamedTuple):
+class CallSiteFix(Frozen):
     """How one rule's fix treats calls and the rest of a file.
 
     Attributes:
@@ -144,15 +178,51 @@ class CallSiteFix(NamedTuple):
             call of another old name only takes the rename, which its import's fix makes.
     """
 
+    __slots__ = _fields = (
+        "translate",
+        "bare_references",
+        "partials",
+        "passed_as",
+        "requires",
+        "blocked_by",
+        "supersedes",
+        "certain",
+        "calls_of",
+    )
+
     translate: Translator
-    bare_references: bool = False
-    partials: bool = False
-    passed_as: tuple[tuple[str, str], ...] = ()
-    requires: tuple[str, ...] = ()
-    blocked_by: tuple[str, ...] = ()
-    supersedes: tuple[str, ...] = ()
-    certain: Callable[[AstSite], bool] | None = None
-    calls_of: tuple[str, ...] | None = None
+    bare_references: bool
+    partials: bool
+    passed_as: tuple[tuple[str, str], ...]
+    requires: tuple[str, ...]
+    blocked_by: tuple[str, ...]
+    supersedes: tuple[str, ...]
+    certain: Callable[[AstSite], bool] | None
+    calls_of: tuple[str, ...] | None
+
+    def __init__(
+        self,
+        translate: Translator,
+        bare_references: bool = False,
+        partials: bool = False,
+        passed_as: tuple[tuple[str, str], ...] = (),
+        requires: tuple[str, ...] = (),
+        blocked_by: tuple[str, ...] = (),
+        supersedes: tuple[str, ...] = (),
+        certain: Callable[[AstSite], bool] | None = None,
+        calls_of: tuple[str, ...] | None = None,
+    ) -> None:
+        self._set(
+            translate=translate,
+            bare_references=bare_references,
+            partials=partials,
+            passed_as=passed_as,
+            requires=requires,
+            blocked_by=blocked_by,
+            supersedes=supersedes,
+            certain=certain,
+            calls_of=calls_of,
+        )
 
 
 def unchanged(site: Site) -> Translation:

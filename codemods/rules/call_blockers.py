@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Sequence
-from typing import NamedTuple
 
+from codemods.records import Frozen
 from codemods.registry.names import (
     FAIRSCALE_OFFLOAD,
     FAIRSCALE_ONLY_STRATEGY_ARGUMENTS,
@@ -34,7 +34,7 @@ from codemods.syntax import ast_nodes as on_ast
 _KEPT = ("process_group", "compute_device", "move_grads_to_cpu")
 
 
-class Argument(NamedTuple):
+class Argument(Frozen):
     """What decides a fix about one argument of a call.
 
     Attributes:
@@ -46,10 +46,21 @@ class Argument(NamedTuple):
             a list, tuple or set of them).
     """
 
-    keyword: str | None = None
-    star: str = ""
-    spelled: str | None = None
-    classes: bool = False
+    __slots__ = _fields = ("keyword", "star", "spelled", "classes")
+
+    keyword: str | None
+    star: str
+    spelled: str | None
+    classes: bool
+
+    def __init__(
+        self,
+        keyword: str | None = None,
+        star: str = "",
+        spelled: str | None = None,
+        classes: bool = False,
+    ) -> None:
+        self._set(keyword=keyword, star=star, spelled=spelled, classes=classes)
 
     @property
     def flag(self) -> bool | None:

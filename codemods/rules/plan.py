@@ -13,9 +13,9 @@ Fixes that depend on each other (``requires``) or that another old name rules ou
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol
 
-from codemods.records import Record
+from codemods.records import Frozen, Record
 from codemods.registry import REGISTRY, Rule
 from codemods.registry.names import COMPAT_STRATEGY_FLAVOURS
 from codemods.rules.api import PARTIAL, Resolver, Site, Translation, unchanged
@@ -28,7 +28,7 @@ from codemods.syntax.lazy_libcst import cst
 Found = tuple[str, Rule, str]
 
 
-class Reference(NamedTuple):
+class Reference(Frozen):
     """One use of an old name outside an import.
 
     Attributes:
@@ -39,10 +39,15 @@ class Reference(NamedTuple):
             (``Old.method``).
     """
 
+    __slots__ = _fields = ("node", "rule", "old", "qualified")
+
     node: cst.BaseExpression
     rule: Rule
     old: str
     qualified: str
+
+    def __init__(self, node: cst.BaseExpression, rule: Rule, old: str, qualified: str) -> None:
+        self._set(node=node, rule=rule, old=old, qualified=qualified)
 
 
 class Plan(Record):

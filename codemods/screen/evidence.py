@@ -53,7 +53,7 @@ def with_evidence(
         except (SyntaxError, ValueError):
             return None
     releases = settings.releases.with_evidence(evidence_floors(tree))
-    return settings._replace(releases=releases), tree
+    return settings.replace(releases=releases), tree
 
 
 def evidence_floors(tree: ast.Module) -> dict[str, tuple[Version, str]]:

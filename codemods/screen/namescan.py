@@ -19,15 +19,15 @@ from __future__ import annotations
 import ast
 import functools
 from collections.abc import Iterator
-from typing import NamedTuple
 
+from codemods.records import Frozen
 from codemods.registry import REGISTRY
 from codemods.screen.needs import needs
 from codemods.settings import Settings
 from codemods.syntax.ast_nodes import dotted, tree_index
 
 
-class _Targets(NamedTuple):
+class _Targets(Frozen):
     """What the enabled rules look for, as the scan can see it.
 
     Attributes:
@@ -36,9 +36,19 @@ class _Targets(NamedTuple):
         parameters: Parameters a definition rule finds in the user's own functions.
     """
 
+    __slots__ = _fields = ("names", "calls", "parameters")
+
     names: frozenset[str]
     calls: dict[str, frozenset[str]]
     parameters: frozenset[str]
+
+    def __init__(
+        self,
+        names: frozenset[str],
+        calls: dict[str, frozenset[str]],
+        parameters: frozenset[str],
+    ) -> None:
+        self._set(names=names, calls=calls, parameters=parameters)
 
 
 @functools.lru_cache(maxsize=16)

@@ -20,12 +20,12 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable
-from typing import NamedTuple
 
+from codemods.records import Frozen
 from codemods.registry import ChangeKind, Rule
 
 
-class Needs(NamedTuple):
+class Needs(Frozen):
     """What must appear in a module for one rule to find something in it.
 
     Attributes:
@@ -39,12 +39,32 @@ class Needs(NamedTuple):
             which needs no import.
     """
 
-    names: tuple[str, ...] = ()
-    calls: tuple[str, ...] = ()
-    keyword: str | None = None
-    word: str | None = None
-    pattern: str | None = None
-    parameter: str | None = None
+    __slots__ = _fields = ("names", "calls", "keyword", "word", "pattern", "parameter")
+
+    names: tuple[str, ...]
+    calls: tuple[str, ...]
+    keyword: str | None
+    word: str | None
+    pattern: str | None
+    parameter: str | None
+
+    def __init__(
+        self,
+        names: tuple[str, ...] = (),
+        calls: tuple[str, ...] = (),
+        keyword: str | None = None,
+        word: str | None = None,
+        pattern: str | None = None,
+        parameter: str | None = None,
+    ) -> None:
+        self._set(
+            names=names,
+            calls=calls,
+            keyword=keyword,
+            word=word,
+            pattern=pattern,
+            parameter=parameter,
+        )
 
     @property
     def roots(self) -> frozenset[str]:

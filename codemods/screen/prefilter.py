@@ -25,9 +25,8 @@ from __future__ import annotations
 import ast
 import functools
 import re
-from typing import NamedTuple
 
-from codemods.records import Record
+from codemods.records import Frozen, Record
 from codemods.registry import REGISTRY, Rule
 from codemods.screen.needs import needs
 from codemods.settings import Settings
@@ -277,7 +276,7 @@ def _filters(settings: Settings) -> tuple[RuleFilter, ...]:
     return tuple(rule_filter(rule) for rule in REGISTRY if settings.enabled(rule))
 
 
-class _Group(NamedTuple):
+class _Group(Frozen):
     """The filters that one key text gates, and what else the key implies.
 
     Attributes:
@@ -291,10 +290,21 @@ class _Group(NamedTuple):
         filters: The filters themselves.
     """
 
+    __slots__ = _fields = ("key", "inside", "shared", "filters")
+
     key: bytes
     inside: tuple[bytes, ...]
     shared: tuple[bytes, ...]
     filters: tuple[RuleFilter, ...]
+
+    def __init__(
+        self,
+        key: bytes,
+        inside: tuple[bytes, ...],
+        shared: tuple[bytes, ...],
+        filters: tuple[RuleFilter, ...],
+    ) -> None:
+        self._set(key=key, inside=inside, shared=shared, filters=filters)
 
 
 @functools.lru_cache(maxsize=16)
@@ -341,7 +351,7 @@ def may_have_findings(source: bytes, settings: Settings) -> bool:
     return False
 
 
-class Passed(NamedTuple):
+class Passed(Frozen):
     """A source both stages let through, with the tree the second one parsed.
 
     Attributes:
@@ -349,7 +359,12 @@ class Passed(NamedTuple):
             newer syntax): libcst then reports why.
     """
 
+    __slots__ = _fields = ("tree",)
+
     tree: ast.Module | None
+
+    def __init__(self, tree: ast.Module | None) -> None:
+        self._set(tree=tree)
 
 
 def screen(source: bytes, settings: Settings) -> Passed | None:
