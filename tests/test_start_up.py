@@ -57,6 +57,9 @@ NOT_FOR_ONE_FILE = (
     "gettext",  # argparse's
     "dataclasses",  # the records on the path are named tuples and plain classes (records.py)
     "inspect",
+    "threading",  # only a worker starts threads (codemods.batch.stopping)
+    "symtable",  # the syntax check of a file the pre-filter rules out
+    "tokenize",  # an ASCII file without noqa comments is decoded and read without it
 )
 
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import ast
 import io
 import re
-import tokenize
 from collections.abc import Iterable
 from typing import Any
 
@@ -92,6 +91,8 @@ class Detector:
     def text(self) -> str:
         """The module, decoded."""
         if self._text is None:
+            import tokenize  # here: a hook's run may never ask for the text
+
             encoding, _ = tokenize.detect_encoding(io.BytesIO(self.source).readline)
             self._text = self.source.decode(encoding)
         return self._text

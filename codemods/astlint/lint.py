@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 import io
-import tokenize
 
 from codemods.astlint.detector import Detector, Undecided
 from codemods.astlint.walk import Walk
@@ -138,6 +137,8 @@ def _decoded(source: bytes) -> str:
     """``source`` decoded as Python decodes a module (its coding cookie, else UTF-8)."""
     if source.isascii():
         return source.decode()
+    import tokenize  # here: most sources are ASCII, and a hook's run then never needs it
+
     encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
     return source.decode(encoding)
 

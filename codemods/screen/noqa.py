@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import io
 import re
-import tokenize
 
 from codemods.records import Record
 
@@ -95,6 +94,8 @@ def parse(source: bytes) -> Suppressions:
 
 def _comments(source: bytes) -> list[tuple[int, bool, str]]:
     """``(line, alone on its line, text)`` of each comment; a crude scan if tokenizing fails."""
+    import tokenize  # here: a one-file lint of a file without noqa never needs it
+
     try:
         return [
             (token.start[0], not token.line[: token.start[1]].strip(), token.string)
