@@ -163,3 +163,22 @@ def test_the_statement_walk_meets_imports_and_classes_as_ast_walk_does():
         tree = ast.parse(source)
         walked = [node for node in ast.walk(tree) if isinstance(node, kinds)]
         assert [node for node in _statements(tree) if isinstance(node, kinds)] == walked
+
+
+def test_a_file_resolves_through_its_directory_as_path_resolve_does(tmp_path, monkeypatch):
+    # The run resolves each directory once: linked directories, a linked file, a
+    # relative path, a link loop and a missing file come out as Path.resolve has them.
+    from codemods.cli.project_classes import _resolved
+
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "a.py").write_text("x = 1\n", encoding="utf-8")
+    (tmp_path / "linked").symlink_to(real, target_is_directory=True)
+    (tmp_path / "b.py").symlink_to(real / "a.py")
+    (tmp_path / "loop.py").symlink_to(tmp_path / "loop.py")
+    monkeypatch.chdir(tmp_path)
+    given = ["linked/a.py", "real/a.py", "b.py", "loop.py", "gone.py", "real/../b.py", "a.pyi"]
+    directories: dict[str, Path | None] = {}
+    assert [_resolved(p, directories) for p in given] == [_resolved(p) for p in given]
+    assert _resolved("linked/a.py", directories) == real.resolve() / "a.py"
+    assert _resolved("a.pyi", directories) is None

@@ -18,6 +18,8 @@ so a class is never taken for a ``LightningModule`` on a guess.
 from __future__ import annotations
 
 import ast
+import functools
+import os
 import re
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -50,13 +52,47 @@ def _module_names(path: Path) -> list[str]:
     return [".".join(parts[i:]) for i in range(len(parts)) if parts[i:]]
 
 
-def _resolved(path: str | Path) -> Path | None:
-    """``path`` made absolute, or None (not Python source, or a link that loops)."""
-    if not str(path).endswith(".py"):
+def _decoded(data: bytes) -> str | None:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _text(path: Path) -> str | None:
+    """The file's text, or None (unreadable, or not UTF-8)."""
+    try:
+        return _decoded(path.read_bytes())
+    except OSError:
+        return None
+
+
+def _resolved(path: str | Path, directories: dict[str, Path | None] | None = None) -> Path | None:
+    """``path`` made absolute, or None (not Python source, or a link that loops).
+
+    ``directories``: the directories resolved so far, each once (a file that is not a
+    link resolves to its directory's resolution and its name; the files of a tree share
+    a few hundred directories).
+    """
+    text = str(path)
+    if not text.endswith(".py"):
         return None
     try:
-        return Path(path).resolve()
+        if directories is None or os.path.islink(text):
+            return Path(text).resolve()
+        directory, name = os.path.split(text)
+        if directory not in directories:
+            directories[directory] = _resolved_directory(directory)
+        found = directories[directory]
+        return None if found is None else found / name
     except (OSError, RuntimeError):  # RuntimeError: a symlink loop on Python < 3.13
+        return None
+
+
+def _resolved_directory(directory: str) -> Path | None:
+    try:
+        return Path(directory or os.curdir).resolve()
+    except (OSError, RuntimeError):
         return None
 
 
@@ -102,39 +138,56 @@ class ProjectClasses:
                 of 95). None: every file's classes.
         """
         self._hooks = None if hooks is None else tuple(hooks)
-        # Each path as the run gives it, resolved once: a run asks again for every file.
+        self._given_paths = list(paths)
+        # Each path as the run gives it, resolved once, and only where needed: on a
+        # tree no hook leads into (torch's 2,328 files), resolving every path cost more
+        # than reading the few files a hook names.
         self._given: dict[str, Path | None] = {}
-        self._paths: list[Path] = []
-        for path in paths:
-            key = str(path)
-            if key not in self._given:
-                self._given[key] = _resolved(path)
-            if self._given[key] is not None:
-                self._paths.append(self._given[key])  # type: ignore[arg-type]
-        self._by_module: dict[str, list[Path]] = {}
-        for path in self._paths:
-            for name in _module_names(path):
-                self._by_module.setdefault(name, []).append(path)
+        self._directories: dict[str, Path | None] = {}
         self._files: dict[Path, _File] = {}
         self._bases: dict[Path, set[str]] = {}
         self._read()
 
+    @functools.cached_property
+    def _resolved_paths(self) -> list[Path]:
+        """Every Python file of the run, resolved, in the run's order."""
+        return list(filter(None, map(self._resolved_given, self._given_paths)))
+
+    @functools.cached_property
+    def _paths(self) -> dict[Path, None]:
+        """The same, once each (a dict: ordered, and quick to ask)."""
+        return dict.fromkeys(self._resolved_paths)
+
+    @functools.cached_property
+    def _by_module(self) -> dict[str, list[Path]]:
+        """The files each dotted name may import (see :func:`_module_names`)."""
+        by_module: dict[str, list[Path]] = {}
+        for path in self._resolved_paths:  # a file given twice makes its names ambiguous
+            for name in _module_names(path):
+                by_module.setdefault(name, []).append(path)
+        return by_module
+
+    def _resolved_given(self, path: str | Path) -> Path | None:
+        key = str(path)
+        if key not in self._given:
+            self._given[key] = _resolved(path, self._directories)
+        return self._given[key]
+
     def lightning_bases(self, path: str | Path) -> frozenset[str]:
         """The base-class spellings in ``path`` that are the project's LightningModules."""
-        given = str(path)
-        resolved = self._given[given] if given in self._given else _resolved(path)
+        if not self._files:
+            return frozenset()  # nothing read, nothing derives (and no path to resolve)
+        resolved = self._resolved_given(path)
         return frozenset(self._bases.get(resolved, ())) if resolved is not None else frozenset()
 
     # Reading ------------------------------------------------------------------------
 
     def _read(self) -> None:
-        texts: dict[Path, str] = {}
-        for path in self._paths:
-            try:
-                texts[path] = path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
-                continue
-        derived = self._read_all(texts) if self._hooks is None else self._read_from_hooks(texts)
+        if self._hooks is None:
+            texts = {path: _text(path) for path in self._paths}
+            derived = self._read_all({p: t for p, t in texts.items() if t is not None})
+        else:
+            derived = self._read_from_hooks()
         for file in self._files.values():
             spellings = self._bases.setdefault(file.path, set())
             for bases in file.classes.values():
@@ -158,16 +211,35 @@ class ProjectClasses:
             derived = found
             wanted |= {name for _, name in derived}
 
-    def _read_from_hooks(self, texts: dict[Path, str]) -> set[tuple[Path, str]]:
+    def _read_from_hooks(self) -> set[tuple[Path, str]]:
         # A class derives from a LightningModule only through the files its bases lead
-        # to: those are the files to read, from the files that hold a hook.
-        hooks = self._hooks or ()
-        queue = deque(path for path, text in texts.items() if any(h in text for h in hooks))
+        # to: those are the files to read, from the files that hold a hook (a byte
+        # search: most files of a run hold none, and need no decoding).
+        hooks = [hook.encode() for hook in self._hooks or ()]
+        texts: dict[Path, str | None] = {}
+        queue: deque[Path] = deque()
+        for given in dict.fromkeys(map(str, self._given_paths)):
+            if not given.endswith(".py"):
+                continue
+            try:
+                data = Path(given).read_bytes()
+            except OSError:
+                continue
+            if any(hook in data for hook in hooks):
+                path = self._resolved_given(given)
+                if path is not None and path not in texts:
+                    texts[path] = _decoded(data)
+                    queue.append(path)
         while queue:
             path = queue.popleft()
-            if path in self._files or path not in texts or "class" not in texts[path]:
+            if path in self._files:
                 continue
-            self._parse(path, texts[path])
+            if path not in texts:
+                texts[path] = _text(path)
+            text = texts[path]
+            if text is None or "class" not in text:
+                continue
+            self._parse(path, text)
             file = self._files.get(path)
             for bases in file.classes.values() if file is not None else ():
                 for base in bases:
