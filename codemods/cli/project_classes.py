@@ -175,8 +175,8 @@ class ProjectClasses:
 
     def lightning_bases(self, path: str | Path) -> frozenset[str]:
         """The base-class spellings in ``path`` that are the project's LightningModules."""
-        if not self._files:
-            return frozenset()  # nothing read, nothing derives (and no path to resolve)
+        if not any(self._bases.values()):
+            return frozenset()  # no file has such a base (and no path need be resolved)
         resolved = self._resolved_given(path)
         return frozenset(self._bases.get(resolved, ())) if resolved is not None else frozenset()
 
