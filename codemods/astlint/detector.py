@@ -30,7 +30,7 @@ from codemods.astlint.scopes import Names, Undecided, dotted
 from codemods.findings import Finding, no_fix
 from codemods.registry import REGISTRY, Rule
 from codemods.rules.index import INDEX
-from codemods.screen.noqa import Suppressions
+from codemods.screen.noqa import Deferred, Suppressions
 from codemods.settings import Settings
 from codemods.syntax.ast_nodes import tree_index
 from codemods.syntax.gates import ast_fallback_regions, inside_fallback
@@ -49,7 +49,11 @@ class Detector:
     """
 
     def __init__(
-        self, source: bytes, tree: ast.Module, settings: Settings, suppressions: Suppressions
+        self,
+        source: bytes,
+        tree: ast.Module,
+        settings: Settings,
+        suppressions: Suppressions | Deferred,
     ) -> None:
         self.source = source
         self.settings = settings

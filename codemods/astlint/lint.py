@@ -15,7 +15,7 @@ from codemods.astlint.detector import Detector, Undecided
 from codemods.astlint.walk import Walk
 from codemods.findings import Finding
 from codemods.records import Frozen
-from codemods.screen.noqa import Suppressions
+from codemods.screen.noqa import Deferred, Suppressions
 from codemods.settings import Settings
 
 __all__ = ["Detection", "Screened", "Undecided", "detect", "found_on_ast", "lint", "screen"]
@@ -85,7 +85,7 @@ def _pass(source: bytes, settings: Settings, tree: ast.Module | None) -> Detecti
     """The detector's pass over ``source``; None where ``noqa`` silences the whole file."""
     from codemods.screen import noqa
 
-    suppressions = noqa.parse(source)
+    suppressions = noqa.Deferred(source)  # read where a finding asks
     if suppressions.everything:
         return None
     try:
@@ -144,7 +144,10 @@ def _decoded(source: bytes) -> str:
 
 
 def detect(
-    source: bytes, settings: Settings, suppressions: Suppressions, tree: ast.Module | None = None
+    source: bytes,
+    settings: Settings,
+    suppressions: Suppressions | Deferred,
+    tree: ast.Module | None = None,
 ) -> Detection:
     """The detector's pass over ``source``: its findings sorted, as the libcst engine gives them.
 

@@ -92,6 +92,49 @@ def parse(source: bytes) -> Suppressions:
     return Suppressions(lines, frozenset(whole))
 
 
+#: Where a whole-file comment may be (``fsdp-compat``, in any case): its word, the
+#: letters of which no other character matches regardless of case.
+_MAY_BE_WHOLE_FILE = re.compile(rb"compat", re.I)
+
+
+class Deferred:
+    r"""The ``noqa`` comments of a module, read when a finding first asks about them.
+
+    Reading them tokenizes the whole module (the tokenizer is pure Python, as slow as
+    parsing it with ``ast`` several times over), and most modules a run reads have no
+    finding to ask about: only a whole-file comment, which decides whether the module
+    is looked at at all, is read at once, where one may be.
+
+    Example:
+        >>> Deferred(b"x = 1  # noqa: FSDP1\n").silences(1, "FSDP101")
+        True
+        >>> Deferred(b"# fsdp-compat: noqa\n").everything
+        True
+    """
+
+    def __init__(self, source: bytes) -> None:
+        self._source = source
+        self._read: Suppressions | None = None
+        if b"noqa" in source and _MAY_BE_WHOLE_FILE.search(source):
+            self._read = parse(source)
+
+    @property
+    def read(self) -> Suppressions:
+        """The comments, read now if they were not."""
+        if self._read is None:
+            self._read = parse(self._source)
+        return self._read
+
+    @property
+    def everything(self) -> bool:
+        """See :attr:`Suppressions.everything`."""
+        return self._read is not None and self._read.everything
+
+    def silences(self, line: int, code: str) -> bool:
+        """See :meth:`Suppressions.silences`."""
+        return self.read.silences(line, code)
+
+
 def _comments(source: bytes) -> list[tuple[int, bool, str]]:
     """``(line, alone on its line, text)`` of each comment; a crude scan if tokenizing fails."""
     import tokenize  # here: a one-file lint of a file without noqa never needs it
