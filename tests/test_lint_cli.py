@@ -321,7 +321,9 @@ def test_noqa_on_one_use_keeps_a_rename_out_of_the_whole_file():
     assert [(f.line, f.fixable) for f in outcome.findings] == [(1, False)]
 
 
-@pytest.mark.parametrize("directive", ["# fsdp-compat: noqa", "# fsdp-compat: noqa: FSDP1"])
+@pytest.mark.parametrize(
+    "directive", ["# fsdp-compat: noqa", "# fsdp-compat: noqa: FSDP1", "# FSDP-Compat: noqa"]
+)
 def test_file_level_noqa(tmp_path, capsys, monkeypatch, directive):
     monkeypatch.chdir(tmp_path)
     Path("f.py").write_text(f"{directive}\n" + TRANSFORMER_PARTIAL)
