@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import gc
 import os
 import re
 from collections import deque
@@ -183,6 +184,18 @@ class ProjectClasses:
     # Reading ------------------------------------------------------------------------
 
     def _read(self) -> None:
+        # The cycle collector off while the trees are built: its collections, set off
+        # by ``ast``'s allocations, went over the trees read so far (a third of the
+        # reading on the realistic tree's 16 Lightning modules).
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            self._read_bases()
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _read_bases(self) -> None:
         if self._hooks is None:
             texts = {path: _text(path) for path in self._paths}
             derived = self._read_all({p: t for p, t in texts.items() if t is not None})
