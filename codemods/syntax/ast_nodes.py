@@ -91,10 +91,71 @@ def import_names(node: ast.Import | ast.ImportFrom, full: str) -> set[str]:
 
 _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "type_ignores"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
+#: ``_fields`` types written in ``ast``'s own declarations that are not nodes.
+_VALUES = frozenset({"identifier", "int", "string", "constant", "object"})
+#: Each node type's fields that hold nodes, and which of them hold lists: read once
+#: from the type's declaration (``FunctionDef(identifier name, arguments args, stmt*
+#: body, ...)``, its docstring), so that a name or a number is never looked at. None:
+#: a type without a declaration in that form (the generic walk answers for it).
+_SHAPES: dict[type, tuple[tuple[str, bool], ...] | None] = {}
+_UNREAD: tuple[tuple[str, bool], ...] = (("", False),)
+_DECLARED = re.compile(r"(\w+)\((.*)\)")
+
+
+def _shape(kind: type) -> tuple[tuple[str, bool], ...] | None:
+    """``(field, holds a list)`` for each field of ``kind`` that holds nodes.
+
+    Example:
+        >>> _shape(ast.Attribute), _shape(ast.Name)
+        ((('value', False),), ())
+    """
+    match = _DECLARED.fullmatch((kind.__doc__ or "").strip())
+    if match is None or match.group(1) != kind.__name__:
+        return None
+    declared = [field.split() for field in match.group(2).split(",") if field.strip()]
+    if any(len(d) != 2 for d in declared) or tuple(n for _, n in declared) != kind._fields:
+        return None
+    shape = []
+    for written, name in declared:
+        base = written.rstrip("*?")
+        if name in _NOT_CHILDREN or base in _VALUES:
+            continue
+        node_type = getattr(ast, base, None)
+        if not (isinstance(node_type, type) and issubclass(node_type, ast.AST)):
+            return None  # a type this reading does not know: the generic walk
+        shape.append((name, written.endswith("*")))
+    return tuple(shape)
 
 
 def children(node: ast.AST) -> list[ast.AST]:
-    """``ast.iter_child_nodes`` without the context and operator nodes, faster."""
+    """``ast.iter_child_nodes`` without the context and operator nodes, faster.
+
+    Only the fields that can hold nodes are read (:func:`_shape`); a list of them holds
+    nodes, and ``None`` where a dictionary unpacks (``{**a}``'s key) or a keyword-only
+    parameter has no default.
+    """
+    kind = type(node)
+    shape = _SHAPES.get(kind, _UNREAD)
+    if shape is _UNREAD:
+        shape = _SHAPES[kind] = _shape(kind)
+    if shape is None:
+        return _any_children(node)
+    found: list[ast.AST] = []
+    for name, many in shape:
+        value = getattr(node, name, None)
+        if value is None:
+            continue
+        if many and type(value) is list and None not in value:
+            found.extend(value)
+        elif type(value) is list:
+            found.extend(item for item in value if isinstance(item, ast.AST))
+        elif isinstance(value, ast.AST):
+            found.append(value)
+    return found
+
+
+def _any_children(node: ast.AST) -> list[ast.AST]:
+    """:func:`children` of a node of any type, looking at every field."""
     kind = type(node)
     fields = _FIELDS.get(kind)
     if fields is None:
