@@ -138,12 +138,14 @@ class Walk:
             return
         if self.definitions and kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda):
             self.events.append(("function", node, fallback))
-        regions: set[int] = set()
         if kind is ast.Try or kind is ast.If:
             regions = {id(r) for r in ast_fallback_regions(node, self.d.segment)}
             fallback = fallback or id(node) in regions
-        for child in self.below[id(node)]:
-            self._visit(child, fallback or id(child) in regions)
+            for child in self.below[id(node)]:
+                self._visit(child, fallback or id(child) in regions)
+        else:  # most nodes: no set of regions made and asked for each child
+            for child in self.below[id(node)]:
+                self._visit(child, fallback)
         if kind is ast.Call:
             self.events.append(("call", node, fallback))
         elif kind is ast.ClassDef:
