@@ -88,6 +88,7 @@ class _Scan:
         self._contains: dict[bytes, bool] = {}
         self._imported: dict[bytes, bool] = {}
         self._spelled: dict[bytes, bool] = {}
+        self._paths: dict[tuple[bytes, ...], bool] = {}
 
     def contains(self, text: bytes) -> bool:
         found = self._contains.get(text)
@@ -100,6 +101,13 @@ class _Scan:
         found = self._spelled.get(word)
         if found is None:
             found = self._spelled[word] = self.contains(word) and _whole(self.source, word)
+        return found
+
+    def spells_path(self, middle: tuple[bytes, ...]) -> bool:
+        """Every part of a module path is :meth:`spelled` (asked once for each path)."""
+        found = self._paths.get(middle)
+        if found is None:
+            found = self._paths[middle] = all(map(self.spelled, middle))
         return found
 
     def spelled_as_member(self, leaf: bytes, parent: bytes) -> bool:
@@ -219,7 +227,7 @@ class RuleFilter(Record):
         candidates = [
             (p, x)
             for middle, names in self._by_path
-            if all(scan.spelled(part) for part in middle)
+            if scan.spells_path(middle)
             for p, x, longer, shorter in names
             if scan.contains(longer) and scan.contains(shorter)
         ]
