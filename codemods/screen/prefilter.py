@@ -204,13 +204,29 @@ class RuleFilter(Record):
         return hash(self._values())
 
     @functools.cached_property
-    def _by_path(self) -> tuple[tuple[tuple[bytes, ...], tuple[tuple[bytes, ...], ...]], ...]:
-        """:attr:`names` by their module path: ``(middle, ((P, X, longer, shorter), ...))``."""
+    def _by_path(self) -> tuple[tuple[bytes, tuple[bytes, ...], tuple[tuple[bytes, ...], ...]]]:
+        """:attr:`names` by their module path: ``(gate, middle, ((P, X, first, second), ...))``.
+
+        Every word is asked once a file whatever the order, so the order decides how
+        many distinct words are searched for: each test asks first the word the most
+        old names share (its answer serves them all). ``gate``: of the words every name
+        of the path needs (its path's, and a part all of them share), that one, asked
+        before the others (``strategies`` rules out ``lightning.fabric.strategies``'s
+        names in a file that imports torch alone, before ``fabric`` is looked for).
+        """
+        shared = _shared_words()
         grouped: dict[tuple[bytes, ...], list[tuple[bytes, ...]]] = {}
         for p, x, middle in self.names:
-            longer, shorter = max(p, x, key=len), min(p, x, key=len)
-            grouped.setdefault(middle, []).append((p, x, longer, shorter))
-        return tuple((middle, tuple(names)) for middle, names in grouped.items())
+            first, second = sorted((p, x), key=lambda w: (-shared.get(w, 0), -len(w)))
+            grouped.setdefault(middle, []).append((p, x, first, second))
+        found = []
+        for middle, names in grouped.items():
+            needed = set(middle).union(set.intersection(*({n[0], n[1]} for n in names)))
+            # (b"": no word every name needs; every source contains it)
+            gate = min(needed, key=lambda w: (-shared.get(w, 0), -len(w), w), default=b"")
+            ordered = tuple(sorted(middle, key=lambda w: (-shared.get(w, 0), -len(w), w)))
+            found.append((gate, ordered, tuple(names)))
+        return tuple(found)
 
     def admits(self, source: bytes, scan: _Scan | None = None, imported: bool = False) -> bool:
         """Whether ``source`` may hold a finding of the rule.
@@ -222,14 +238,14 @@ class RuleFilter(Record):
             return False
         # Both parts are spelled wherever the name is used, and each part of the module
         # path between them. That path first: its few words are shared by many names
-        # and answered once a file, while most files spell none of the names at all.
-        # Then the longer part (rarer, and a longer needle is found or ruled out faster).
+        # and answered once a file, while most files spell none of the names at all
+        # (see _by_path for the order).
         candidates = [
             (p, x)
-            for middle, names in self._by_path
-            if scan.spells_path(middle)
-            for p, x, longer, shorter in names
-            if scan.contains(longer) and scan.contains(shorter)
+            for gate, middle, names in self._by_path
+            if scan.contains(gate) and scan.spells_path(middle)
+            for p, x, first, second in names
+            if scan.contains(first) and scan.contains(second)
         ]
         if self.names and not candidates:
             return False
@@ -245,6 +261,19 @@ class RuleFilter(Record):
             or (scan.imported(parent) and scan.spelled_as_member(leaf, parent))
             for parent, leaf in candidates
         )
+
+
+@functools.lru_cache(maxsize=1)
+def _shared_words() -> dict[bytes, int]:
+    """How many of the rules' old names need each word (module path, parent, leaf)."""
+    counts: dict[bytes, int] = {}
+    for rule in REGISTRY:
+        need = needs(rule)
+        for name in {*need.names, *need.calls}:
+            p, x, middle = _parent_and_leaf(name)
+            for word in {p, x, *middle}:
+                counts[word] = counts.get(word, 0) + 1
+    return counts
 
 
 def _parent_and_leaf(name: str) -> tuple[bytes, bytes, tuple[bytes, ...]]:
