@@ -182,3 +182,24 @@ def test_a_file_resolves_through_its_directory_as_path_resolve_does(tmp_path, mo
     assert [_resolved(p, directories) for p in given] == [_resolved(p) for p in given]
     assert _resolved("linked/a.py", directories) == real.resolve() / "a.py"
     assert _resolved("a.pyi", directories) is None
+
+
+def test_a_base_in_a_package_init_and_through_a_linked_module(tmp_path):
+    # Absolute imports name a package (its __init__.py), or a module the run names by a
+    # link (a file is named by what it resolves to: real.py, not mid.py).
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib/__init__.py").write_text(
+        "import lightning.pytorch as pl\n\n\nclass Base(pl.LightningModule):\n    pass\n"
+    )
+    (tmp_path / "real.py").write_text(
+        "from lib import Base\n\n\nclass Mid(Base):\n    pass\n", encoding="utf-8"
+    )
+    (tmp_path / "mid.py").symlink_to(tmp_path / "real.py")
+    (tmp_path / "model.py").write_text(
+        "from real import Mid\nfrom lib import Base\n\n\nclass M(Mid):\n"
+        "    def configure_sharded_model(self):\n        pass\n\n\nclass N(Base):\n    pass\n"
+    )
+    paths = [tmp_path / "lib/__init__.py", tmp_path / "mid.py", tmp_path / "model.py"]
+    classes = ProjectClasses(paths, ["configure_sharded_model"])
+    assert classes.lightning_bases(tmp_path / "model.py") == {"Mid", "Base"}
+    assert ProjectClasses(paths).lightning_bases(tmp_path / "model.py") == {"Mid", "Base"}

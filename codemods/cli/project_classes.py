@@ -53,6 +53,11 @@ def _module_names(path: Path) -> list[str]:
     return [".".join(parts[i:]) for i in range(len(parts)) if parts[i:]]
 
 
+def _last_name(path: Path) -> str:
+    """The last name of the module path ``path`` is imported by (see below)."""
+    return path.parent.name if path.stem == "__init__" else path.stem
+
+
 def _decoded(data: bytes) -> str | None:
     try:
         return data.decode("utf-8")
@@ -160,13 +165,44 @@ class ProjectClasses:
         return dict.fromkeys(self._resolved_paths)
 
     @functools.cached_property
-    def _by_module(self) -> dict[str, list[Path]]:
-        """The files each dotted name may import (see :func:`_module_names`)."""
-        by_module: dict[str, list[Path]] = {}
-        for path in self._resolved_paths:  # a file given twice makes its names ambiguous
-            for name in _module_names(path):
-                by_module.setdefault(name, []).append(path)
-        return by_module
+    def _by_stem(self) -> dict[str, list[str]]:
+        """The run's Python files as given, by the last name of their module's path.
+
+        That is the stem of the file each resolves to, or its directory's name for an
+        ``__init__.py``. A file that is not a link resolves to its own name in its
+        directory: only links and packages are resolved here (a lookup resolves the
+        few files of the names it asks about).
+        """
+        by_stem: dict[str, list[str]] = {}
+        for given in map(str, self._given_paths):
+            if not given.endswith(".py"):
+                continue
+            name = os.path.basename(given)
+            if name == "__init__.py" or os.path.islink(given):
+                resolved = self._resolved_given(given)
+                if resolved is None:
+                    continue
+                stem = _last_name(resolved)
+            else:
+                stem = name[:-3] if len(name) > 3 else Path(name).stem
+            by_stem.setdefault(stem, []).append(given)
+        return by_stem
+
+    def _in_run(self, path: Path) -> bool:
+        """Whether a file of the run resolves to ``path``."""
+        given = self._by_stem.get(_last_name(path), ())
+        return any(self._resolved_given(g) == path for g in given)
+
+    def _named(self, dotted: str) -> list[Path]:
+        """The run's files ``dotted`` names (see :func:`_module_names`), one per file given."""
+        parts = dotted.split(".")
+        found = []
+        for stem in {".".join(parts[i:]) for i in range(len(parts))}:
+            for given in self._by_stem.get(stem, ()):
+                path = self._resolved_given(given)
+                if path is not None and dotted in _module_names(path):
+                    found.append(path)
+        return found
 
     def _resolved_given(self, path: str | Path) -> Path | None:
         key = str(path)
@@ -290,10 +326,10 @@ class ProjectClasses:
                 base = base.parent
             target = base.joinpath(*dotted.split(".")) if dotted else base
             for candidate in (target.with_suffix(".py"), target / "__init__.py"):
-                if candidate in self._files or candidate in self._paths:
+                if candidate in self._files or self._in_run(candidate):
                     return candidate
             return None
-        found = self._by_module.get(dotted, [])
+        found = self._named(dotted)  # a file given twice makes its names ambiguous
         return found[0] if len(found) == 1 else None
 
     def _resolve(self, file: _File, base: ast.expr) -> tuple[str, ...] | None:
