@@ -92,11 +92,6 @@ def parse(source: bytes) -> Suppressions:
     return Suppressions(lines, frozenset(whole))
 
 
-#: Where a whole-file comment may be (``fsdp-compat``, in any case): its word, the
-#: letters of which no other character matches regardless of case.
-_MAY_BE_WHOLE_FILE = re.compile(rb"compat", re.I)
-
-
 class Deferred:
     r"""The ``noqa`` comments of a module, read when a finding first asks about them.
 
@@ -115,7 +110,9 @@ class Deferred:
     def __init__(self, source: bytes) -> None:
         self._source = source
         self._read: Suppressions | None = None
-        if b"noqa" in source and _MAY_BE_WHOLE_FILE.search(source):
+        # A whole-file comment spells ``fsdp-compat`` in any case; no other character
+        # matches the letters of ``compat`` regardless of case.
+        if b"noqa" in source and b"compat" in source.lower():
             self._read = parse(source)
 
     @property

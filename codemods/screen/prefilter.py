@@ -28,6 +28,7 @@ import re
 
 from codemods.records import Frozen, Record
 from codemods.registry import REGISTRY, Rule
+from codemods.screen import search_order
 from codemods.screen.needs import needs
 from codemods.settings import Settings
 
@@ -105,10 +106,9 @@ class _Scan:
 
     def spells_path(self, middle: tuple[bytes, ...]) -> bool:
         """Every part of a module path is :meth:`spelled` (asked once for each path)."""
-        found = self._paths.get(middle)
-        if found is None:
-            found = self._paths[middle] = all(map(self.spelled, middle))
-        return found
+        if middle not in self._paths:
+            self._paths[middle] = all(map(self.spelled, middle))
+        return self._paths[middle]
 
     def spelled_as_member(self, leaf: bytes, parent: bytes) -> bool:
         """``leaf`` appears where it can name a member of the module ``parent``.
@@ -204,29 +204,11 @@ class RuleFilter(Record):
         return hash(self._values())
 
     @functools.cached_property
-    def _by_path(self) -> tuple[tuple[bytes, tuple[bytes, ...], tuple[tuple[bytes, ...], ...]]]:
-        """:attr:`names` by their module path: ``(gate, middle, ((P, X, first, second), ...))``.
-
-        Every word is asked once a file whatever the order, so the order decides how
-        many distinct words are searched for: each test asks first the word the most
-        old names share (its answer serves them all). ``gate``: of the words every name
-        of the path needs (its path's, and a part all of them share), that one, asked
-        before the others (``strategies`` rules out ``lightning.fabric.strategies``'s
-        names in a file that imports torch alone, before ``fabric`` is looked for).
-        """
-        shared = _shared_words()
-        grouped: dict[tuple[bytes, ...], list[tuple[bytes, ...]]] = {}
-        for p, x, middle in self.names:
-            first, second = sorted((p, x), key=lambda w: (-shared.get(w, 0), -len(w)))
-            grouped.setdefault(middle, []).append((p, x, first, second))
-        found = []
-        for middle, names in grouped.items():
-            needed = set(middle).union(set.intersection(*({n[0], n[1]} for n in names)))
-            # (b"": no word every name needs; every source contains it)
-            gate = min(needed, key=lambda w: (-shared.get(w, 0), -len(w), w), default=b"")
-            ordered = tuple(sorted(middle, key=lambda w: (-shared.get(w, 0), -len(w), w)))
-            found.append((gate, ordered, tuple(names)))
-        return tuple(found)
+    def _by_path(
+        self,
+    ) -> tuple[tuple[bytes, tuple[bytes, ...], tuple[tuple[bytes, ...], ...]], ...]:
+        """:attr:`names` by module path, in search order (:func:`search_order.by_path`)."""
+        return search_order.by_path(self.names, _shared_words())
 
     def admits(self, source: bytes, scan: _Scan | None = None, imported: bool = False) -> bool:
         """Whether ``source`` may hold a finding of the rule.
@@ -265,15 +247,8 @@ class RuleFilter(Record):
 
 @functools.lru_cache(maxsize=1)
 def _shared_words() -> dict[bytes, int]:
-    """How many of the rules' old names need each word (module path, parent, leaf)."""
-    counts: dict[bytes, int] = {}
-    for rule in REGISTRY:
-        need = needs(rule)
-        for name in {*need.names, *need.calls}:
-            p, x, middle = _parent_and_leaf(name)
-            for word in {p, x, *middle}:
-                counts[word] = counts.get(word, 0) + 1
-    return counts
+    each = [{*needs(rule).names, *needs(rule).calls} for rule in REGISTRY]
+    return search_order.word_counts(_parent_and_leaf(name) for names in each for name in names)
 
 
 def _parent_and_leaf(name: str) -> tuple[bytes, bytes, tuple[bytes, ...]]:
