@@ -121,21 +121,23 @@ def test_a_file_too_large_to_parse_is_reported_not_parsed(tmp_path, capsys):
     path = tmp_path / "generated.py"
     padding = b"x = 1  # generated\n" * (MAX_PARSE_BYTES // 19 + 1)
     path.write_bytes(padding + LEGACY.encode())  # over the limit, legacy code at the end
-    start = time.perf_counter()
+    start = time.process_time()  # the tools' work, not the machine's load (see below)
     for code, err in run_both(capsys, str(path)):
         assert code == 2
         (line,) = error_lines(err)
         assert line.startswith(f"error: {path}: too large to parse (")
-    assert time.perf_counter() - start < 60
+    assert time.process_time() - start < 60
     assert path.stat().st_size == len(padding) + len(LEGACY)
 
 
 def test_a_ten_megabyte_file_without_legacy_code_is_skipped_quickly(tmp_path, capsys):
     path = tmp_path / "big.py"
     path.write_bytes(b"import torch\nx = torch.ones(2)  # filler\n" * 250_000)  # ~10 MB
-    start = time.perf_counter()
+    # CPU time of this process (both tools run in it): a loaded machine stretches the wall
+    # clock (35 s seen in a full suite beside other suites, on 2 cores) but not the work.
+    start = time.process_time()
     assert [code for code, _ in run_both(capsys, str(path))] == [0, 0]
-    assert time.perf_counter() - start < 30
+    assert time.process_time() - start < 30
 
 
 @pytest.mark.skipif(not hasattr(os, "symlink"), reason="needs symlinks")

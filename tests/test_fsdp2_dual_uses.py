@@ -57,13 +57,13 @@ FORMS = {
     "clip": (
         "norm = model.clip_grad_norm_(1.0)\n",
         "    if HAS_FSDP2:\n"
-        "        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+        "        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0).full_tensor()\n"
         "    else:\n"
         "        norm = model.clip_grad_norm_(1.0)\n",
     ),
     "clip-in-a-header": (
         "if model.clip_grad_norm_(1.0) > 2:\n    print('clipped')\n",
-        "    if (\n        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+        "    if (\n        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0).full_tensor()\n"
         "        if HAS_FSDP2\n        else model.clip_grad_norm_(1.0)\n    ) > 2:\n",
     ),
     "isinstance": (
@@ -126,8 +126,8 @@ def test_the_fsdp2_names_come_from_the_try_and_the_helper_is_written_once():
 def test_two_uses_on_one_line_dispatch_as_one_statement():
     new, _ = _migrate("print(model.clip_grad_norm_(1.0), model.clip_grad_norm_(2.0))\n")
     assert (
-        "    if HAS_FSDP2:\n        print(torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0), "
-        "torch.nn.utils.clip_grad_norm_(model.parameters(), 2.0))\n"
+        "    if HAS_FSDP2:\n        print(torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)"
+        ".full_tensor(), torch.nn.utils.clip_grad_norm_(model.parameters(), 2.0).full_tensor())\n"
         "    else:\n        print(model.clip_grad_norm_(1.0), model.clip_grad_norm_(2.0))\n"
     ) in new
 
@@ -190,7 +190,8 @@ def test_a_trainers_model_on_self_dispatches_in_its_other_methods():
     )
     assert (
         "        if HAS_FSDP2:\n"
-        "            return torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)\n"
+        "            return torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)"
+        ".full_tensor()\n"
         "        else:\n            return self.model.clip_grad_norm_(1.0)\n"
     ) in new
     assert _pyflakes(new) <= _pyflakes(source)

@@ -1,4 +1,4 @@
-"""FSDP215-FSDP220 against the installed Lightning 2.x: the old forms fail, the fixes run.
+"""FSDP215-FSDP223 against the installed Lightning 2.x: the old forms fail, the fixes run.
 
 Each registry example is executed as written: what the rule reports must fail on
 Lightning 2.x the way its message says, and what a fix writes must build (the AMP
@@ -73,6 +73,16 @@ def test_the_trainer_refuses_amp_backend_and_takes_the_fixed_call():
     with pytest.raises(TypeError, match="amp_backend"):
         _run(example.before)
     assert type(_run(example.after)["trainer"]).__name__ == "Trainer"
+
+
+def test_the_trainer_has_no_amp_backend_to_read():
+    """FSDP223's script case fails on Lightning 2.x; `trainer.precision` is there to read."""
+    cpu = 'accelerator="cpu", devices=1, logger=False, enable_progress_bar=False'
+    source = REGISTRY["FSDP223"].cases[1].before.replace("precision=16", cpu)
+    with pytest.raises(AttributeError, match="amp_backend"):
+        _run(source)
+    built = _run(source.partition("if ")[0])
+    assert built["trainer"].precision == "32-true"
 
 
 @pytest.mark.parametrize(

@@ -37,6 +37,20 @@ runs_fsdp2 = pytest.mark.skipif(
 )
 
 
+def _fsdp2_refuses_split_ties() -> bool:
+    """Whether FSDP2 refuses at its first forward a parameter that two of its groups hold.
+
+    torch 2.13 checks it ("already managed by another FSDP group"); 2.9 and 2.11 do not,
+    and train the copies apart.
+    """
+    try:
+        from torch.distributed.fsdp._fully_shard._fsdp_state import FSDPState
+    except ImportError:  # FSDP2's home before torch 2.6
+        from torch.distributed._composable.fsdp._fsdp_state import FSDPState
+
+    return hasattr(FSDPState, "_validate_no_duplicate_params")
+
+
 def _case(before: str, after: str, **options) -> PortCase:
     return PortCase(P + before, P + after, P + "batch", **options)
 
@@ -157,8 +171,12 @@ def test_what_each_finding_points_at(reports):
     tied = reports["tied-weights-split"]
     assert any("embed.weight and head.weight" in f.message for f in tied.findings)
     assert "optimizer-groups" not in tied.causes  # the untied head is the ties' finding
-    (error,) = [f for f in tied.findings if f.topic == "error"]
-    assert "already managed by another FSDP group" in error.message
+    errors = [f for f in tied.findings if f.topic == "error"]
+    if _fsdp2_refuses_split_ties():
+        (error,) = errors
+        assert "already managed by another FSDP group" in error.message
+    else:  # this torch trains the split ties: the finding on the two weights names them
+        assert errors == []
     optimizer = reports["optimizer-before-sharding"]
     assert any(f.topic == "weights" and "did not change" in f.message for f in optimizer.findings)
     broadcast = next(f for f in reports["missed-rank0-broadcast"].findings if f.topic == "weights")

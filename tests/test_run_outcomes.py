@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -96,21 +97,15 @@ def _atime_records_reads(directory: Path) -> bool:
     return recorded
 
 
-@pytest.mark.slow
-def test_a_real_save_during_a_slow_parse_survives_and_the_summary_says_so(tmp_path):
-    """No hook: the command parses a large file for seconds while the test saves it.
+def _save_while_the_run_reads(path: Path, expected: str) -> subprocess.Popen | None:
+    """Start ``migrate path``; append :data:`SAVED` after it has read the file, before it writes.
 
-    The moment of the read is seen from the file's access time (set in the past first),
-    so the save lands after the read and long before the write.
+    The read is seen from the file's access time (set in the past first). Seeing it takes
+    this process's polling, which a loaded machine can hold back for seconds, long enough
+    for the run to have written already: so the run is stopped (SIGSTOP) while the file is
+    checked and saved, and the save is made only where the file still holds what was read
+    (the run cannot write while stopped). None: the run had written first; nothing saved.
     """
-    if not _atime_records_reads(tmp_path):
-        pytest.skip("this filesystem does not record reads (noatime)")
-    path = tmp_path / "big.py"
-    body = "".join(
-        f"\n\ndef strategy_{n}(model):\n    return Trainer(strategy='fsdp_native', precision=16)\n"
-        for n in range(1500)
-    )
-    path.write_text(LEGACY + body)
     stat = path.stat()
     os.utime(path, ns=(stat.st_mtime_ns - 10**10, stat.st_mtime_ns))
     read_before = path.stat().st_atime_ns
@@ -123,11 +118,38 @@ def test_a_real_save_during_a_slow_parse_survives_and_the_summary_says_so(tmp_pa
     while path.stat().st_atime_ns == read_before:
         assert run.poll() is None and time.monotonic() < deadline, run.communicate()
         time.sleep(0.01)
-    save_in_editor_at = time.monotonic()
-    with path.open("a") as handle:
-        handle.write(SAVED)
+    os.kill(run.pid, signal.SIGSTOP)
+    try:
+        written = path.read_text() != expected
+        if not written:
+            with path.open("a") as handle:
+                handle.write(SAVED)
+    finally:
+        os.kill(run.pid, signal.SIGCONT)
+    if written:
+        run.communicate(timeout=300)
+        return None
+    return run
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="stops the run with SIGSTOP (POSIX)")
+def test_a_real_save_during_a_slow_parse_survives_and_the_summary_says_so(tmp_path):
+    """No hook: the command parses a large file for seconds while the test saves it."""
+    if not _atime_records_reads(tmp_path):
+        pytest.skip("this filesystem does not record reads (noatime)")
+    path = tmp_path / "big.py"
+    body = "".join(
+        f"\n\ndef strategy_{n}(model):\n    return Trainer(strategy='fsdp_native', precision=16)\n"
+        for n in range(1500)
+    )
+    for _ in range(3):  # a run that wrote before this process saw its read is run again
+        path.write_text(LEGACY + body)
+        run = _save_while_the_run_reads(path, LEGACY + body)
+        if run is not None:
+            break
+    assert run is not None, "three runs wrote before their read was seen"
     _, err = run.communicate(timeout=300)
-    assert time.monotonic() - save_in_editor_at > 0.5  # the parse was still going on
     assert path.read_text() == LEGACY + body + SAVED
     assert run.returncode == 1, err
     assert f"skipped: {path}: changed on disk since it was read; not overwritten" in err

@@ -1,4 +1,4 @@
-"""Lightning 1.x APIs that Lightning 2.0 removed with no alias (FSDP215-FSDP219, FSDP222).
+"""Lightning 1.x APIs that Lightning 2.0 removed with no alias (FSDP215-FSDP219, FSDP222, FSDP223).
 
 Each fails on Lightning 2.x (ImportError, TypeError or ValueError, checked on 2.6.6).
 ``amp_backend="native"`` (FSDP218) is dropped, and ``NativeMixedPrecisionPlugin(16, ...)``
@@ -15,6 +15,14 @@ from codemods.registry.names import LIGHTNING, trainer_paths
 #: The Trainer and where it is imported from.
 TRAINER = trainer_paths("Trainer", "trainer.Trainer", "trainer.trainer.Trainer") + (
     f"{LIGHTNING}.Trainer",
+)
+#: Where a file visibly holds a Trainer (FSDP223 reads attributes of the Trainer only there).
+TRAINER_HOLDERS = (
+    *TRAINER,
+    *trainer_paths("LightningModule", "core.LightningModule", "core.module.LightningModule"),
+    *trainer_paths("Callback", "callbacks.Callback", "callbacks.callback.Callback"),
+    f"{LIGHTNING}.LightningModule",
+    f"{LIGHTNING}.Callback",
 )
 #: Trainer arguments Lightning 2.0 removed (FSDP218).
 REMOVED_TRAINER_ARGUMENTS = ("amp_backend", "amp_level", "track_grad_norm")
@@ -316,6 +324,73 @@ RULES = (
                 'plugin = MixedPrecision("16-mixed", "cuda")\n'
             ),
             "from my_project.amp import NativeMixedPrecisionPlugin\n",
+        ),
+    ),
+    Rule(
+        code="FSDP223",
+        name="trainer-amp-backend-attribute",
+        framework=Framework.LIGHTNING,
+        kind=ChangeKind.REMOVAL,
+        old=tuple(f"{trainer}.amp_backend" for trainer in TRAINER),
+        new=None,
+        message=(
+            "`trainer.amp_backend` was removed in Lightning 2.0 (AttributeError): there is "
+            "no AMP backend to read; `trainer.precision` says what runs"
+        ),
+        why=(
+            "Lightning 1.x chose mixed precision's implementation with "
+            "`Trainer(amp_backend=...)` (torch's AMP or NVIDIA Apex, FSDP218) and exposed "
+            "the choice as `trainer.amp_backend`. 2.0 removed Apex, the argument and the "
+            "attribute: reading it raises AttributeError. Nothing replaces it one for one: "
+            '`trainer.precision` (`"16-mixed"`, `"bf16-mixed"`, `"32-true"`) and the '
+            "precision plugin (`trainer.precision_plugin`) say what runs, and which of them "
+            "answers the code's question is a human's call, so no fix is written. Reported "
+            "where the receiver is visibly the Trainer: `self.trainer` or "
+            "`pl_module.trainer`, a parameter annotated `Trainer`, a name bound only from "
+            "`Trainer(...)`."
+        ),
+        example=Example(
+            before=(
+                "import pytorch_lightning as pl\n\n\n"
+                "class Model(pl.LightningModule):\n"
+                "    def on_fit_start(self):\n"
+                '        self.print("AMP:", self.trainer.amp_backend)\n'
+            ),
+            after=(
+                "import pytorch_lightning as pl\n\n\n"
+                "class Model(pl.LightningModule):\n"
+                "    def on_fit_start(self):\n"
+                '        self.print("precision:", self.trainer.precision)\n'
+            ),
+        ),
+        fix=FixSafety.MANUAL,
+        removed="2.0",
+        found_in=TRAINER_HOLDERS,
+        cases=(
+            Example.reported_only(
+                "from pytorch_lightning import Callback\n\n\n"
+                "class Report(Callback):\n"
+                "    def on_train_start(self, trainer, pl_module):\n"
+                "        print(pl_module.trainer.amp_backend)\n"
+            ),
+            Example.reported_only(
+                "from lightning.pytorch import Trainer\n\n"
+                "trainer = Trainer(precision=16)\n"
+                "if trainer.amp_backend is not None:\n"
+                '    print("mixed precision")\n'
+            ),
+            Example.reported_only(
+                "import pytorch_lightning as pl\n\n\n"
+                "def uses_apex(trainer: pl.Trainer) -> bool:\n"
+                '    return str(trainer.amp_backend) == "AMPType.APEX"\n'
+            ),
+        ),
+        untouched=(
+            "import pytorch_lightning as pl\n\n\ndef backend(args):\n    return args.amp_backend\n",
+            "from pytorch_lightning import Trainer\nfrom my_project import MyTrainer\n\n"
+            "trainer = MyTrainer()\nprint(trainer.amp_backend)\n",
+            "from pytorch_lightning import Trainer\n\ntrainer = Trainer()\n"
+            "for trainer in [trainer, None]:\n    print(trainer.amp_backend)\n",
         ),
     ),
 )

@@ -2,14 +2,18 @@
 
 Exit status: 0 when the port matches, 1 when it differs (the report says how), 2 when
 it cannot run (bad arguments, a torch without FSDP2 on these devices, a rank that
-crashed). Under ``torchrun`` it uses torchrun's ranks and rank 0 prints.
+crashed). Under ``torchrun`` it uses torchrun's ranks and rank 0 prints. Standard output
+holds the report alone: while the check runs, what the ranks write there (the builders'
+prints, gloo's connection lines from torch 2.9) goes to standard error.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import torch.distributed as dist
@@ -53,6 +57,24 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+@contextlib.contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """Point file descriptor 1 at standard error, for this process and those it starts.
+
+    At the descriptor, not ``sys.stdout``: torch's C++ code (gloo) writes to it directly,
+    and the ranks (and the fork server they come from) inherit it.
+    """
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def _join_torchrun() -> bool:
     # Under torchrun the ranks exist already: join their group instead of starting ranks.
     import torch
@@ -72,23 +94,24 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, os.getcwd())  # specs name modules of the directory it runs in
     joined = False
     try:
-        joined = _join_torchrun()
-        report = check_port(
-            args.before,
-            args.after,
-            args.batch,
-            loss=args.loss,
-            steps=args.steps,
-            accumulate=args.accumulate,
-            max_norm=args.max_norm,
-            seed=args.seed,
-            distinct_seeds=args.distinct_seeds,
-            atol=args.atol,
-            rtol=args.rtol,
-            world_size=args.world_size,
-            backend=args.backend,
-            timeout=args.timeout,
-        )
+        with _stdout_to_stderr():
+            joined = _join_torchrun()
+            report = check_port(
+                args.before,
+                args.after,
+                args.batch,
+                loss=args.loss,
+                steps=args.steps,
+                accumulate=args.accumulate,
+                max_norm=args.max_norm,
+                seed=args.seed,
+                distinct_seeds=args.distinct_seeds,
+                atol=args.atol,
+                rtol=args.rtol,
+                world_size=args.world_size,
+                backend=args.backend,
+                timeout=args.timeout,
+            )
     except Exception as error:  # noqa: BLE001 - every failure to run is reported the same way
         print(f"python -m compat.portcheck: {type(error).__name__}: {error}", file=sys.stderr)
         return 2

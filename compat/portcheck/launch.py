@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import datetime
 import os
-import socket
 import sys
 import tempfile
 import time
@@ -23,6 +22,8 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch.multiprocessing.spawn import ProcessException
+
+from compat.portcheck.ports import free_port
 
 #: Imported once by the fork server, not by each rank.
 PRELOAD = ["torch", "torch.distributed", "torch.distributed.fsdp", "torch.distributed.tensor"]
@@ -52,13 +53,6 @@ def choose_backend(world_size: int) -> str:
     """
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     return "nccl" if gpus >= world_size and dist.is_nccl_available() else "gloo"
-
-
-def free_port() -> int:
-    """A TCP port on loopback that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def torchrun_variables(rank: int, world_size: int, port: int) -> dict[str, str]:

@@ -95,7 +95,11 @@ DIFFERENCES = {
         "`{helper}(model)` turns gradient sync back on after the block, where FSDP1 "
         "restores what it was"
     ),
-    "clip_grad_norm_": "`torch.nn.utils.clip_grad_norm_` of the parameters: its norm a DTensor",
+    "clip_grad_norm_": (
+        "`torch.nn.utils.clip_grad_norm_` of the parameters, a norm the code reads made "
+        "whole with `.full_tensor()` (with no gradient at all torch returns a plain 0, "
+        "which has none)"
+    ),
     "state_dict": "DCP's `get_model_state_dict` gathers the full state dict",
     "load_state_dict": "DCP's `set_model_state_dict` loads the full state dict",
 }

@@ -61,8 +61,12 @@ def _rewrite(engine: Engine, call: cst.Call, receiver: str) -> Use | None:
     args = [engine.module.code_for_node(arg).rstrip(", ") for arg in call.args]
     if method == "clip_grad_norm_" and _plain(call, 2, ("max_norm", "norm_type")):
         # The same arguments after the parameters; DTensor gradients are reduced across
-        # ranks by torch's clip_grad_norm_, as FSDP1's method did.
+        # ranks by torch's clip_grad_norm_, as FSDP1's method did. Its norm is a DTensor,
+        # partial on some releases (torch 2.9: `.item()` reads the rank's share): a norm
+        # the code reads is made whole, a plain tensor as FSDP1's was.
         code = f"torch.nn.utils.clip_grad_norm_({', '.join([f'{receiver}.parameters()', *args])})"
+        if not isinstance(engine.parent(call), cst.Expr):
+            code += ".full_tensor()"
         return Use(call, code, (("torch", None),))
     if method == "no_sync" and not call.args:
         return _no_sync(engine, call, receiver)
