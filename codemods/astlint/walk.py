@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from codemods.astlint.detector import Detector, Undecided
 from codemods.astlint.scopes import dotted
-from codemods.registry import REGISTRY, Rule
+from codemods.registry import REGISTRY, ChangeKind, Rule
 from codemods.rules.api import PARTIAL, AstSite, Behaviour, unchanged
 from codemods.rules.index import INDEX, Behaviours, behaviour_for, fix_for
 from codemods.rules.plan import Planner, new_name, why_not, why_not_settled
@@ -59,7 +59,8 @@ class Walk:
         self.below = tree_index(detector.tree).below
         self.events: list[tuple] = []
         self.why_not: dict[str, str] = {}  # see Plan.why_not
-        self.definitions = bool(self._enabled(INDEX.definitions))
+        self.admitted: dict[str, bool] = {}  # rule code -> kept by _admitted
+        self.definitions = bool(self._admitted(INDEX.definitions))
         # Names that may refer to something a rule looks at: imported in the file, or
         # spelled like a package the rules name (a module-level `torch = ...` is
         # `torch` to libcst). Any other chain refers to local names or builtins only.
@@ -92,10 +93,10 @@ class Walk:
             elif kind == "call":
                 self._call(node)
             elif kind == "function":
-                for behaviour in self._enabled(INDEX.definitions):
+                for behaviour in self._admitted(INDEX.definitions):
                     hook(behaviour, "ast_function")(d, node)
             else:
-                for behaviour in self._enabled(INDEX.classes):
+                for behaviour in self._admitted(INDEX.classes):
                     hook(behaviour, "ast_class_def")(d, node)
 
     def _no_other_hooks(self) -> None:
@@ -207,6 +208,27 @@ class Walk:
         if isinstance(behaviours, Behaviours):
             return behaviours.where(enabled)  # a disabled rule's module is not loaded
         return [b for b in behaviours if enabled(b.rule)]
+
+    def _admitted(self, behaviours: Iterable[Behaviour]) -> list[Behaviour]:
+        """:meth:`_enabled`, less the rules whose text pre-filter refuses this file.
+
+        A definition or class hook looks at every function or class, so its module
+        would load for every file; a rule whose filter refuses the file finds nothing
+        in it. A hook rule is kept: its classes may derive from another file's.
+        """
+        d = self.d
+        cache = self.admitted
+
+        def wanted(rule: Rule) -> bool:
+            if rule.code not in cache:
+                cache[rule.code] = d.settings.enabled(rule) and (
+                    rule.kind is ChangeKind.METHOD_RENAME or rule_filter(rule).admits(d.source)
+                )
+            return cache[rule.code]
+
+        if isinstance(behaviours, Behaviours):
+            return behaviours.where(wanted)
+        return [b for b in behaviours if wanted(b.rule)]
 
     # The plan --------------------------------------------------------------------------
 

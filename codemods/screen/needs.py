@@ -113,6 +113,10 @@ _BY_KIND: dict[ChangeKind, Callable[[Rule], Needs]] = {
 def needs(rule: Rule) -> Needs:
     """What ``rule`` needs to see in a module (see :class:`Needs`)."""
     if rule.found_in:  # its behaviour looks further than its kind: any use may count
+        if rule.kind is ChangeKind.REMOVAL:  # but a removed name is spelled where it is used
+            # (in any case: Lightning takes `sharding_strategy="no_shard"` for NO_SHARD)
+            leaves = sorted({re.escape(name.rpartition(".")[2]) for name in rule.old})
+            return Needs(names=rule.found_in, pattern=rf"(?i)\b(?:{'|'.join(leaves)})\b")
         return Needs(names=rule.found_in)
     return _BY_KIND[rule.kind](rule)
 
