@@ -94,7 +94,7 @@ def _sole_binding(
         return None
     if any(isinstance(e, cst.EmptyLine) and e.comment for e in line.leading_lines):
         return None
-    if line.trailing_whitespace.comment is not None or not _pure(engine, target.value):
+    if line.trailing_whitespace.comment is not None or not pure_configuration(engine, target.value):
         return None
     first = min(engine.position(reference.node).start.line for reference in references)
     if engine.position(line).start.line >= first:
@@ -102,7 +102,7 @@ def _sole_binding(
     return line
 
 
-def _pure(engine: Engine, value: cst.BaseExpression) -> bool:
+def pure_configuration(engine: Engine, value: cst.BaseExpression) -> bool:
     """Whether ``value`` only builds FSDP1 configuration (no call of anything else)."""
     for node in find_all(value, lambda n: isinstance(n, cst.Call)):
         if not any(q.startswith(PURE_HOMES) for q in engine.qualified(node.func)):
