@@ -42,7 +42,8 @@ def _migrate(body: str, settings: Settings = SETTINGS) -> tuple[str | None, list
     [
         (  # a display, every key set once on every path: its values as written
             "def shard(model, flag):\n"
-            '    kw = {"sharding_strategy": ShardingStrategy.SHARD_GRAD_OP, "use_orig_params": True}\n'
+            '    kw = {"sharding_strategy": ShardingStrategy.SHARD_GRAD_OP,\n'
+            '          "use_orig_params": True}\n'
             "    return FSDP(model, **kw)\n",
             "    return fully_shard(model, reshard_after_forward=False)\n",
         ),
@@ -132,7 +133,8 @@ def test_the_keywords_a_call_passes_are_read_as_written(body, written):
             "`configure(kw)` at line 9 may change `kw` first: keywords unknown statically",
         ),
         (
-            "def shard(model, key):\n    kw = {}\n    kw[key] = True\n    return FSDP(model, **kw)\n",
+            "def shard(model, key):\n    kw = {}\n    kw[key] = True\n"
+            "    return FSDP(model, **kw)\n",
             "`kw[key] = ...` sets a key: keywords unknown statically",
         ),
         (
@@ -156,6 +158,25 @@ def test_keywords_not_known_exactly_keep_the_call_and_say_why(body, why):
     new, (finding,) = _migrate(body)
     assert new is None and not finding.fixed
     assert why in finding.message, finding.message
+
+
+def test_a_dict_only_the_call_read_goes_with_it():
+    """Its values written into ``fully_shard``'s call, the dict (and its imports) are dead."""
+    new, (finding,) = _migrate(
+        "def shard(model):\n"
+        "    kw = dict(sharding_strategy=ShardingStrategy.SHARD_GRAD_OP, use_orig_params=True)\n"
+        "    return FSDP(model, **kw)\n"
+    )
+    assert finding.fixed
+    assert new.endswith(
+        "def shard(model):\n    return fully_shard(model, reshard_after_forward=False)\n"
+    )
+    assert "ShardingStrategy" not in new
+
+
+def test_fsdp1s_defaults_by_position_write_nothing():
+    new, (finding,) = _migrate("def shard(model):\n    return FSDP(model, None, None, None)\n")
+    assert finding.fixed and new.endswith("    return fully_shard(model)\n")
 
 
 def test_by_position_before_torch_1_12_stays_for_a_human():

@@ -6,7 +6,7 @@ names neither: the conversion removes such a line, and the imports it alone used
 with it. Only where nothing else can change: the name is bound once in the call's
 scope, by a line of its own, and used by the call alone; its value only builds FSDP1's
 configuration (torch's FSDP names, ``functools.partial`` of them, literals, sets of
-names); and no comment sits above the line (it may say more than the binding).
+names, a dict of them); and no comment sits above the line (it may say more than the binding).
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from codemods.rules.fsdp401.outcome import Conversion
 from codemods.syntax.cst_nodes import find_all
 from codemods.syntax.lazy_libcst import cst
 
-#: What a removable value may name: torch's FSDP package and ``functools.partial``.
-PURE_HOMES = ("torch.distributed.fsdp.", "functools.partial")
+#: What a removable value may call: torch's FSDP package, ``functools.partial`` and
+#: ``dict`` (FSDP1's keywords gathered for ``**kwargs``).
+PURE_HOMES = ("torch.distributed.fsdp.", "functools.partial", "builtins.dict")
 
 
 def _written(conversion: Conversion) -> str:
