@@ -174,6 +174,47 @@ def test_a_dict_only_the_call_read_goes_with_it():
     assert "ShardingStrategy" not in new
 
 
+@pytest.mark.parametrize(
+    ("body", "left"),
+    [
+        (  # entries written into the call go; the key read back stays, as it was set
+            "def shard(model, mesh, hybrid):\n"
+            "    kw = {\n"
+            '        "sharding_strategy": ShardingStrategy.SHARD_GRAD_OP,\n'
+            '        "use_orig_params": True,\n'
+            "    }\n"
+            "    kw.update(limit_all_gathers=True)\n"
+            "    if hybrid:\n"
+            '        kw["device_mesh"] = mesh\n'
+            "    return FSDP(model, **kw)\n",
+            "    kw = {}\n    if hybrid:\n",
+        ),
+        (  # two calls, one dict: gone once neither reads it
+            "def shard(model, mesh):\n"
+            '    kw = {"use_orig_params": True}\n'
+            '    kw["device_mesh"] = mesh\n'
+            "    model.encoder = FSDP(model.encoder, **kw)\n"
+            "    return FSDP(model, **kw)\n",
+            "def shard(model, mesh):\n    model.encoder = fully_shard(model.encoder, mesh=mesh)\n",
+        ),
+        (  # a log line reads it: the dict stays whole
+            "def shard(model, mesh):\n"
+            '    kw = {"use_orig_params": True, "device_mesh": mesh}\n'
+            '    print("FSDP keywords", kw)\n'
+            "    return FSDP(model, **kw)\n",
+            '    kw = {"use_orig_params": True, "device_mesh": mesh}\n    print(',
+        ),
+    ],
+)
+def test_in_plain_code_the_entries_no_one_reads_go(body, left):
+    new, findings = _migrate(body)
+    assert findings and all(f.fixed for f in findings)
+    assert left in new
+    if "ShardingStrategy." in body:  # the import only a removed entry used goes
+        assert "ShardingStrategy" not in new
+    assert run(new.encode(), SETTINGS).new_source is None
+
+
 def test_fsdp1s_defaults_by_position_write_nothing():
     new, (finding,) = _migrate("def shard(model):\n    return FSDP(model, None, None, None)\n")
     assert finding.fixed and new.endswith("    return fully_shard(model)\n")

@@ -371,8 +371,9 @@ RULES = (
                 "FSDP.set_state_dict_type(model, StateDictType.LOCAL_STATE_DICT)\n"
             ),
             Example(
-                # `**kwargs` built in the function: its keys read as the call's keywords,
-                # one set on some paths only read back from the dict at run time.
+                # `**kwargs` built in the function: its keys read as the call's keywords
+                # (the entries then unread go), one set on some paths only read back from
+                # the dict at run time.
                 before=(
                     _IMPORT + _WRAP + _MODEL + "\n\n"
                     "def shard(model, mesh=None):\n"
@@ -382,9 +383,9 @@ RULES = (
                     "    return FSDP(model, **fsdp_kwargs)\n"
                 ),
                 after=(
-                    "from torch.distributed.fsdp import fully_shard\n" + _WRAP + _MODEL + "\n\n"
+                    "from torch.distributed.fsdp import fully_shard\n" + _MODEL + "\n\n"
                     "def shard(model, mesh=None):\n"
-                    "    fsdp_kwargs = dict(auto_wrap_policy=ModuleWrapPolicy({Block}))\n"
+                    "    fsdp_kwargs = dict()\n"
                     "    if mesh is not None:\n"
                     '        fsdp_kwargs["device_mesh"] = mesh\n'
                     '    mesh_ = fsdp_kwargs.get("device_mesh")\n'

@@ -27,6 +27,7 @@ from codemods.rules.api import Engine
 from codemods.rules.fsdp401.dead import pure_configuration
 from codemods.rules.fsdp401.keywords import Untranslatable
 from codemods.rules.fsdp401.lookups import line_of
+from codemods.rules.fsdp401.spread_dead import SPREADS, Spread
 from codemods.rules.fsdp401.values import assignment_of, shown
 from codemods.syntax.cst_nodes import find_all, keyword, literal
 from codemods.syntax.lazy_libcst import cst
@@ -152,10 +153,16 @@ def _spread(engine: Engine, call: cst.Call, node: cst.BaseExpression) -> list[cs
     for key, value in _items(engine, display):
         entries.setdefault(key, []).append((value, binding))
     loop = _enclosing_loop(engine, call, scope)
+    passes, others = {id(call)}, False
     for access in _references(engine, scope, name):
         use = access.node
         if use is node:
             continue
+        passing = _passing(engine, use)
+        if passing is not None:
+            passes.add(id(passing))
+        elif _setting(engine, use, name) is None:
+            others = True  # read by a log line, changed after the call, ...
         where = f"`{name}` at line {line_of(engine, use)}"
         if engine.scope(use) is not scope:
             raise Untranslatable(f"{where} is read by a nested function: {UNKNOWN}")
@@ -174,10 +181,24 @@ def _spread(engine: Engine, call: cst.Call, node: cst.BaseExpression) -> list[cs
             continue
         if not _only_read(engine, use):
             raise Untranslatable(f"{_user(engine, use)} may change `{name}` first: {UNKNOWN}")
-    out = []
+    out, static = [], []
     for key, sets in entries.items():
-        out.append(_keyword(engine, call, name, key, sets, binding))
+        arg = _keyword(engine, call, name, key, sets, binding)
+        out.append(arg)
+        if arg.value is sets[0][0]:  # written from its value: the dict's entry is not read
+            static.append(sets[0])
+    runtime = len(static) < len(entries)
+    spread = Spread(binding, tuple(static), runtime, others, frozenset(passes))
+    engine.scratch.setdefault(SPREADS, {})[id(call)] = spread
     return out
+
+
+def _passing(engine: Engine, use: cst.Name) -> cst.Call | None:
+    """The call ``use`` is unpacked into (``f(**use)``), if that is what it is."""
+    parent = engine.parent(use)
+    if isinstance(parent, cst.Arg) and parent.star == "**" and parent.value is use:
+        return engine.parent(parent)
+    return None
 
 
 def _the_dict(engine: Engine, scope: Any, node: cst.BaseExpression) -> Any:
@@ -271,6 +292,8 @@ def _only_read(engine: Engine, use: cst.Name) -> bool:
         return True
     if isinstance(parent, cst.FormattedStringExpression):
         return True
+    if isinstance(parent, cst.Arg) and parent.star == "**":
+        return True  # unpacked into another call's keywords: a copy
     if isinstance(parent, cst.Arg) and parent.star == "":
         reader = engine.parent(parent)
         return isinstance(reader, cst.Call) and bool(
