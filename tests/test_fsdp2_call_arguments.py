@@ -83,6 +83,17 @@ def _migrate(body: str, settings: Settings = SETTINGS) -> tuple[str | None, list
             "    return FSDP(model, None, ShardingStrategy.SHARD_GRAD_OP, None, {Block})\n",
             "            fully_shard(submodule, reshard_after_forward=False)\n",
         ),
+        (  # the same name bound in another branch: not the dict this call sees
+            "def prepare(model, kind, mesh):\n"
+            "    if kind == 'ddp':\n"
+            "        kw = ddp_kwargs()\n"
+            "        model = DDP(model, **kw)\n"
+            "    elif kind == 'fsdp':\n"
+            '        kw = {"device_mesh": mesh}\n'
+            "        model = FSDP(model, **kw)\n"
+            "    return model\n",
+            "    elif kind == 'fsdp':\n        model = fully_shard(model, mesh=mesh)\n",
+        ),
         (  # keywords after the dict's, and a change after the call FSDP1 never sees
             "def shard(model):\n"
             '    kw = {"use_orig_params": True}\n'

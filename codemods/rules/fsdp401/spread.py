@@ -27,6 +27,7 @@ from codemods.rules.api import Engine
 from codemods.rules.fsdp401.dead import pure_configuration
 from codemods.rules.fsdp401.keywords import Untranslatable
 from codemods.rules.fsdp401.lookups import line_of
+from codemods.rules.fsdp401.paths import enclosing_loop, exclusive, inside, on_every_path
 from codemods.rules.fsdp401.spread_dead import SPREADS, Spread
 from codemods.rules.fsdp401.values import assignment_of, shown
 from codemods.syntax.cst_nodes import find_all, keyword, literal
@@ -116,8 +117,7 @@ def _origin(engine: Engine, node: cst.BaseExpression) -> str:
     """Where the values of ``*node`` / ``**node`` come from, as a reason ends."""
     if not isinstance(node, cst.Name):
         return f"read from `{shown(engine, node)}`, set elsewhere: {UNKNOWN}"
-    scope = engine.scope(node)
-    assignments = list(scope[node.value]) if scope is not None else []
+    assignments = _reaching(engine, engine.scope(node), node.value, node)
     if len(assignments) > 1:
         return f"`{node.value}` is bound more than once: {UNKNOWN}"
     target = getattr(assignments[0], "node", None) if assignments else None
@@ -152,9 +152,9 @@ def _spread(engine: Engine, call: cst.Call, node: cst.BaseExpression) -> list[cs
     entries: dict[str, list[tuple[cst.BaseExpression, cst.CSTNode]]] = {}
     for key, value in _items(engine, display):
         entries.setdefault(key, []).append((value, binding))
-    loop = _enclosing_loop(engine, call, scope)
+    loop = enclosing_loop(engine, call, scope)
     passes, others = {id(call)}, False
-    for access in _references(engine, scope, name):
+    for access in _references(engine, scope, name, call):
         use = access.node
         if use is node:
             continue
@@ -167,7 +167,7 @@ def _spread(engine: Engine, call: cst.Call, node: cst.BaseExpression) -> list[cs
         if engine.scope(use) is not scope:
             raise Untranslatable(f"{where} is read by a nested function: {UNKNOWN}")
         after = line_of(engine, use) > call_line
-        if after and (loop is None or not _inside(engine, use, loop)):
+        if after and (loop is None or not inside(engine, use, loop)):
             continue  # changed after FSDP1 took its keywords: nothing it sees
         if after and not _only_read(engine, use):
             raise Untranslatable(
@@ -205,7 +205,7 @@ def _the_dict(engine: Engine, scope: Any, node: cst.BaseExpression) -> Any:
     """``(statement, value)`` binding ``node`` once in ``scope`` to a dict it builds, or None."""
     if not isinstance(node, cst.Name) or scope is None:
         return None
-    assignments = list(scope[node.value])
+    assignments = _reaching(engine, scope, node.value, node)
     if len(assignments) != 1 or assignments[0].scope is not scope:
         return None
     statement = assignment_of(engine, assignments[0].node)
@@ -232,10 +232,25 @@ def _items(engine: Engine, value: cst.CSTNode) -> list[tuple[str, cst.BaseExpres
     return [(keyword(arg), arg.value) for arg in value.args]
 
 
-def _references(engine: Engine, scope: Any, name: str) -> list[Any]:
-    """Every read of the one binding of ``name`` in ``scope``."""
-    (assignment,) = list(scope[name])
-    return sorted(assignment.references, key=lambda a: line_of(engine, a.node))
+def _references(engine: Engine, scope: Any, name: str, call: cst.Call) -> list[Any]:
+    """Every read of the binding of ``name`` the call sees, but in branches it never runs."""
+    (assignment,) = _reaching(engine, scope, name, call)
+    found = [a for a in assignment.references if not exclusive(engine, a.node, call)]
+    return sorted(found, key=lambda a: line_of(engine, a.node))
+
+
+def _reaching(engine: Engine, scope: Any, name: str, node: cst.CSTNode) -> list[Any]:
+    """The bindings of ``name`` visible at ``node``, but those in branches exclusive of it.
+
+    ``if ddp: kwargs = ... elif fsdp: kwargs = {...}; FSDP(model, **kwargs)``: the
+    call sees the ``fsdp`` branch's dict only.
+    """
+    found = []
+    for assignment in scope[name] if scope is not None else ():
+        target = getattr(assignment, "node", None)
+        if not (isinstance(target, cst.CSTNode) and exclusive(engine, target, node)):
+            found.append(assignment)
+    return found
 
 
 def _setting(engine: Engine, use: cst.Name, name: str) -> Any:
@@ -302,37 +317,6 @@ def _only_read(engine: Engine, use: cst.Name) -> bool:
     return False
 
 
-def _enclosing_loop(engine: Engine, node: cst.CSTNode, scope: Any) -> cst.CSTNode | None:
-    """The outermost ``for``/``while`` of ``scope`` around ``node``, if any."""
-    found = None
-    parent = engine.parent(node)
-    while parent is not None and not isinstance(parent, (cst.FunctionDef, cst.Module)):
-        if isinstance(parent, (cst.For, cst.While)):
-            found = parent
-        parent = engine.parent(parent)
-    return found
-
-
-def _inside(engine: Engine, node: cst.CSTNode, outer: cst.CSTNode) -> bool:
-    while node is not None and node is not outer:
-        node = engine.parent(node)
-    return node is outer
-
-
-def _on_every_path(engine: Engine, statement: cst.CSTNode, call: cst.Call) -> bool:
-    """Whether ``statement`` runs before ``call`` whenever the call runs.
-
-    It does where its block (or a block around it, up to the function) also holds the
-    call, later: nothing between them chooses.
-    """
-    line = engine.parent(statement)
-    lines = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
-    while line is not None and not isinstance(line, lines):
-        line = engine.parent(line)
-    block = engine.parent(line) if line is not None else None
-    return block is not None and _inside(engine, call, block) and not _inside(engine, call, line)
-
-
 def _keyword(
     engine: Engine,
     call: cst.Call,
@@ -342,7 +326,7 @@ def _keyword(
     binding: cst.CSTNode,
 ) -> cst.Arg:
     """The keyword argument the key ``key`` of the dict ``name`` passes."""
-    always = any(where is binding or _on_every_path(engine, where, call) for _, where in sets)
+    always = any(where is binding or on_every_path(engine, where, call) for _, where in sets)
     if len(sets) == 1 and always and _stable(engine, sets[0][0], sets[0][1], call):
         return cst.Arg(keyword=cst.Name(key), value=sets[0][0], equal=cst.AssignEqual())
     quoted = f'"{key}"' if key.isidentifier() else repr(key)

@@ -124,11 +124,12 @@ def _without(indices: set[int]) -> Any:
 
 
 def _line(engine: Engine, node: cst.CSTNode | None) -> cst.SimpleStatementLine | None:
-    """The line ``node`` (a small statement) is the only statement of, if it is."""
+    """The line ``node`` (a small statement) is alone on, if it is, and its block has more."""
     line = engine.parent(node) if node is not None else None
-    if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1:
-        return line
-    return None
+    if not (isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1):
+        return None
+    block = engine.parent(line)  # a block of one statement cannot lose it
+    return line if isinstance(block, cst.Module) or len(getattr(block, "body", ())) > 1 else None
 
 
 def _commented(line: cst.SimpleStatementLine) -> bool:
