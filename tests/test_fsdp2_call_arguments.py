@@ -208,6 +208,15 @@ def test_a_dict_only_the_call_read_goes_with_it():
             "    return FSDP(model, **kw)\n",
             "def shard(model, mesh):\n    model.encoder = fully_shard(model.encoder, mesh=mesh)\n",
         ),
+        (  # an entry with a comment stays, as the comment may say more than the code
+            "def shard(model):\n"
+            "    kw = dict(\n"
+            "        use_orig_params=True,\n"
+            "        sync_module_states=True,  # rank 0 loaded the weights\n"
+            "    )\n"
+            "    return FSDP(model, **kw)\n",
+            "    kw = dict(\n        sync_module_states=True,  # rank 0 loaded the weights\n",
+        ),
         (  # a log line reads it: the dict stays whole
             "def shard(model, mesh):\n"
             '    kw = {"use_orig_params": True, "device_mesh": mesh}\n'

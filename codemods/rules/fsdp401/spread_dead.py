@@ -60,6 +60,8 @@ def remove_dead(engine: Engine, spread: Spread, calls: list[cst.Call]) -> list[c
     spreads = engine.scratch[SPREADS]
     # A key written from its value by every call: the same node set it for each.
     static = [pair for pair in spread.static if all(pair in spreads[id(c)].static for c in calls)]
+    # An entry with a comment stays (the comment may say more than the code).
+    static = [(value, where) for value, where in static if not _says_more(engine, value, where)]
     runtime = any(spreads[id(c)].runtime for c in calls) or len(static) < len(spread.static)
     line = _line(engine, spread.binding)
     # Every line setting a key must go with the binding (an update's is its call's parent).
@@ -130,6 +132,14 @@ def _line(engine: Engine, node: cst.CSTNode | None) -> cst.SimpleStatementLine |
         return None
     block = engine.parent(line)  # a block of one statement cannot lose it
     return line if isinstance(block, cst.Module) or len(getattr(block, "body", ())) > 1 else None
+
+
+def _says_more(engine: Engine, value: cst.CSTNode, where: cst.CSTNode) -> bool:
+    """Whether a comment goes with the entry setting ``value`` (on its line, or above it)."""
+    if engine.parent(value) is where:  # `d["key"] = value`: its line
+        line = _line(engine, where)
+        return line is None or _commented(line)
+    return "#" in engine.module.code_for_node(engine.parent(value))
 
 
 def _commented(line: cst.SimpleStatementLine) -> bool:
