@@ -6,7 +6,8 @@ names neither: the conversion removes such a line, and the imports it alone used
 with it. Only where nothing else can change: the name is bound once in the call's
 scope, by a line of its own, and used by the call alone; its value only builds FSDP1's
 configuration (torch's FSDP names, ``functools.partial`` of them, literals, sets of
-names, a dict of them); and no comment sits above the line (it may say more than the binding).
+names, a dict of them); and no comment sits above the line or inside its value (it may
+say more than the binding).
 """
 
 from __future__ import annotations
@@ -96,6 +97,8 @@ def _sole_binding(
     if any(isinstance(e, cst.EmptyLine) and e.comment for e in line.leading_lines):
         return None
     if line.trailing_whitespace.comment is not None or not pure_configuration(engine, target.value):
+        return None
+    if "#" in engine.module.code_for_node(target.value):  # a comment inside says more
         return None
     first = min(engine.position(reference.node).start.line for reference in references)
     if engine.position(line).start.line >= first:
