@@ -12,8 +12,9 @@ FSDP401 translates keywords. This module reads the other ways a call passes them
   evaluating again gives again (a name not rebound later, a constant, FSDP1's
   configuration objects); otherwise the value the dict holds at the call,
   ``name["key"]``, or ``name.get("key")`` for a key set on some paths only (for the
-  keywords whose ``None`` is FSDP1's default in the translation). The dict itself stays
-  as written: the FSDP1 branch of a dual stack passes it as before.
+  keywords whose ``None`` is FSDP1's default in the translation). The dual stack's
+  FSDP1 branch passes the dict as built; in plain code the entries no longer read go
+  (:mod:`codemods.rules.fsdp401.spread_dead`).
 
 Anything else (an attribute's dict, a parameter's, the value some function returns,
 ``*args``) is unknown statically: the call stays FSDP1 and its finding says exactly that.
