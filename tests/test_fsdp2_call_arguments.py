@@ -158,6 +158,12 @@ def test_the_keywords_a_call_passes_are_read_as_written(body, written):
             '        kw["process_group"] = pg\n    return FSDP(model, **kw)\n',
             "`process_group` is set in `kw` on some paths only (line 10)",
         ),
+        (  # read at run time, but a path sets a strategy FSDP2 has no twin for
+            "def shard(model, hybrid):\n    kw = {}\n    if hybrid:\n"
+            '        kw["sharding_strategy"] = ShardingStrategy.HYBRID_SHARD\n'
+            "    return FSDP(model, **kw)\n",
+            "`sharding_strategy` may be `HYBRID_SHARD` (set in `kw` at line 10): shard on",
+        ),
         (
             'def shard(model):\n    kw = {"use_orig_params": True}\n'
             "    return FSDP(model, use_orig_params=False, **kw)\n",
