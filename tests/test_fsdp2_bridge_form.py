@@ -194,6 +194,13 @@ BRIDGED = {
         "model = fully_shard_like_fsdp1(model)\n"
         "FSDP1Api.set_state_dict_type(model, StateDictType.LOCAL_STATE_DICT)\n"
     ),
+    # Keywords unknown statically: the bridge takes them as FSDP1 did, at run time.
+    "        return FSDP(model, **self.fsdp_kwargs)\n": (
+        "from compat.fsdp2 import fully_shard_like_fsdp1\n\n\n"
+        "class Strategy:\n"
+        "    def wrap(self, model):\n"
+        "        return fully_shard_like_fsdp1(model, **self.fsdp_kwargs)\n"
+    ),
 }
 
 LEFT = [case.before for case in REGISTRY["FSDP401"].cases if case.after == case.before]

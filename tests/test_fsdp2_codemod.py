@@ -139,8 +139,8 @@ def test_dropped_arguments_that_change_something_are_noted():
         ("FSDP(model, auto_wrap_policy={Block}, ignored_modules=[model.head])", "foreach=False"),
         ("FSDP(model, mixed_precision=precision())", "not a `MixedPrecision(...)` call"),
         ("FSDP(model, sharding_strategy='FULL_SHARD')", "not a `ShardingStrategy` member"),
-        ("FSDP(model, **options)", "with `*`/`**`"),
-        ("FSDP(model, None, None, None)", "by position"),
+        ("FSDP(model, **options)", "`**options`: not a dict built where the call is: keywords"),
+        ("FSDP(model, *extra)", "`*extra`: not a dict built where the call is: keywords"),
         ("[FSDP(m) for m in models]", "does not split"),
     ],
 )

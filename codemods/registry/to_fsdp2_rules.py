@@ -370,6 +370,39 @@ RULES = (
                 "model = FSDP(model)\n"
                 "FSDP.set_state_dict_type(model, StateDictType.LOCAL_STATE_DICT)\n"
             ),
+            Example(
+                # `**kwargs` built in the function: its keys read as the call's keywords
+                # (the entries then unread go), one set on some paths only read back from
+                # the dict at run time.
+                before=(
+                    _IMPORT + _WRAP + _MODEL + "\n\n"
+                    "def shard(model, mesh=None):\n"
+                    "    fsdp_kwargs = dict(auto_wrap_policy=ModuleWrapPolicy({Block}))\n"
+                    "    if mesh is not None:\n"
+                    '        fsdp_kwargs["device_mesh"] = mesh\n'
+                    "    return FSDP(model, **fsdp_kwargs)\n"
+                ),
+                after=(
+                    "from torch.distributed.fsdp import fully_shard\n" + _MODEL + "\n\n"
+                    "def shard(model, mesh=None):\n"
+                    "    fsdp_kwargs = dict()\n"
+                    "    if mesh is not None:\n"
+                    '        fsdp_kwargs["device_mesh"] = mesh\n'
+                    '    mesh_ = fsdp_kwargs.get("device_mesh")\n'
+                    "    for submodule in reversed(list(model.modules())):  "
+                    "# descendants before ancestors\n"
+                    "        if isinstance(submodule, Block) and submodule is not model:\n"
+                    "            fully_shard(submodule, mesh=mesh_)\n"
+                    "    return fully_shard(model, mesh=mesh_)\n"
+                ),
+            ),
+            Example.reported_only(
+                # A framework's keywords, kept on the object: unknown statically.
+                _IMPORT + "\n\n"
+                "class Strategy:\n"
+                "    def wrap(self, model):\n"
+                "        return FSDP(model, **self.fsdp_kwargs)\n"
+            ),
         ),
         untouched=(
             (

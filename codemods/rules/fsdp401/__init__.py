@@ -185,6 +185,7 @@ class Fsdp401(Behaviour):
                 engine.replace(rebinding.value, rebinding.replacement)
                 if isinstance(rebinding.value, cst.Call):
                     engine.forget(rebinding.value.func)
+        _remove_dead_entries(engine, self.rule, [c.call for c in converted], withheld)
 
     def _survey(self, engine: Engine) -> Survey:
         """The file's survey, made at the first hook that needs it (it sees the whole file)."""
@@ -228,6 +229,18 @@ class Fsdp401(Behaviour):
             detector.qualified(on_ast.value(base)) & set(TORCH_FSDP_CLASSES) for base in node.bases
         ):
             raise Undecided("a subclass of FSDP1's class", self.rule.code)
+
+
+def _remove_dead_entries(
+    engine: Engine, rule: Rule, calls: list[cst.Call], withheld: str | None
+) -> None:
+    """The ``**kwargs`` dicts' entries the converted calls leave unread go, with their imports."""
+    from codemods.rules.fsdp401.spread_dead import dead_entries, remove_dead
+
+    for spread, fed in dead_entries(engine, calls):
+        if all(engine.report(call, rule, quiet=True, withheld=withheld) for call in fed):
+            for node in remove_dead(engine, spread, fed):
+                _forget_fsdp1_names(engine, node)
 
 
 def _parameters(node: cst.FunctionDef) -> list[cst.Param]:

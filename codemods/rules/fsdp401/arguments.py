@@ -123,6 +123,8 @@ MAPPING = (
 #: The recipes the guide's table lists: what stays for a human.
 LEFT = ("HYBRID_SHARD", "NO_SHARD", "ignored_modules")
 
+#: Keywords whose ``None`` is FSDP1's default: nothing to write.
+_NONE_IS_UNSET = ("sharding_strategy", "device_id", "device_mesh")
 #: Keywords with no FSDP2 meaning that are dropped without a note.
 _SILENT = ("use_orig_params", "limit_all_gathers")
 
@@ -180,6 +182,8 @@ def _translate_one(engine: Engine, arg: cst.Arg, out: Keywords) -> None:
     """Add one keyword argument's translation to ``out`` (see :func:`translate`)."""
     name = keyword(arg)
     value = arg.value
+    if name in _NONE_IS_UNSET and is_none(value):
+        return  # FSDP1's default, and FSDP2's (`FSDP(model, None, None)` by position)
     if name == "sharding_strategy":
         sharding(engine, value, out)
     elif name == "mixed_precision":

@@ -6,7 +6,8 @@ names neither: the conversion removes such a line, and the imports it alone used
 with it. Only where nothing else can change: the name is bound once in the call's
 scope, by a line of its own, and used by the call alone; its value only builds FSDP1's
 configuration (torch's FSDP names, ``functools.partial`` of them, literals, sets of
-names); and no comment sits above the line (it may say more than the binding).
+names, a dict of them); and no comment sits above the line or inside its value (it may
+say more than the binding).
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from codemods.rules.fsdp401.outcome import Conversion
 from codemods.syntax.cst_nodes import find_all
 from codemods.syntax.lazy_libcst import cst
 
-#: What a removable value may name: torch's FSDP package and ``functools.partial``.
-PURE_HOMES = ("torch.distributed.fsdp.", "functools.partial")
+#: What a removable value may call: torch's FSDP package, ``functools.partial`` and
+#: ``dict`` (FSDP1's keywords gathered for ``**kwargs``).
+PURE_HOMES = ("torch.distributed.fsdp.", "functools.partial", "builtins.dict")
 
 
 def _written(conversion: Conversion) -> str:
@@ -94,7 +96,9 @@ def _sole_binding(
         return None
     if any(isinstance(e, cst.EmptyLine) and e.comment for e in line.leading_lines):
         return None
-    if line.trailing_whitespace.comment is not None or not _pure(engine, target.value):
+    if line.trailing_whitespace.comment is not None or not pure_configuration(engine, target.value):
+        return None
+    if "#" in engine.module.code_for_node(target.value):  # a comment inside says more
         return None
     first = min(engine.position(reference.node).start.line for reference in references)
     if engine.position(line).start.line >= first:
@@ -102,7 +106,7 @@ def _sole_binding(
     return line
 
 
-def _pure(engine: Engine, value: cst.BaseExpression) -> bool:
+def pure_configuration(engine: Engine, value: cst.BaseExpression) -> bool:
     """Whether ``value`` only builds FSDP1 configuration (no call of anything else)."""
     for node in find_all(value, lambda n: isinstance(n, cst.Call)):
         if not any(q.startswith(PURE_HOMES) for q in engine.qualified(node.func)):

@@ -59,6 +59,7 @@ from codemods.rules.fsdp401.meta import materialise
 from codemods.rules.fsdp401.outcome import Bridged, Conversion, Survey
 from codemods.rules.fsdp401.policy import RUNTIME_UNITS, RuntimePolicy, unit_classes
 from codemods.rules.fsdp401.reach import reached_models
+from codemods.rules.fsdp401.spread import named_arguments
 from codemods.rules.fsdp401.subclasses import subclass_calls
 from codemods.rules.fsdp401.uses import Use, rewrite
 from codemods.rules.fsdp401.values import shown
@@ -106,10 +107,11 @@ def _convert(engine: Engine, call: cst.Call) -> Conversion:
         args = modules + [arg for arg in args if arg is not modules[0]]
     if not args or keyword(args[0]) not in (None, "module") or args[0].star:
         raise Untranslatable(*reasons, "the module is not the first positional argument")
-    rest = args[1:]
-    if any(arg.star or keyword(arg) is None for arg in rest):
-        reasons.append("arguments passed by position or with `*`/`**`")
-    named = [arg for arg in rest if keyword(arg) is not None]
+    try:  # by position and `**kwargs` too: each by FSDP1's name for it
+        named = named_arguments(engine, call, args[1:])
+    except Untranslatable as why:
+        reasons += why.reasons
+        named = [arg for arg in args[1:] if keyword(arg) is not None]
     policies = [arg for arg in named if keyword(arg) == "auto_wrap_policy"]
     classes: list[cst.BaseExpression] = []
     keywords = None
