@@ -225,7 +225,6 @@ class ProjectFsdp1Checks:
                     found[resolved] = sorted(uses)
             if wraps or checks or calls or answered:
                 self._root[resolved] = root
-        # Files with no project root are one project; imports decide within it (:meth:`_reaches`).
         self._project: dict[Path, Path] = {path: root or LOOSE for path, root in self._root.items()}
 
     def elsewhere(self, path: str | Path, api: bool = False, tests: bool = False) -> tuple:
@@ -319,18 +318,19 @@ class ProjectFsdp1Checks:
         return other in self._graph.reach(wrapper)
 
     def links(self) -> list[tuple[Path, Path]]:
-        """(wrapper file, file converting with FSDP1 uses its models reach): they stand together."""
+        """(wrapper file, converting file whose rewritten FSDP1 uses its models reach)."""
+        mine, answered = self._by_file.get, self._answered.get
         return [
             (wrapper, path)
             for path in sorted(self._converting)
+            if self._api_by_file.get(path) or set(mine(path, ())) - set(answered(path, ()))
             for wrapper in self._wrappers(self._project[path], path)
             if wrapper != path and not self._tests_only(path, wrapper)
         ]
 
     def _tests_only(self, path: Path, other: Path) -> bool:
         """Whether ``other`` is a test and ``path`` not (a test follows, or waits for a port)."""
-        tested = is_test(other, self._root.get(other))
-        return tested and not is_test(path, self._root.get(path))
+        return is_test(other, self._root.get(other)) and not is_test(path, self._root.get(path))
 
     def settle(
         self,
