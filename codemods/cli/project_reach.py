@@ -127,6 +127,7 @@ class ImportGraph:
                     targets |= {f for f in self._files if top in f.parents}
             targets.discard(path)
             self.imports[path] = targets
+        self._reach: dict[Path, set[Path]] = {}
         self._importers: dict[Path, set[Path]] = {path: set() for path in trees}
         for path, targets in self.imports.items():
             for target in targets:
@@ -149,8 +150,9 @@ class ImportGraph:
         """
         if path not in self.imports:
             return {path}
-        importers = _closure([path], self._importers)
-        return _closure(importers, self.imports)
+        if path not in self._reach:
+            self._reach[path] = _closure(_closure([path], self._importers), self.imports)
+        return self._reach[path]
 
 
 def _closure(starts: Iterable[Path], edges: dict[Path, set[Path]]) -> set[Path]:
