@@ -139,8 +139,9 @@ def note_tests(conversions: dict[int, Any], tests: tuple[str, ...]) -> None:
         return
     more = f" (and {len(tests) - 1} more)" if len(tests) > 1 else ""
     note = (
-        f"{tests[0]}{more} in the project's tests stays FSDP1 and no longer answers for "
-        "this model (port the test: `FSDPModule`, torch.distributed.checkpoint.state_dict)"
+        f"{tests[0]}{more} in the project's tests stays FSDP1: it does not answer for "
+        "this model where a test gives it this model (port the test: `FSDPModule`, "
+        "torch.distributed.checkpoint.state_dict)"
     )
     for conversion in conversions.values():
         notes = getattr(getattr(conversion, "keywords", None), "notes", None)
