@@ -11,6 +11,7 @@ our own writing is migrated and trained both ways on 2 gloo ranks.
 
 from __future__ import annotations
 
+import ast
 import json
 import shutil
 from pathlib import Path
@@ -81,6 +82,28 @@ def test_a_recipe_that_stays_fsdp1_holds_no_other_recipe(tmp_path, library):
     assert converted["fixed"] and not converted["withheld"]
     (kept,) = found["recipes/inspect.py"]
     assert not kept["fixed"] and "model.params" in kept["withheld"]
+
+
+@pytest.mark.parametrize(
+    ("imported", "reached"),
+    [
+        # a module of a namespace package (no __init__.py), then a name from it
+        ("from recipes.spin.actor import Actor", ["recipes/spin/actor.py"]),
+        # a package the run does not hold: every file under the folder it names
+        ("from lib.io import save", ["lib/io/a.py", "lib/io/b.py"]),
+        ("import recipes.spin", ["recipes/spin/actor.py"]),
+    ],
+)
+def test_an_import_reaches_the_longest_part_of_its_name_the_run_holds(imported, reached):
+    from codemods.cli.project_reach import ImportGraph
+
+    root = Path("/p")
+    files = ["recipes/spin/actor.py", "recipes/dpo/trainer.py", "lib/io/a.py", "lib/io/b.py"]
+    trees = {root / name: ast.parse("") for name in files}
+    trees[root / "recipes/ppo/main.py"] = ast.parse(imported)
+    graph = ImportGraph(trees, dict.fromkeys(trees, root))
+    found = graph.imports[root / "recipes/ppo/main.py"]
+    assert sorted(p.relative_to(root).as_posix() for p in found) == reached
 
 
 def test_a_check_imported_beside_the_builder_holds_it(tmp_path):

@@ -115,16 +115,14 @@ class ImportGraph:
                 bases = [path.parent, *path.parent.parents]
             targets: set[Path] = set()
             for base, parts in _modules(path, tree, bases):
-                stem = base.joinpath(*parts)
-                exact = {stem.with_suffix(".py"), stem / "__init__.py"} & self._files
-                if exact:
-                    targets |= exact
-                    continue
-                top = base / parts[0]
-                if top.with_suffix(".py") in self._files:
-                    targets.add(top.with_suffix(".py"))  # `from utils import a` of utils.py
-                elif top in folders:
-                    targets |= {f for f in self._files if top in f.parents}
+                # The longest part of the dotted name the run holds: a module (`a.b.name`
+                # of a/b.py), else a folder, all of whose files may be what it names.
+                for depth in range(len(parts), 0, -1):
+                    stem = base.joinpath(*parts[:depth])
+                    exact = {stem.with_suffix(".py"), stem / "__init__.py"} & self._files
+                    if exact or stem in folders:
+                        targets |= exact or {f for f in self._files if stem in f.parents}
+                        break
             targets.discard(path)
             self.imports[path] = targets
         self._reach: dict[Path, set[Path]] = {}
