@@ -217,3 +217,33 @@ def test_the_converted_recipe_trains_as_fsdp1_and_the_other_keeps_fsdp1(recipes)
     _same_training(results)
     for result in results:  # the recipe left FSDP1 still reads FSDP1's flat parameters
         assert result["migrated"]["flat"] == result["legacy"]["flat"] != []
+
+
+#: Helpers in the shape of a project that met FSDP2 (verl's offload helpers): FSDP2
+#: models return before any FSDP1 code.
+DISPATCHING = (
+    FSDP1 + "from torch.distributed.fsdp import FSDPModule, StateDictType\n"
+    "from torch.distributed.fsdp._runtime_utils import _lazy_init\n\n\n"
+    "def fsdp_version(model):\n"
+    "    if isinstance(model, FSDP):\n        return 1\n"
+    "    elif isinstance(model, FSDPModule):\n        return 2\n"
+    "    return 0\n\n\n"
+    "def offload(model):\n"
+    "    if fsdp_version(model) == 2:\n        return None\n"
+    "    assert isinstance(model, FSDP)\n"
+    "    _lazy_init(model, model)\n"
+    "    with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT):\n"
+    "        return model.state_dict()\n"
+)
+
+
+def test_fsdp1_code_after_an_early_return_for_fsdp2_models_holds_nothing(tmp_path):
+    # `legacy.py` stays FSDP1 and uses the helpers too: they keep FSDP1 code for it,
+    # which converted models never reach.
+    legacy = "from helpers import offload\n" + WRAPS + STAYS[len(FSDP1) :]
+    train = "from helpers import offload\n" + WRAPS
+    _project(tmp_path, {"helpers.py": DISPATCHING, "train.py": train, "legacy.py": legacy})
+    found = _findings(tmp_path)
+    (converted,) = found["train.py"]
+    assert converted["fixed"] and not converted["withheld"]
+    assert not found["legacy.py"][0]["fixed"]

@@ -33,16 +33,14 @@ from pathlib import Path
 from typing import Any
 
 from codemods.cli.floors import find_project_root
+from codemods.cli.fsdp2_dispatch import dispatched
 from codemods.cli.project_bounds import shown as _shown
 from codemods.cli.project_bounds import vendored
 from codemods.cli.project_reach import ImportGraph, is_test
 from codemods.syntax.ast_nodes import dotted
 
 #: The modules FSDP1's class is imported from.
-FSDP_MODULES = (
-    "torch.distributed.fsdp",
-    "torch.distributed.fsdp.fully_sharded_data_parallel",
-)
+FSDP_MODULES = ("torch.distributed.fsdp", "torch.distributed.fsdp.fully_sharded_data_parallel")
 CLASS = "FullyShardedDataParallel"
 #: The project of the files with no project root (imports decide what reaches what).
 LOOSE = Path("<no project root>")
@@ -126,14 +124,15 @@ Uses = list[tuple[int, str]]
 def scan(tree: ast.Module) -> tuple[list[int], Uses, Uses, Uses]:
     """In one walk: the lines ``tree`` calls FSDP1's class on, its checks, its bridged calls.
 
-    And its checks that FSDP2 models answer as well (``isinstance(m, (FSDP,
-    FSDPModule))``, or a chain that asks FSDP2's class too): they stand in no way of
-    another file's conversion, but a file that holds them is looked at as a companion.
+    And its uses FSDP2 models answer as well (``isinstance(m, (FSDP, FSDPModule))``, a
+    chain that asks FSDP2's class too, code after an early return for FSDP2 models):
+    they stand in no one's way, but their file is looked at as a companion.
     """
     from codemods.rules.fsdp401.kept import FSDP1_API  # not on lint's path otherwise
 
     spellings, fsdp2 = _spellings(tree), _spellings(tree, FSDP2_HOMES, FSDP2_CLASS)
     paired = _paired_checks(tree, spellings, fsdp2)
+    paired |= dispatched(tree, spellings.__contains__, lambda name: _is_fsdp2(name, fsdp2))
     wraps: list[int] = []
     checks: Uses = []
     calls: Uses = []
@@ -153,8 +152,9 @@ def scan(tree: ast.Module) -> tuple[list[int], Uses, Uses, Uses]:
         elif isinstance(node, ast.Attribute) and not node.attr.startswith("__"):
             owner = dotted(node.value)
             if owner in spellings:
+                use = (node.lineno, f"{owner}.{node.attr}")
                 kind = calls if node.attr in FSDP1_API else checks
-                kind.append((node.lineno, f"{owner}.{node.attr}"))
+                (answered if id(node) in paired else kind).append(use)
     return sorted(wraps), sorted(checks), sorted(calls), sorted(answered)
 
 
