@@ -15,7 +15,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from codemods.batch import stopping
 from codemods.batch.runner import FileResult, process_files, process_source
@@ -131,14 +131,25 @@ def _main(args: argparse.Namespace) -> int:
     with stopping.on_signals() as stop:
         chosen, files, problems = chosen.files(args)
         progress = None if args.quiet or args.silent else progress_printer(len(files))
-        results = process_files(
-            files,
-            chosen.settings,
-            write=write,
-            jobs=args.jobs,
-            progress=progress,
-            settings_for=chosen.settings_for,
-        )
+        links = chosen.fsdp1_checks.links() if chosen.fsdp1_checks else []
+        if links:  # FSDP401's conversions across files: all written, or none
+            from codemods.cli.project_writes import groups, run_together
+
+            def process(paths: list[Path], write: bool, settings_for: Any) -> list[FileResult]:
+                return process_files(
+                    paths, chosen.settings, write=write, jobs=args.jobs, settings_for=settings_for
+                )
+
+            results = run_together(files, groups(links), process, chosen.settings_for, write)
+        else:
+            results = process_files(
+                files,
+                chosen.settings,
+                write=write,
+                jobs=args.jobs,
+                progress=progress,
+                settings_for=chosen.settings_for,
+            )
         if progress is not None and stop.signum and sys.stderr.isatty():
             print(file=sys.stderr)  # end the progress line
         return _finish(args, write, results, [str(p) for p in problems], stop, chosen)

@@ -39,6 +39,11 @@ class Settings(Frozen):
         fsdp1_companion: The wrapper calls of other files of the project that FSDP401
             converts (``file:line``), given to a file with none of its own: its checks
             for FSDP1's class are rewritten with them (the project converts together).
+        fsdp1_tests_elsewhere: The uses of FSDP1's class that the project's tests keep
+            on this file's models (``file:line: text``): they hold no code of the
+            project's own, and a conversion names them.
+        fsdp1_held: Why FSDP401 converts nothing in this file in this run: a file whose
+            conversion stands with it did not convert (:mod:`codemods.cli.project_writes`).
     """
 
     __slots__ = _fields = (
@@ -53,6 +58,8 @@ class Settings(Frozen):
         "fsdp1_api_elsewhere",
         "fsdp1_elsewhere_why",
         "fsdp1_companion",
+        "fsdp1_tests_elsewhere",
+        "fsdp1_held",
     )
 
     select: tuple[str, ...]
@@ -66,6 +73,8 @@ class Settings(Frozen):
     fsdp1_api_elsewhere: tuple[str, ...]
     fsdp1_elsewhere_why: str | None
     fsdp1_companion: tuple[str, ...]
+    fsdp1_tests_elsewhere: tuple[str, ...]
+    fsdp1_held: str | None
 
     def __init__(
         self,
@@ -80,6 +89,8 @@ class Settings(Frozen):
         fsdp1_api_elsewhere: tuple[str, ...] = (),
         fsdp1_elsewhere_why: str | None = None,
         fsdp1_companion: tuple[str, ...] = (),
+        fsdp1_tests_elsewhere: tuple[str, ...] = (),
+        fsdp1_held: str | None = None,
     ) -> None:
         self._set(
             select=select,
@@ -93,6 +104,8 @@ class Settings(Frozen):
             fsdp1_api_elsewhere=fsdp1_api_elsewhere,
             fsdp1_elsewhere_why=fsdp1_elsewhere_why,
             fsdp1_companion=fsdp1_companion,
+            fsdp1_tests_elsewhere=fsdp1_tests_elsewhere,
+            fsdp1_held=fsdp1_held,
         )
 
     def enabled(self, rule: Rule) -> bool:

@@ -3,9 +3,10 @@
 Real projects build the model in one module and check it in another (torchtune's tests
 count ``FSDP.fsdp_modules(wrap_fsdp(model))``; a checkpoint helper asks
 ``isinstance(model, FSDP)`` before FSDP1's class calls). A file that only checks
-converts with its project's wrapper calls where all of them convert and its checks can
-follow them onto the bridge; otherwise its checks stay FSDP1 and so does every file of
-the project, each finding naming the file and why (``codemods.cli.project_fsdp1``). A
+converts with the wrapper calls whose models reach it (imports link them) where all of
+them convert and its checks can follow them onto the bridge; otherwise its checks stay
+FSDP1 and so does every wrapper call whose models reach it, each finding naming the
+file and why (``codemods.cli.project_fsdp1``); a test's checks hold only tests. A
 class call the bridge's model answers puts the calls on the bridge instead of plain
 FSDP2 code. A package of our own writing in the shape of real recipes is migrated and
 trained both ways on 2 gloo ranks. The runs here ask for the bridge (``--fsdp2-bridge``,
@@ -32,6 +33,8 @@ LIBRARY = (
     "def wrap_fsdp(model):\n"
     "    return FSDP(model, auto_wrap_policy=ModuleWrapPolicy({Block}))\n"
 )
+#: The library, importing its helper (``helper.py``): its models reach the helper's checks.
+LINKED = "import helper\n" + LIBRARY
 
 
 @pytest.mark.parametrize(
@@ -120,7 +123,7 @@ def test_a_file_that_only_checks_converts_with_the_projects_calls(tmp_path):
 def test_a_check_that_cannot_follow_withholds_the_projects_conversion(tmp_path, branch, why):
     helper = FSDP1 + "from torch.distributed.fsdp._runtime_utils import _lazy_init\n\n\n"
     helper += "def f(model):\n"
-    _project(tmp_path, {"lib.py": LIBRARY, "helper.py": helper + branch})
+    _project(tmp_path, {"lib.py": LINKED, "helper.py": helper + branch})
     (finding,) = _fsdp401(tmp_path, ".")
     assert not finding["fixed"]
     assert finding["withheld"].startswith("fix withheld: helper.py:")
@@ -130,9 +133,10 @@ def test_a_check_that_cannot_follow_withholds_the_projects_conversion(tmp_path, 
 def test_a_wrapper_call_that_stays_keeps_the_projects_checks_fsdp1(tmp_path):
     # `other.py` stays FSDP1 (it reads FSDP1's flat parameters), so the check must keep
     # answering for its models: neither it nor `lib.py` converts.
-    other = FSDP1 + "\n\ndef wrap(model):\n    model = FSDP(model)\n    return model.params\n"
+    other = "import helper\n" + FSDP1
+    other += "\n\ndef wrap(model):\n    model = FSDP(model)\n    return model.params\n"
     helper = FSDP1 + "\n\ndef is_sharded(model):\n    return isinstance(model, FSDP)\n"
-    _project(tmp_path, {"lib.py": LIBRARY, "other.py": other, "helper.py": helper})
+    _project(tmp_path, {"lib.py": LINKED, "other.py": other, "helper.py": helper})
     findings = _fsdp401(tmp_path, ".")
     assert len(findings) == 2 and not any(f["fixed"] for f in findings)
     (library,) = [f for f in findings if "another file" in (f["withheld"] or "")]
@@ -152,7 +156,8 @@ def test_without_such_a_check_the_file_converts(tmp_path):
 def test_a_class_call_elsewhere_converts_with_the_project_onto_the_bridge(tmp_path):
     # torch's own FSDP1 class calls take no bridged model (compat patches nothing of
     # torch's): the file converts with the project's calls, its call becoming FSDP1Api's.
-    other = FSDP1 + "def save(model):\n    with FSDP.state_dict_type(model, kind):\n        pass\n"
+    other = FSDP1 + "import lib\n\n\ndef save(model):\n"
+    other += "    with FSDP.state_dict_type(model, kind):\n        pass\n"
     _project(tmp_path, {"lib.py": LIBRARY, "tests/test_lib.py": other})
     findings = _fsdp401(tmp_path, ".")
     assert len(findings) == 2 and all(f["fixed"] for f in findings)
@@ -179,17 +184,17 @@ def test_files_that_convert_together_keep_no_check_in_each_others_way(tmp_path):
     assert len(findings) == 2 and all(f["fixed"] for f in findings)
 
 
-#: The test wraps too, but reads FSDP1's state of each unit: it stays FSDP1, and so do
-#: its checks on what the library builds.
+#: A tool that wraps too, but reads FSDP1's state of each unit: it stays FSDP1, and so
+#: do its checks on what the library builds.
 READS_UNIT_STATE = (
-    LIBRARY + "\n\ndef test_units(model):\n"
+    "import lib\n" + LIBRARY + "\n\ndef test_units(model):\n"
     "    for unit in FSDP.fsdp_modules(wrap_fsdp(model)):\n"
     "        assert unit.sharding_strategy is not None\n"
 )
 #: It calls FSDP1's internals: it stays, and so its class call, which would not take a
 #: bridged model (compat patches nothing of torch's).
 CALLS_INTERNALS = (
-    FSDP1 + "from torch.distributed.fsdp._runtime_utils import _lazy_init\n"
+    "import lib\n" + FSDP1 + "from torch.distributed.fsdp._runtime_utils import _lazy_init\n"
     "def save(model):\n    _lazy_init(model, model)\n"
     "    with FSDP.state_dict_type(model, kind):\n        pass\n"
 )
@@ -198,17 +203,27 @@ CALLS_INTERNALS = (
 @pytest.mark.parametrize(
     ("test", "kept"),
     [
-        (READS_UNIT_STATE, "tests/test_lib.py:11: `FSDP.fsdp_modules`"),
-        (CALLS_INTERNALS, "tests/test_lib.py:5: `FSDP.state_dict_type`"),
+        (READS_UNIT_STATE, "tools/units.py:12: `FSDP.fsdp_modules`"),
+        (CALLS_INTERNALS, "tools/units.py:6: `FSDP.state_dict_type`"),
     ],
     ids=["checks", "class-call"],
 )
 def test_a_file_that_stays_fsdp1_keeps_its_uses_in_the_others_way(tmp_path, test, kept):
-    _project(tmp_path, {"lib.py": LIBRARY, "tests/test_lib.py": test})
+    _project(tmp_path, {"lib.py": LIBRARY, "tools/units.py": test})
     findings = _fsdp401(tmp_path, ".")
     assert findings and not any(f["fixed"] for f in findings)
     (library,) = [f for f in findings if "another file" in (f["withheld"] or "")]
     assert library["withheld"].startswith(f"fix withheld: {kept}")
+
+
+@pytest.mark.parametrize("test", [READS_UNIT_STATE, CALLS_INTERNALS], ids=["checks", "class-call"])
+def test_a_test_that_stays_fsdp1_holds_no_library_code(tmp_path, test):
+    # The test waits for a hand port; the library's finding names what it keeps.
+    _project(tmp_path, {"lib.py": LIBRARY, "tests/test_units.py": test})
+    findings = _fsdp401(tmp_path, ".")
+    (library,) = [f for f in findings if f["line"] == 7 and not f["withheld"]]
+    assert library["fixed"]
+    assert "tests/test_units.py:" in library["message"]
 
 
 #: A package of our own writing in the shape of real recipes: ``train.py`` wraps the model,
@@ -316,7 +331,7 @@ def test_without_the_bridge_a_companion_keeps_the_project_fsdp1(tmp_path):
     # The companion's checks count on FSDP1's methods, which only the bridge's model
     # keeps: with the bridge off, the wrapper call stays for a human, and so the check.
     helper = FSDP1 + "\n\ndef is_sharded(model):\n    return isinstance(model, FSDP)\n"
-    _project(tmp_path, {"lib.py": LIBRARY, "helper.py": helper})
+    _project(tmp_path, {"lib.py": LINKED, "helper.py": helper})
     report = tmp_path / "report.json"
     flags = ["--check", "--unsafe-fixes", "--extend-select", "FSDP4", "--no-fsdp2-bridge"]
     migrate([*flags, "--report", str(report), str(tmp_path)])
@@ -329,7 +344,7 @@ def test_a_companion_with_only_an_isinstance_check_is_rewritten(tmp_path):
     # No FSDP1 call in it for the ``ast`` detector to hand to libcst: it runs whole.
     helper = FSDP1 + "\n\ndef clip(model):\n    if isinstance(model, FSDP):\n"
     helper += "        return model.clip_grad_norm_(1.0)\n    return None\n"
-    _project(tmp_path, {"lib.py": LIBRARY, "helper.py": helper})
+    _project(tmp_path, {"lib.py": LINKED, "helper.py": helper})
     migrate(["--unsafe-fixes", "--extend-select", "FSDP4", "--fsdp2-bridge", str(tmp_path)])
     text = (tmp_path / "helper.py").read_text()
     assert "    if isinstance(model, FSDPModule):\n" in text
@@ -373,7 +388,7 @@ def test_a_companion_with_nothing_to_rewrite_still_says_why_it_stays(tmp_path):
         "    elif isinstance(model, FSDPModule):\n        pass\n"
         "    _lazy_init(model, model)\n"
     )
-    _project(tmp_path, {"lib.py": LIBRARY, "helper.py": helper})
+    _project(tmp_path, {"lib.py": LINKED, "helper.py": helper})
     (finding,) = _fsdp401(tmp_path, ".")
     assert not finding["fixed"]
     assert "which stays FSDP1: `_lazy_init` at line 11 is FSDP1's internals" in finding["withheld"]

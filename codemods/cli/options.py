@@ -307,12 +307,14 @@ class Choices(NamedTuple):
             checks = self.fsdp1_checks.elsewhere(path)
             calls = self.fsdp1_checks.elsewhere(path, api=True)
             sites = self.fsdp1_checks.companion(path)
-            if checks or calls or sites:
+            tests = self.fsdp1_checks.elsewhere(path, tests=True)
+            if checks or calls or sites or tests:
                 settings = settings.replace(
                     fsdp1_elsewhere=checks,
                     fsdp1_api_elsewhere=calls,
                     fsdp1_elsewhere_why=self.fsdp1_checks.elsewhere_why(path),
                     fsdp1_companion=sites,
+                    fsdp1_tests_elsewhere=tests,
                 )
         return settings.replace(**declared) if declared else settings
 

@@ -4,17 +4,15 @@ FSDP401 converts a project's files together (:mod:`codemods.cli.project_fsdp1`).
 project is what a user means by one:
 
 - the files under one project root (:func:`codemods.cli.floors.find_project_root`);
-- a file with no project root is a project of its own, together with the files of the
-  run it imports or that import it (:func:`loose_projects`): two unrelated scripts in one
-  folder do not decide for each other;
+- the files with no project root, within which (as within any project) a file's
+  models reach only the files imports link it to (:mod:`codemods.cli.project_reach`):
+  two unrelated scripts in one folder do not decide for each other;
 - a copy of someone else's code inside a project (``third_party/torch/...``, a vendored
   copy of torch's own modules) is not the project's code (:func:`vendored`).
 """
 
 from __future__ import annotations
 
-import ast
-from collections.abc import Iterable
 from pathlib import Path
 
 #: Folders that hold copies of other projects' code.
@@ -59,62 +57,11 @@ def vendored(path: Path, root: Path | None) -> bool:
     )
 
 
-def _imported(path: Path, tree: ast.Module) -> set[Path]:
-    """The files ``tree`` (the module at ``path``) may import, by their paths.
-
-    A module ``a.b`` is looked for as ``a/b.py`` or ``a/b/__init__.py`` from the file's
-    folder and each folder above it; ``from a import b`` also as ``a/b.py``; relative
-    imports from the folder their dots name.
-    """
-    names: list[tuple[Path, str]] = []
-    bases = [path.parent, *path.parent.parents]
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names += [(base, alias.name) for alias in node.names for base in bases]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                if node.level - 1 >= len(bases):
-                    continue
-                starts = [bases[node.level - 1]]
-            else:
-                starts = bases
-            module = node.module or ""
-            for base in starts:
-                if module:
-                    names.append((base, module))
-                names += [(base, f"{module}.{a.name}".strip(".")) for a in node.names]
-    found = set()
-    for base, module in names:
-        stem = base.joinpath(*module.split("."))
-        found.update({stem.with_suffix(".py"), stem / "__init__.py"})
-    return found
-
-
-def loose_projects(trees: dict[Path, ast.Module]) -> Iterable[tuple[Path, Path]]:
-    """For files with no project root: each file and its project's key (a file of it).
-
-    Files that import one another (directly, or through other files of ``trees``) are
-    one project; any other file is its own.
-
-    Example:
-        >>> trees = {
-        ...     Path("/s/train.py"): ast.parse("from helpers import shard"),
-        ...     Path("/s/helpers.py"): ast.parse("import torch"),
-        ...     Path("/s/other.py"): ast.parse("import torch"),
-        ... }
-        >>> sorted((p.name, k.name) for p, k in loose_projects(trees))
-        [('helpers.py', 'helpers.py'), ('other.py', 'other.py'), ('train.py', 'helpers.py')]
-    """
-    group = {path: path for path in trees}
-
-    def find(path: Path) -> Path:
-        while group[path] != path:
-            group[path] = group[group[path]]
-            path = group[path]
-        return path
-
-    for path, tree in trees.items():
-        for other in _imported(path, tree) & group.keys():
-            first, second = sorted((find(path), find(other)))
-            group[second] = first
-    return [(path, find(path)) for path in trees]
+def shown(path: Path, root: Path | None) -> str:
+    """``path`` relative to its project's root where it has one."""
+    if root is not None:
+        try:
+            return path.relative_to(root).as_posix()
+        except ValueError:
+            pass
+    return path.as_posix()

@@ -11,20 +11,17 @@ but wraps nothing converts with its project's wrapper calls (a companion,
 :attr:`codemods.settings.Settings.fsdp1_companion`) where every one of them converts and
 its checks can follow them (:mod:`codemods.rules.fsdp401.companion`). Each file gets the
 checks the *other* files of its project keep as FSDP1
-(:attr:`codemods.settings.Settings.fsdp1_elsewhere`), and why: FSDP401 then withholds
-its conversion, as it does for such a check in the file itself. A file
-that uses FSDP1's class calls the bridge's model answers (``FSDP.state_dict_type(
-model, ...)`` in a checkpoint helper) converts with its project's calls too, those calls
-becoming ``FSDP1Api``'s, and puts them on the bridge instead of plain FSDP2 code
+(:attr:`codemods.settings.Settings.fsdp1_elsewhere`) where the file's models reach
+them (:mod:`codemods.cli.project_reach`), and why: FSDP401 then withholds its
+conversion, as it does for such a check in the file itself. A file that uses FSDP1's
+class calls the bridge's model answers (``FSDP.state_dict_type(model, ...)``) converts
+with its project's calls too, as ``FSDP1Api``'s, and puts them on the bridge
 (:attr:`codemods.settings.Settings.fsdp1_api_elsewhere`); where it stays FSDP1 its class
-calls keep the project FSDP1, as checks do: torch's own FSDP1 class calls take no
-bridged model (``compat`` patches nothing of torch's).
+calls keep the project FSDP1, as checks do (torch's FSDP1 takes no bridged model).
 
-A check is a use of torch's FSDP1 class that neither the rewrite of its own file nor the
-bridge's model answers: ``isinstance``/``issubclass`` against it, and its class-level
-calls other than those ``compat``'s ``FSDP1Api`` takes. A file's class is found
-through ``from torch.distributed.fsdp import FullyShardedDataParallel [as X]`` (or the
-class's own module) and ``import torch.distributed.fsdp as m`` / ``m.X``.
+A check: ``isinstance``/``issubclass`` against torch's FSDP1 class, or a class-level
+call other than those ``compat``'s ``FSDP1Api`` takes (the class as it is imported,
+``FSDP`` or ``m.FullyShardedDataParallel``).
 """
 
 from __future__ import annotations
@@ -36,15 +33,17 @@ from pathlib import Path
 from typing import Any
 
 from codemods.cli.floors import find_project_root
-from codemods.cli.project_bounds import loose_projects, vendored
+from codemods.cli.fsdp2_dispatch import dispatched
+from codemods.cli.project_bounds import shown as _shown
+from codemods.cli.project_bounds import vendored
+from codemods.cli.project_reach import ImportGraph, is_test
 from codemods.syntax.ast_nodes import dotted
 
 #: The modules FSDP1's class is imported from.
-FSDP_MODULES = (
-    "torch.distributed.fsdp",
-    "torch.distributed.fsdp.fully_sharded_data_parallel",
-)
+FSDP_MODULES = ("torch.distributed.fsdp", "torch.distributed.fsdp.fully_sharded_data_parallel")
 CLASS = "FullyShardedDataParallel"
+#: The project of the files with no project root (imports decide what reaches what).
+LOOSE = Path("<no project root>")
 
 
 #: FSDP2's homes, and its class (every ``fully_shard``-ed module is one).
@@ -125,14 +124,15 @@ Uses = list[tuple[int, str]]
 def scan(tree: ast.Module) -> tuple[list[int], Uses, Uses, Uses]:
     """In one walk: the lines ``tree`` calls FSDP1's class on, its checks, its bridged calls.
 
-    And its checks that FSDP2 models answer as well (``isinstance(m, (FSDP,
-    FSDPModule))``, or a chain that asks FSDP2's class too): they stand in no way of
-    another file's conversion, but a file that holds them is looked at as a companion.
+    And its uses FSDP2 models answer as well (``isinstance(m, (FSDP, FSDPModule))``, a
+    chain that asks FSDP2's class too, code after an early return for FSDP2 models):
+    they stand in no one's way, but their file is looked at as a companion.
     """
     from codemods.rules.fsdp401.kept import FSDP1_API  # not on lint's path otherwise
 
     spellings, fsdp2 = _spellings(tree), _spellings(tree, FSDP2_HOMES, FSDP2_CLASS)
     paired = _paired_checks(tree, spellings, fsdp2)
+    paired |= dispatched(tree, spellings.__contains__, lambda name: _is_fsdp2(name, fsdp2))
     wraps: list[int] = []
     checks: Uses = []
     calls: Uses = []
@@ -152,8 +152,9 @@ def scan(tree: ast.Module) -> tuple[list[int], Uses, Uses, Uses]:
         elif isinstance(node, ast.Attribute) and not node.attr.startswith("__"):
             owner = dotted(node.value)
             if owner in spellings:
+                use = (node.lineno, f"{owner}.{node.attr}")
                 kind = calls if node.attr in FSDP1_API else checks
-                kind.append((node.lineno, f"{owner}.{node.attr}"))
+                (answered if id(node) in paired else kind).append(use)
     return sorted(wraps), sorted(checks), sorted(calls), sorted(answered)
 
 
@@ -190,7 +191,8 @@ class ProjectFsdp1Checks:
         self._wraps: dict[Path, list[int]] = {}
         self._converting: set[Path] = set()
         self._why: dict[Path, str] = {}  # why a file that checks stays FSDP1
-        loose: dict[Path, ast.Module] = {}
+        self._run: list[Path] = []  # every Python file of the run, for the import graph
+        self._graph: ImportGraph | None = None
         # Checks FSDP2 models answer too: in no one's way where the file's own calls stay.
         self._answered: dict[Path, Uses] = {}
         # Companions whose own code cannot follow FSDP2 models (FSDP1's internals).
@@ -203,6 +205,7 @@ class ProjectFsdp1Checks:
                 text = resolved.read_bytes()
             except (OSError, RuntimeError):  # unreadable, or a symlink loop
                 continue
+            self._run.append(resolved)
             if CLASS.encode() not in text:
                 continue
             try:
@@ -222,13 +225,9 @@ class ProjectFsdp1Checks:
                     found[resolved] = sorted(uses)
             if wraps or checks or calls or answered:
                 self._root[resolved] = root
-                loose[resolved] = tree
-        # Files with no project root: each is its own project, with the files it imports.
-        self._project: dict[Path, Path] = {path: root or path for path, root in self._root.items()}
-        for path, group in loose_projects({p: t for p, t in loose.items() if not self._root[p]}):
-            self._project[path] = group
+        self._project: dict[Path, Path] = {path: root or LOOSE for path, root in self._root.items()}
 
-    def elsewhere(self, path: str | Path, api: bool = False) -> tuple[str, ...]:
+    def elsewhere(self, path: str | Path, api: bool = False, tests: bool = False) -> tuple:
         """What the other files of ``path``'s project keep, as ``file:line: `text```.
 
         Args:
@@ -236,8 +235,10 @@ class ProjectFsdp1Checks:
             api: The class calls only the bridge's model answers (and the checks of the
                 files converted with the project's calls, which count on it), rather
                 than the checks no FSDP2 model satisfies.
+            tests: What the project's tests keep on ``path``'s models, which holds
+                nothing there (``path`` is no test).
         """
-        found = self._kept_elsewhere(path, api)
+        found = self._kept_elsewhere(path, api, tests)
         return tuple(
             f"{_shown(other, root)}:{line}: `{text}`"
             for other, root, uses in found
@@ -250,7 +251,7 @@ class ProjectFsdp1Checks:
         return self._why.get(found[0][0]) if found else None
 
     def _kept_elsewhere(
-        self, path: str | Path, api: bool
+        self, path: str | Path, api: bool, tests: bool = False
     ) -> list[tuple[Path, Path | None, list[tuple[int, str]]]]:
         """:meth:`elsewhere`'s files in order, each with its project root and its uses."""
         by_file = {**self._by_file, **self._api_by_file}
@@ -261,16 +262,20 @@ class ProjectFsdp1Checks:
         except (OSError, RuntimeError):
             return []
         root = find_project_root(resolved)
-        project = self._project.get(resolved, root or resolved)
+        project = self._project.get(resolved, root or LOOSE)
         found = []
         for other in sorted(by_file):
             if other == resolved or self._project[other] != project:
+                continue
+            if not self._reaches(resolved, other):  # the models never get there
                 continue
             converted = other in self._converting
             if api:  # rewritten to FSDP1Api's with the file: they need bridged models
                 uses = self._api_by_file.get(other, []) if converted else []
                 if converted and other not in self._wraps:
                     uses = sorted(uses + self._by_file.get(other, []))
+            elif self._tests_only(resolved, other) != tests:
+                continue  # a test's FSDP1 uses hold no code of the project's own
             else:  # FSDP1's own class calls take no bridged model (nothing is patched)
                 own = self._by_file.get(other, []) + self._api_by_file.get(other, [])
                 uses = [] if converted else sorted(own)
@@ -294,12 +299,38 @@ class ProjectFsdp1Checks:
         root = self._root[resolved]
         return tuple(
             f"{_shown(other, root)}:{line}"
-            for other in self._wrappers(self._project[resolved])
+            for other in self._wrappers(self._project[resolved], resolved)
             for line in self._wraps[other]
         )
 
-    def _wrappers(self, project: Path) -> list[Path]:
-        return sorted(path for path in self._wraps if self._project[path] == project)
+    def _wrappers(self, project: Path, reaching: Path) -> list[Path]:
+        """The files of ``project`` with wrapper calls whose models reach ``reaching``."""
+        return sorted(
+            path
+            for path in self._wraps
+            if self._project[path] == project and self._reaches(path, reaching)
+        )
+
+    def _reaches(self, wrapper: Path, other: Path) -> bool:
+        """Whether ``other`` sees the models ``wrapper`` builds (:class:`ImportGraph`)."""
+        if self._graph is None:
+            self._graph = ImportGraph.of(self._run, set(self._root.values()))
+        return other in self._graph.reach(wrapper)
+
+    def links(self) -> list[tuple[Path, Path]]:
+        """(wrapper file, converting file whose rewritten FSDP1 uses its models reach)."""
+        mine, answered = self._by_file.get, self._answered.get
+        return [
+            (wrapper, path)
+            for path in sorted(self._converting)
+            if self._api_by_file.get(path) or set(mine(path, ())) - set(answered(path, ()))
+            for wrapper in self._wrappers(self._project[path], path)
+            if wrapper != path and not self._tests_only(path, wrapper)
+        ]
+
+    def _tests_only(self, path: Path, other: Path) -> bool:
+        """Whether ``other`` is a test and ``path`` not (a test follows, or waits for a port)."""
+        return is_test(other, self._root.get(other)) and not is_test(path, self._root.get(path))
 
     def settle(
         self,
@@ -336,7 +367,8 @@ class ProjectFsdp1Checks:
         converting = {
             path
             for path in {*self._by_file, *self._api_by_file}
-            if path in self._wraps or (follows is not None and self._wrappers(self._project[path]))
+            if path in self._wraps
+            or (follows is not None and self._wrappers(self._project[path], path))
         }
         while True:
             self._converting = converting
@@ -351,7 +383,7 @@ class ProjectFsdp1Checks:
                 # Its project's wrapper calls first, stopping at the first that stays
                 # (most projects keep one): the companion's own run only where all convert.
                 root = self._root[path]
-                wrappers = self._wrappers(self._project[path])
+                wrappers = self._wrappers(self._project[path], path)
                 staying = next((w for w in wrappers if not wrapper_converts(w)), None)
                 if staying is not None:
                     self._why[path] = f"{_shown(staying, root)}'s FSDP1 wrapper calls stay"
@@ -366,13 +398,3 @@ class ProjectFsdp1Checks:
             if kept == converting:
                 return
             converting = kept
-
-
-def _shown(path: Path, root: Path | None) -> str:
-    """``path`` relative to its project's root where it has one."""
-    if root is not None:
-        try:
-            return path.relative_to(root).as_posix()
-        except ValueError:
-            pass
-    return path.as_posix()

@@ -14,6 +14,8 @@ model in that branch, keeps the project on FSDP1.
 
 from __future__ import annotations
 
+from typing import Any
+
 from codemods.rules.api import Engine
 from codemods.rules.fsdp401.kept import BRIDGE_KEEPS
 from codemods.rules.fsdp401.lookups import fsdp1_reference, line_of, source_order
@@ -125,3 +127,23 @@ def companion_anchor(engine: Engine, rewritten: set[int], blocked: bool) -> cst.
     if not nodes and blocked:
         nodes = find_all(engine.module, lambda n: fsdp1_reference(engine, n))
     return min(nodes, key=lambda n: source_order(engine, n), default=None)
+
+
+def note_tests(conversions: dict[int, Any], tests: tuple[str, ...]) -> None:
+    """Name on each converted call the FSDP1 uses the project's tests keep on its models.
+
+    They hold no code of the project's own (:mod:`codemods.cli.project_fsdp1`): the
+    conversion says what they will answer.
+    """
+    if not tests:
+        return
+    more = f" (and {len(tests) - 1} more)" if len(tests) > 1 else ""
+    note = (
+        f"{tests[0]}{more} in the project's tests stays FSDP1: it does not answer for "
+        "this model where a test gives it this model (port the test: `FSDPModule`, "
+        "torch.distributed.checkpoint.state_dict)"
+    )
+    for conversion in conversions.values():
+        notes = getattr(getattr(conversion, "keywords", None), "notes", None)
+        if isinstance(notes, list):
+            notes.append(note)

@@ -22,6 +22,7 @@ from codemods.rules.fsdp401.checkpoints import (
 from codemods.rules.fsdp401.companion import (
     companion_anchor,
     companion_blockers,
+    note_tests,
     reads_behind_checks,
 )
 from codemods.rules.fsdp401.dual import dual_blockers, needs_dual
@@ -310,6 +311,7 @@ def survey(engine: Engine, rule_code: str) -> Survey:
             continue
         blockers.append(f"{where}: {why}")
     note_differences(engine, conversions)
+    note_tests(conversions, engine.settings.fsdp1_tests_elsewhere)
     if any(isinstance(c, Conversion) for c in conversions.values()) and other_fully_shard(engine):
         kept.append(("`fully_shard`", "fully_shard", "`fully_shard` is a name of another API here"))
     if (tested or lists) and fresh(engine, "FSDPModule") != "FSDPModule":
@@ -320,6 +322,8 @@ def survey(engine: Engine, rule_code: str) -> Survey:
             "`FSDPModule` is a name here: the file already tells FSDP1 from FSDP2, and "
             "its FSDP1 checks rewritten would take FSDP2 models for FSDP1 ones"
         )
+    if engine.settings.fsdp1_held:
+        blockers.append(engine.settings.fsdp1_held)
     elsewhere = engine.settings.fsdp1_elsewhere
     if elsewhere and any(isinstance(c, (Conversion, Bridged)) for c in conversions.values()):
         more = f" (and {len(elsewhere) - 1} more)" if len(elsewhere) > 1 else ""

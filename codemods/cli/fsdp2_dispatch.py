@@ -1,0 +1,129 @@
+"""Where a module sends FSDP2 models away before its FSDP1 code, read with ``ast``.
+
+Projects that met FSDP2 keep their FSDP1 code behind an early return for FSDP2 models
+(verl's offload helpers)::
+
+    def offload(model):
+        if fsdp_version(model) == 2:
+            return offload_fsdp2(model)
+        assert isinstance(model, FSDP)  # FSDP1 only from here
+
+where ``fsdp_version`` is a function of the same module whose ``isinstance(model,
+FSDPModule)`` branch returns that constant (or the early return tests
+``isinstance(model, FSDPModule)`` itself). Such FSDP1 checks and class calls answer
+FSDP1 and FSDP2 models alike as written: across files they stand in no one's way
+(:mod:`codemods.cli.project_fsdp1`), as within the file
+(:func:`codemods.rules.fsdp401.fsdp2_aware.dispatched_away`, which reads the same idiom
+with libcst).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+
+from codemods.syntax.ast_nodes import dotted
+
+_NO_ANSWER = object()
+
+
+def _isinstance_of(test: ast.expr, name: str) -> str | None:
+    """The dotted class of ``isinstance(name, Class)``, where ``test`` is that."""
+    if not (isinstance(test, ast.Call) and isinstance(test.func, ast.Name)):
+        return None
+    if test.func.id != "isinstance" or len(test.args) != 2 or test.keywords:
+        return None
+    subject = test.args[0]
+    if not (isinstance(subject, ast.Name) and subject.id == name):
+        return None
+    return dotted(test.args[1])
+
+
+def _answer(function: ast.FunctionDef, is_fsdp1: Callable, is_fsdp2: Callable) -> object:
+    """What a ``fsdp_version(model)``-like function returns for an FSDP2 model.
+
+    Its body starts with an ``if``/``elif`` chain on its first parameter whose
+    ``isinstance(param, FSDPModule)`` branch is ``return <constant>``, after tests for
+    FSDP1's class only; anything else answers nothing.
+    """
+    if not function.args.args or not function.body or not isinstance(function.body[0], ast.If):
+        return _NO_ANSWER
+    name = function.args.args[0].arg
+    link: ast.stmt | None = function.body[0]
+    while isinstance(link, ast.If):
+        kind = _isinstance_of(link.test, name)
+        if kind is None:
+            return _NO_ANSWER
+        if not is_fsdp2(kind):
+            if not is_fsdp1(kind) or len(link.orelse) != 1:
+                return _NO_ANSWER  # a test an FSDP2 model may pass first
+            link = link.orelse[0]
+            continue
+        (line,) = link.body if len(link.body) == 1 else (None,)
+        value = line.value if isinstance(line, ast.Return) else None
+        return value.value if isinstance(value, ast.Constant) else _NO_ANSWER
+    return _NO_ANSWER
+
+
+def _returns_for_fsdp2(
+    statement: ast.stmt, params: set[str], answers: dict[str, object], is_fsdp2: Callable
+) -> bool:
+    """``if fsdp_version(param) == 2: ... return`` (or ``if isinstance(param, FSDPModule)``)."""
+    if not isinstance(statement, ast.If) or statement.orelse or not statement.body:
+        return False
+    if not isinstance(statement.body[-1], (ast.Return, ast.Raise)):
+        return False
+    test = statement.test
+    if any(is_fsdp2(_isinstance_of(test, param)) for param in params):
+        return True
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return False
+    call, constant = test.left, test.comparators[0]
+    if not (isinstance(test.ops[0], ast.Eq) and isinstance(constant, ast.Constant)):
+        return False
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and len(call.args) == 1):
+        return False
+    subject = call.args[0]
+    if not (isinstance(subject, ast.Name) and subject.id in params):
+        return False
+    return answers.get(call.func.id, _NO_ANSWER) == constant.value
+
+
+def dispatched(tree: ast.Module, is_fsdp1: Callable, is_fsdp2: Callable) -> set[int]:
+    r"""The nodes (``id``) no FSDP2 model reaches: after an early return of their function.
+
+    Args:
+        tree: The module.
+        is_fsdp1: Whether a dotted class name is FSDP1's class in this module.
+        is_fsdp2: Whether it is FSDP2's (``FSDPModule`` or the module's name for it).
+
+    Example:
+        >>> source = (
+        ...     "def fsdp_version(m):\n"
+        ...     "    if isinstance(m, FSDP):\n        return 1\n"
+        ...     "    elif isinstance(m, FSDPModule):\n        return 2\n"
+        ...     "def offload(model):\n"
+        ...     "    if fsdp_version(model) == 2:\n        return offload2(model)\n"
+        ...     "    assert isinstance(model, FSDP)\n"
+        ... )
+        >>> tree = ast.parse(source)
+        >>> found = dispatched(tree, lambda n: n == "FSDP", lambda n: n == "FSDPModule")
+        >>> sorted(n.lineno for n in ast.walk(tree) if isinstance(n, ast.Assert) and id(n) in found)
+        [9]
+    """
+    answers = {
+        statement.name: _answer(statement, is_fsdp1, is_fsdp2)
+        for statement in tree.body
+        if isinstance(statement, ast.FunctionDef)
+    }
+    found: set[int] = set()
+    for function in ast.walk(tree):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        params = {argument.arg for argument in function.args.args}
+        for index, statement in enumerate(function.body):
+            if _returns_for_fsdp2(statement, params, answers, is_fsdp2):
+                for later in function.body[index + 1 :]:
+                    found.update(id(node) for node in ast.walk(later))
+                break
+    return found

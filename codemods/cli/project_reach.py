@@ -1,0 +1,164 @@
+"""Which files of a project a model built in one file can reach, for FSDP401.
+
+A check for FSDP1's class in one file (``isinstance(m, FSDP)``) stands in the way of a
+wrapper call in another only where the call's model can get there. Within a project
+(:mod:`codemods.cli.project_bounds`) a model travels along imports: the file that
+builds it passes it to the functions it imports, or returns it to a file that imports
+it, which passes it on. So a model built in file ``A`` reaches every file that some
+file of the run imports together with ``A`` (directly or through other files): ``A``
+itself, what it imports, the files that import ``A``, and what those import. Two
+recipes that import the same library reach the library, not each other; two tests do
+not reach each other either.
+
+Imports are read from the run's files alone (no other file is opened). An import
+whose module is not among them (a package whose ``__init__.py`` the run does not
+hold, a tree copied in part) reaches every file of the run under the folder it names:
+the package's modules may re-export each other.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+from pathlib import Path, PurePath
+
+#: Folder names that hold a project's tests.
+TEST_FOLDERS = frozenset({"test", "tests", "testing", "unittests", "unit_tests"})
+
+
+def is_test(path: PurePath, root: PurePath | None = None) -> bool:
+    """Whether ``path`` is a test of its project (a test module, or under a tests folder).
+
+    Only the folders below ``root`` count (without one, the file's own folder).
+
+    Example:
+        >>> root = PurePath("/tests/p")  # a folder above the root does not count
+        >>> [is_test(root / p, root) for p in ("tests/utils/a.py", "pkg/test_io.py", "lib/io.py")]
+        [True, True, False]
+        >>> is_test(PurePath("/w/conftest.py")), is_test(PurePath("/w/tests/io.py"))
+        (True, True)
+    """
+    name = path.name
+    if root is not None and root in path.parents:
+        folders = path.relative_to(root).parts[:-1]
+    else:
+        folders = path.parts[-2:-1]
+    return (
+        name.startswith("test_")
+        or name.endswith("_test.py")
+        or name == "conftest.py"
+        or any(part.lower() in TEST_FOLDERS for part in folders)
+    )
+
+
+def _modules(path: Path, tree: ast.Module, bases: list[Path]) -> list[tuple[Path, list[str]]]:
+    """Each module ``tree`` imports, as (a folder to look from, the module's parts)."""
+    found: list[tuple[Path, list[str]]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(base, alias.name.split(".")) for alias in node.names for base in bases]
+        elif isinstance(node, ast.ImportFrom):
+            module = (node.module or "").split(".") if node.module else []
+            if node.level:
+                parents = [path.parent, *path.parent.parents]
+                if node.level - 1 >= len(parents):
+                    continue
+                starts = [parents[node.level - 1]]
+            else:
+                starts = bases
+            for base in starts:
+                if module:
+                    found.append((base, module))
+                found += [(base, [*module, alias.name]) for alias in node.names]
+    return found
+
+
+class ImportGraph:
+    """The imports between the files of a run, by file (resolved paths)."""
+
+    @classmethod
+    def of(cls, run: Iterable[Path], projects: set[Path | None]) -> ImportGraph:
+        """The graph of the files of ``run`` (resolved) in ``projects`` (roots; None: none).
+
+        Vendored copies and files that do not parse are left out.
+        """
+        from codemods.cli.floors import find_project_root
+        from codemods.cli.project_bounds import vendored
+
+        roots: dict[Path, Path | None] = {}  # by folder: one walk up per folder
+        trees: dict[Path, ast.Module] = {}
+        for path in run:
+            if path.parent not in roots:
+                roots[path.parent] = find_project_root(path)
+            root = roots[path.parent]
+            if root not in projects or vendored(path, root):
+                continue
+            try:
+                trees[path] = ast.parse(path.read_bytes())
+            except (OSError, SyntaxError, ValueError):
+                continue  # the run reports it
+        return cls(trees, {path: roots[path.parent] for path in trees})
+
+    def __init__(self, trees: dict[Path, ast.Module], roots: dict[Path, Path | None]) -> None:
+        """Read the imports of ``trees`` (each file's tree, with its project root or None)."""
+        self._files = set(trees)
+        folders: set[Path] = set()
+        for path in trees:
+            folders.update(path.parents)
+        self.imports: dict[Path, set[Path]] = {}
+        for path, tree in trees.items():
+            root = roots.get(path)
+            if root is not None:  # from the file's folder up to the root, and a src layout
+                bases = [path.parent, *(p for p in path.parent.parents if root in p.parents)]
+                bases += [root, root / "src"]
+            else:
+                bases = [path.parent, *path.parent.parents]
+            targets: set[Path] = set()
+            for base, parts in _modules(path, tree, bases):
+                # The longest part of the dotted name the run holds: a module (`a.b.name`
+                # of a/b.py), else a folder, all of whose files may be what it names.
+                for depth in range(len(parts), 0, -1):
+                    stem = base.joinpath(*parts[:depth])
+                    exact = {stem.with_suffix(".py"), stem / "__init__.py"} & self._files
+                    if exact or stem in folders:
+                        targets |= exact or {f for f in self._files if stem in f.parents}
+                        break
+            targets.discard(path)
+            self.imports[path] = targets
+        self._reach: dict[Path, set[Path]] = {}
+        self._importers: dict[Path, set[Path]] = {path: set() for path in trees}
+        for path, targets in self.imports.items():
+            for target in targets:
+                self._importers[target].add(path)
+
+    def reach(self, path: Path) -> set[Path]:
+        """The files a model built in ``path`` can reach (``path`` included).
+
+        Example:
+            >>> trees = {
+            ...     Path("/p/recipes/a.py"): ast.parse("from lib.ckpt import save"),
+            ...     Path("/p/recipes/b.py"): ast.parse("from lib import ckpt"),
+            ...     Path("/p/lib/ckpt.py"): ast.parse("import os"),
+            ... }
+            >>> graph = ImportGraph(trees, dict.fromkeys(trees, Path("/p")))
+            >>> sorted(p.as_posix() for p in graph.reach(Path("/p/recipes/a.py")))
+            ['/p/lib/ckpt.py', '/p/recipes/a.py']
+            >>> sorted(p.name for p in graph.reach(Path("/p/lib/ckpt.py")))
+            ['a.py', 'b.py', 'ckpt.py']
+        """
+        if path not in self.imports:
+            return {path}
+        if path not in self._reach:
+            self._reach[path] = _closure(_closure([path], self._importers), self.imports)
+        return self._reach[path]
+
+
+def _closure(starts: Iterable[Path], edges: dict[Path, set[Path]]) -> set[Path]:
+    found = set(starts)
+    todo = list(found)
+    while todo:
+        for other in edges.get(todo.pop(), ()):
+            if other not in found:
+                found.add(other)
+                todo.append(other)
+    return found
