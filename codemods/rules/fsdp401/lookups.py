@@ -94,10 +94,36 @@ def before_wrapping(
 
     That is where every wrapper call making ``model`` FSDP is in the same scope, on a
     later line and in no loop there: the code in between runs once, in order, so the
-    use sees the plain module (loading weights before wrapping, in real scripts).
+    use sees the plain module (loading weights before wrapping, in real scripts). For a
+    function's own variable wrapped in that function, only the wrapper calls (and
+    followed results) of that function count.
     """
     scope, line = engine.scope(node), line_of(engine, node)
+    if _local_name(engine, node.value, scope) and any(s is scope for s, _, _ in sites):
+        # A function's own variable wrapped in it: a wrapper call of another function
+        # binds another variable of the same name (`model = FSDP(model)` in a setup
+        # function). With none here, the name may hold a result not followed: it counts.
+        sites = [site for site in sites if site[0] is scope]
     return all(s is scope and line < at and not looped for s, at, looped in sites)
+
+
+def _local_name(engine: Engine, node: cst.CSTNode, scope: Any) -> bool:
+    """Whether ``node`` is a name bound only by statements of ``scope``, a function's.
+
+    Not a parameter (a caller may pass the wrapped model), not global, and read in no
+    nested function (which could run anywhere).
+    """
+    if not isinstance(node, cst.Name) or not isinstance(scope, cst.metadata.FunctionScope):
+        return False
+    assignments = list(scope[node.value]) if node.value in scope else []
+    return bool(assignments) and all(
+        a.scope is scope
+        and isinstance(a, cst.metadata.Assignment)
+        and not isinstance(a.node, cst.Param)
+        and not isinstance(engine.parent(a.node), cst.Param)
+        and all(access.scope is scope for access in a.references)
+        for a in assignments
+    )
 
 
 def module_list(engine: Engine, node: cst.CSTNode) -> cst.Call | None:
