@@ -138,13 +138,8 @@ def test_annotations_naming_fsdp1_stay_as_written():
             "model = FSDP(model, mixed_precision=torch.distributed.fsdp.MixedPrecision())\n",
             "`MixedPrecisionPolicy`, which the FSDP2 branch imports",
         ),
-        (
-            "mp = torch.distributed.fsdp.MixedPrecision(param_dtype=torch.bfloat16)\n"
-            "model = FSDP(model, mixed_precision=mp)\n",
-            "also the FSDP1 call's argument",
-        ),
     ],
-    ids=["unit-module-loop", "name-taken", "rebinding"],
+    ids=["unit-module-loop", "name-taken"],
 )
 def test_what_the_dual_stack_does_not_dispatch_keeps_the_file_fsdp1(body, said):
     new, findings = _migrate(body)

@@ -162,6 +162,13 @@ def _use_of(
     return None if use is None else (max(before)[1], use)
 
 
+def _of_plain_call(engine: Engine, node: cst.CSTNode) -> bool:
+    """Whether ``node`` is an argument of an FSDP1 call with an FSDP2 form (an inert block)."""
+    arg = engine.parent(node)
+    call = engine.parent(arg) if isinstance(arg, cst.Arg) else None
+    return call is not None and id(call) in engine.scratch.get(SCRATCH, {})
+
+
 def survey(engine: Engine, rule_code: str) -> Survey:
     """Each FSDP1 wrapper call of the module: its conversion, or why it has none."""
     module = engine.module
@@ -236,7 +243,7 @@ def survey(engine: Engine, rule_code: str) -> Survey:
         # FSDP1 code in a torch gate's branch for releases without FSDP2 is never run
         # by a converted file: it stays as written (asked only of what would count).
         if local_state_dict(engine, node):
-            if not before_fsdp2(engine, node):
+            if not before_fsdp2(engine, node) and not _of_plain_call(engine, node):
                 where = f"`{shown(engine, node)}` at line {line_of(engine, node)}"
                 kept.append((where, "local", f"{where}: {NO_LOCAL}"))
             continue
