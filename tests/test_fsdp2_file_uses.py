@@ -72,13 +72,44 @@ def test_a_load_on_what_may_be_the_wrapped_model_still_counts(use):
         assert new is None and "load_state_dict" in finding.withheld
 
 
-def test_a_variable_of_the_same_name_wrapped_nowhere_in_its_function_still_counts():
-    """Its value may be a wrapped model the survey does not follow (a call of `setup`)."""
+@pytest.mark.parametrize(
+    "bound",
+    [
+        "build()",  # a function of this file may return a wrapped model not followed
+        "copy.deepcopy(model)",  # an imported callable given a wrapped model's name
+    ],
+)
+def test_a_variable_of_the_same_name_wrapped_nowhere_in_its_function_still_counts(bound):
+    new, (finding,) = _migrate(
+        "import copy\n\n\ndef build():\n    return setup(Net())\n\n\n"
+        "def setup(model):\n    model = FSDP(model)\n    return model\n\n\n"
+        f"def check(model):\n    other = {bound}\n    model = {bound}\n"
+        "    return model.state_dict()\n"
+    )
+    assert new is None and "`model.state_dict` at line" in finding.withheld
+
+
+def test_a_variable_bound_by_an_imported_callable_is_not_the_wrapped_model():
     new, (finding,) = _migrate(
         "def setup(model):\n    model = FSDP(model)\n    return model\n\n\n"
         "def check():\n    model = Net()\n    return model.state_dict()\n"
     )
-    assert new is None and "`model.state_dict` at line 14" in finding.withheld
+    assert finding.fixed and "    return model.state_dict()\n" in new
+
+
+@pytest.mark.parametrize(
+    ("use", "recipe"),
+    [
+        ("with FSDP.summon_full_params(model):\n    print(model.weight)\n", "`unshard()` on each"),
+        ("with model.summon_full_params():\n    print(model.weight)\n", "`unshard()` on each"),
+        ("print(model.module)\n", "the model itself: `fully_shard` shards the module in place"),
+        ("osd = FSDP.optim_state_dict_to_load(model, optim, osd)\n", "set_optimizer_state_dict("),
+    ],
+    ids=["summon", "summon-method", "module", "to-load"],
+)
+def test_what_stays_fsdp1_names_its_own_fsdp2_recipe(use, recipe):
+    new, (finding,) = _migrate("model = FSDP(Net())\noptim = osd = None\n" + use)
+    assert new is None and recipe in finding.withheld
 
 
 BOUND_PRECISION = """\

@@ -230,6 +230,7 @@ def survey(engine: Engine, rule_code: str) -> Survey:
         sites.setdefault(name, []).append(site)
         bound.setdefault((id(site[0]), name), []).append((line, key))
     funcs = {id(call.func) for call in calls}
+    frozen = frozenset(wrapped)
     checks = set()
     tested = set()  # the checks that are isinstance tests (not annotations)
     lists = set()
@@ -291,7 +292,8 @@ def survey(engine: Engine, rule_code: str) -> Survey:
                     engine.scratch.setdefault(SCRATCH, {})[id(api)] = plain
                     continue
                 api_calls.add(id(api))
-                kept.append((where, "api", f"{where} is FSDP1 only"))
+                kind = api.func.attr.value if api.func.attr.value in KEPT_RECIPES else "api"
+                kept.append((where, kind, f"{where} is FSDP1 only"))
                 continue
             blockers.append(f"{where} is FSDP1 only")
             continue
@@ -300,7 +302,7 @@ def survey(engine: Engine, rule_code: str) -> Survey:
         method = node.attr.value
         if method not in FSDP1_ONLY and method not in CHANGED_MEANING:
             continue
-        if before_wrapping(engine, node, sites[module.code_for_node(node.value)]):
+        if before_wrapping(engine, node, sites[module.code_for_node(node.value)], frozen):
             continue  # the plain module still: the same on FSDP1 and FSDP2
         if in_plain_block(engine, node):
             continue  # rewritten with its block (or sharded on both, as the block asked)
@@ -313,7 +315,8 @@ def survey(engine: Engine, rule_code: str) -> Survey:
         if method in BRIDGE_KEEPS:
             kept.append((where, method, f"{where}: {why}"))
             continue
-        blockers.append(f"{where}: {why}")
+        recipe = f" (on FSDP2: {KEPT_RECIPES[method]})" if method in KEPT_RECIPES else ""
+        blockers.append(f"{where}: {why}{recipe}")
     note_differences(engine, conversions)
     if any(isinstance(c, Conversion) for c in conversions.values()) and other_fully_shard(engine):
         kept.append(("`fully_shard`", "fully_shard", "`fully_shard` is a name of another API here"))

@@ -88,7 +88,10 @@ def in_loop(engine: Engine, node: cst.CSTNode) -> bool:
 
 
 def before_wrapping(
-    engine: Engine, node: cst.Attribute, sites: list[tuple[Any, int, bool]]
+    engine: Engine,
+    node: cst.Attribute,
+    sites: list[tuple[Any, int, bool]],
+    wrapped: frozenset[str] = frozenset(),
 ) -> bool:
     """Whether ``node`` (``model.attr``) certainly runs before ``model`` is wrapped.
 
@@ -99,12 +102,44 @@ def before_wrapping(
     followed results) of that function count.
     """
     scope, line = engine.scope(node), line_of(engine, node)
-    if _local_name(engine, node.value, scope) and any(s is scope for s, _, _ in sites):
-        # A function's own variable wrapped in it: a wrapper call of another function
-        # binds another variable of the same name (`model = FSDP(model)` in a setup
-        # function). With none here, the name may hold a result not followed: it counts.
-        sites = [site for site in sites if site[0] is scope]
+    if _local_name(engine, node.value, scope):
+        # A function's own variable: a wrapper call of another function binds another
+        # variable of the same name (`model = FSDP(model)` in a setup function).
+        if any(s is scope for s, _, _ in sites):
+            sites = [site for site in sites if site[0] is scope]
+        elif _imported_results(engine, node.value, scope, wrapped):
+            return True  # never this file's wrapped model
+        # else it may hold a result of this file not followed (a setup call): it counts
     return all(s is scope and line < at and not looped for s, at, looped in sites)
+
+
+def _imported_results(engine: Engine, name: cst.Name, scope: Any, wrapped: frozenset[str]) -> bool:
+    """Whether each binding of ``name`` in ``scope`` is the result of an imported callable.
+
+    ``model = get_peft_model(Net(), config)``: no function of this file returns it, so it
+    is none of this file's wrapped models; unless it is given a name a wrapper call
+    binds (``copy.deepcopy(model)``).
+    """
+    for assignment in scope[name.value]:
+        parent = engine.parent(getattr(assignment, "node", None))
+        statement = engine.parent(parent) if isinstance(parent, cst.AssignTarget) else None
+        value = getattr(statement, "value", None)
+        if not isinstance(statement, cst.Assign) or not isinstance(value, cst.Call):
+            return False
+        names = find_all(value, lambda n: isinstance(n, cst.Name) and n.value in wrapped)
+        if any(engine.parent(n) is not value.func for n in names):
+            return False  # a wrapped model's name passed in
+        head = value.func
+        while isinstance(head, cst.Attribute):
+            head = head.value
+        bound = (
+            list(scope[head.value]) if isinstance(head, cst.Name) and head.value in scope else []
+        )
+        if not bound or not all(
+            isinstance(getattr(b, "node", None), (cst.Import, cst.ImportFrom)) for b in bound
+        ):
+            return False
+    return True
 
 
 def _local_name(engine: Engine, node: cst.CSTNode, scope: Any) -> bool:
