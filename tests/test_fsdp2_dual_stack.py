@@ -229,7 +229,24 @@ def fit(rank, steps=3, accumulate=3):
         losses += [loss.item(), norm.item()]
     return model, losses
 """
+#: A precision bound to a name, which FSDP1's branch passes and FSDP2's converts at run time.
+PRECISION = """\
+import torch
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, MixedPrecision
+from torch.distributed.fsdp.wrap import ModuleWrapPolicy
+
+from tests.models import Block, local_device, make_model
+
+
+def build(exact=True):
+    mp = None
+    if exact:
+        mp = MixedPrecision(param_dtype=torch.float32, reduce_dtype=torch.float32)
+    policy = ModuleWrapPolicy({Block})
+    return FSDP(make_model(), auto_wrap_policy=policy, mixed_precision=mp, device_id=local_device())
+"""
 SCRIPTS = {"classes": CLASSES, "size-policy": SIZE, "accumulation": ACCUMULATION}
+SCRIPTS["bound-precision"] = PRECISION
 
 
 @contextlib.contextmanager
