@@ -91,8 +91,9 @@ def test_a_variable_of_the_same_name_wrapped_nowhere_in_its_function_still_count
 
 def test_a_variable_bound_by_an_imported_callable_is_not_the_wrapped_model():
     new, (finding,) = _migrate(
-        "def setup(model):\n    model = FSDP(model)\n    return model\n\n\n"
-        "def check():\n    model = Net()\n    return model.state_dict()\n"
+        "import copy\n\n\ndef setup(model):\n    model = FSDP(model)\n    return model\n\n\n"
+        "def check():\n    model = Net()\n    model = copy.deepcopy(model)\n"
+        "    return model.state_dict()\n"
     )
     assert finding.fixed and "    return model.state_dict()\n" in new
 

@@ -126,9 +126,11 @@ def _imported_results(engine: Engine, name: cst.Name, scope: Any, wrapped: froze
         value = getattr(statement, "value", None)
         if not isinstance(statement, cst.Assign) or not isinstance(value, cst.Call):
             return False
+        # A wrapped model's name passed in; the variable itself is what its own bindings
+        # made (`model = get_peft_model(model, config)`).
         names = find_all(value, lambda n: isinstance(n, cst.Name) and n.value in wrapped)
-        if any(engine.parent(n) is not value.func for n in names):
-            return False  # a wrapped model's name passed in
+        if any(engine.parent(n) is not value.func and n.value != name.value for n in names):
+            return False
         head = value.func
         while isinstance(head, cst.Attribute):
             head = head.value
