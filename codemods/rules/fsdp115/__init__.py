@@ -91,6 +91,7 @@ class Fsdp115(Behaviour):
             rest: list[cst.BaseStatement] = []
             if isinstance(entry, Plan):
                 statement = _rewrite(entry, after, engine, indentation(engine, before))
+                rest = list(after.body.body[1:])  # FSDP401's: the block's other statements
             elif callable(entry):  # a block whose statements take its place (adopt_block)
                 statement, *rest = entry(after)
             else:
@@ -193,5 +194,8 @@ def _rewrite(plan: Plan, updated: cst.With, engine: Engine, indent: str) -> cst.
         body=[small.with_changes(value=new_call)], leading_lines=updated.leading_lines
     )
 
+
+#: The block's state-dict statement as DCP's (FSDP401's dual stack writes it in a branch).
+rewritten_statement = _rewrite
 
 BEHAVIOUR = Fsdp115

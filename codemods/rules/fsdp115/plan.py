@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from codemods.rules.api import Engine
-from codemods.syntax.cst_nodes import dotted, is_plain_positional, keyword, literal
+from codemods.syntax.cst_nodes import dotted, find_all, is_plain_positional, keyword, literal
 from codemods.syntax.lazy_libcst import cst
 
 #: Where ``torch.distributed.checkpoint.state_dict`` first exists.
@@ -36,6 +36,7 @@ class Plan:
     loaded: cst.BaseExpression | None  # original node of the dict loaded, if loading
     config_statement: cst.CSTNode | None = None  # `name = FullStateDictConfig(...)`
     config_uses: int = 0  # how many state_dict_type calls pass that name
+    rest: int = 0  # statements after the state-dict call (FSDP401's form), kept after it
 
 
 def from_fsdp(engine: Engine, node: cst.CSTNode, suffix: str) -> bool:
@@ -112,10 +113,12 @@ def _same(a: cst.BaseExpression, b: cst.BaseExpression) -> bool:
     return dotted(a) is not None and dotted(a) == dotted(b)
 
 
-def _body_statement(with_node: cst.With) -> cst.BaseSmallStatement | None:
-    """The one simple statement of the block, where it has no comment to lose."""
+def _body_statement(with_node: cst.With, rest: bool = False) -> cst.BaseSmallStatement | None:
+    """The one simple statement of the block (``rest``: its first), with no comment to lose."""
     body = with_node.body
-    if not isinstance(body, cst.IndentedBlock) or len(body.body) != 1 or body.header.comment:
+    if not isinstance(body, cst.IndentedBlock) or body.header.comment or not body.body:
+        return None
+    if len(body.body) != 1 and not rest:
         return None
     line = body.body[0]
     if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
@@ -140,8 +143,15 @@ def names_free(engine: Engine, node: cst.CSTNode, names: tuple[str, ...]) -> boo
     return True
 
 
-def plan_for(engine: Engine, call: cst.Call) -> Plan | None:
-    """The rewrite of the ``with`` block ``call`` opens, where it is certain."""
+def plan_for(
+    engine: Engine, call: cst.Call, *, rest: bool = False, any_release: bool = False
+) -> Plan | None:
+    """The rewrite of the ``with`` block ``call`` opens, where it is certain.
+
+    FSDP401's forms ask more: ``rest``, statements after the state-dict call that do not
+    name the model (they follow it, out of the block); ``any_release``, the form on
+    whatever release the file runs (an FSDP2 branch, torch 2.4 or later).
+    """
     if not from_fsdp(engine, call.func, ".state_dict_type"):
         return None
     item, with_node = engine.parent(call), None
@@ -149,7 +159,9 @@ def plan_for(engine: Engine, call: cst.Call) -> Plan | None:
         with_node = engine.parent(item)
     if not isinstance(with_node, cst.With) or len(with_node.items) != 1:
         return None
-    if with_node.asynchronous is not None or not engine.target_at_least(DCP_STATE_DICT_SINCE):
+    if with_node.asynchronous is not None or not (
+        any_release or engine.target_at_least(DCP_STATE_DICT_SINCE)
+    ):
         return None
     args = call_arguments(call)
     if args is None or "optim_state_dict_config" in args or "state_dict_type" not in args:
@@ -166,7 +178,7 @@ def plan_for(engine: Engine, call: cst.Call) -> Plan | None:
             return None
         config, statement, uses = named
     values = (False, False) if config is None else _config_values(engine, config)
-    plan = _statement_plan(engine, with_node, module, values)
+    plan = _statement_plan(engine, with_node, module, values, rest, any_release)
     if plan is not None:
         plan.config_statement, plan.config_uses = statement, uses
     return plan
@@ -177,9 +189,11 @@ def _statement_plan(
     with_node: cst.With,
     module: cst.BaseExpression,
     values: tuple[bool, bool] | None,
+    rest: bool = False,
+    any_release: bool = False,
 ) -> Plan | None:
-    """The plan for the block's one statement, given the config's values."""
-    small = _body_statement(with_node)
+    """The plan for the block's one (or first) statement, given the config's values."""
+    small = _body_statement(with_node, rest)
     value = small.value if isinstance(small, (cst.Assign, cst.Expr)) else None
     if isinstance(small, cst.Assign) and (
         len(small.targets) != 1 or not isinstance(small.targets[0].target, cst.Name)
@@ -194,14 +208,21 @@ def _statement_plan(
         options = "full_state_dict=True, cpu_offload=True" if values[0] else "full_state_dict=True"
         function, loaded = "get_model_state_dict", None
     elif method == "load_state_dict" and len(value.args) == 1:
-        if not is_plain_positional(value.args[0]) or not engine.target_at_least(DCP_LOAD_SINCE):
+        if not is_plain_positional(value.args[0]) or not (
+            any_release or engine.target_at_least(DCP_LOAD_SINCE)
+        ):
             return None
         options, function, loaded = "full_state_dict=True", "set_model_state_dict", value.args[0]
     else:
         return None
     if not names_free(engine, with_node, (function, "StateDictOptions")):
         return None
-    return Plan(with_node, function, f"StateDictOptions({options})", module, loaded)
+    after = with_node.body.body[1:]
+    if any(find_all(line, lambda n: _same(n, module)) for line in after):
+        return None  # the model again: its state dict in FSDP1's layout of the block
+    plan = Plan(with_node, function, f"StateDictOptions({options})", module, loaded)
+    plan.rest = len(after)
+    return plan
 
 
 def unproven(function: str, options: str) -> bool:

@@ -61,6 +61,15 @@ MAPPING = (
         "`MixedPrecisionPolicy(param_dtype=mp.param_dtype, reduce_dtype=mp.reduce_dtype, "
         "cast_forward_inputs=False)`",
     ),
+    (
+        "mixed_precision=mp where FSDP1 stays beside FSDP2 (the dual stack)",
+        "as a precision read at run time (below): FSDP1's branch still passes `mp`",
+    ),
+    (
+        "mixed_precision=MixedPrecision(...) if flag else None",
+        "`mp_policy=MixedPrecisionPolicy(...) if flag else MixedPrecisionPolicy()` (a flag "
+        "that calls nothing); the units' policy reads the root's dtypes and casts no inputs",
+    ),
     ("cpu_offload=CPUOffload(offload_params=True)", "`offload_policy=CPUOffloadPolicy()`"),
     (
         "cpu_offload=CPUOffload(offload_params=flag)",

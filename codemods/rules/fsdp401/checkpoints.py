@@ -18,9 +18,17 @@ file that converts may pass any module to them:
   options=StateDictOptions(full_state_dict=True))``: the same FQN-keyed state; in such a
   sharded block, ``get_optimizer_state_dict(model, optim)`` (sharded, FQN-keyed).
 
-Everything else (``LOCAL_STATE_DICT``, ``set_state_dict_type``, a block with other
-statements or a config with values, ``optim_state_dict_to_load``,
-``summon_full_params``) keeps the file FSDP1, as before.
+- a ``FULL_STATE_DICT`` block whose first statement FSDP115 would rewrite, and whose
+  other statements do not name the model, becomes that statement followed by the others;
+  in the dual stack where DCP's functions do not run on FSDP1 (before torch 2.2, loading
+  2.4), ``if HAS_FSDP2:`` that form ``else:`` the block as written;
+- a block of any type whose statements ask the model nothing (they never name it or
+  FSDP1, and call only imported functions, builtins and an optimizer's methods: a
+  ``LOCAL_STATE_DICT`` block around ``torch.save(opt.state_dict(), path)``) loses its
+  ``with``, which changed nothing they do.
+
+Everything else (``LOCAL_STATE_DICT`` on the model, ``set_state_dict_type``, a config
+with values, ``optim_state_dict_to_load``, ``summon_full_params``) keeps the file FSDP1.
 """
 
 from __future__ import annotations
@@ -39,7 +47,9 @@ from codemods.rules.fsdp115.plan import (
     plan_for,
     unproven,
 )
+from codemods.rules.fsdp401.dual import needs_dual
 from codemods.rules.fsdp401.lookups import fsdp1_reference
+from codemods.rules.fsdp401.values import assignment_of
 from codemods.syntax.cst_nodes import dotted, find_all, is_plain_positional, keyword
 from codemods.syntax.lazy_libcst import cst
 
@@ -71,6 +81,12 @@ DIFFERENCES = {
         "(its `param_groups` list the names in the optimizer's order, FSDP1's by flat "
         "parameter)"
     ),
+    "inert": (
+        "its `FSDP.state_dict_type(...)` block whose statements ask the model nothing loses "
+        "its `with` (it changed nothing they do); an optimizer's own `state_dict()` holds "
+        "DTensor shards where FSDP1's held its flat shards, so files saved by FSDP1 runs do "
+        "not load as they are"
+    ),
 }
 
 
@@ -80,16 +96,19 @@ class PlainCall:
 
     Attributes:
         call: The ``FSDP.<name>(...)`` call.
-        kind: ``"full"``, ``"sharded"``, ``"optim"`` or ``"optim-sharded"``
-            (:data:`DIFFERENCES`).
+        kind: ``"full"``, ``"sharded"``, ``"inert"`` (a block whose statements ask the
+            model nothing), ``"optim"`` or ``"optim-sharded"`` (:data:`DIFFERENCES`).
         plan: FSDP115's plan of a ``"full"`` block.
         with_node: The ``with`` statement a block form replaces.
+        fsdp2_only: A ``"full"`` form that runs on FSDP2's releases only (DCP's
+            functions on FSDP1 need torch 2.2, loading 2.4): the dual stack dispatches it.
     """
 
     call: cst.Call
     kind: str
     plan: Plan | None = None
     with_node: cst.With | None = None
+    fsdp2_only: bool = False
 
     @property
     def unsafe(self) -> bool:
@@ -101,11 +120,18 @@ def plain_form(engine: Engine, call: cst.Call) -> PlainCall | None:
     """The FSDP2 form of ``call`` (an ``FSDP.<name>(...)`` call), where it is certain."""
     name = call.func.attr.value
     if name == "state_dict_type":
-        plan = plan_for(engine, call)
+        plan = plan_for(engine, call, rest=True)
         if plan is not None:
             return PlainCall(call, "full", plan, plan.with_node)
+        if needs_dual(engine):  # the FSDP2 branch: torch 2.4 or later
+            plan = plan_for(engine, call, rest=True, any_release=True)
+            if plan is not None:
+                return PlainCall(call, "full", plan, plan.with_node, fsdp2_only=True)
         with_node = _sharded_block(engine, call)
-        return None if with_node is None else PlainCall(call, "sharded", None, with_node)
+        if with_node is not None:
+            return PlainCall(call, "sharded", None, with_node)
+        with_node = inert_block(engine, call)
+        return None if with_node is None else PlainCall(call, "inert", None, with_node)
     if name == "optim_state_dict" and _optim_arguments(call):
         opened = enclosing_block(engine, call)
         wanted = ("get_optimizer_state_dict", "StateDictOptions")
@@ -118,6 +144,75 @@ def plain_form(engine: Engine, call: cst.Call) -> PlainCall | None:
     return None
 
 
+def inert_block(engine: Engine, call: cst.Call) -> cst.With | None:
+    """The ``with`` of a ``state_dict_type`` block whose statements ask the model nothing.
+
+    Such a block (Lumina's ``LOCAL_STATE_DICT`` block around ``torch.save(opt.state_dict(),
+    ...)``) changes nothing its statements do: they never name the model or FSDP1, and
+    call only imported functions, builtins and methods of optimizers.
+    """
+    opened = _opened_block(engine, call)
+    if opened is None:
+        return None
+    args, with_node = opened
+    module = dotted(args.get("module"))
+    body = with_node.body
+    if module is None or not isinstance(body, cst.IndentedBlock) or body.footer:
+        return None
+    kind = args.get("state_dict_type")
+    if (
+        body.header.comment
+        or kind is None
+        or not any(
+            q.startswith("torch.distributed.fsdp") and ".StateDictType." in q
+            for q in engine.qualified(kind)
+        )
+    ):
+        return None
+    for value in args.values():  # dropped with the `with`: evaluating them must do nothing
+        calls = find_all(value, lambda n: isinstance(n, cst.Call))
+        if any(not from_fsdp(engine, c.func, "Config") or _has_call(c.args) for c in calls):
+            return None
+    for node in find_all(body, lambda n: isinstance(n, (cst.Name, cst.Attribute, cst.Call))):
+        if fsdp1_reference(engine, node) or dotted(node) == module:
+            return None
+        if isinstance(node, cst.Call) and not _asks_nothing(engine, node):
+            return None
+    return with_node
+
+
+def _has_call(args: Any) -> bool:
+    return any(find_all(arg, lambda n: isinstance(n, cst.Call)) for arg in args)
+
+
+def _asks_nothing(engine: Engine, call: cst.Call) -> bool:
+    """Whether ``call`` is of an imported function, a builtin, or an optimizer's method."""
+    func = call.func
+    while isinstance(func, cst.Attribute):
+        func = func.value
+    if not isinstance(func, cst.Name):
+        return False
+    scope = engine.scope(func)
+    if scope is None:
+        return False
+    if func.value not in scope:
+        return func.value in BUILTINS
+    nodes = [getattr(a, "node", None) for a in scope[func.value]]
+    if all(isinstance(n, (cst.Import, cst.ImportFrom)) for n in nodes):
+        return True
+    # `opt = torch.optim.AdamW(...)`: its methods touch no module's state dict
+    return isinstance(call.func, cst.Attribute) and all(
+        isinstance(statement := assignment_of(engine, n), cst.Assign)
+        and isinstance(statement.value, cst.Call)
+        and any(q.startswith("torch.optim.") for q in engine.qualified(statement.value.func))
+        for n in nodes
+    )
+
+
+#: Builtins a block may call without asking a model anything.
+BUILTINS = frozenset({"print", "len", "str", "int", "float", "dict", "list", "range", "open"})
+
+
 def _optim_arguments(call: cst.Call) -> bool:
     """Whether the call passes just the model and the optimizer, by position or name."""
     names = ("model", "optim")
@@ -127,8 +222,10 @@ def _optim_arguments(call: cst.Call) -> bool:
     )
 
 
-def _sharded_block(engine: Engine, call: cst.Call) -> cst.With | None:
-    """The ``with`` of a ``SHARDED_STATE_DICT`` block whose ``with`` can simply go."""
+def _opened_block(
+    engine: Engine, call: cst.Call
+) -> tuple[dict[str, cst.BaseExpression], cst.With] | None:
+    """The call's arguments by name and the plain ``with call:`` it opens (one item)."""
     args = call_arguments(call)
     item = engine.parent(call)
     with_node = engine.parent(item) if isinstance(item, cst.WithItem) else None
@@ -136,6 +233,15 @@ def _sharded_block(engine: Engine, call: cst.Call) -> cst.With | None:
         return None
     if len(with_node.items) != 1 or with_node.asynchronous is not None:
         return None
+    return args, with_node
+
+
+def _sharded_block(engine: Engine, call: cst.Call) -> cst.With | None:
+    """The ``with`` of a ``SHARDED_STATE_DICT`` block whose ``with`` can simply go."""
+    opened = _opened_block(engine, call)
+    if opened is None:
+        return None
+    args, with_node = opened
     if "optim_state_dict_config" in args or dotted(args.get("module")) is None:
         return None
     if not from_fsdp(engine, args.get("state_dict_type"), "StateDictType.SHARDED_STATE_DICT"):
@@ -230,9 +336,10 @@ def write(engine: Engine, plain: PlainCall, updated: cst.Call) -> cst.BaseExpres
         text = f"get_optimizer_state_dict({', '.join(args)})"
         return cst.parse_expression(text, engine.module.config_for_parsing)
     args = call_arguments(plain.call)
-    engine.forget(args["state_dict_type"])
-    if isinstance(args.get("state_dict_config"), cst.Call):
-        engine.forget(args["state_dict_config"].func)
+    for value in args.values():  # the model stays; the type and config go with the call
+        for node in find_all(value, lambda n: isinstance(n, (cst.Name, cst.Attribute))):
+            if from_fsdp(engine, node, ""):
+                engine.forget(node)
 
     adopt_block(engine, plain.with_node)
     return updated

@@ -165,6 +165,13 @@ def _use_of(
     return None if use is None else (max(before)[1], use)
 
 
+def _of_plain_call(engine: Engine, node: cst.CSTNode) -> bool:
+    """Whether ``node`` is an argument of an FSDP1 call with an FSDP2 form (an inert block)."""
+    arg = engine.parent(node)
+    call = engine.parent(arg) if isinstance(arg, cst.Arg) else None
+    return call is not None and id(call) in engine.scratch.get(SCRATCH, {})
+
+
 def survey(engine: Engine, rule_code: str) -> Survey:
     """Each FSDP1 wrapper call of the module: its conversion, or why it has none."""
     module = engine.module
@@ -226,6 +233,7 @@ def survey(engine: Engine, rule_code: str) -> Survey:
         sites.setdefault(name, []).append(site)
         bound.setdefault((id(site[0]), name), []).append((line, key))
     funcs = {id(call.func) for call in calls}
+    frozen = frozenset(wrapped)
     checks = set()
     tested = set()  # the checks that are isinstance tests (not annotations)
     lists = set()
@@ -239,7 +247,7 @@ def survey(engine: Engine, rule_code: str) -> Survey:
         # FSDP1 code in a torch gate's branch for releases without FSDP2 is never run
         # by a converted file: it stays as written (asked only of what would count).
         if local_state_dict(engine, node):
-            if not before_fsdp2(engine, node):
+            if not before_fsdp2(engine, node) and not _of_plain_call(engine, node):
                 where = f"`{shown(engine, node)}` at line {line_of(engine, node)}"
                 kept.append((where, "local", f"{where}: {NO_LOCAL}"))
             continue
@@ -287,7 +295,8 @@ def survey(engine: Engine, rule_code: str) -> Survey:
                     engine.scratch.setdefault(SCRATCH, {})[id(api)] = plain
                     continue
                 api_calls.add(id(api))
-                kept.append((where, "api", f"{where} is FSDP1 only"))
+                kind = api.func.attr.value if api.func.attr.value in KEPT_RECIPES else "api"
+                kept.append((where, kind, f"{where} is FSDP1 only"))
                 continue
             blockers.append(f"{where} is FSDP1 only")
             continue
@@ -296,7 +305,7 @@ def survey(engine: Engine, rule_code: str) -> Survey:
         method = node.attr.value
         if method not in FSDP1_ONLY and method not in CHANGED_MEANING:
             continue
-        if before_wrapping(engine, node, sites[module.code_for_node(node.value)]):
+        if before_wrapping(engine, node, sites[module.code_for_node(node.value)], frozen):
             continue  # the plain module still: the same on FSDP1 and FSDP2
         if in_plain_block(engine, node):
             continue  # rewritten with its block (or sharded on both, as the block asked)
@@ -309,7 +318,8 @@ def survey(engine: Engine, rule_code: str) -> Survey:
         if method in BRIDGE_KEEPS:
             kept.append((where, method, f"{where}: {why}"))
             continue
-        blockers.append(f"{where}: {why}")
+        recipe = f" (on FSDP2: {KEPT_RECIPES[method]})" if method in KEPT_RECIPES else ""
+        blockers.append(f"{where}: {why}{recipe}")
     note_differences(engine, conversions)
     note_tests(conversions, engine.settings.fsdp1_tests_elsewhere)
     if any(isinstance(c, Conversion) for c in conversions.values()) and other_fully_shard(engine):

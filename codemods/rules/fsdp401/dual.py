@@ -67,10 +67,7 @@ def dual_blockers(
     for node in find_all(engine.module, lambda n: id(n) in others) if others else ():
         where = f"`{shown(engine, node)}` at line {line_of(engine, node)}"
         why.append(f"{where}: {keep}, and the dual stack does not dispatch it")
-    for conversion in conversions:
-        for rebinding in conversion.keywords.rebindings:
-            where = f"`{shown(engine, rebinding.value)}` at line {line_of(engine, rebinding.value)}"
-            why.append(f"{where} is also the FSDP1 call's argument, which the dual stack keeps")
+    # (A precision bound to a name is converted at run time there, not rebound.)
     anchor = import_anchor(engine.module.body)
     first = min((line_of(engine, c.call) for c in conversions), default=None)
     if anchor is None or (first is not None and line_of(engine, anchor) > first):

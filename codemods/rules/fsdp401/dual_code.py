@@ -284,14 +284,20 @@ def dual_checkpoint(
 
     plain = engine.scratch.get(SCRATCH, {}).get(id(original))
     flag = found.dual
-    if plain is None or plain.kind == "full" or flag is None or not found.converts():
+    if plain is None or flag is None or not found.converts():
         return None
+    if plain.kind == "inert" or (plain.kind == "full" and not plain.fsdp2_only):
+        return None  # the same form on both stacks
     if not engine.report(original, rule, quiet=True, unsafe_here=plain.unsafe):
+        return updated
+    if plain.kind == "full":
+        _dispatch_full(engine, flag, plain)
         return updated
     if plain.kind == "sharded":
         block = plain.with_node
 
         def both(opened: cst.With) -> cst.If:
+            # FSDP1's branch as written: the updated block holds the FSDP2 optimizer call
             return _branches(flag, list(opened.body.body), block)
 
         engine.replace(block, both)
@@ -300,3 +306,30 @@ def dual_checkpoint(
     if plain.kind == "optim-sharded":  # in a block dispatched whole: its FSDP2 side
         return new
     return _chosen(engine, original, flag, new, updated)
+
+
+def _dispatch_full(engine: Engine, flag: str, plain: Any) -> None:
+    """A ``FULL_STATE_DICT`` block whose DCP form needs FSDP2's releases, on both stacks.
+
+    ``if flag:`` its state-dict statement as DCP's ``else:`` the block with that one
+    statement; its other statements (which do not name the model) follow, once. The
+    DCP names come from the dual stack's ``try`` (torch before 2.2 has none); the
+    block's config stays, FSDP1's branch passes it.
+    """
+    from codemods.rules.fsdp115 import rewritten_statement
+    from codemods.rules.fsdp115.plan import DCP_STATE_DICT
+
+    collecting = writer(engine)
+    collecting.need_import(DCP_STATE_DICT, plain.plan.function)
+    collecting.need_import(DCP_STATE_DICT, "StateDictOptions")
+    indent = indentation(engine, plain.with_node) + engine.module.default_indent
+
+    def both(opened: cst.With) -> list[cst.BaseStatement]:
+        first, *rest = opened.body.body
+        fsdp2 = rewritten_statement(plain.plan, opened, engine, indent)
+        fsdp1 = opened.with_changes(body=opened.body.with_changes(body=[first]))
+        return [_branches(flag, [fsdp2], fsdp1), *rest]
+
+    # FSDP115's block hook puts the statements in the block's place (with the others
+    # the block's rewrites leave: one statement becoming several shifts no other's).
+    engine.scratch.setdefault("FSDP115", {})[id(plain.with_node)] = both

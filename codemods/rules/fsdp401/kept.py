@@ -41,6 +41,25 @@ KEPT_RECIPES = {
     "state_dict": "`get_model_state_dict(model, options=StateDictOptions(...))`",
     "load_state_dict": "`set_model_state_dict(model, state, options=StateDictOptions(...))`",
     "api": "torch.distributed.checkpoint.state_dict's functions with `StateDictOptions`",
+    # FSDP1's class calls with a recipe of their own (the kind is the call's name)
+    "summon_full_params": (
+        "`unshard()` on each `FSDPModule` of the model for the block and `reshard()` after "
+        "(nothing is written back, and under mixed precision the gather is in "
+        "`param_dtype`), or `.full_tensor()` of each DTensor the block reads"
+    ),
+    "optim_state_dict_to_load": (
+        "`set_optimizer_state_dict(model, optim, state, options=StateDictOptions("
+        "full_state_dict=True))` in place of the conversion and the optimizer's own load"
+    ),
+    "full_optim_state_dict": (
+        "`get_optimizer_state_dict(model, optim, options=StateDictOptions("
+        "full_state_dict=True))` (on every rank; `cpu_offload=True` with `rank0_only`)"
+    ),
+    "module": "the model itself: `fully_shard` shards the module in place, no wrapper",
+    "set_state_dict_type": (
+        "`get_model_state_dict` / `set_model_state_dict` with the type's "
+        "`StateDictOptions` at each state-dict call the type was set for"
+    ),
     "fully_shard": "import torch's `fully_shard` under another name",
     "local": (
         "SHARDED_STATE_DICT, whose DTensor shards torch.distributed.checkpoint saves and "

@@ -88,16 +88,79 @@ def in_loop(engine: Engine, node: cst.CSTNode) -> bool:
 
 
 def before_wrapping(
-    engine: Engine, node: cst.Attribute, sites: list[tuple[Any, int, bool]]
+    engine: Engine,
+    node: cst.Attribute,
+    sites: list[tuple[Any, int, bool]],
+    wrapped: frozenset[str] = frozenset(),
 ) -> bool:
     """Whether ``node`` (``model.attr``) certainly runs before ``model`` is wrapped.
 
     That is where every wrapper call making ``model`` FSDP is in the same scope, on a
     later line and in no loop there: the code in between runs once, in order, so the
-    use sees the plain module (loading weights before wrapping, in real scripts).
+    use sees the plain module (loading weights before wrapping, in real scripts). For a
+    function's own variable wrapped in that function, only the wrapper calls (and
+    followed results) of that function count.
     """
     scope, line = engine.scope(node), line_of(engine, node)
+    if _local_name(engine, node.value, scope):
+        # A function's own variable: a wrapper call of another function binds another
+        # variable of the same name (`model = FSDP(model)` in a setup function).
+        if any(s is scope for s, _, _ in sites):
+            sites = [site for site in sites if site[0] is scope]
+        elif _imported_results(engine, node.value, scope, wrapped):
+            return True  # never this file's wrapped model
+        # else it may hold a result of this file not followed (a setup call): it counts
     return all(s is scope and line < at and not looped for s, at, looped in sites)
+
+
+def _imported_results(engine: Engine, name: cst.Name, scope: Any, wrapped: frozenset[str]) -> bool:
+    """Whether each binding of ``name`` in ``scope`` is the result of an imported callable.
+
+    ``model = get_peft_model(Net(), config)``: no function of this file returns it, so it
+    is none of this file's wrapped models; unless it is given a name a wrapper call
+    binds (``copy.deepcopy(model)``).
+    """
+    for assignment in scope[name.value]:
+        parent = engine.parent(getattr(assignment, "node", None))
+        statement = engine.parent(parent) if isinstance(parent, cst.AssignTarget) else None
+        value = getattr(statement, "value", None)
+        if not isinstance(statement, cst.Assign) or not isinstance(value, cst.Call):
+            return False
+        # A wrapped model's name passed in; the variable itself is what its own bindings
+        # made (`model = get_peft_model(model, config)`).
+        names = find_all(value, lambda n: isinstance(n, cst.Name) and n.value in wrapped)
+        if any(engine.parent(n) is not value.func and n.value != name.value for n in names):
+            return False
+        head = value.func
+        while isinstance(head, cst.Attribute):
+            head = head.value
+        bound = (
+            list(scope[head.value]) if isinstance(head, cst.Name) and head.value in scope else []
+        )
+        if not bound or not all(
+            isinstance(getattr(b, "node", None), (cst.Import, cst.ImportFrom)) for b in bound
+        ):
+            return False
+    return True
+
+
+def _local_name(engine: Engine, node: cst.CSTNode, scope: Any) -> bool:
+    """Whether ``node`` is a name bound only by statements of ``scope``, a function's.
+
+    Not a parameter (a caller may pass the wrapped model), not global, and read in no
+    nested function (which could run anywhere).
+    """
+    if not isinstance(node, cst.Name) or not isinstance(scope, cst.metadata.FunctionScope):
+        return False
+    assignments = list(scope[node.value]) if node.value in scope else []
+    return bool(assignments) and all(
+        a.scope is scope
+        and isinstance(a, cst.metadata.Assignment)
+        and not isinstance(a.node, cst.Param)
+        and not isinstance(engine.parent(a.node), cst.Param)
+        and all(access.scope is scope for access in a.references)
+        for a in assignments
+    )
 
 
 def module_list(engine: Engine, node: cst.CSTNode) -> cst.Call | None:

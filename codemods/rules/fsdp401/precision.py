@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from codemods.rules.api import Engine
+from codemods.rules.fsdp401.dual import needs_dual
 from codemods.rules.fsdp401.helpers import helper_names
 from codemods.rules.fsdp401.keywords import Keywords, Rebinding, Untranslatable
 from codemods.rules.fsdp401.values import (
@@ -27,6 +28,7 @@ from codemods.rules.fsdp401.values import (
     constructor,
     direct_constructor,
     is_none,
+    operand,
     source,
 )
 from codemods.syntax.cst_nodes import find_all, keyword, literal
@@ -51,6 +53,11 @@ def mixed_precision(engine: Engine, value: cst.BaseExpression, out: Keywords) ->
     """
     if is_none(value):
         return
+    if isinstance(value, cst.Name) and needs_dual(engine):
+        # The dual stack keeps FSDP1's call, which still passes the name's FSDP1 object:
+        # FSDP2's branch converts that object at run time instead of rebinding it.
+        _at_run_time(engine, value, out)
+        return
     rebindings = _precision_bindings(engine, value, out)
     if rebindings is not None:
         # `mp = None` / `if bf16: mp = MixedPrecision(...)` bind a FSDP2 policy instead,
@@ -58,6 +65,8 @@ def mixed_precision(engine: Engine, value: cst.BaseExpression, out: Keywords) ->
         out.code.append(f"mp_policy={engine.module.code_for_node(value)}")
         out.imports.append("MixedPrecisionPolicy")
         out.rebindings += rebindings
+        return
+    if isinstance(value, cst.IfExp) and _conditional(engine, value, out):
         return
     call = constructor(engine, value, "MixedPrecision")
     if call is None:
@@ -70,6 +79,47 @@ def mixed_precision(engine: Engine, value: cst.BaseExpression, out: Keywords) ->
     if units_cast != root_casts:
         fields = {text.partition("=")[0]: text.partition("=")[2] for text in kept}
         out.unit_values["mp_policy"] = _unit_policy(fields)
+
+
+def _conditional(engine: Engine, value: cst.IfExp, out: Keywords) -> bool:
+    """``MixedPrecision(...) if flag else None`` as the same choice of FSDP2 policies.
+
+    Each side is ``None`` (``MixedPrecisionPolicy()``: no casting) or a
+    ``MixedPrecision(...)`` call, and the test calls nothing (the units' policy reads the
+    root's). False where the value is another form.
+
+    Raises:
+        Untranslatable: Where the sides cast the forward inputs in different ways.
+    """
+    sides = (value.body, value.orelse)
+    calls = [
+        None if is_none(side) else direct_constructor(engine, side, "MixedPrecision")
+        for side in sides
+    ]
+    if any(c is None and not is_none(s) for c, s in zip(calls, sides)) or not any(calls):
+        return False
+    if find_all(value.test, lambda n: isinstance(n, cst.Call)):
+        return False
+    texts, casts = [], set()
+    for call in calls:
+        if call is None:
+            texts.append("MixedPrecisionPolicy()")
+            continue
+        kept, root_casts, units_cast = _policy_fields(engine, call, out)
+        casts.add((root_casts, units_cast))
+        root = kept + ([] if root_casts else ["cast_forward_inputs=False"])
+        texts.append(f"MixedPrecisionPolicy({', '.join(root)})")
+    if len(casts) > 1:
+        raise Untranslatable(
+            "the `mixed_precision` choices cast the forward inputs in different ways: "
+            "give the root and the units a `MixedPrecisionPolicy` each"
+        )
+    test = operand(engine, value.test)
+    out.code.append(f"mp_policy={texts[0]} if {test} else {texts[1]}")
+    out.imports.append("MixedPrecisionPolicy")
+    if casts == {(True, False)}:  # FSDP1's default: the root alone casts
+        out.unit_values["mp_policy"] = _unit_policy(dict.fromkeys(DTYPES))
+    return True
 
 
 def _unit_policy(fields: dict[str, str | None]) -> Callable[[str], str]:

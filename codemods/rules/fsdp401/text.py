@@ -77,6 +77,14 @@ def _laid_out(engine: Engine, value: str, indent: str, taken: int) -> str:
         one = engine.module.default_indent
         entries = "".join(f"{one}{code(e.key)}: {code(e.value)},\n" for e in call.value.elements)
         return f"{{\n{entries}}}[{code(call.slice[0].slice)}]"
+    if isinstance(call, cst.IfExp) and any(
+        isinstance(side, cst.Call) and side.args for side in (call.body, call.orelse)
+    ):  # `(policy(...)\n if flag\n else other)`, as formatters do
+        one = engine.module.default_indent
+        body = _laid_out(engine, code(call.body), indent + one, 0).replace("\n", f"\n{one}")
+        orelse = _laid_out(engine, code(call.orelse), indent + one, len("else "))
+        orelse = orelse.replace("\n", f"\n{one}")
+        return f"(\n{one}{body}\n{one}if {code(call.test)}\n{one}else {orelse}\n)"
     if not isinstance(call, cst.Call):
         return value
     args = [code(arg.with_changes(comma=cst.MaybeSentinel.DEFAULT)) for arg in call.args]
