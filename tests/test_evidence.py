@@ -138,6 +138,7 @@ OLD_FORM_FLOORS = {
     "FSDP136": {"torch": "1.11"},
     "FSDP137": {"torch": "1.11"},
     "FSDP138": {"torch": "1.12"},  # the old name itself: it exists only in 1.12
+    "FSDP139": {"torch": "1.11"},
     "FSDP201": {"lightning": "1.0"},
     "FSDP202": {"lightning": "1.6"},
     "FSDP203": {"lightning": "1.7"},
