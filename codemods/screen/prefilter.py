@@ -382,8 +382,7 @@ class Passed(Frozen):
 def screen(source: bytes, settings: Settings, tree: ast.Module | None = None) -> Passed | None:
     """Both stages: the text test, then :mod:`codemods.screen.namescan`'s ``ast`` scan.
 
-    None: no rule enabled by ``settings`` can find anything in ``source``. ``tree``: the
-    source's tree, where the caller has parsed it already.
+    None: no rule of ``settings`` can find anything in ``source`` (``tree``: parsed already).
     """
     if not may_have_findings(source, settings):
         return None
