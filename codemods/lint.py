@@ -176,7 +176,8 @@ def _finish(
     if args.diff:
         _write_diff(results)
     if not args.silent:
-        _print(args, chosen, items, fixed, errors, len(results), (unchecked, unreached))
+        notes = [note for r in results for note in r.notes]
+        _print(args, chosen, items, fixed, errors, len(results), (unchecked, unreached), notes)
         if args.show_fixes and (args.fix or args.diff):
             # Beside the findings: stderr where stdout carries code or a patch.
             out = sys.stderr if args.diff or args.paths == ["-"] else sys.stdout
@@ -259,6 +260,7 @@ def _print(
     errors: list[str],
     files: int,
     missed: tuple[int, int] = (0, 0),
+    notes: Sequence[str] = (),
 ) -> None:
     # With --fix on stdin (or --diff), stdout carries the code: the findings go to stderr.
     out = sys.stderr if (args.fix and args.paths == ["-"]) or args.diff else sys.stdout
@@ -288,6 +290,8 @@ def _print(
                 # why those findings have no fix: the ranges they were judged against
                 lines = chosen.summary_lines(no_fix=True)
                 out.write("".join(line + "\n" for line in lines))
+            # a declared range set aside for a file: its "All checks passed!" is at its evidence
+            out.write("".join(note + "\n" for note in notes))
     out.flush()
     for error in errors:
         print(f"error: {error}", file=sys.stderr)

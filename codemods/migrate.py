@@ -75,6 +75,7 @@ def _report(path: Path, results: list[FileResult], summary: dict) -> None:
                 "skipped": r.skipped,
                 "error": r.error,
                 "releases": r.releases,
+                "notes": r.notes,
                 "findings": [
                     {
                         "line": f.line,
@@ -247,6 +248,8 @@ def _finish(
             (f.no_fix or "").startswith("no fix runs on") for r in results for f in r.findings
         )
         for note in chosen.summary_lines(no_fix) if chosen is not None else []:
+            print(note, file=sys.stderr)
+        for note in (note for r in results for note in r.notes):
             print(note, file=sys.stderr)
     if stop.signum or summary["files_not_reached"]:
         print("\n".join(stopped_lines(stop.signal_name, results, write)), file=sys.stderr)

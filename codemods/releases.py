@@ -85,6 +85,11 @@ class Span(Frozen):
             (:meth:`Releases.with_evidence` fills ``floor`` in).
         unversioned: A declaration that names no release (a URL or path pin): below the
             evidence floor the range is unknown. Empty where there is none.
+        declared: The bounds are the project's declarations (not ``--target-...`` nor
+            the configuration): a file whose evidence floor is above their top is
+            judged at its evidence instead (:meth:`Releases.with_evidence`).
+        set_aside: For such a file, the declared range set aside and where it came
+            from (``1.10.2..<1.10.3 (declared: environment.yml:4: pytorch=1.10.2)``).
     """
 
     __slots__ = _fields = (
@@ -95,6 +100,8 @@ class Span(Frozen):
         "top_origin",
         "evidence",
         "unversioned",
+        "declared",
+        "set_aside",
     )
 
     floor: Version | None
@@ -104,6 +111,8 @@ class Span(Frozen):
     top_origin: str
     evidence: bool
     unversioned: str
+    declared: bool
+    set_aside: str
 
     def __init__(
         self,
@@ -114,6 +123,8 @@ class Span(Frozen):
         top_origin: str = "",
         evidence: bool = False,
         unversioned: str = "",
+        declared: bool = False,
+        set_aside: str = "",
     ) -> None:
         self._set(
             floor=floor,
@@ -123,6 +134,8 @@ class Span(Frozen):
             top_origin=top_origin,
             evidence=evidence,
             unversioned=unversioned,
+            declared=declared,
+            set_aside=set_aside,
         )
 
     def reaches(self, release: Version) -> bool:
@@ -168,6 +181,8 @@ class Span(Frozen):
             origins.append("floor: each file's evidence floor, as nothing declares one")
         if self.unversioned:
             origins.append(f"unknown below the evidence floor: {self.unversioned}")
+        if self.set_aside:
+            origins.append(f"declared {self.set_aside} set aside: the code needs newer")
         return f"{title} {self.text()}" + (f" ({'; '.join(origins)})" if origins else "")
 
 
@@ -280,21 +295,44 @@ class Releases(Frozen):
     def with_evidence(self, floors: dict[str, tuple[Version, str]]) -> Releases:
         """These releases with each evidence span's floor set from ``floors``.
 
+        A declared range whose top is below the file's evidence floor (``pytorch=1.10.2``
+        where the file imports ``MixedPrecision``, torch 1.12) is not one the file runs
+        on: the file is judged from its evidence floor up, as if nothing were declared,
+        and the span keeps what it set aside (``set_aside``) for the note that says so.
+
         Args:
             floors: Framework -> (the file's evidence floor, what evidences it).
+
+        Example:
+            >>> from packaging.version import Version
+            >>> pinned = Releases(torch=Span(Version("1.10.2"), Version("1.10.2"), declared=True))
+            >>> used = {"torch": (Version("1.12"), "`MixedPrecision` (torch 1.12)")}
+            >>> pinned.with_evidence(used).torch.text()
+            '1.12..latest'
         """
         spans = {}
         for framework in TITLES:
             span = self.span(framework)
-            if span.evidence and framework in floors:
-                release, why = floors[framework]
+            if framework not in floors:
+                continue
+            release, why = floors[framework]
+            if span.declared and not span.reaches(release):
+                spans[framework] = Span(
+                    release,
+                    floor_origin=f"evidence: {why}",
+                    set_aside=f"{span.text()} ({span.top_origin})",
+                )
+            elif span.evidence:
                 spans[framework] = span.replace(floor=release, floor_origin=f"evidence: {why}")
         return self.replace(**spans) if spans else self
 
     @property
     def needs_evidence(self) -> bool:
-        """Whether a floor is still to be taken from each file's evidence."""
-        return self.torch.evidence or self.lightning.evidence
+        """Whether a file's evidence is read: for a floor, or against a declared top."""
+        return any(
+            span.evidence or (span.declared and span.top is not None)
+            for span in (self.torch, self.lightning)
+        )
 
     def line(self) -> str:
         """``torch 1.12..latest (...); Lightning latest`` for summaries."""

@@ -204,7 +204,7 @@ def checkpoint_modules(model: nn.Module, classes: Any) -> list[str]:
     )
 
 
-#: The keyword torch's ``checkpoint_wrapper`` lost in 2.0 (FSDP133).
+#: The keyword torch's ``checkpoint_wrapper`` lost in 2.0 (FSDP133, FSDP139).
 OFFLOAD_KEYWORD = "offload_to_cpu"
 _OFFLOAD_DETAIL = (
     "`offload_to_cpu=True` runs as `offload_wrapper(module)`: activations are saved on CPU "
@@ -212,16 +212,16 @@ _OFFLOAD_DETAIL = (
     "torch 1.11 and 1.12 the module was also checkpointed (reentrant): for both, write "
     "`offload_wrapper(checkpoint_wrapper(module))`."
 )
-_DROPPED_DETAIL = "`offload_to_cpu=False` was the default: the keyword is dropped."
+_FALSY_DETAIL = "`offload_to_cpu` is false here, as by default: the keyword is dropped."
 
 
 def checkpoint_wrapper(module: nn.Module, *args: Any, **kwargs: Any) -> nn.Module:
     """The ``checkpoint_wrapper`` of torch, also taking the ``offload_to_cpu`` it lost in 2.0.
 
     ``offload_to_cpu=True`` gives torch's ``offload_wrapper(module)`` and
-    ``offload_to_cpu=False`` is dropped, each with an FSDP133 warning that says what runs;
-    any other call, and any call on torch 1.13 (which still takes the keyword), is
-    torch's own.
+    ``offload_to_cpu=False`` is dropped, each with a warning that says what runs (FSDP133;
+    FSDP139 for ``False``); any other call, and any call on torch 1.13 (which still takes
+    the keyword), is torch's own.
 
     Example:
         >>> import warnings
@@ -247,8 +247,11 @@ def legacy_checkpoint_wrapper(
 
     kwargs = dict(kwargs)
     offload = kwargs.pop(OFFLOAD_KEYWORD)
-    if not offload:
-        warn_deprecated("FSDP133", detail=_DROPPED_DETAIL)
+    if not offload:  # the default: dropped (FSDP139's message says so)
+        if offload is False:
+            warn_deprecated("FSDP139")
+        else:
+            warn_deprecated("FSDP133", detail=_FALSY_DETAIL)
         return wrapper(module, *args, **kwargs)
     warn_deprecated("FSDP133", detail=_OFFLOAD_DETAIL)
     from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import offload_wrapper

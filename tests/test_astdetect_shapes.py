@@ -430,3 +430,20 @@ def test_shape_agrees(source: str, decided: bool):
         return
     assert decided, "the ast side decided a shape it should leave to libcst"
     assert found == expected
+
+
+@pytest.mark.parametrize("unsafe", [False, True])
+def test_a_call_of_an_old_name_read_through_an_attribute_is_one_finding(unsafe):
+    """``FullyShardedDataParallel(**kw).to(device)`` (fastNLP): the attribute and the call's
+    name are one use; ``migrate --unsafe-fixes`` printed it twice."""
+    from codemods.releases import Releases
+
+    source = (
+        b"from fairscale.nn import FullyShardedDataParallel\n"
+        b"def setup(model, kwargs):\n"
+        b"    return FullyShardedDataParallel(**kwargs).to('cpu')\n"
+    )
+    settings = Settings(releases=Releases.parse(torch="2.4.."), unsafe_fixes=unsafe, fix=True)
+    found = [(f.line, f.col, f.code) for f in run(source, settings).findings]
+    assert found == [(1, 26, "FSDP301"), (3, 12, "FSDP301")]
+    assert found == [(f.line, f.col, f.code) for f in lint(source, settings)]

@@ -349,13 +349,13 @@ UNVERSIONED = {
         "lightning",
         "requirements.txt:1: -e git+https://github.com/Lightning-AI/pytorch-lightning",
     ),
-    "wheel URL": (
+    "wheel URL of another distribution under torch's name": (
         {
-            "requirements.txt": "https://download.pytorch.org/whl/cpu/"
-            "torch-2.1.0%2Bcpu-cp311-cp311-linux_x86_64.whl\n"
+            "requirements.txt": "torch @ https://download.pytorch.org/whl/cpu/"
+            "torchvision-0.16.0%2Bcpu-cp311-cp311-linux_x86_64.whl\n"
         },
         "torch",
-        "requirements.txt:1: https://download.pytorch.org/whl/cpu/torch-2.1.0",
+        "requirements.txt:1: torch @ https://download.pytorch.org/whl/cpu/torchvision-0.16.0",
     ),
     "PEP 508 direct reference": (
         {"pyproject.toml": '[project]\ndependencies = ["torch @ https://example.org/torch.whl"]\n'},
@@ -457,12 +457,54 @@ def test_file_included_twice_is_read_once_without_problem(tmp_path):
 
 @pytest.mark.parametrize(
     "line",
-    ["-e .", "-e git+https://github.com/example/project#egg=project", "./vendor/pkg", "-c c.txt"],
+    [
+        "-e .",
+        "-e git+https://github.com/example/project#egg=project",
+        "./vendor/pkg",
+        "-c c.txt",
+        # other packages whose names start like a framework's (pytorch-lightning-GPT's)
+        "git+https://github.com/Lightning-AI/lightning-minGPT@bench",
+        "git+https://github.com/x/torch-optimizer@main",
+        "-e git+https://github.com/x/lightning.git@main#egg=lightning-bolts",
+        "https://download.pytorch.org/whl/cu117/torchvision-0.15.2%2Bcu117-cp39-cp39-linux_x86_64.whl",
+    ],
 )
 def test_skipped_lines_naming_no_framework_are_quiet(tmp_path, line):
     floors = declared_floors(write(tmp_path, {"requirements.txt": f"{line}\ntorch>=1.12\n"}))
     assert floors.torch == Version("1.12")
-    assert floors.problems == []
+    assert floors.problems == [] and floors.unversioned == {}
+
+
+#: A wheel or archive names its release (PEP 427's file name, `%2B` read as `+`): a pin.
+NAMED_RELEASES = {
+    "torch wheel URL": (
+        "https://download.pytorch.org/whl/cu117/torch-2.0.1%2Bcu117-cp39-cp39-linux_x86_64.whl",
+        "torch",
+        "2.0.1",
+    ),
+    "torch @ wheel URL": (
+        "torch @ https://download.pytorch.org/whl/cpu/torch-2.4.1%2Bcpu-cp311-cp311-linux_x86_64.whl",
+        "torch",
+        "2.4.1",
+    ),
+    "Lightning wheel path": ("./wheels/lightning-2.1.0-py3-none-any.whl", "lightning", "2.1.0"),
+    "pytorch_lightning sdist URL": (
+        "https://files.example.org/pytorch_lightning-1.9.4.tar.gz",
+        "lightning",
+        "1.9.4",
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    "line, framework, release", NAMED_RELEASES.values(), ids=NAMED_RELEASES.keys()
+)
+def test_a_wheel_or_archive_pins_the_release_it_names(tmp_path, line, framework, release):
+    floors = declared_floors(write(tmp_path, {"requirements.txt": line + "\n"}))
+    assert getattr(floors, framework) == Version(release)
+    assert floors.tops[framework] == (Version(release), False)
+    assert floors.unversioned == {} and floors.problems == []
+    assert floors.sources[framework] == f"requirements.txt:1: {line}"
 
 
 # ----------------------------------------------------------------------------- floors

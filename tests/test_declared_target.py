@@ -304,3 +304,44 @@ def test_a_gated_file_gets_no_import_its_gate_does_not_admit(here, capsys, decla
         assert (
             "FSDP115" in err and "[no fix runs on torch 1." in err and "it needs torch 2.2]" in err
         )
+
+
+# A conda pin below what the code uses (t5_11's shape): torch 1.10.2 has no MixedPrecision.
+STALE_PIN = "name: env\ndependencies:\n  - python=3.8\n  - pytorch=1.10.2\n"
+NEEDS_1_12 = (
+    "from torch.distributed.fsdp import MixedPrecision\n"
+    "from torch.distributed.fsdp.wrap import default_auto_wrap_policy\n"
+    "policy, mp = default_auto_wrap_policy, MixedPrecision()\n"
+)
+SET_ASIDE = (
+    "note: train.py: torch 1.10.2..<1.10.3 (declared: environment.yml dependencies: "
+    "torch==1.10.2.*) is below what the file uses, `torch.distributed.fsdp.MixedPrecision` "
+    "(torch 1.12): it is judged at torch 1.12..latest"
+)
+
+
+def test_a_declared_top_below_the_files_evidence_is_set_aside_and_said(here, capsys):
+    project(here, {"environment.yml": STALE_PIN, "train.py": NEEDS_1_12})
+    assert lint.main(["train.py"]) == 1  # was "All checks passed!", judged at 1.10.2
+    out = capsys.readouterr().out
+    assert "train.py:2:41: FSDP101 [*] " in out and out.splitlines()[-1] == SET_ASIDE
+    code, err = run_migrate(capsys, "--report", "report.json", "train.py")
+    assert code == 1 and "size_based_auto_wrap_policy" in Path("train.py").read_text()
+    assert SET_ASIDE in err.splitlines()
+    (file,) = json.loads(Path("report.json").read_text())["files"]
+    assert file["notes"] == [SET_ASIDE]
+    assert "declared 1.10.2..<1.10.3 (declared: environment.yml" in file["releases"]
+
+
+@pytest.mark.parametrize(
+    ("pin", "argv"),
+    [
+        ("  - pytorch=1.12.1\n", []),  # the pin admits what the file uses
+        ("  - pytorch>=1.10\n", []),  # no top: a low floor is the project's to declare
+        ("  - pytorch=1.10.2\n", ["--target-torch", "1.10"]),  # the user's own choice
+    ],
+)
+def test_a_declared_range_the_evidence_fits_or_an_explicit_one_is_kept(here, capsys, pin, argv):
+    project(here, {"environment.yml": "dependencies:\n" + pin, "train.py": NEEDS_1_12})
+    lint.main([*argv, "train.py"])
+    assert "is below what the file uses" not in capsys.readouterr().out

@@ -109,7 +109,7 @@ OLD_FORM_FLOORS = {
     "FSDP105": {"torch": "1.11"},
     "FSDP106": {},
     "FSDP107": {"torch": "2.4"},
-    "FSDP108": {"torch": "1.0"},
+    "FSDP108": {"torch": "1.11"},  # checkpoint_wrapper's module (torch 1.11)
     "FSDP109": {},
     "FSDP110": {},
     "FSDP112": {},
@@ -118,7 +118,7 @@ OLD_FORM_FLOORS = {
     "FSDP115": {"torch": "1.11"},
     "FSDP116": {"torch": "1.11"},
     "FSDP117": {"torch": "1.11"},
-    "FSDP118": {"torch": "1.11"},
+    "FSDP118": {"torch": "1.12"},  # ShardingStrategy (torch 1.12)
     "FSDP120": {"torch": "1.0"},
     "FSDP121": {"torch": "1.0"},
     "FSDP122": {"torch": "1.0"},
@@ -132,11 +132,13 @@ OLD_FORM_FLOORS = {
     "FSDP130": {"torch": "2.0"},
     "FSDP131": {"torch": "2.0"},
     "FSDP132": {"torch": "1.11"},
-    "FSDP133": {"torch": "1.0"},
+    "FSDP133": {"torch": "1.11"},
     "FSDP134": {"torch": "2.0"},
     "FSDP135": {"torch": "1.11"},
     "FSDP136": {"torch": "1.11"},
     "FSDP137": {"torch": "1.11"},
+    "FSDP138": {"torch": "1.12"},  # the old name itself: it exists only in 1.12
+    "FSDP139": {"torch": "1.11"},
     "FSDP201": {"lightning": "1.0"},
     "FSDP202": {"lightning": "1.6"},
     "FSDP203": {"lightning": "1.7"},

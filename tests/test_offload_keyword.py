@@ -62,8 +62,8 @@ def _gradients(model: nn.Module) -> dict[str, torch.Tensor]:
     return {name: p.grad.clone() for name, p in clean.items()}
 
 
-def _fsdp133(caught) -> list[str]:
-    return [str(w.message) for w in caught if str(w.message).endswith("[FSDP133]")]
+def _fsdp133(caught, code: str = "FSDP133") -> list[str]:
+    return [str(w.message) for w in caught if str(w.message).endswith(f"[{code}]")]
 
 
 @NEEDS_KEYWORD_REMOVED
@@ -93,18 +93,25 @@ def test_on_torch_that_takes_the_keyword_the_call_is_torchs_own():
 
 @NEEDS_KEYWORD_REMOVED
 @pytest.mark.parametrize(
-    ("offload", "wrapper", "says"),
-    [(True, "OffloadWrapper", "nothing is recomputed"), (False, "CheckpointWrapper", "dropped")],
+    ("offload", "wrapper", "code", "says"),
+    [
+        (True, "OffloadWrapper", "FSDP133", "nothing is recomputed"),
+        # a literal False has a rule of its own, whose fix (drop it) runs on every torch
+        (False, "CheckpointWrapper", "FSDP139", "drop it, `False` was the default"),
+        (None, "CheckpointWrapper", "FSDP133", "the keyword is dropped"),
+    ],
 )
-def test_the_keyword_is_served_and_trains_as_the_plain_module(offload, wrapper, says):
+def test_the_keyword_is_served_and_trains_as_the_plain_module(offload, wrapper, code, says):
     reference = _gradients(_model())
     model = _model()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         model[0] = checkpoint_wrapper(model[0], offload_to_cpu=offload)
     assert type(model[0]) is getattr(_home(), wrapper)
-    (message,) = _fsdp133(caught)
+    (message,) = _fsdp133(caught, code)
     assert says in message
+    if offload is False:  # nothing offloads: the advice is to drop the keyword only
+        assert "offload_wrapper" not in message
     gradients = _gradients(model)
     assert gradients.keys() == reference.keys()
     for name, grad in reference.items():
@@ -172,7 +179,7 @@ def test_the_drop_in_serves_torchs_own_checkpoint_wrapper():
         assert isinstance(wrapped, home.OffloadWrapper)
         assert isinstance(plain, home.CheckpointWrapper)
         assert len(_fsdp133(caught)) == 1
-        assert any(r.codes == ("FSDP133",) for r in compat.installed())
+        assert any(r.codes == ("FSDP133", "FSDP139") for r in compat.installed())
         # compat's own function reaches torch's, not the patch, while it is installed
         assert isinstance(checkpoint_wrapper(Block()), home.CheckpointWrapper)
     finally:

@@ -28,6 +28,8 @@ class FileResult(Record):
             finding), when that is its ``error``; None otherwise.
         releases: The releases the file was judged against, where it was parsed
             (``torch 2.4..latest (floor: evidence: ...); Lightning latest``), or None.
+        notes: ``note:`` lines for the run's summary about this file (a declared range
+            below what the file uses, set aside for it).
     """
 
     _fields = (
@@ -42,6 +44,7 @@ class FileResult(Record):
         "reached",
         "syntax",
         "releases",
+        "notes",
     )
 
     def __init__(
@@ -57,6 +60,7 @@ class FileResult(Record):
         reached: bool = True,
         syntax: Finding | None = None,
         releases: str | None = None,
+        notes: list[str] | None = None,
     ) -> None:
         self.path = path
         self.findings = [] if findings is None else findings
@@ -69,6 +73,7 @@ class FileResult(Record):
         self.reached = reached
         self.syntax = syntax
         self.releases = releases
+        self.notes = [] if notes is None else notes
 
     @property
     def outcome(self) -> str:

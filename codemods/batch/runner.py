@@ -35,7 +35,7 @@ from codemods.batch.syntax_errors import (
     unparsable,
 )
 from codemods.records import Frozen
-from codemods.screen.evidence import with_evidence
+from codemods.screen.evidence import against_declared, set_aside_notes, with_evidence
 from codemods.screen.prefilter import screen
 from codemods.settings import Settings
 
@@ -117,6 +117,7 @@ def process_source(
         detection = screened.detection
         settings = screened.settings or settings
     result.releases = _releases_note(settings)
+    result.notes = set_aside_notes(path, settings)
     if len(source) > MAX_PARSE_BYTES:
         result.error = (
             f"too large to parse ({len(source) / 2**20:.1f} MiB; the limit is "
@@ -189,15 +190,15 @@ def _screen_source(
     """
     tree = None
     if prefilter:
-        passed = screen(source, settings)
+        settings, tree = against_declared(source, settings)
+        passed = screen(source, settings, tree)
         if passed is None:
             # Nothing to find, but a file Python refuses is reported (see syntax_errors).
+            result = FileResult(path, notes=set_aside_notes(path, settings))
             if on_disk and compiled_already(path, source):
-                return FileResult(path)
+                return result
             syntax = syntax_error(source)
-            if syntax is None or newer_python(source):
-                return FileResult(path)
-            return unparsable(FileResult(path), syntax)
+            return result if syntax is None or newer_python(source) else unparsable(result, syntax)
         tree = passed.tree
     evidenced = with_evidence(source, settings, tree)
     if evidenced is not None:
@@ -210,7 +211,8 @@ def _screen_source(
 
     screened = lint.screen(source, settings, tree)
     if screened.findings is not None:
-        return FileResult(path, findings=screened.findings, releases=_releases_note(settings))
+        notes = set_aside_notes(path, settings)
+        return FileResult(path, screened.findings, releases=_releases_note(settings), notes=notes)
     return ToParse(source, screened.detection, settings)
 
 

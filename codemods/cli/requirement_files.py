@@ -33,15 +33,10 @@ from codemods.cli.specifiers import (
     poetry_floor_noted,
     poetry_top,
 )
+from codemods.cli.url_pins import pinned
 
 __all__ = ["Declaration", "Reader"]
 
-# A requirement (or URL) that names one of the frameworks, for the skipped-line messages.
-_MENTION = re.compile(
-    r"(?<![A-Za-z0-9])(torch|lightning|pytorch[-_.]lightning|lightning[-_.]fabric)"
-    r"(?![A-Za-z0-9])",
-    re.IGNORECASE,
-)
 _COMMENT = re.compile(r"(^|\s)#.*$")
 _TRAILING_OPTIONS = re.compile(r"\s+(?=--?[A-Za-z])")
 _URL = re.compile(r"^[A-Za-z][\w+.-]*://")
@@ -128,7 +123,7 @@ class Reader:
         if framework is None:
             return
         if requirement.url:
-            self.pinned_without_release(framework, f"{where}: {text}")
+            self._url_or_path(requirement.url, f"{where}: {text}", requirement.name)
             return
         floor, note = pep440_floor_noted(requirement.specifier)
         top, exclusive = pep440_top(requirement.specifier)
@@ -329,7 +324,7 @@ class Reader:
             if name in ("-r", "--requirement"):
                 self._include(path, argument, where, stack)
             elif name in ("-e", "--editable"):
-                self._unversioned_mention(argument, f"{where}: {line}")
+                self._url_or_path(argument, f"{where}: {line}")
             elif name not in _QUIET_OPTIONS:
                 self.problems.append(f"{where}: skipped unknown option {line!r}")
             return
@@ -342,16 +337,28 @@ class Reader:
                 or requirement.startswith((".", "/", "~"))
                 or (requirement.lower().endswith(_ARCHIVE))
             ):
-                self._unversioned_mention(requirement, f"{where}: {requirement}")
+                self._url_or_path(requirement, f"{where}: {requirement}")
                 return
         self.add_pep508(requirement, where)
 
-    def _unversioned_mention(self, text: str, source: str) -> None:
-        """A URL, path or editable install that names a framework: a pin with no release."""
-        match = _MENTION.search(text)
-        if match:
-            framework = FRAMEWORKS.get(canonicalize_name(match.group(1)), "torch")
+    def _url_or_path(self, text: str, source: str, name: str | None = None) -> None:
+        """A URL, path or editable install: a framework's pin where it installs one.
+
+        Which distribution it installs is read from it (:mod:`codemods.cli.url_pins`),
+        and must be ``name`` where the line names one (``torch @ <url>``). A wheel or an
+        archive names its release, which bounds the range both ways as ``==`` does;
+        anything else is a pin with no release.
+        """
+        installs, release = pinned(text)
+        wanted = canonicalize_name(name) if name else installs
+        framework = FRAMEWORKS.get(wanted or "")
+        if framework is None:
+            return
+        if release is None or installs != wanted:
             self.pinned_without_release(framework, source)
+            return
+        release = Version(release.base_version)
+        self._add(framework, release, source, "", release)
 
     def _include(self, path: Path, argument: str, where: str, stack: tuple[Path, ...]) -> None:
         if not argument:

@@ -147,7 +147,7 @@ class ProjectTargets(Record):
         floor = getattr(floors, framework)
         if floor is not None:
             origin = f"declared: {prefix}{floors.sources[framework]}"
-            return Span(floor, top, exclusive, origin, top_origin)
+            return Span(floor, top, exclusive, origin, top_origin, declared=True)
         unversioned = floors.unversioned.get(framework, "")
         return Span(
             None,
@@ -157,6 +157,7 @@ class ProjectTargets(Record):
             top_origin,
             evidence=True,
             unversioned=prefix + unversioned if unversioned else "",
+            declared=top is not None,
         )
 
     @property

@@ -268,11 +268,15 @@ class Engine(Lookups, ColdStatements, ImportMoves, cst.CSTTransformer):
         quiet = id(node) in self._inside_reported or self.answered_by_import(node, rule)
         renaming = self._renaming(node, rule, quiet=quiet)
         if qualified != old:
-            # `Old.attr`: reported here; the part that names `Old` is renamed when visited.
+            # `Old.attr` (or `Old(...).attr`): reported here; the part that names `Old` is
+            # renamed when visited, and not reported again.
             value = node.value if isinstance(node, cst.Attribute) else None
             while value is not None:
                 self._inside_reported.add(id(value))
-                value = value.value if isinstance(value, cst.Attribute) else None
+                if isinstance(value, cst.Call):
+                    value = value.func
+                else:
+                    value = value.value if isinstance(value, cst.Attribute) else None
             return True
         if renaming:
             self._call_sites[id(node)] = (rule, old)

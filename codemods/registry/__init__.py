@@ -32,6 +32,7 @@ _MODULES = (
     "torch_rules",
     "torch_policy_rules",
     "torch_fsdp_rules",
+    "torch_activation_checkpointing_rules",
     "torch_fsdp1_private_rules",
     "torch_state_dict_rules",
     "torch_checkpoint_rules",

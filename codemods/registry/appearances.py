@@ -22,9 +22,20 @@ APPEARED: dict[str, tuple[str, str]] = {
     # torch FSDP1 itself, then its policies (design notes' API history)
     "torch.distributed.fsdp": ("torch", "1.11"),
     "torch.distributed.fsdp.wrap.size_based_auto_wrap_policy": ("torch", "1.12"),
+    "torch.distributed.fsdp.MixedPrecision": ("torch", "1.12"),
+    "torch.distributed.fsdp.ShardingStrategy": ("torch", "1.12"),
     "torch.distributed.fsdp.wrap.ModuleWrapPolicy": ("torch", "2.0"),
     "torch.distributed.fsdp.wrap.CustomPolicy": ("torch", "2.1"),
     "torch.distributed.fsdp.wrap._Policy": ("torch", "2.1"),
+    # activation checkpointing's wrappers (FSDP138: the helper's 1.12 name, then its own)
+    "torch.distributed.algorithms._checkpoint.checkpoint_wrapper": ("torch", "1.11"),
+    "torch.distributed.algorithms._checkpoint.checkpoint_wrapper"
+    ".apply_activation_checkpointing_wrapper": ("torch", "1.12"),
+    "torch.distributed.algorithms._checkpoint.checkpoint_wrapper.apply_activation_checkpointing": (
+        "torch",
+        "1.13",
+    ),
+    "torch.distributed.algorithms._checkpoint.checkpoint_wrapper.offload_wrapper": ("torch", "2.0"),
     # FSDP1's composable prototype (torch 2.0 to 2.5; FSDP134)
     "torch.distributed._composable.fully_shard": ("torch", "2.0"),
     # FSDP2: its first, private home, then its public one

@@ -1,5 +1,8 @@
 """torch's FSDP modules and checkpointing (FSDP107, FSDP108, FSDP114, FSDP133).
 
+FSDP133's literal ``offload_to_cpu=False`` is FSDP139, in
+:mod:`codemods.registry.torch_activation_checkpointing_rules`.
+
 FSDP111 (FSDP1 to FSDP2) is now FSDP401, in :mod:`codemods.registry.to_fsdp2_rules`.
 """
 
@@ -232,9 +235,10 @@ RULES = (
         argument="offload_to_cpu",
         message=(
             "`checkpoint_wrapper(offload_to_cpu=...)` was removed in torch 2.0 (the keyword now "
-            "reaches the module's forward: TypeError); use `offload_wrapper(module)`, torch "
-            "1.13's meaning of the flag: activations kept on the CPU, nothing recomputed, "
-            "`checkpoint_impl` dropped with it (1.11 and 1.12 also recomputed the module)"
+            "reaches the module's forward: TypeError); for `True` use `offload_wrapper(module)`, "
+            "torch 1.13's meaning of the flag: activations kept on the CPU, nothing recomputed, "
+            "`checkpoint_impl` dropped with it (1.11 and 1.12 also recomputed the module); "
+            "for `False` drop the keyword"
         ),
         why=(
             "torch 1.11 gave `checkpoint_wrapper` an `offload_to_cpu` flag; torch 2.0 removed "
@@ -247,9 +251,10 @@ RULES = (
             "flag (activations saved on CPU, nothing recomputed, `checkpoint_impl` ignored); "
             "on torch 1.11 and 1.12 the flag also checkpointed the module (reentrant), so "
             "code written for those releases that wants both writes "
-            "`offload_wrapper(checkpoint_wrapper(module))`. `offload_to_cpu=False` is "
-            "dropped, and so is `checkpoint_impl` beside the flag (1.13 ignored it). Other "
-            "arguments, or a value that is not a literal, are left for a human."
+            "`offload_wrapper(checkpoint_wrapper(module))`. `checkpoint_impl` beside the flag "
+            "is dropped too (1.13 ignored it). Other arguments, or a value that is not a "
+            "literal, are left for a human. A literal `offload_to_cpu=False` is FSDP139: "
+            "dropping it runs on every torch."
         ),
         example=Example(
             before=(
@@ -294,17 +299,6 @@ RULES = (
                     "apply_activation_checkpointing(model, checkpoint_wrapper_fn=wrapper_fn)\n"
                 ),
             ),
-            Example(
-                before=(
-                    f"import {CHECKPOINT_WRAPPER} as ac\n"
-                    "layers = [ac.checkpoint_wrapper(layer, offload_to_cpu=False) "
-                    "for layer in layers]\n"
-                ),
-                after=(
-                    f"import {CHECKPOINT_WRAPPER} as ac\n"
-                    "layers = [ac.checkpoint_wrapper(layer) for layer in layers]\n"
-                ),
-            ),
             Example.reported_only(
                 f"from {CHECKPOINT_WRAPPER} import checkpoint_wrapper\n"
                 "def wrap(block, offload):\n"
@@ -324,6 +318,10 @@ RULES = (
         ),
         untouched=(
             (f"from {CHECKPOINT_WRAPPER} import offload_wrapper\nblock = offload_wrapper(block)\n"),
+            (  # FSDP139's
+                f"from {CHECKPOINT_WRAPPER} import checkpoint_wrapper\n"
+                "block = checkpoint_wrapper(block, offload_to_cpu=False)\n"
+            ),
             (
                 "from fairscale.nn.checkpoint import checkpoint_wrapper\n"
                 "block = checkpoint_wrapper(block, offload_to_cpu=True)\n"

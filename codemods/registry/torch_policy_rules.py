@@ -57,6 +57,43 @@ RULES = (
         introduced="2.0",
         references=("https://github.com/pytorch/pytorch/pull/88450",),
         cases=(
+            # Arguments aligned with the old call's `(` (LogicLLM, wenet): the class set
+            # joins the new call's line, or, after a comment, aligns with its `(`.
+            Example(
+                before=(
+                    "import functools\n"
+                    "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                    "from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy\n"
+                    "def shard(model):\n"
+                    "    policy = functools.partial(transformer_auto_wrap_policy,\n"
+                    "                               transformer_layer_cls={Block})\n"
+                    "    return FSDP(model, auto_wrap_policy=policy)\n"
+                ),
+                after=(
+                    "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                    "from torch.distributed.fsdp.wrap import ModuleWrapPolicy\n"
+                    "def shard(model):\n"
+                    "    policy = ModuleWrapPolicy({Block})\n"
+                    "    return FSDP(model, auto_wrap_policy=policy)\n"
+                ),
+            ),
+            Example(
+                before=(
+                    "from functools import partial\n"
+                    "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                    "from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy\n"
+                    "policy = partial(transformer_auto_wrap_policy,  # decoder layers\n"
+                    "                 transformer_layer_cls={Block})\n"
+                    "model = FSDP(model, auto_wrap_policy=policy)\n"
+                ),
+                after=(
+                    "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                    "from torch.distributed.fsdp.wrap import ModuleWrapPolicy\n"
+                    "policy = ModuleWrapPolicy(  # decoder layers\n"
+                    "                          {Block})\n"
+                    "model = FSDP(model, auto_wrap_policy=policy)\n"
+                ),
+            ),
             Example(
                 before=(
                     "from functools import partial\n"

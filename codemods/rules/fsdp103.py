@@ -352,6 +352,8 @@ class PolicyPartial(Behaviour):
             comma.whitespace_after, cst.ParenthesizedWhitespace
         ):
             before_args = comma.whitespace_after
+            if not isinstance(updated.whitespace_before_args, cst.ParenthesizedWhitespace):
+                before_args = _aligned(engine, original, new_name, before_args)
         return updated.with_changes(
             func=cst.Name(new_name),
             whitespace_before_args=before_args,
@@ -372,6 +374,24 @@ class PolicyPartial(Behaviour):
         detector.report(
             call, self.rule, fixable_here=certain or fixed, unsafe_here=unknown, why_not=why
         )
+
+
+def _aligned(
+    engine: Engine, call: cst.Call, new_name: str, moved: cst.ParenthesizedWhitespace
+) -> cst.BaseParenthesizableWhitespace:
+    """The break before the kept argument of a call whose arguments align with its ``(``.
+
+    ``partial(policy,`` then ``transformer_layer_cls=S)`` on the next line aligned ``S``
+    under the old call's first argument; under ``ModuleWrapPolicy(`` that column means
+    nothing. The argument joins the opening line, unless a comment ends the line before
+    it: then it stays on its own line, aligned under the new call's parenthesis.
+    """
+    if moved.first_line.comment is None and not moved.empty_lines:
+        return cst.SimpleWhitespace("")
+    column = engine.position(call).start.column + len(new_name) + 1
+    # An indented break counts the enclosing block's indentation before its own spaces.
+    block = engine.position(call.args[1]).start.column - len(moved.last_line.value)
+    return moved.with_changes(last_line=cst.SimpleWhitespace(" " * (column - block)))
 
 
 BEHAVIOUR = PolicyPartial

@@ -1,18 +1,20 @@
 """FSDP133: ``checkpoint_wrapper(module, offload_to_cpu=...)``, a keyword torch 2.0 removed.
 
 ``offload_to_cpu=True`` becomes ``offload_wrapper(module)`` (a ``partial`` of the
-wrapper becomes ``offload_wrapper`` itself); ``offload_to_cpu=False`` is dropped. The
-fix is certain only about the flag itself: the module passed by position, the flag as a
-literal, and at most ``checkpoint_impl`` beside it (which torch 1.13 ignored while
-offloading). Anything else is reported for a human, and so is a file that binds
-``offload_wrapper`` to something other than torch's.
+wrapper becomes ``offload_wrapper`` itself), a form that needs torch 2.0. A literal
+``offload_to_cpu=False`` is FSDP139's (:mod:`codemods.rules.fsdp139`, this behaviour
+with the other form): it is dropped, which runs on every torch. The fix is certain only
+about the flag itself: the module passed by position, the flag as a literal, and at
+most ``checkpoint_impl`` beside it (which torch 1.13 ignored while offloading). Anything
+else is reported for a human, and so is a file that binds ``offload_wrapper`` to
+something other than torch's.
 """
 
 from __future__ import annotations
 
 import ast
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from codemods.registry.names import CHECKPOINT_WRAPPER
 from codemods.rules.api import Behaviour, Detector, Engine
@@ -75,7 +77,14 @@ def name_taken(tree: ast.Module) -> bool:
 
 
 class Fsdp133(Behaviour):
-    """Report ``offload_to_cpu=`` on torch's wrapper; write ``offload_wrapper`` where certain."""
+    """Report ``offload_to_cpu=`` on torch's wrapper; write ``offload_wrapper`` where certain.
+
+    A literal ``False`` is left to FSDP139, whose behaviour is this one with
+    :attr:`FALSE_FLAG` set.
+    """
+
+    #: Whether this behaviour takes the calls whose flag is a literal ``False``, or the rest.
+    FALSE_FLAG: ClassVar[bool] = False
 
     def calls(self) -> tuple[str, ...]:
         return self.rule.old
@@ -94,7 +103,7 @@ class Fsdp133(Behaviour):
     ) -> cst.BaseExpression:
         own = list(original.args[start:])
         flag = next((a for a in own if keyword(a) == self.rule.argument), None)
-        if flag is None:
+        if flag is None or (literal(flag.value) is False) is not self.FALSE_FLAG:
             return updated
         shapes = [(keyword(a), bool(a.star), literal(a.value)) for a in own]
         action = decide(shapes, partial=bool(start))
@@ -125,6 +134,9 @@ class Fsdp133(Behaviour):
     def _ast_report(self, detector: Detector, own: list, partial: bool) -> None:
         flag = next((a for a in own if on_ast.keyword(a) == self.rule.argument), None)
         if flag is None:
+            return
+        flag_value = on_ast.literal(detector, on_ast.value(flag))
+        if (flag_value is False) is not self.FALSE_FLAG:
             return
         shapes = [
             (on_ast.keyword(a), on_ast.star(a), on_ast.literal(detector, on_ast.value(a)))

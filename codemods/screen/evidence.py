@@ -32,7 +32,7 @@ from codemods.settings import Settings
 from codemods.syntax.ast_nodes import dotted, tree_index
 from codemods.syntax.gates import GATE, catches_import_error
 
-__all__ = ["evidence_floors", "with_evidence"]
+__all__ = ["against_declared", "evidence_floors", "set_aside_notes", "with_evidence"]
 
 _TITLES = {"torch": "torch", "lightning": "Lightning"}
 
@@ -54,6 +54,52 @@ def with_evidence(
             return None
     releases = settings.releases.with_evidence(evidence_floors(tree))
     return settings.replace(releases=releases), tree
+
+
+def against_declared(source: bytes, settings: Settings) -> tuple[Settings, ast.Module | None]:
+    """``settings`` judged against the file's evidence where a declared top may be below it.
+
+    Run before the pre-filter, which asks the range which rules can matter: a file of a
+    project pinned to torch 1.10 that imports ``MixedPrecision`` (1.12) is judged from
+    1.12 up, and so screened (:meth:`codemods.releases.Releases.with_evidence`). Only a
+    project that declares a top pays for it, and only in files that name a framework.
+    The tree is returned where it was parsed, for the pre-filter to reuse.
+    """
+    spans = (settings.releases.torch, settings.releases.lightning)
+    if not any(span.declared and span.top is not None for span in spans):
+        return settings, None
+    if not any(word in source for word in (b"torch", b"lightning", b"fairscale")):
+        return settings, None
+    evidenced = with_evidence(source, settings, None)
+    return evidenced if evidenced is not None else (settings, None)
+
+
+def set_aside_notes(path: str, settings: Settings) -> list[str]:
+    """A ``note:`` line per framework whose declared range the file's evidence set aside.
+
+    Example:
+        >>> from packaging.version import Version
+        >>> from codemods.releases import Releases, Span
+        >>> pin = Span(Version("1.10.2"), Version("1.10.2"), top_origin="declared: env.yml:4")
+        >>> releases = Releases(torch=pin.replace(declared=True)).with_evidence(
+        ...     {"torch": (Version("1.12"), "`MixedPrecision` (torch 1.12)")}
+        ... )
+        >>> (note,) = set_aside_notes("train.py", Settings(releases=releases))
+        >>> note.split(" is below ")[0]
+        'note: train.py: torch 1.10.2 (declared: env.yml:4)'
+        >>> note.partition("uses, ")[2]
+        '`MixedPrecision` (torch 1.12): it is judged at torch 1.12..latest'
+    """
+    notes = []
+    for framework, title in _TITLES.items():
+        span = settings.releases.span(framework)
+        if span.set_aside:
+            used = span.floor_origin.removeprefix("evidence: ")
+            notes.append(
+                f"note: {path}: {title} {span.set_aside} is below what the file uses, "
+                f"{used}: it is judged at {title} {span.text()}"
+            )
+    return notes
 
 
 def evidence_floors(tree: ast.Module) -> dict[str, tuple[Version, str]]:

@@ -379,17 +379,17 @@ class Passed(Frozen):
         self._set(tree=tree)
 
 
-def screen(source: bytes, settings: Settings) -> Passed | None:
+def screen(source: bytes, settings: Settings, tree: ast.Module | None = None) -> Passed | None:
     """Both stages: the text test, then :mod:`codemods.screen.namescan`'s ``ast`` scan.
 
-    None: no rule enabled by ``settings`` can find anything in ``source``.
+    None: no rule of ``settings`` can find anything in ``source`` (``tree``: parsed already).
     """
     if not may_have_findings(source, settings):
         return None
     from codemods.screen import namescan
 
     try:
-        tree = ast.parse(source)
+        tree = ast.parse(source) if tree is None else tree
     except (SyntaxError, ValueError):
         return Passed(None)
     return Passed(tree) if namescan.may_have_findings(tree, settings) else None

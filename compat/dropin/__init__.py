@@ -297,7 +297,7 @@ def _after_import(module: types.ModuleType) -> None:
         _state.undo.append(patches.translate_checkpoint_wrapper(module))
         _state.records.append(
             Installed(
-                ("FSDP133",),
+                ("FSDP133", "FSDP139"),
                 f"{CHECKPOINT_WRAPPER}.checkpoint_wrapper",
                 "compat.checkpointing.legacy_checkpoint_wrapper",
             )
