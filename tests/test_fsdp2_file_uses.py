@@ -182,3 +182,20 @@ def test_a_chosen_precision_whose_test_calls_stays_for_a_human():
     assert new is None and "`mixed_precision` is not a `MixedPrecision(...)` call" in (
         finding.message
     )
+
+
+@pytest.mark.parametrize("torch_range", ["2.6..", "2.0.."])
+def test_a_name_the_function_imports_is_read_there_not_imported_again(torch_range):
+    """`ShardingStrategy` imported in the method: the strategy table reads that one."""
+    new, (finding,) = _migrate(
+        "def wrap(model, strategy):\n"
+        "    from torch.distributed.fsdp import ShardingStrategy\n"
+        "    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP2_\n\n"
+        "    table = {'zero3': ShardingStrategy.FULL_SHARD}\n"
+        "    return FSDP2_(model, sharding_strategy=table[strategy])\n",
+        torch_range,
+    )
+    assert finding.fixed, finding.withheld
+    head = new[: new.index("def wrap")]
+    assert "ShardingStrategy" not in head  # no module-level import left unused
+    assert "ShardingStrategy.SHARD_GRAD_OP: False" in new

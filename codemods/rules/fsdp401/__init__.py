@@ -33,7 +33,7 @@ from codemods.registry import Rule
 from codemods.registry.names import COMPOSABLE_FSDP, TORCH_FSDP, TORCH_FSDP_CLASSES
 from codemods.rules.api import Behaviour, Detector, Engine
 from codemods.rules.fsdp401.kept import FSDP1_API, LEAVING_THE_BRIDGE, unit_modules
-from codemods.rules.fsdp401.lookups import ISINSTANCE, fresh, line_of
+from codemods.rules.fsdp401.lookups import ISINSTANCE, fresh, imported_here, line_of
 from codemods.rules.fsdp401.nested import INNER, as_unit, wrapping_root
 from codemods.rules.fsdp401.recipes import BRIDGE_OPTION, HAND_PORT
 from codemods.rules.layout import indentation, wrapped_call
@@ -123,7 +123,8 @@ class Fsdp401(Behaviour):
         for name in ("fully_shard", *conversion.keywords.imports):
             engine.need_import(home, name)
         for module, name in conversion.keywords.more_imports:
-            engine.need_import(module, name)
+            if not imported_here(engine, original, module, name):
+                engine.need_import(module, name)
         _forget_fsdp1_names(engine, original)
         for use in found.uses.get(id(original), ()):
             # Later in the same scope than this call: visited after it.

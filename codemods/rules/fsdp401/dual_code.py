@@ -22,6 +22,7 @@ from codemods.registry import Rule
 from codemods.registry.names import COMPOSABLE_FSDP
 from codemods.rules.api import Engine
 from codemods.rules.fsdp401.helpers import helper_names, write_helpers
+from codemods.rules.fsdp401.lookups import imported_here
 from codemods.rules.fsdp401.uses import Use
 from codemods.rules.layout import LINE_LENGTH, indentation, wrapped_call
 from codemods.syntax.cst_nodes import find_all
@@ -62,7 +63,8 @@ def dual_call(
     for name in ("fully_shard", *conversion.keywords.imports):
         collecting.need_import(COMPOSABLE_FSDP, name)
     for module, name in conversion.keywords.more_imports:
-        collecting.need_import(module, name)
+        if not imported_here(engine, original, module, name):
+            collecting.need_import(module, name)
     one = engine.module.default_indent
     indent = indentation(engine, conversion.line) + one
     bindings, keywords, unit_keywords = bound_first(collecting, conversion, indent)

@@ -240,3 +240,15 @@ def other_fully_shard(engine: Engine) -> bool:
     homes = {f"{home}.fully_shard" for home in FSDP2_HOMES}
     names = find_all(engine.module, lambda n: isinstance(n, cst.Name) and n.value == "fully_shard")
     return any(not engine.qualified(n) & homes for n in names if engine.qualified(n))
+
+
+def imported_here(engine: Engine, node: cst.CSTNode, module: str, name: str | None) -> bool:
+    """Whether ``name`` at ``node`` is already ``module``'s ``name`` (a function's import).
+
+    The code written there reads that binding; a module-level import of it would go
+    unused (``from torch.distributed.fsdp import ShardingStrategy`` inside a method).
+    """
+    scope = engine.scope(node)
+    if name is None or scope is None or name not in scope:
+        return False
+    return {q.name for q in scope.get_qualified_names_for(name)} == {f"{module}.{name}"}
