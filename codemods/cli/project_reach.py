@@ -19,6 +19,8 @@ the package's modules may re-export each other.
 from __future__ import annotations
 
 import ast
+import posixpath
+import re
 from collections.abc import Iterable
 from pathlib import Path, PurePath
 
@@ -51,14 +53,49 @@ def is_test(path: PurePath, root: PurePath | None = None) -> bool:
     )
 
 
-def _modules(path: Path, tree: ast.Module, bases: list[Path]) -> list[tuple[Path, list[str]]]:
+#: The start of an import statement, at any depth (imports inside functions count).
+_IMPORT = re.compile(rb"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import|import)[ \t(]", re.MULTILINE)
+
+
+def imports_of(source: bytes) -> ast.Module:
+    r"""The import statements of ``source``, as a module of them alone.
+
+    Read without parsing the whole file (a large tree's files are parsed by the run
+    anyway, one at a time): each line that starts an import, with the lines its
+    parentheses or backslashes continue to; a line that only looks like one (in a
+    docstring) and does not parse is left out.
+
+    Example:
+        >>> source = b"import os\ndef f():\n    from .a import (b,\n        c)\n"
+        >>> [ast.unparse(s) for s in imports_of(source).body]
+        ['import os', 'from .a import b, c']
+    """
+    found: list[ast.stmt] = []
+    for match in _IMPORT.finditer(source):
+        end = source.find(b"\n", match.start())
+        end = len(source) if end < 0 else end
+        text = source[match.start() : end]
+        if b"(" in text and b")" not in text:
+            close = source.find(b")", end)
+            end = len(source) if close < 0 else close + 1
+        while source[match.start() : end].rstrip().endswith(b"\\") and end < len(source):
+            following = source.find(b"\n", end + 1)
+            end = len(source) if following < 0 else following
+        try:
+            found += ast.parse(source[match.start() : end].strip()).body
+        except (SyntaxError, ValueError):
+            continue
+    return ast.Module(body=found, type_ignores=[])
+
+
+def _modules(path: Path, tree: ast.Module, bases: list[Path]) -> set[tuple[Path, tuple[str, ...]]]:
     """Each module ``tree`` imports, as (a folder to look from, the module's parts)."""
-    found: list[tuple[Path, list[str]]] = []
+    found: set[tuple[Path, tuple[str, ...]]] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            found += [(base, alias.name.split(".")) for alias in node.names for base in bases]
+            found.update((base, tuple(a.name.split("."))) for a in node.names for base in bases)
         elif isinstance(node, ast.ImportFrom):
-            module = (node.module or "").split(".") if node.module else []
+            module = tuple(node.module.split(".")) if node.module else ()
             if node.level:
                 parents = [path.parent, *path.parent.parents]
                 if node.level - 1 >= len(parents):
@@ -68,8 +105,8 @@ def _modules(path: Path, tree: ast.Module, bases: list[Path]) -> list[tuple[Path
                 starts = bases
             for base in starts:
                 if module:
-                    found.append((base, module))
-                found += [(base, [*module, alias.name]) for alias in node.names]
+                    found.add((base, module))
+                found.update((base, (*module, alias.name)) for alias in node.names)
     return found
 
 
@@ -94,23 +131,24 @@ class ImportGraph:
             if root not in projects or vendored(path, root):
                 continue
             try:
-                trees[path] = ast.parse(path.read_bytes())
-            except (OSError, SyntaxError, ValueError):
+                trees[path] = imports_of(path.read_bytes())
+            except OSError:
                 continue  # the run reports it
         return cls(trees, {path: roots[path.parent] for path in trees})
 
     def __init__(self, trees: dict[Path, ast.Module], roots: dict[Path, Path | None]) -> None:
         """Read the imports of ``trees`` (each file's tree, with its project root or None)."""
-        self._files = set(trees)
-        folders: set[Path] = set()
+        # By text, not Path: a large tree tries a few million names.
+        files = {path.as_posix(): path for path in trees}
+        under: dict[str, set[Path]] = {}  # each folder's files
         for path in trees:
-            folders.update(path.parents)
+            for folder in path.parents:
+                under.setdefault(folder.as_posix(), set()).add(path)
         self.imports: dict[Path, set[Path]] = {}
         for path, tree in trees.items():
             root = roots.get(path)
-            if root is not None:  # from the file's folder up to the root, and a src layout
-                bases = [path.parent, *(p for p in path.parent.parents if root in p.parents)]
-                bases += [root, root / "src"]
+            if root is not None:  # a script's folder, the project's root, a src layout
+                bases = [path.parent, root, root / "src"]
             else:
                 bases = [path.parent, *path.parent.parents]
             targets: set[Path] = set()
@@ -118,10 +156,10 @@ class ImportGraph:
                 # The longest part of the dotted name the run holds: a module (`a.b.name`
                 # of a/b.py), else a folder, all of whose files may be what it names.
                 for depth in range(len(parts), 0, -1):
-                    stem = base.joinpath(*parts[:depth])
-                    exact = {stem.with_suffix(".py"), stem / "__init__.py"} & self._files
-                    if exact or stem in folders:
-                        targets |= exact or {f for f in self._files if stem in f.parents}
+                    stem = posixpath.join(base.as_posix(), *parts[:depth])
+                    exact = [files[n] for n in (f"{stem}.py", f"{stem}/__init__.py") if n in files]
+                    if exact or stem in under:
+                        targets.update(exact or under[stem])
                         break
             targets.discard(path)
             self.imports[path] = targets
