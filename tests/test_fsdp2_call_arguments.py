@@ -158,6 +158,11 @@ def test_the_keywords_a_call_passes_are_read_as_written(body, written):
             '        kw["process_group"] = pg\n    return FSDP(model, **kw)\n',
             "`process_group` is set in `kw` on some paths only (line 10)",
         ),
+        (  # an alias may change it unseen
+            "def shard(model):\n    kw = {}\n    other = kw\n"
+            '    other["use_orig_params"] = True\n    return FSDP(model, **kw)\n',
+            "`other = kw` at line 9 may change `kw` first: keywords unknown statically",
+        ),
         (  # read at run time, but a path sets a strategy FSDP2 has no twin for
             "def shard(model, hybrid):\n    kw = {}\n    if hybrid:\n"
             '        kw["sharding_strategy"] = ShardingStrategy.HYBRID_SHARD\n'
