@@ -237,21 +237,31 @@ def _all(rank: int, world_size: int, scripts: dict[str, str]) -> dict:
         return {"error": traceback.format_exc()}
 
 
-@pytest.mark.distributed
-@distributed.NEEDS_FSDP1
-@pytest.mark.skipif(
+#: Where the rewrites run: they import FSDP2 from torch.distributed.fsdp (torch 2.6+).
+RUNS_REWRITES = pytest.mark.skipif(
     not hasattr(torch.distributed.fsdp, "fully_shard")
     or not (current().fsdp2_on_cpu or torch.cuda.is_available()),
     reason="the rewrite imports FSDP2 from torch.distributed.fsdp (torch 2.6+), run where it runs",
 )
+
+
+def rewrites(script: str) -> dict[str, str]:
+    """``script`` as written (``"old"``), its plain rewrite and its dual-stack one."""
+    scripts = {"old": script}
+    for form, torch_range in (("plain", "2.6.."), ("dual", "2.0..")):
+        outcome = run(script.encode(), _settings(torch_range))
+        assert [f.fixed for f in outcome.findings if f.code == "FSDP401"] == [True], form
+        scripts[form] = outcome.new_source.decode()
+    return scripts
+
+
+@pytest.mark.distributed
+@distributed.NEEDS_FSDP1
+@RUNS_REWRITES
 def test_the_block_forms_give_what_fsdp1_gave():
     from tests.state_dicts import assert_same
 
-    scripts = {"old": SCRIPT}
-    for form, torch_range in (("plain", "2.6.."), ("dual", "2.0..")):
-        outcome = run(SCRIPT.encode(), _settings(torch_range))
-        assert [f.fixed for f in outcome.findings if f.code == "FSDP401"] == [True], form
-        scripts[form] = outcome.new_source.decode()
+    scripts = rewrites(SCRIPT)
     assert "state_dict_type" not in scripts["plain"]
     ranks = distributed.run(_all, scripts, backend="gloo", world_size=2, timeout=300)
     for rank, result in enumerate(ranks):

@@ -28,7 +28,9 @@ file that converts may pass any module to them:
   ``with``, which changed nothing they do.
 
 Everything else (``LOCAL_STATE_DICT`` on the model, ``set_state_dict_type``, a config
-with values, ``optim_state_dict_to_load``, ``summon_full_params``) keeps the file FSDP1.
+with values, ``summon_full_params``) keeps the file FSDP1; ``optim_state_dict_to_load``
+converts where the optimizer's own load of its result follows it
+(:mod:`codemods.rules.fsdp401.optim_load`).
 """
 
 from __future__ import annotations
@@ -47,8 +49,10 @@ from codemods.rules.fsdp115.plan import (
     plan_for,
     unproven,
 )
+from codemods.rules.fsdp401 import optim_load
 from codemods.rules.fsdp401.dual import needs_dual
 from codemods.rules.fsdp401.lookups import fsdp1_reference
+from codemods.rules.fsdp401.optim_load import arguments, load_pair
 from codemods.rules.fsdp401.values import assignment_of
 from codemods.syntax.cst_nodes import dotted, find_all, is_plain_positional, keyword
 from codemods.syntax.lazy_libcst import cst
@@ -81,6 +85,7 @@ DIFFERENCES = {
         "(its `param_groups` list the names in the optimizer's order, FSDP1's by flat "
         "parameter)"
     ),
+    "optim-load": optim_load.DIFFERENCE,
     "inert": (
         "its `FSDP.state_dict_type(...)` block whose statements ask the model nothing loses "
         "its `with` (it changed nothing they do); an optimizer's own `state_dict()` holds "
@@ -97,11 +102,13 @@ class PlainCall:
     Attributes:
         call: The ``FSDP.<name>(...)`` call.
         kind: ``"full"``, ``"sharded"``, ``"inert"`` (a block whose statements ask the
-            model nothing), ``"optim"`` or ``"optim-sharded"`` (:data:`DIFFERENCES`).
+            model nothing), ``"optim"``, ``"optim-sharded"`` or ``"optim-load"``
+            (:data:`DIFFERENCES`).
         plan: FSDP115's plan of a ``"full"`` block.
         with_node: The ``with`` statement a block form replaces.
         fsdp2_only: A ``"full"`` form that runs on FSDP2's releases only (DCP's
             functions on FSDP1 need torch 2.2, loading 2.4): the dual stack dispatches it.
+        pair: An ``"optim-load"`` form's lines: the conversion and the optimizer's load.
     """
 
     call: cst.Call
@@ -109,6 +116,7 @@ class PlainCall:
     plan: Plan | None = None
     with_node: cst.With | None = None
     fsdp2_only: bool = False
+    pair: tuple[cst.SimpleStatementLine, cst.SimpleStatementLine] | None = None
 
     @property
     def unsafe(self) -> bool:
@@ -141,6 +149,15 @@ def plain_form(engine: Engine, call: cst.Call) -> PlainCall | None:
             return PlainCall(call, "optim")
         if _sharded_block(engine, opened) is not None:  # the block's layout: sharded
             return PlainCall(call, "optim-sharded")
+    if name == "optim_state_dict_to_load" and enclosing_block(engine, call) is None:
+        wanted = ("set_optimizer_state_dict", "StateDictOptions")
+        # DCP's functions need torch 2.2; the dual stack's FSDP2 branch runs on 2.4 on
+        if not (engine.target_at_least("2.2") or needs_dual(engine)):
+            return None
+        if not names_free(engine, call, wanted):
+            return None
+        pair = load_pair(engine, call)
+        return None if pair is None else PlainCall(call, "optim-load", pair=pair)
     return None
 
 
@@ -327,6 +344,9 @@ def write(engine: Engine, plain: PlainCall, updated: cst.Call) -> cst.BaseExpres
         adopt(engine, plain.plan, plain.call)  # FSDP115's block hook writes it
         return updated
     engine.forget(plain.call.func)
+    if plain.kind == "optim-load":
+        code = engine.module.code_for_node
+        return optim_load.write(engine, plain.pair, [code(v) for v in arguments(updated)])
     if plain.kind.startswith("optim"):
         engine.need_import(DCP_STATE_DICT, "get_optimizer_state_dict")
         args = [engine.module.code_for_node(arg.value) for arg in updated.args]

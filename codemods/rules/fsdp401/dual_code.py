@@ -295,6 +295,13 @@ def dual_checkpoint(
     if plain.kind == "full":
         _dispatch_full(engine, flag, plain)
         return updated
+    if plain.kind == "optim-load":  # the FSDP1 call stays in the pair's `else:`
+        from codemods.rules.fsdp401 import optim_load
+
+        code = engine.module.code_for_node
+        args = [code(v) for v in optim_load.arguments(updated)]
+        optim_load.write_dual(engine, writer(engine), flag, plain.pair, args)
+        return updated
     if plain.kind == "sharded":
         block = plain.with_node
 
