@@ -56,6 +56,9 @@ CONVERSIONS = [
 ]
 
 
+CONV_LOAD = "optim.load_state_dict(state)"
+
+
 @pytest.mark.parametrize("conversion", CONVERSIONS, ids=["positional", "keywords", "mixed"])
 def test_the_pair_becomes_one_set_optimizer_state_dict(conversion):
     new, (finding,) = _migrate(_setup(conversion))
@@ -116,10 +119,20 @@ def test_a_second_run_changes_nothing():
         ("FSDP.optim_state_dict_to_load(model, optim, state, load_directly=True)", "pass", ""),
         # a comment on the load's line would go with it
         (CONVERSIONS[0], "optim.load_state_dict(state)  # resume", ""),
+        # or one inside the conversion
+        ("FSDP.optim_state_dict_to_load(  # full\n    model, optim, state)", CONV_LOAD, ""),
         # in a loop, a read on an earlier line may see the converted state
         (CONVERSIONS[0], "optim.load_state_dict(state)", "    for _ in range(2):\n"),
     ],
-    ids=["read-after", "other-optimizer", "no-load", "load-directly", "comment", "loop"],
+    ids=[
+        "read-after",
+        "other-optimizer",
+        "no-load",
+        "load-directly",
+        "comment",
+        "comment-in-call",
+        "loop",
+    ],
 )
 def test_other_shapes_keep_the_file_fsdp1_with_the_recipe(conversion, load, before):
     source = _setup(conversion, load, before)

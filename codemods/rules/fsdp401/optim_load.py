@@ -54,7 +54,7 @@ def load_pair(engine: Engine, call: cst.Call) -> Pair | None:
     if len(line.body) != 1 or line not in body or body.index(line) + 1 >= len(body):
         return None
     load = body[body.index(line) + 1]
-    if not _loads(load, dotted(values[1]), target.value) or _comments(line, load):
+    if not _loads(load, dotted(values[1]), target.value) or _comments(engine, line, load):
         return None
     return (line, load) if _read_only_by(engine, target, load) else None
 
@@ -90,10 +90,11 @@ def _loads(line: cst.CSTNode, optim: str | None, name: str) -> bool:
     )
 
 
-def _comments(line: cst.SimpleStatementLine, load: cst.SimpleStatementLine) -> bool:
-    """Whether a comment would go with the load's line (it is removed)."""
-    return any(lead.comment for lead in load.leading_lines) or bool(
-        line.trailing_whitespace.comment or load.trailing_whitespace.comment
+def _comments(engine: Engine, line: cst.SimpleStatementLine, load: cst.SimpleStatementLine) -> bool:
+    """Whether a comment would be lost: on the load's lines, or inside the conversion."""
+    return any(lead.comment for lead in load.leading_lines) or any(
+        "#" in engine.module.code_for_node(node.with_changes(leading_lines=()))
+        for node in (line, load)
     )
 
 
