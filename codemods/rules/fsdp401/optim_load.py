@@ -10,7 +10,7 @@ by nothing but that load: the new call returns nothing.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codemods.rules.api import Engine
 from codemods.rules.fsdp401.lookups import in_loop, line_of
@@ -18,8 +18,9 @@ from codemods.rules.layout import indentation, wrapped_call
 from codemods.syntax.cst_nodes import dotted, keyword
 from codemods.syntax.lazy_libcst import cst
 
-#: The conversion's line and the optimizer's load after it.
-Pair = tuple[cst.SimpleStatementLine, cst.SimpleStatementLine]
+if TYPE_CHECKING:  # (libcst loads lazily: nothing of it at import)
+    #: The conversion's line and the optimizer's load after it.
+    Pair = tuple[cst.SimpleStatementLine, cst.SimpleStatementLine]
 
 #: FSDP1's parameters of the conversion, in order (the rest keep the call FSDP1).
 PARAMETERS = ("model", "optim", "optim_state_dict")
