@@ -100,6 +100,16 @@ def test_in_the_dual_stack_the_pair_dispatches_on_has_fsdp2():
     assert "set_optimizer_state_dict" in block and "StateDictOptions" in block
 
 
+def test_from_torch_2_2_the_dual_stack_imports_dcp_once_at_the_top():
+    body = _setup(CONVERSIONS[0]) + "\n\ndef save(model, optim):\n"
+    new, findings = _migrate(body + "    return FSDP.optim_state_dict(model, optim)\n", "2.2..")
+    assert [f.fixed for f in findings] == [True]
+    assert new.count("StateDictOptions") == 3  # the import and the two calls
+    assert "import StateDictOptions, get_optimizer_state_dict, set_optimizer_state_dict\n" in new
+    assert "        fully_shard = None\n" in new  # the `try` imports FSDP2 alone
+    assert "        if HAS_FSDP2:\n            set_optimizer_state_dict(\n" in new
+
+
 def test_a_second_run_changes_nothing():
     for torch_range in ("2.6..", "2.0.."):
         new, _ = _migrate(_setup(CONVERSIONS[0]), torch_range)

@@ -300,7 +300,9 @@ def dual_checkpoint(
 
         code = engine.module.code_for_node
         args = [code(v) for v in optim_load.arguments(updated)]
-        optim_load.write_dual(engine, writer(engine), flag, plain.pair, args)
+        # DCP's names import plainly where every release has them (as other forms do)
+        importer = engine if engine.target_at_least("2.2") else writer(engine)
+        optim_load.write_dual(engine, importer, flag, plain.pair, args)
         return updated
     if plain.kind == "sharded":
         block = plain.with_node
