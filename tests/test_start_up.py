@@ -53,6 +53,9 @@ NOT_FOR_ONE_FILE = (
     "codemods.rules.fsdp401",  # behaviours load for the names the file meets (the index's table)
     "codemods.rules.fsdp115",
     "codemods.rules.fsdp132",
+    "codemods.rules.kinds.string_value",  # a kind's behaviour, for a rule of that kind met
+    "codemods.rules.kinds.method_rename",
+    "codemods.rules.kinds.default_change",
     "argparse",  # a hook's command line, flags and paths, is read without it (cli/quick_args.py)
     "gettext",  # argparse's
     "dataclasses",  # the records on the path are named tuples and plain classes (records.py)
