@@ -193,3 +193,21 @@ def test_python_m_compat_still_serves_a_program_that_imports_torch_later(tmp_pat
     _, output = _modules_after(["compat", "script.py"], tmp_path)
     assert output.startswith("compat."), output
     assert "[FSDP101]" in output
+
+
+def test_long_lived_leaves_the_collector_as_it_found_it():
+    import gc
+
+    from codemods.startup import long_lived
+
+    assert gc.isenabled()
+    with long_lived():
+        assert not gc.isenabled()  # paused while the modules load
+    assert gc.isenabled() and gc.get_freeze_count() > 0
+    gc.disable()
+    try:
+        with long_lived():
+            pass
+        assert not gc.isenabled()  # a caller's choice is kept
+    finally:
+        gc.enable()
