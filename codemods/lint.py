@@ -18,26 +18,29 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NoReturn
 
-from codemods.batch import stopping
-from codemods.batch.runner import FileResult, process_files, process_source
-from codemods.cli import explaining, noqa_comments, output
-from codemods.cli.config import ConfigError
-from codemods.cli.diffs import unified_diff, write_stdout
-from codemods.cli.options import (
-    EXIT_CLEAN,
-    EXIT_ERROR,
-    EXIT_FINDINGS,
-    EXIT_SIGNAL_BASE,
-    Choices,
-    add_rule_options,
-    add_run_options,
-    base_parser,
-    choices,
-    paths_of,
-)
-from codemods.cli.progress import progress_printer
-from codemods.cli.quick_args import LINT, read
-from codemods.cli.run_lines import skipped_lines, stopped_lines
+from codemods.startup import long_lived
+
+with long_lived():  # they live as long as the run: the collector leaves them alone
+    from codemods.batch import stopping
+    from codemods.batch.runner import FileResult, process_files, process_source
+    from codemods.cli import explaining, noqa_comments, output
+    from codemods.cli.config import ConfigError
+    from codemods.cli.diffs import unified_diff, write_stdout
+    from codemods.cli.options import (
+        EXIT_CLEAN,
+        EXIT_ERROR,
+        EXIT_FINDINGS,
+        EXIT_SIGNAL_BASE,
+        Choices,
+        add_rule_options,
+        add_run_options,
+        base_parser,
+        choices,
+        paths_of,
+    )
+    from codemods.cli.progress import progress_printer
+    from codemods.cli.quick_args import LINT, read
+    from codemods.cli.run_lines import skipped_lines, stopped_lines
 
 if TYPE_CHECKING:
     import argparse

@@ -53,6 +53,9 @@ NOT_FOR_ONE_FILE = (
     "codemods.rules.fsdp401",  # behaviours load for the names the file meets (the index's table)
     "codemods.rules.fsdp115",
     "codemods.rules.fsdp132",
+    "codemods.rules.kinds.string_value",  # a kind's behaviour, for a rule of that kind met
+    "codemods.rules.kinds.method_rename",
+    "codemods.rules.kinds.default_change",
     "argparse",  # a hook's command line, flags and paths, is read without it (cli/quick_args.py)
     "gettext",  # argparse's
     "dataclasses",  # the records on the path are named tuples and plain classes (records.py)
@@ -190,3 +193,21 @@ def test_python_m_compat_still_serves_a_program_that_imports_torch_later(tmp_pat
     _, output = _modules_after(["compat", "script.py"], tmp_path)
     assert output.startswith("compat."), output
     assert "[FSDP101]" in output
+
+
+def test_long_lived_leaves_the_collector_as_it_found_it():
+    import gc
+
+    from codemods.startup import long_lived
+
+    assert gc.isenabled()
+    with long_lived():
+        assert not gc.isenabled()  # paused while the modules load
+    assert gc.isenabled() and gc.get_freeze_count() > 0
+    gc.disable()
+    try:
+        with long_lived():
+            pass
+        assert not gc.isenabled()  # a caller's choice is kept
+    finally:
+        gc.enable()

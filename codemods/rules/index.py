@@ -21,12 +21,6 @@ from typing import overload
 from codemods.registry import REGISTRY, ChangeKind, Rule
 from codemods.registry.names import MODULES_NAMED_LIKE_FUNCTIONS
 from codemods.rules.api import Behaviour, CallSiteFix
-from codemods.rules.kinds.call_argument import ArgumentReported
-from codemods.rules.kinds.default_change import DefaultChange
-from codemods.rules.kinds.keyword_rename import KeywordRename
-from codemods.rules.kinds.method_rename import MethodRename
-from codemods.rules.kinds.reference import Renamed, Reported
-from codemods.rules.kinds.string_value import StringValue
 
 #: The shipped registry's index (:func:`table`), read instead of loading every behaviour.
 TABLE = Path(__file__).with_name("index_table.txt")
@@ -34,13 +28,15 @@ TABLE = Path(__file__).with_name("index_table.txt")
 NAMED = ("references", "calls", "partials")
 FLAGS = ("definitions", "classes", "blocks", "modules")
 
-_BY_KIND: dict[ChangeKind, type[Behaviour]] = {
-    ChangeKind.SYMBOL_RENAME: Renamed,
-    ChangeKind.REMOVAL: Reported,
-    ChangeKind.KEYWORD_RENAME: KeywordRename,
-    ChangeKind.STRING_VALUE: StringValue,
-    ChangeKind.METHOD_RENAME: MethodRename,
-    ChangeKind.DEFAULT_CHANGE: DefaultChange,
+#: Each kind's behaviour, as ``(module of codemods.rules.kinds, class)``: a module is
+#: imported for the first rule that needs it (a one-file lint meets few kinds).
+_BY_KIND: dict[ChangeKind, tuple[str, str]] = {
+    ChangeKind.SYMBOL_RENAME: ("reference", "Renamed"),
+    ChangeKind.REMOVAL: ("reference", "Reported"),
+    ChangeKind.KEYWORD_RENAME: ("keyword_rename", "KeywordRename"),
+    ChangeKind.STRING_VALUE: ("string_value", "StringValue"),
+    ChangeKind.METHOD_RENAME: ("method_rename", "MethodRename"),
+    ChangeKind.DEFAULT_CHANGE: ("default_change", "DefaultChange"),
 }
 
 
@@ -50,9 +46,13 @@ def behaviour_for(rule: Rule) -> Behaviour:
     own = _own_behaviour(rule.code)
     if own is not None:
         return own(rule)
-    if rule.kind is ChangeKind.CALL_REWRITE:
-        return (ArgumentReported if rule.argument else Reported)(rule)
-    return _BY_KIND[rule.kind](rule)
+    if rule.kind is ChangeKind.CALL_REWRITE and rule.argument:
+        module, name = "call_argument", "ArgumentReported"
+    elif rule.kind is ChangeKind.CALL_REWRITE:
+        module, name = _BY_KIND[ChangeKind.REMOVAL]
+    else:
+        module, name = _BY_KIND[rule.kind]
+    return getattr(importlib.import_module(f"codemods.rules.kinds.{module}"), name)(rule)
 
 
 def _own_behaviour(code: str) -> type[Behaviour] | None:
