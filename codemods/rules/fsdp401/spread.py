@@ -2,8 +2,8 @@
 
 FSDP401 translates keywords. This module reads the other ways a call passes them:
 
-- by position, by FSDP1's own order (:data:`FSDP1_ORDER`, the same in every release
-  from torch 1.12 to 2.13; torch 1.11 had ``cpu_offload`` third);
+- by position, by FSDP1's own order (:data:`FSDP1_ORDER`, the same in every torch
+  release from 1.12 to 2.13; torch 1.11 had ``cpu_offload`` third);
 - ``**name`` where ``name`` is a dict built in the call's own function: a display with
   constant string keys or ``dict(key=value)``, perhaps given more constant keys before
   the call (``name["key"] = value``, ``name.update(key=value)``), never rebound, passed
