@@ -6,6 +6,7 @@ same tree, so a pattern it reads differently from git fails here.
 
 from __future__ import annotations
 
+import fnmatch
 import shutil
 import subprocess
 from pathlib import Path
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from codemods import lint, migrate
-from codemods.batch.files import discover
+from codemods.batch.files import DEFAULT_EXCLUDES, _excluded, discover
 from codemods.batch.gitignore import ignorer
 from tests.scratch_projects import CURRENT_RELEASES
 
@@ -53,6 +54,19 @@ def test_force_exclude_applies_the_built_in_excludes_too(vendored, capsys):
     (vendored / ".venv" / "site.py").write_text(LEGACY)
     assert lint.main(["--force-exclude", ".venv/site.py"]) == 0
     assert lint.main([".venv/site.py"]) == 1
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["build", "builds", "venv", ".venv", "pkg.egg-info", "egg-info", "x.egg-info.py", "[x]"],
+)
+@pytest.mark.parametrize(
+    "patterns", [DEFAULT_EXCLUDES, ("build",), ("*.egg-info", "[x]"), ("[[]x]",), ("b?ild",), ()]
+)
+def test_an_excluded_name_is_one_a_pattern_matches(name, patterns):
+    """Plain names are compared as they are, globs matched: as ``fnmatch`` says of each."""
+    expected = any(fnmatch.fnmatch(name, pattern) for pattern in patterns)
+    assert _excluded(name, patterns) is expected
 
 
 def _repository(root: Path) -> None:

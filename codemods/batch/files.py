@@ -53,13 +53,33 @@ class Problem(Frozen):
 
 
 def _excluded(name: str, patterns: Sequence[str]) -> bool:
-    return _pattern(tuple(patterns)).match(os.path.normcase(name)) is not None
+    names, globs = _matcher(tuple(patterns))
+    name = os.path.normcase(name)
+    return name in names or (globs is not None and globs.match(name) is not None)
 
 
 @functools.lru_cache(maxsize=8)
-def _pattern(patterns: tuple[str, ...]) -> re.Pattern[str]:
-    # One regex for all the globs: a walk asks about every name it meets.
-    return re.compile("|".join(fnmatch.translate(os.path.normcase(p)) for p in patterns) or "(?!)")
+def _matcher(patterns: tuple[str, ...]) -> tuple[frozenset[str], re.Pattern[str] | None]:
+    """The names among ``patterns`` without a wildcard, and one regex for the others.
+
+    A name without ``*``, ``?`` or ``[`` matches itself alone, and a set answers for
+    it: a commit hook's one file would otherwise compile a regex of all the built-in
+    names (about 0.4 ms of its CPU). One regex for all the globs: a walk asks about
+    every name it meets.
+
+    Example:
+        >>> names, globs = _matcher(("build", "*.egg-info"))
+        >>> sorted(names), globs.match("pkg.egg-info") is not None
+        (['build'], True)
+    """
+    cased = [os.path.normcase(p) for p in patterns]
+    globs = [p for p in cased if _WILDCARDS.intersection(p)]
+    names = frozenset(p for p in cased if not _WILDCARDS.intersection(p))
+    return names, re.compile("|".join(fnmatch.translate(p) for p in globs)) if globs else None
+
+
+#: What makes a pattern a glob for :mod:`fnmatch`.
+_WILDCARDS = frozenset("*?[")
 
 
 def discover(
