@@ -22,6 +22,8 @@ import pytest
 from codemods.cli.help_format import terminal_columns
 from codemods.registry import REGISTRY
 from codemods.rules import index
+from codemods.screen import filter_table
+from codemods.screen.prefilter import rule_filter
 from compat.dropin.plan import TABLE, from_table, plan, table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -122,6 +124,27 @@ def test_the_index_table_is_the_registry_s():
         assert getattr(shipped, flag).rules == getattr(built, flag).rules
     behaviour = index.behaviour_for(REGISTRY["FSDP302"])
     assert shipped.references["fairscale.nn.wrap.enable_wrap"] is behaviour
+
+
+def test_the_pre_filter_table_is_the_registry_s():
+    assert filter_table.TABLE.read_text(encoding="utf-8") == filter_table.table(REGISTRY.rules), (
+        "the registry or what a kind needs changed: run `python -m codemods.screen.filter_table`"
+    )
+    rows, shared = filter_table.read(filter_table.TABLE.read_bytes())
+    assert rows == {rule.code: filter_table.row(rule) for rule in REGISTRY}
+    assert shared == filter_table.shared_words(REGISTRY) and shared
+    for rule in REGISTRY:
+        assert filter_table.row_for(rule) == filter_table.row(rule)
+
+
+def test_a_rule_the_pre_filter_table_does_not_hold_is_derived():
+    """A rule of the same code but other names (a test's, an entry edited since) is not the
+    table's: its words come from what it needs."""
+    shipped = REGISTRY["FSDP301"]
+    edited = shipped._replace(old=("fairscale.nn.misc.FlattenParamsWrapper",))
+    assert filter_table.row_for(edited) == filter_table.row(edited) != filter_table.row(shipped)
+    assert rule_filter(edited).admits(b"from fairscale.nn.misc import FlattenParamsWrapper\n")
+    assert not rule_filter(shipped).admits(b"from fairscale.nn.misc import FlattenParamsWrapper\n")
 
 
 @pytest.mark.parametrize("columns", ["100", "0", "-3", "wide", ""])

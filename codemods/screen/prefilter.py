@@ -28,8 +28,7 @@ import re
 
 from codemods.records import Frozen, Record
 from codemods.registry import REGISTRY, Rule
-from codemods.screen import search_order
-from codemods.screen.needs import needs
+from codemods.screen import filter_table, search_order
 from codemods.settings import Settings
 
 #: The bytes of identifier characters (ASCII; a non-ASCII neighbour counts as a boundary,
@@ -183,7 +182,8 @@ class RuleFilter(Record):
             import or its attribute chain), so the text must spell them all.
         word: A word that must also be spelled: a call rule's argument, a hook's name,
             a definition rule's parameter.
-        pattern: For value rules: a pattern one of the old values matches.
+        pattern: For value rules: a regular expression (its source, compiled when a
+            file first gets that far) one of the old values matches.
     """
 
     _fields = ("roots", "names", "word", "pattern")
@@ -193,7 +193,7 @@ class RuleFilter(Record):
         roots: frozenset[bytes],
         names: tuple[tuple[bytes, bytes, tuple[bytes, ...]], ...] = (),
         word: bytes | None = None,
-        pattern: re.Pattern[bytes] | None = None,
+        pattern: bytes | None = None,
     ) -> None:
         self.roots = roots
         self.names = names
@@ -233,7 +233,7 @@ class RuleFilter(Record):
             return False
         if self.word is not None and not scan.contains(self.word):
             return False
-        if self.pattern is not None and self.pattern.search(source) is None:
+        if self.pattern is not None and re.search(self.pattern, source) is None:
             return False
         if self.word is not None and not scan.spelled(self.word):
             return False
@@ -247,24 +247,14 @@ class RuleFilter(Record):
 
 @functools.lru_cache(maxsize=1)
 def _shared_words() -> dict[bytes, int]:
-    each = [{*needs(rule).names, *needs(rule).calls} for rule in REGISTRY]
-    return search_order.word_counts(_parent_and_leaf(name) for names in each for name in names)
-
-
-def _parent_and_leaf(name: str) -> tuple[bytes, bytes, tuple[bytes, ...]]:
-    """``(P, X, middle)`` of ``root.middle.P.X`` (see :class:`RuleFilter`).
-
-    Example:
-        >>> _parent_and_leaf("torch.distributed._tensor.device_mesh.DeviceMesh")
-        (b'device_mesh', b'DeviceMesh', (b'distributed', b'_tensor'))
-    """
-    parent, _, leaf = name.rpartition(".")
-    middle = tuple(part.encode() for part in parent.split(".")[1:-1])
-    return parent.rpartition(".")[2].encode(), leaf.encode(), middle
+    return filter_table.shipped_shared_words()
 
 
 def rule_filter(rule: Rule) -> RuleFilter:
-    r"""The :class:`RuleFilter` of ``rule``, from what its kind needs (:func:`needs`).
+    r"""The :class:`RuleFilter` of ``rule``, from what its kind needs to see.
+
+    Its words are the prebuilt table's for a rule of the shipped registry, else derived
+    (:mod:`codemods.screen.filter_table`); each rule's filter is made once.
 
     Example:
         >>> f = rule_filter(REGISTRY["FSDP101"])
@@ -273,14 +263,15 @@ def rule_filter(rule: Rule) -> RuleFilter:
         >>> f.admits(b"import torch\ndefault_auto_wrap_policy = 1")
         False
     """
-    need = needs(rule)
-    if need.parameter is not None:  # the user's own functions: no import needed
-        return RuleFilter(frozenset(), word=need.parameter.encode())
-    roots = frozenset(root.encode() for root in need.roots)
-    names = tuple(sorted({_parent_and_leaf(name) for name in (*need.names, *need.calls)}))
-    word = need.word or (need.keyword if need.pattern is None else None)
-    pattern = re.compile(need.pattern.encode()) if need.pattern else None
-    return RuleFilter(roots, names, word=word.encode() if word else None, pattern=pattern)
+    found = _made.get(rule)
+    if found is None:
+        roots, names, word, pattern, _ = filter_table.row_for(rule)
+        found = _made[rule] = RuleFilter(roots, names, word=word, pattern=pattern)
+    return found
+
+
+#: Each rule's filter, once made (a filter keeps nothing of the files it is asked about).
+_made: dict[Rule, RuleFilter] = {}
 
 
 @functools.lru_cache(maxsize=16)
@@ -324,20 +315,17 @@ def _groups(settings: Settings) -> tuple[_Group, ...]:
     """The enabled rules' filters, grouped by key, keys in a fixed order."""
     rules = [rule for rule in REGISTRY if settings.enabled(rule)]
     grouped: dict[bytes, list[RuleFilter]] = {}
-    paths: dict[bytes, list[set[str]]] = {}  # root -> the middle parts of each old name
+    paths: dict[bytes, list[frozenset[bytes]]] = {}  # root -> each old name's middle parts
     for rule, f in zip(rules, _filters(settings)):
         for key in f.roots or {f.word}:
             grouped.setdefault(key, []).append(f)
-        if f.roots:
-            need = needs(rule)
-            for name in (*need.names, *need.calls):
-                root, *middle = name.split(".")[:-1] or [name]  # a package: its own root
-                paths.setdefault(root.encode(), []).append(set(middle))
+        for root, middle in filter_table.row_for(rule)[4]:  # a rule with roots only
+            paths.setdefault(root, []).append(middle)
     return tuple(
         _Group(
             key,
             tuple(other for other in grouped if other != key and other in key),
-            tuple(part.encode() for part in sorted(set.intersection(*paths.get(key, [set()])))),
+            tuple(sorted(frozenset.intersection(*paths.get(key, [frozenset()])))),
             tuple(filters),
         )
         for key, filters in sorted(grouped.items())
