@@ -25,7 +25,6 @@ with long_lived():  # they live as long as the run: the collector leaves them al
     from codemods.batch.runner import FileResult, process_files, process_source
     from codemods.cli import explaining, noqa_comments, output
     from codemods.cli.config import ConfigError
-    from codemods.cli.diffs import unified_diff, write_stdout
     from codemods.cli.options import (
         EXIT_CLEAN,
         EXIT_ERROR,
@@ -205,6 +204,8 @@ def _finish(
 
 def _write_diff(results: list[FileResult]) -> None:
     """``--diff``: the patch ``--fix`` would write, on stdout; the count on stderr."""
+    from codemods.cli.diffs import unified_diff, write_stdout  # --diff only: not a hook's
+
     patch = b"".join(unified_diff(r) for r in results if r.new_source is not None)
     write_stdout(patch)
     fixes = sum(f.fixed for r in results if r.new_source is not None for f in r.findings)

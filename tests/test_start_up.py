@@ -65,6 +65,8 @@ NOT_FOR_ONE_FILE = (
     "threading",  # only a worker starts threads (codemods.batch.stopping)
     "symtable",  # the syntax check of a file the pre-filter rules out
     "tokenize",  # an ASCII file without noqa comments is decoded and read without it
+    "codemods.batch.gitignore",  # a walk's .gitignore files: a named file is not walked
+    "codemods.cli.diffs",  # --diff's patch
 )
 
 

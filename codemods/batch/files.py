@@ -101,8 +101,6 @@ def discover(
     Returns:
         The files, and a problem for each path that does not exist.
     """
-    from codemods.batch.gitignore import ignorer
-
     files: dict[str, Path] = {}
     problems: list[Problem] = []
     for raw in paths:
@@ -110,7 +108,11 @@ def discover(
         if force_exclude and _force_excluded(path, exclude, skip):
             continue
         if path.is_dir():
-            git = ignorer(path) if respect_gitignore else None
+            git = None
+            if respect_gitignore:
+                from codemods.batch.gitignore import ignorer  # a walk's: not a named file's
+
+                git = ignorer(path)
             for root, dirs, names in os.walk(path):
                 dirs[:] = sorted(
                     d
