@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from codemods import lint, migrate
-from codemods.batch.files import DEFAULT_EXCLUDES, _excluded, discover
+from codemods.batch.excludes import DEFAULT_EXCLUDES, excluded, named_excluded
+from codemods.batch.files import discover
 from codemods.batch.gitignore import ignorer
 from tests.scratch_projects import CURRENT_RELEASES
 
@@ -66,7 +67,28 @@ def test_force_exclude_applies_the_built_in_excludes_too(vendored, capsys):
 def test_an_excluded_name_is_one_a_pattern_matches(name, patterns):
     """Plain names are compared as they are, globs matched: as ``fnmatch`` says of each."""
     expected = any(fnmatch.fnmatch(name, pattern) for pattern in patterns)
-    assert _excluded(name, patterns) is expected
+    assert excluded(name, patterns) is expected
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "train.py",
+        "src/model.py",
+        ".venv/site.py",
+        "src/./build/x.py",
+        "../build/x.py",
+        "/abs/venv/x.py",
+        "a//node_modules/b.py",
+        "pkg.egg-info/x.py",
+        "build",
+    ],
+)
+def test_a_named_path_is_excluded_by_the_names_it_is_written_with(path):
+    """As ``pathlib`` parts the path: its names and its parents' (not ``.`` nor ``..``)."""
+    written = [p.name for p in (Path(path), *Path(path).parents) if p.name not in ("", ".", "..")]
+    expected = any(excluded(name, DEFAULT_EXCLUDES) for name in written)
+    assert named_excluded(path, DEFAULT_EXCLUDES) is expected
 
 
 def _repository(root: Path) -> None:

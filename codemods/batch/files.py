@@ -7,34 +7,13 @@ and keeps line endings, so a rewritten file keeps all three.
 from __future__ import annotations
 
 import contextlib
-import fnmatch
-import functools
 import os
-import re
 import stat
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from codemods.batch.excludes import DEFAULT_EXCLUDES, excluded, named_excluded
 from codemods.records import Frozen
-
-#: Directories never walked into (files named explicitly are still processed).
-DEFAULT_EXCLUDES = (
-    ".git",
-    ".hg",
-    ".svn",
-    ".venv",
-    "venv",
-    ".tox",
-    ".nox",
-    "build",
-    "dist",
-    "__pycache__",
-    "node_modules",
-    "*.egg-info",
-    ".mypy_cache",
-    ".ruff_cache",
-    ".pytest_cache",
-)
 
 
 class Problem(Frozen):
@@ -50,36 +29,6 @@ class Problem(Frozen):
 
     def __str__(self) -> str:
         return f"{self.path}: {self.reason}"
-
-
-def _excluded(name: str, patterns: Sequence[str]) -> bool:
-    names, globs = _matcher(tuple(patterns))
-    name = os.path.normcase(name)
-    return name in names or (globs is not None and globs.match(name) is not None)
-
-
-@functools.lru_cache(maxsize=8)
-def _matcher(patterns: tuple[str, ...]) -> tuple[frozenset[str], re.Pattern[str] | None]:
-    """The names among ``patterns`` without a wildcard, and one regex for the others.
-
-    A name without ``*``, ``?`` or ``[`` matches itself alone, and a set answers for
-    it: a commit hook's one file would otherwise compile a regex of all the built-in
-    names (about 0.4 ms of its CPU). One regex for all the globs: a walk asks about
-    every name it meets.
-
-    Example:
-        >>> names, globs = _matcher(("build", "*.egg-info"))
-        >>> sorted(names), globs.match("pkg.egg-info") is not None
-        (['build'], True)
-    """
-    cased = [os.path.normcase(p) for p in patterns]
-    globs = [p for p in cased if _WILDCARDS.intersection(p)]
-    names = frozenset(p for p in cased if not _WILDCARDS.intersection(p))
-    return names, re.compile("|".join(fnmatch.translate(p) for p in globs)) if globs else None
-
-
-#: What makes a pattern a glob for :mod:`fnmatch`.
-_WILDCARDS = frozenset("*?[")
 
 
 def discover(
@@ -117,12 +66,12 @@ def discover(
                 dirs[:] = sorted(
                     d
                     for d in dirs
-                    if not _excluded(d, exclude)
+                    if not excluded(d, exclude)
                     and not (skip and skip(Path(root, d)))
                     and not (git and git.ignored(Path(root, d), is_dir=True))
                 )
                 for name in names:
-                    if name.endswith(SUFFIXES) and not _excluded(name, exclude):
+                    if name.endswith(SUFFIXES) and not excluded(name, exclude):
                         found = Path(root, name)
                         if not (skip and skip(found)) and not (
                             git and git.ignored(found, is_dir=False)
@@ -147,10 +96,9 @@ def _force_excluded(
     Only the parts of the path as written count for the built-in names (``.venv``): a
     project that itself sits in a ``build`` directory is still checked.
     """
-    candidates = [path, *(p for p in path.parents if p.name)]
-    if any(_excluded(p.name, exclude) for p in candidates if p.name not in ("", ".", "..")):
+    if named_excluded(str(path), exclude):
         return True
-    return skip is not None and any(skip(p) for p in candidates)
+    return skip is not None and any(skip(p) for p in [path, *(p for p in path.parents if p.name)])
 
 
 class ChangedMeanwhile(Exception):
