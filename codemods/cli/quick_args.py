@@ -13,9 +13,12 @@ are checked against the parsers by ``tests/test_start_up.py``.
 from __future__ import annotations
 
 from types import SimpleNamespace
-from typing import Any
 
 from codemods.records import Frozen
+
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class Tool(Frozen):
