@@ -13,40 +13,63 @@ SIGINT or SIGTERM (with ``--fix``, what was written before the stop is listed).
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NoReturn
 
+from codemods.cli.plain_file import settled
+from codemods.cli.quick_args import LINT, read
 from codemods.startup import long_lived
 
-with long_lived():  # they live as long as the run: the collector leaves them alone
-    from codemods.batch import stopping
-    from codemods.batch.runner import FileResult, process_files, process_source
-    from codemods.cli import explaining, noqa_comments, output
-    from codemods.cli.config import ConfigError
-    from codemods.cli.options import (
-        EXIT_CLEAN,
-        EXIT_ERROR,
-        EXIT_FINDINGS,
-        EXIT_SIGNAL_BASE,
-        Choices,
-        add_rule_options,
-        add_run_options,
-        base_parser,
-        choices,
-        paths_of,
-    )
-    from codemods.cli.progress import progress_printer
-    from codemods.cli.quick_args import LINT, read
-    from codemods.cli.run_lines import skipped_lines, stopped_lines
-
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
 if TYPE_CHECKING:
     import argparse
+    from typing import NoReturn
+
+    from codemods.batch import stopping
+    from codemods.batch.runner import FileResult
+    from codemods.cli import output
+    from codemods.cli.options import Choices
+
+#: The lint's modules, loaded by a run :func:`settled` does not answer (a commit hook's
+#: run on a file that names nothing legacy needs none of them, nor this module's).
+_MODULES = (
+    "codemods.batch.runner",
+    "codemods.cli.explaining",
+    "codemods.cli.noqa_comments",
+    "codemods.cli.options",
+    "codemods.cli.output",
+    "codemods.cli.progress",
+    "codemods.cli.run_lines",
+)
+_loaded = False
+
+
+def _load() -> None:
+    """Load :data:`_MODULES`, once: they live as long as the run (codemods/startup.py)."""
+    global _loaded
+    if not _loaded:
+        with long_lived():  # the collector leaves them alone
+            for name in _MODULES:
+                importlib.import_module(name)
+        _loaded = True
+
+
+def __getattr__(name: str) -> int:
+    """The exit codes (``EXIT_FINDINGS``...), as :mod:`codemods.cli.options` defines them."""
+    if name.startswith("EXIT_"):
+        from codemods.cli import options
+
+        return getattr(options, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``fsdp-lint`` argument parser."""
+    from codemods.cli import output
+    from codemods.cli.options import add_rule_options, add_run_options, base_parser
+
     parser = base_parser(
         "fsdp-lint",
         "Report deprecated FSDP, Lightning and FairScale names and arguments, with stable "
@@ -94,10 +117,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code."""
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    status = settled(arguments)  # files that name nothing legacy: answered at once
+    if status is not None:
+        return status
+    _load()
+    from codemods.cli import explaining
+
     # A hook's command line (flags and paths) is read without building the parser.
-    args = read(sys.argv[1:] if argv is None else list(argv), LINT)
+    args = read(arguments, LINT)
     if args is None:
-        args = build_parser().parse_args(argv)
+        args = build_parser().parse_args(arguments)
     with explaining.quiet_broken_pipe():
         return _main(args)
 
@@ -108,6 +138,13 @@ def _error(message: str) -> NoReturn:
 
 
 def _main(args: argparse.Namespace) -> int:
+    from codemods.batch import stopping
+    from codemods.batch.runner import process_files
+    from codemods.cli import explaining, noqa_comments
+    from codemods.cli.config import ConfigError
+    from codemods.cli.options import choices, paths_of
+    from codemods.cli.progress import progress_printer
+
     if args.explain is not None:
         return explaining.explain(args.explain, args.output_format)
     args.paths = paths_of(args)
@@ -156,6 +193,10 @@ def _finish(
     stop: stopping.Stop,
 ) -> int:
     """Print the findings, the summary and the errors; the exit code."""
+    from codemods.cli import output
+    from codemods.cli.options import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, EXIT_SIGNAL_BASE
+    from codemods.cli.run_lines import skipped_lines, stopped_lines
+
     # A file that does not parse is a finding (ruff's invalid-syntax), not an error.
     errors = problems + [f"{r.path}: {r.error}" for r in results if r.error and not r.syntax]
     # A fix counts once it is written; a file whose write failed (or was skipped, or
@@ -216,6 +257,7 @@ def fix_list(results: list[FileResult], written: bool) -> str:
     """``--show-fixes``: the fixes applied (or that ``--fix`` would apply), by file and rule.
 
     Example:
+        >>> from codemods.batch.results import FileResult
         >>> from codemods.findings import Finding
         >>> result = FileResult("a.py", [Finding(1, 1, "FSDP101", "m", True, fixed=True)])
         >>> result.new_source, result.written = b"", True
@@ -225,6 +267,8 @@ def fix_list(results: list[FileResult], written: bool) -> str:
         - a.py:
             1 × FSDP101 (default-auto-wrap-policy)
     """
+    from codemods.cli import output
+
     done = [
         (r.path, Counter(f.code for f in r.findings if f.fixed))
         for r in results
@@ -246,6 +290,8 @@ def fix_list(results: list[FileResult], written: bool) -> str:
 
 def _stdin(args: argparse.Namespace, chosen: Choices) -> FileResult:
     """Lint (and with ``--fix``, fix) standard input; fixed code goes to standard output."""
+    from codemods.batch.runner import process_source
+
     name = args.stdin_filename or "-"
     source = sys.stdin.buffer.read()
     result = process_source(name, source, chosen.settings_for(name))
@@ -266,6 +312,8 @@ def _print(
     missed: tuple[int, int] = (0, 0),
     notes: Sequence[str] = (),
 ) -> None:
+    from codemods.cli import output
+
     # With --fix on stdin (or --diff), stdout carries the code: the findings go to stderr.
     out = sys.stderr if (args.fix and args.paths == ["-"]) or args.diff else sys.stdout
     settings = chosen.settings

@@ -20,28 +20,32 @@ Example:
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Iterable
-from pathlib import Path
-from typing import Optional
 
-from codemods.registry import REGISTRY, Rule
 from codemods.screen import search_order
-from codemods.screen.needs import needs
 
-#: The shipped registry's rows (:func:`table`).
-TABLE = Path(__file__).with_name("filter_table.txt")
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
+if TYPE_CHECKING:
+    from typing import Optional
 
-#: One rule's row: its filter's ``roots``, ``names`` (``(P, X, middle)`` of each old name
-#: ``root.middle.P.X``), ``word`` and ``pattern`` (the bytes of its source), and, for a
-#: rule with roots, each old name's root with the parts of its module path between
-#: the root and its last name (what a rule's group shares, in the pre-filter).
-Row = tuple[
-    frozenset[bytes],
-    tuple[search_order.Name, ...],
-    Optional[bytes],
-    Optional[bytes],
-    tuple[tuple[bytes, frozenset[bytes]], ...],
-]
+    from codemods.registry import Rule
+
+    #: One rule's row: its filter's ``roots``, ``names`` (``(P, X, middle)`` of each old
+    #: name ``root.middle.P.X``), ``word`` and ``pattern`` (the bytes of its source), and,
+    #: for a rule with roots, each old name's root with the parts of its module path
+    #: between the root and its last name (what a rule's group shares, in the pre-filter).
+    Row = tuple[
+        frozenset[bytes],
+        tuple[search_order.Name, ...],
+        Optional[bytes],
+        Optional[bytes],
+        tuple[tuple[bytes, frozenset[bytes]], ...],
+    ]
+
+#: The shipped registry's rows (:func:`table`). The registry (and ``typing`` with it) and
+#: what its rules need are imported where they are asked: :func:`keys` reads this alone.
+TABLE = os.path.join(os.path.dirname(__file__), "filter_table.txt")
 
 
 def parent_and_leaf(name: str) -> search_order.Name:
@@ -58,6 +62,8 @@ def parent_and_leaf(name: str) -> search_order.Name:
 
 def row(rule: Rule) -> Row:
     """What the pre-filter reads of ``rule``, derived from what its kind needs."""
+    from codemods.screen.needs import needs
+
     need = needs(rule)
     if need.parameter is not None:  # the user's own functions: no import needed
         return frozenset(), (), need.parameter.encode(), None, ()
@@ -79,6 +85,8 @@ def row(rule: Rule) -> Row:
 
 def shared_words(rules: Iterable[Rule]) -> dict[bytes, int]:
     """How many of the old names of ``rules`` need each word (:func:`search_order.word_counts`)."""
+    from codemods.screen.needs import needs
+
     each = [{*needs(rule).names, *needs(rule).calls} for rule in rules]
     return search_order.word_counts(parent_and_leaf(name) for names in each for name in names)
 
@@ -159,8 +167,9 @@ def _path(text: bytes) -> tuple[bytes, frozenset[bytes]]:
 @functools.lru_cache(maxsize=1)
 def _shipped() -> tuple[dict[str, tuple[Rule, Row]], dict[bytes, int]] | None:
     try:
-        rows, shared = read(TABLE.read_bytes())
-        by_code = {rule.code: rule for rule in REGISTRY}
+        with open(TABLE, "rb") as file:
+            rows, shared = read(file.read())
+        by_code = {rule.code: rule for rule in _registry()}
         return {code: (by_code[code], found) for code, found in rows.items()}, shared
     except (OSError, KeyError, ValueError):  # no table, or one older than the registry
         return None
@@ -176,8 +185,43 @@ def row_for(rule: Rule) -> Row:
 def shipped_shared_words() -> dict[bytes, int]:
     """:func:`shared_words` of the shipped registry's rules."""
     shipped = _shipped()
-    return shipped[1] if shipped is not None else shared_words(REGISTRY)
+    return shipped[1] if shipped is not None else shared_words(_registry())
+
+
+def _registry() -> Iterable[Rule]:
+    """The shipped registry, imported when first asked (:func:`keys` never asks)."""
+    from codemods.registry import REGISTRY
+
+    return REGISTRY
+
+
+def keys(data: bytes, words: bool = False) -> tuple[frozenset[bytes], frozenset[bytes]]:
+    """What one of the pre-filter's groups needs, read from :func:`table`'s bytes.
+
+    Every rule's package roots (a group needs one where an import may name it), and the
+    word of each rule that needs no import (a group needs it anywhere): a file that
+    holds none of them has nothing any rule can find, whatever the settings. With
+    ``words``, every rule's word among the second (a hook's name, a call's argument).
+
+    Example:
+        >>> from codemods.registry import REGISTRY
+        >>> data = table([REGISTRY["FSDP101"], REGISTRY["FSDP102"]]).encode()
+        >>> roots, anywhere = keys(data)
+        >>> sorted(roots), sorted(anywhere)
+        ([b'compat', b'torch'], [b'unwrapped_params'])
+    """
+    roots: set[bytes] = set()
+    found: set[bytes] = set()
+    for line in data.splitlines():
+        fields = line.split(b"\t")
+        if fields[0] == b"*":
+            continue
+        roots.update(fields[1].split())
+        if fields[3] and (words or not fields[1]):
+            found.add(fields[3])
+    return frozenset(roots), frozenset(found)
 
 
 if __name__ == "__main__":
-    TABLE.write_bytes(table(REGISTRY.rules).encode())  # "\n" line ends on every system
+    with open(TABLE, "wb") as out:  # "\n" line ends on every system
+        out.write(table(_registry()).encode())
