@@ -54,7 +54,7 @@ def settled(argv: list[str]) -> int | None:
         All checks passed!
         0
         >>> with open(path, "w") as file:
-        ...     _ = file.write("import torch\n")
+        ...     _ = file.write("import fairscale\n")
         >>> settled([path]) is None
         True
     """
