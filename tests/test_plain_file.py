@@ -50,6 +50,7 @@ BASE = "from lightning.pytorch import LightningModule\n\n\nclass Base(LightningM
         # With several files, a hook's name sends the lint through the project's classes.
         ({"base.py": BASE, "m.py": HOOK}, ["m.py"], True),
         ({"base.py": BASE, "m.py": HOOK, "a.py": PLAIN}, ["a.py", "m.py"], False),
+        ({"a.py": PLAIN, "b.py": "strategy = 'fast'\n"}, ["a.py", "b.py"], True),
         ({"a.py": PLAIN, "b.py": "x = 1\x00\n"}, ["a.py", "b.py"], False),
         ({"util.py": PLAIN}, ["--statistics", "util.py"], False),
         ({"util.py": PLAIN}, ["--fix", "util.py"], False),

@@ -14,8 +14,9 @@ asking for the default report on fewer files than show progress; no
 (``.py`` or ``.pyi``), not left out by ``--force-exclude``, without NUL bytes, which
 Python parses and which holds none of the texts any rule's pre-filter needs (a package
 root as a whole word, or the word of a rule that needs no import, from the prebuilt table:
-:func:`codemods.screen.filter_table.keys`), nor with several files any rule's word (a
-file holding a hook's name is followed through the others to its Lightning base).
+:func:`codemods.screen.filter_table.keys`), nor with several files a hook rule's method
+name (the lint follows the classes of a file that holds one through the others to
+their Lightning base).
 Nothing else gives such a file a finding: a project's declared releases only choose
 among the rules.
 
@@ -65,7 +66,7 @@ def settled(argv: list[str]) -> int | None:
     if changed - _FREE:
         return None
     # Several files: the lint follows a class through the others to a Lightning base
-    # where a file holds a hook's name, so each must hold no rule's word at all.
+    # where a file holds a hook rule's method name, so none may hold one.
     words = _keys(several=len(args.paths) > 1)
     seen: dict[str, bool] = {}  # directory -> a configuration at or above it
     for path in args.paths:
@@ -111,7 +112,7 @@ def _plain(path: str, words: tuple[frozenset[bytes], frozenset[bytes]]) -> bool:
 
 
 def _keys(several: bool) -> tuple[frozenset[bytes], frozenset[bytes]] | None:
-    """Every text a rule's pre-filter needs, and with ``several`` every rule's word.
+    """Every text a rule's pre-filter needs, and with ``several`` every hook's name.
 
     None: the table cannot be read.
     """
@@ -119,7 +120,7 @@ def _keys(several: bool) -> tuple[frozenset[bytes], frozenset[bytes]] | None:
 
     try:
         with open(filter_table.TABLE, "rb") as file:
-            found = filter_table.keys(file.read(), words=several)
+            found = filter_table.keys(file.read(), hooks=several)
     except (OSError, IndexError):
         return None
     return found if found[0] else None

@@ -95,14 +95,16 @@ def table(rules: Iterable[Rule]) -> str:
     r"""The text of ``filter_table.txt`` for ``rules``: a row a line, then the shared words.
 
     A row's line holds tab-separated fields: the code, the roots, the names
-    (``P/X/middle``), the word, the pattern, the paths (``root/middle``); spaces part a
-    field's items, dots a module path's parts; an empty field is none. Then a line
-    ``*``, a word and its count for each shared word, in the words' order.
+    (``P/X/middle``), the word, the pattern, the paths (``root/middle``), and a hook
+    rule's method names (what a run of several files searches them for, to follow a
+    class to its Lightning base in another); spaces part a field's items, dots a module
+    path's parts; an empty field is none. Then a line ``*``, a word and its count for
+    each shared word, in the words' order.
 
     Example:
         >>> from codemods.registry import REGISTRY
         >>> table([REGISTRY["FSDP102"]]).splitlines()[0].split("\t")
-        ['FSDP102', '', '', 'unwrapped_params', '', '']
+        ['FSDP102', '', '', 'unwrapped_params', '', '', '']
     """
     rules = list(rules)
     lines = []
@@ -115,12 +117,22 @@ def table(rules: Iterable[Rule]) -> str:
             (word or b"").decode(),
             (pattern or b"").decode(),
             " ".join(f"{root.decode()}/{_dotted(sorted(middle))}" for root, middle in paths),
+            " ".join(_hooks(rule)),
         ]
         if any(("\t" in field or "\n" in field) for field in fields):
             raise ValueError(f"{rule.code}: a tab or a line break in its pre-filter row")
         lines.append("\t".join(fields))
     lines += [f"*\t{word.decode()}\t{n}" for word, n in sorted(shared_words(rules).items())]
     return "".join(line + "\n" for line in lines)
+
+
+def _hooks(rule: Rule) -> list[str]:
+    """The method names of a hook rule (as ``ProjectClasses`` searches files for them)."""
+    from codemods.registry import ChangeKind
+
+    if rule.kind is not ChangeKind.METHOD_RENAME:
+        return []
+    return sorted({old.rpartition(".")[2] for old in rule.old})
 
 
 def _dotted(parts: Iterable[bytes]) -> str:
@@ -141,7 +153,7 @@ def read(data: bytes) -> tuple[dict[str, Row], dict[bytes, int]]:
             _, word, count = fields
             shared[word] = int(count)
             continue
-        code, roots, names, word, pattern, paths = fields
+        code, roots, names, word, pattern, paths, _ = fields
         rows[code.decode()] = (
             frozenset(roots.split()),
             tuple([_name(name) for name in names.split()]),
@@ -195,13 +207,14 @@ def _registry() -> Iterable[Rule]:
     return REGISTRY
 
 
-def keys(data: bytes, words: bool = False) -> tuple[frozenset[bytes], frozenset[bytes]]:
+def keys(data: bytes, hooks: bool = False) -> tuple[frozenset[bytes], frozenset[bytes]]:
     """What one of the pre-filter's groups needs, read from :func:`table`'s bytes.
 
     Every rule's package roots (a group needs one where an import may name it), and the
     word of each rule that needs no import (a group needs it anywhere): a file that
     holds none of them has nothing any rule can find, whatever the settings. With
-    ``words``, every rule's word among the second (a hook's name, a call's argument).
+    ``hooks``, every hook rule's method names among the second (a run of several files
+    follows the classes of a file that holds one).
 
     Example:
         >>> from codemods.registry import REGISTRY
@@ -217,8 +230,10 @@ def keys(data: bytes, words: bool = False) -> tuple[frozenset[bytes], frozenset[
         if fields[0] == b"*":
             continue
         roots.update(fields[1].split())
-        if fields[3] and (words or not fields[1]):
+        if fields[3] and not fields[1]:
             found.add(fields[3])
+        if hooks:
+            found.update(fields[6].split())
     return frozenset(roots), frozenset(found)
 
 
