@@ -52,6 +52,36 @@ def _dropped(code: str, given: dict[str, Any], defaults: dict[str, Any]) -> None
         warn_deprecated(code, detail=f"{listed}: no torch meaning (dropped).")
 
 
+def _materialized(params: Iterable[Any]) -> list[Any]:
+    """The parameters (or groups) as lists: they are read twice, once here.
+
+    Raises:
+        TypeError: For a single tensor, as torch's optimizers refuse it.
+    """
+    if isinstance(params, torch.Tensor):
+        raise TypeError("OSS: params must be an iterable of tensors or dicts, not a tensor")
+    groups = []
+    for item in params:
+        if isinstance(item, dict):
+            inner = item["params"]
+            item = {**item, "params": [inner] if isinstance(inner, torch.Tensor) else list(inner)}
+        groups.append(item)
+    return groups
+
+
+def _one_dtype(groups: list[Any]) -> bool:
+    """Whether every parameter has one dtype: torch's ZeRO buckets assume one per device.
+
+    Examples:
+        >>> _one_dtype([nn.Parameter(torch.ones(2)), {"params": [nn.Parameter(torch.ones(1))]}])
+        True
+        >>> _one_dtype([nn.Parameter(torch.ones(2)), nn.Parameter(torch.ones(2).double())])
+        False
+    """
+    tensors = [p for item in groups for p in (item["params"] if isinstance(item, dict) else [item])]
+    return len({p.dtype for p in tensors}) <= 1
+
+
 class OSS(ZeroRedundancyOptimizer):
     """FairScale's ``OSS(params, optim=..., group=..., **defaults)`` on torch's ZeRO (FSDP307).
 
@@ -75,7 +105,19 @@ class OSS(ZeroRedundancyOptimizer):
         warn_deprecated("FSDP307", detail=_OSS_DETAIL)
         fairscale_only = {name: options.pop(name) for name in _OSS_ONLY if name in options}
         _dropped("FSDP307", fairscale_only, _OSS_ONLY)
-        super().__init__(params, optimizer_class=optim, process_group=group, **options)
+        groups = _materialized(params)
+        # FairScale's OSS broadcast each rank's parameters packed in one flat buffer; torch's
+        # bucket view is that, and it broadcasts buffers the optimizer holds. Its per-parameter
+        # default sends `param.data` temporaries instead: on torch 2.2 a temporary's Python
+        # object is then freed by gloo's worker thread, which needs the GIL, while
+        # destroy_process_group joins that thread holding it (a hang at teardown).
+        super().__init__(
+            groups,
+            optimizer_class=optim,
+            process_group=group,
+            parameters_as_bucket_view=_one_dtype(groups),
+            **options,
+        )
 
     def consolidate_state_dict(self, recipient_rank: int = 0, *, to: int | None = None) -> None:
         """Gather the whole state on ``recipient_rank`` (torch's ``to``); call on every rank."""

@@ -464,6 +464,17 @@ def test_unused_noqa_is_reported_when_selected(here, capsys):
     ]
 
 
+def test_a_former_code_in_a_noqa_still_silences_its_finding(here, capsys):
+    # FSDP133 reported `offload_to_cpu=False` before FSDP139 did: the comment still works.
+    (here / "train.py").write_text(
+        "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (\n"
+        "    checkpoint_wrapper,\n)\n"
+        "block = checkpoint_wrapper(block, offload_to_cpu=False)  # noqa: FSDP133\n"
+    )
+    code, out, _ = run(capsys, lint, "--extend-select", "FSDP900", "train.py")
+    assert (code, out.strip()) == (0, "All checks passed!")
+
+
 def test_statistics_has_a_trailer_and_a_json_form(here, capsys):
     (here / "train.py").write_text(LEGACY)
     code, out, _ = run(capsys, lint, "--statistics", "train.py")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import sys
 import warnings
 
 import pytest
@@ -157,6 +158,44 @@ def test_fairscale_zero_trains_as_torchs_own_on_two_ranks():
     # the consolidated state is on rank 0: every parameter stepped STEPS times
     assert legacy[0]["optimizer steps"] == native[0]["optimizer steps"] == [STEPS] * 6
     assert legacy[1]["optimizer steps"] is None
+
+
+def _step_broadcasts(rank: int, world_size: int) -> list[int]:
+    """How many references each tensor OSS's step broadcasts has once the step is done."""
+    import torch.distributed as dist
+
+    model = nn.Linear(4, 3)  # two parameters: one shard each
+    optimizer = fs.OSS(model.parameters(), optim=torch.optim.SGD, lr=0.1)
+    model(torch.randn(2, 4)).sum().backward()
+    sent: list[torch.Tensor] = []
+    broadcast = dist.broadcast
+
+    def spy(tensor, *args, **kwargs):  # torch's own broadcast, the tensor kept
+        sent.append(tensor)
+        return broadcast(tensor, *args, **kwargs)
+
+    dist.broadcast = spy
+    try:
+        optimizer.step()
+    finally:
+        dist.broadcast = broadcast
+    held = []
+    while sent:
+        tensor = sent.pop()
+        held.append(sys.getrefcount(tensor) - 2)  # less `tensor` and the call's argument
+    return held
+
+
+@pytest.mark.distributed
+def test_the_step_broadcasts_tensors_the_optimizer_keeps():
+    """A temporary left to gloo's worker thread hung torch 2.2 at destroy_process_group.
+
+    torch's ZeRO broadcasts ``param.data`` temporaries unless the parameters are bucket
+    views (FairScale's OSS packed them so too): the worker thread then frees the last one
+    and waits for the GIL that the destroying thread holds while it joins the worker.
+    """
+    for held in distributed.run(_step_broadcasts, world_size=2, backend="gloo"):
+        assert held and all(count >= 1 for count in held), held
 
 
 _LEGACY_SCRIPT = """\

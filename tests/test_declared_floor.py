@@ -860,6 +860,19 @@ def test_environment_files_declare_ranges(
     assert floors.problems == []
 
 
+def test_a_matrix_include_repeating_its_releases_lists_each_once(tmp_path):
+    # GitHub extends a row whose values match (mmengine's torchvision per torch).
+    workflow = (
+        "jobs:\n  test:\n    strategy:\n      matrix:\n        torch: [1.8.1, 2.1.0]\n"
+        "        include:\n          - torch: 1.8.1\n            torchvision: 0.9.1\n"
+        "          - torch: 2.1.0\n            torchvision: 0.16.0\n"
+    )
+    files = {"setup.py": "from setuptools import setup\nsetup()\n"}
+    floors = declared_floors(write(tmp_path, {**files, ".github/workflows/ci.yml": workflow}))
+    listed = floors.sources["torch"].partition("matrix: ")[2]
+    assert listed.startswith("1.8.1, 2.1.0") and listed.count("1.8.1") == 1, listed
+
+
 @pytest.mark.parametrize(
     ("text", "top"),
     [

@@ -1,5 +1,8 @@
 """``codemods.engine.imports.adding`` adds imports exactly as libcst's ``AddImportsVisitor`` does.
 
+Except one place, checked on its own: a new ``from`` line whose package's lines are
+followed by other imports in the top block (a project's own) goes beside its package's.
+
 The oracle is what the import pass did before: the visitor on each later top-level
 ``from m import`` line that takes a name alone, then on the module's top (its first
 statement, the import lines after it and the next statement).
@@ -114,7 +117,7 @@ def test_adds_as_the_visitor_does(source: str) -> None:
             expected = _visitor_adds(tree, wanted).code
         except TypeError:  # the visitor cannot sort `b` beside `b as bb` from one module
             continue
-        assert add_imports(tree, wanted).code == expected, wanted
+        assert add_imports(tree, wanted, beside_packages=False).code == expected, wanted
         compared += 1
     assert compared > 25
 
@@ -139,7 +142,7 @@ def test_adds_to_realistic_modules_as_the_visitor_does() -> None:
                 expected = _visitor_adds(tree, wanted)
             except TypeError:
                 continue
-            got = add_imports(tree, wanted)
+            got = add_imports(tree, wanted, beside_packages=False)
             if not _same_code(got, expected):
                 assert got.code == expected.code, wanted
             checked += 1
@@ -186,3 +189,51 @@ def test_nothing_wanted_changes_nothing() -> None:
     tree = cst.parse_module('"""Doc."""\nimport os\nx = 1\n')
     assert add_imports(tree, []).code == tree.code
     assert add_imports(tree, [("os", None, None)]).code == tree.code
+
+
+_STATE = ("torch.distributed.checkpoint.state_dict", "get_model_state_dict", None)
+_FSDP = "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+#: (module, wanted, the new import's line number in the result (1-based)).
+BESIDE_PACKAGES = {
+    "before the project's own": (
+        "import torch\n" + _FSDP + "from utils.calc import calc_flop\n\nx = 1\n",
+        _STATE,
+        2,  # sorted among torch's `from` lines: checkpoint before fsdp
+    ),
+    "after the package's plain import": (
+        "import os\n\nimport torch\nimport config\n\nx = 1\n",
+        _STATE,
+        4,
+    ),
+    "unsorted: after the package's last line": (
+        "from torch.optim import Adam\nfrom torch import nn\nimport config\n",
+        _STATE,
+        3,
+    ),
+    "first in the block, below the docstring's blank line": (
+        '"""Doc."""\n\n' + _FSDP + "import config\n",
+        _STATE,
+        3,
+    ),
+    "the package's lines end the block: the visitor's place": (
+        "import config\nimport torch\n" + _FSDP,
+        _STATE,
+        4,
+    ),
+    "no line of the package: the visitor's place": (
+        "import os\nimport config\n\nx = 1\n",
+        _STATE,
+        3,
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("source", "wanted", "line"), BESIDE_PACKAGES.values(), ids=BESIDE_PACKAGES.keys()
+)
+def test_a_new_from_line_goes_beside_its_package(source: str, wanted: tuple, line: int) -> None:
+    code = add_imports(cst.parse_module(source), [wanted]).code
+    lines = code.splitlines()
+    new = f"from {wanted[0]} import {wanted[1]}"
+    assert lines.index(new) + 1 == line, code
+    assert [text for text in lines if text != new] == source.splitlines()  # nothing else moved

@@ -218,8 +218,8 @@ def test_the_checker_finds_cycles(tmp_path, files, cycles):
 #: packages and from lower stages (``docs/contributing.md`` draws the same line).
 STAGES: tuple[tuple[str, ...], ...] = (
     ("codemods.registry", "codemods._version", "codemods"),
-    ("codemods.settings", "codemods.findings", "codemods.syntax", "codemods.verify"),
-    ("codemods.screen",),
+    ("codemods.settings", "codemods.findings", "codemods.syntax"),
+    ("codemods.screen", "codemods.verify"),
     ("codemods.rules",),
     ("codemods.astlint",),
     ("codemods.engine",),

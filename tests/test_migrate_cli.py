@@ -320,15 +320,15 @@ def test_a_few_large_files_in_workers_give_what_one_process_gives(tmp_path):
 def test_withheld_fixes_are_listed_counted_and_reported(tmp_path, capsys):
     from tests.migrate_fixtures import FIXTURES
 
-    source = tmp_path / "strategies.py"
-    source.write_text(FIXTURES["conditional-reexport-is-withheld-by-the-verifier"].source)
+    source = tmp_path / "driver.py"
+    source.write_text(FIXTURES["lazy-torch-import-is-withheld-by-the-verifier"].source)
     before = source.read_bytes()
     report = tmp_path / "report.json"
     assert main([str(source), "--report", str(report)]) == 1
     assert source.read_bytes() == before
     out, err = capsys.readouterr()
-    assert "[fix withheld: `FSDPStrategy` imported at 5:42 but unused]" in out
-    assert "1 fixes withheld in 1 files" in err  # one finding: the import (its use is its)
+    assert "[fix withheld: `torch` imported unconditionally at 8:1;" in out
+    assert "1 fixes withheld in 1 files" in err
     data = json.loads(report.read_text())
     assert data["summary"]["fixes_withheld"] == 1
     assert all(f["withheld"] for f in data["files"][0]["findings"])

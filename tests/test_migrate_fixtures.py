@@ -80,11 +80,12 @@ def test_fixture_lint_marks_what_migrate_fixes(name):
 
 
 def test_a_fix_that_would_break_the_file_is_withheld_and_says_why():
-    fixture = FIXTURES["conditional-reexport-is-withheld-by-the-verifier"]
+    fixture = FIXTURES["lazy-torch-import-is-withheld-by-the-verifier"]
     outcome = run(fixture.source.encode(), fixture.settings)
     assert outcome.new_source is None
     assert {f.withheld for f in outcome.findings} == {
-        "fix withheld: `FSDPStrategy` imported at 5:42 but unused"
+        "fix withheld: `torch` imported unconditionally at 8:1; the old module imports it "
+        "only inside a block (line 10)"
     }
 
 

@@ -209,6 +209,15 @@ def test_the_drop_in_plan_table_is_the_registry_s():
     assert from_table() == plan(REGISTRY)
 
 
+def test_the_plan_command_runs_a_module_its_package_has_not_imported():
+    # runpy warns (RuntimeWarning) when `-m pkg.mod` finds pkg.mod imported by pkg.
+    code = "import compat, compat.dropin, sys; print('compat.dropin.plan' in sys.modules)"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.strip() == "False"
+
+
 def test_python_m_compat_still_serves_a_program_that_imports_torch_later(tmp_path):
     (tmp_path / "script.py").write_text(
         "import sys\n"

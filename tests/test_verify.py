@@ -315,6 +315,28 @@ def test_imports_of_an_init_module_are_reexports():
     assert reasons(old, new, reexports=True) == []
 
 
+@pytest.mark.parametrize(
+    "source",
+    [
+        "__all__ = ['a'] + ['b']\n",
+        "__all__: list[str] = ('a',)\n__all__ += ['b']\n",
+        "__all__ = []\n__all__.extend(['a', 'b'])\n__all__.append('c')\n",
+        "__all__ = ['b']\nif x:\n    __all__.append('c')\n",
+        "try:\n    import a\nexcept ImportError:\n    pass\nelse:\n    __all__ = ('a',)\n",
+        "def f():\n    __all__ = ['a']\n",
+    ],
+)
+def test_the_verifier_and_the_planners_read_one_all(source):
+    """One reader of ``__all__`` (``codemods.syntax.exports``): the same strings for all."""
+    import libcst
+
+    from codemods.syntax.exports import ast_exports, cst_exports
+
+    tree = ast.parse(source)
+    assert set(scan(tree.body).exports) == set(ast_exports(tree))
+    assert cst_exports(libcst.parse_module(source)) == ast_exports(tree)
+
+
 # -- Sound rewrites: nothing to report -------------------------------------------------
 
 SOUND = [

@@ -30,6 +30,7 @@ from codemods.astlint.scopes import Names, Undecided, dotted
 from codemods.findings import Finding, no_fix
 from codemods.registry import REGISTRY, Rule
 from codemods.rules.index import INDEX
+from codemods.rules.plan_aliases import answered_by_alias
 from codemods.screen.noqa import Deferred, Suppressions
 from codemods.settings import Settings
 from codemods.syntax.ast_nodes import tree_index
@@ -243,6 +244,8 @@ class Detector:
         name = root.id  # type: ignore[attr-defined]
         bare = self._bare(node) if root is node else None
         binder = self.names.lookup(self.names.scope_of[id(root)], name)
+        if binder is self.names.module and name in self.names.aliases:
+            return answered_by_alias(self.names.aliases[name], rule, bare)
         if binder is None or binder.others.get(name) or not binder.imports.get(name):
             return False
         for statement in binder.imports[name]:

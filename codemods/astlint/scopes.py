@@ -26,7 +26,13 @@ from __future__ import annotations
 import ast
 import builtins
 
-from codemods.syntax.ast_nodes import Undecided, dotted, import_names, tree_index
+from codemods.syntax.ast_nodes import (
+    Undecided,
+    alias_assignment,
+    dotted,
+    import_names,
+    tree_index,
+)
 
 __all__ = ["Names", "Scope", "Undecided", "dotted", "import_names"]
 
@@ -114,7 +120,9 @@ class Names:
         self.imported_roots: set[str] = set()  # the first part of every name imports bind
         self.deleted: set[str] = set()  # names in `del`: a binding here, an access to libcst
         self._below = tree_index(tree).below
+        self.aliases: dict[str, set[str]] = {}  # see _find_aliases
         self._walk(tree, self.module)
+        self._find_aliases(tree)
 
     # The walk ---------------------------------------------------------------------
 
@@ -239,6 +247,29 @@ class Names:
         if type(node) is not ast.ClassDef:
             scope.nonclass.add(name)
 
+    def _find_aliases(self, tree: ast.Module) -> None:
+        """Module-level ``FSDP = FullyShardedDataParallel``: an alias, as ``import ... as``.
+
+        Where the module binds the name only there (no other assignment, import, ``del``
+        or ``global`` rebinding) and the value is a dotted name whose first part only
+        imports bind (or another such alias), a use of the name after it refers to what
+        the value refers to.
+        """
+        module = self.module
+        for statement in tree.body:
+            found = alias_assignment(statement)
+            if found is None:
+                continue
+            name, value = found
+            root = dotted(value).partition(".")[0]  # type: ignore[union-attr]
+            if module.count.get(name) != 1 or name in self.deleted or name in module.imports:
+                continue
+            if root not in self.aliases and (root in module.others or root not in module.imports):
+                continue
+            targets = self.qualified(value)
+            if targets:
+                self.aliases[name] = targets
+
     # Questions ----------------------------------------------------------------------
 
     def lookup(self, scope: Scope, name: str) -> Scope | None:
@@ -285,9 +316,8 @@ class Names:
             return self._ordered(node, binder, full)
         return self._bound(binder, prefix, full)
 
-    @staticmethod
     def _bound(
-        binder: Scope, prefix: str, full: str, before: tuple[int, int] | None = None
+        self, binder: Scope, prefix: str, full: str, before: tuple[int, int] | None = None
     ) -> set[str]:
         """What ``full`` refers to through ``binder``'s bindings of ``prefix``.
 
@@ -298,6 +328,9 @@ class Names:
         if before is not None:
             others = [p for p in others if p < before]
             statements = [s for s in statements if (s.lineno, s.col_offset) < before]
+        if others and binder is self.module and prefix in self.aliases:
+            rest = full[len(prefix) :]
+            return {target + rest for target in self.aliases[prefix]}
         results = {f"{binder.prefix}.{full}" if binder.prefix else full} if others else set()
         for statement in statements:
             results |= import_names(statement, full)

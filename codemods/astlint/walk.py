@@ -63,8 +63,10 @@ class Walk:
         self.definitions = bool(self._admitted(INDEX.definitions))
         # Names that may refer to something a rule looks at: imported in the file, or
         # spelled like a package the rules name (a module-level `torch = ...` is
-        # `torch` to libcst). Any other chain refers to local names or builtins only.
-        self.relevant = detector.names.imported_roots | _package_roots()
+        # `torch` to libcst), or an alias of an imported name. Any other chain refers to
+        # local names or builtins only.
+        names = detector.names
+        self.relevant = names.imported_roots | _package_roots() | set(names.aliases)
 
     def run(self) -> None:
         """Walk the module, settle the plan, report."""

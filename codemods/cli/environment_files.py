@@ -167,7 +167,8 @@ def _read_workflow(reader: Reader, path: Path) -> None:
             for key, value in row.items():
                 if isinstance(key, str) and _MATRIX_KEY.match(key):
                     releases += [str(v) for v in (value if isinstance(value, list) else [value])]
-        _matrix(reader, releases, f"{reader._label(path)} jobs.{job} matrix")
+        # An `include` row often repeats a release to add values to it: list each once.
+        _matrix(reader, list(dict.fromkeys(releases)), f"{reader._label(path)} jobs.{job} matrix")
 
 
 def _matrix(reader: Reader, values: list[str], where: str) -> None:

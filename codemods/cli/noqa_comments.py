@@ -82,7 +82,11 @@ def unused(path: str, source: bytes, settings: Settings) -> list[Finding]:
         seen[finding.line].add(finding.code)
     found = []
     for line, codes in sorted(ours.items()):
-        waste = [c for c in codes if not any(code.startswith(c) for code in seen[line])]
+        waste = [
+            c
+            for c in codes
+            if not any(code.startswith(c) or c in noqa.FORMER.get(code, ()) for code in seen[line])
+        ]
         # As ruff words it: a code of no rule this run reports is "non-enabled".
         off = [c for c in waste if not any(settings.enabled(r) for r in _rules(c))]
         kinds = [

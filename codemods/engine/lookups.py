@@ -11,14 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from libcst.metadata import CodeRange, Scope, ScopeProvider
+from libcst.metadata import CodeRange, QualifiedNameSource, Scope, ScopeProvider
 
 from codemods.engine.metadata.positions import Positions, positions
 from codemods.registry import Rule
 from codemods.rules.index import INDEX
 from codemods.rules.plan import Found, keeps_spelling, new_name
+from codemods.rules.plan_aliases import answered_by_alias
 from codemods.screen.noqa import Suppressions
-from codemods.syntax.cst_nodes import dotted
+from codemods.syntax.cst_nodes import alias_assignments, dotted
 from codemods.syntax.cst_tree import parent_map
 from codemods.syntax.gates import fallback_regions, inside_fallback
 from codemods.syntax.lazy_libcst import cst
@@ -40,14 +41,59 @@ class Lookups:
     _by_type: dict[type, list[cst.CSTNode]]
     _positions: Any
 
+    _aliases: dict[str, set[str]] | None = None
+    _alias_targets: set[int] = set()
+
     def qualified(self, node: cst.CSTNode) -> set[str]:
-        """The fully qualified names ``node`` may refer to (libcst's scope resolution)."""
+        """The fully qualified names ``node`` may refer to (libcst's scope resolution).
+
+        A module-level alias by assignment is followed (see :meth:`_find_aliases`).
+        """
         names = self._qualified.get(id(node))
         if names is None:
+            if self._aliases is None:
+                self._find_aliases()
             scope = self.get_metadata(ScopeProvider, node, None)
             found = scope.get_qualified_names_for(node) if scope is not None else ()
-            names = self._qualified[id(node)] = {q.name for q in found}
+            names = set()
+            local = QualifiedNameSource.LOCAL
+            for q in found:  # the alias's own target is the binding, as in `ast`
+                root, dot, rest = q.name.partition(".")
+                targets = self._aliases.get(root) if q.source is local else None
+                if targets and id(node) not in self._alias_targets:
+                    names |= {t + dot + rest for t in targets}
+                else:
+                    names.add(q.name)
+            self._qualified[id(node)] = names
         return names
+
+    def _find_aliases(self) -> None:
+        """Module-level ``FSDP = FullyShardedDataParallel``: an alias, as ``import ... as``.
+
+        The ``ast`` detector's rule (``Names._find_aliases``): the module binds the name
+        only there (no other binding, no ``del``), and only imports (or another such
+        alias) bind the value's first part; uses after it refer to what the value refers to.
+        """
+        self._aliases = {}
+        candidates = alias_assignments(self.module)
+        self._alias_targets = {id(target) for target, _ in candidates}
+        scope = self.get_metadata(ScopeProvider, self.module, None) if candidates else None
+        if scope is None:
+            return
+        deleted = {name for statement in self.nodes(cst.Del) for name in _names(statement.target)}
+        imports = (cst.Import, cst.ImportFrom)
+        for target, value in candidates:
+            name, root = target.value, dotted(value).partition(".")[0]  # type: ignore[union-attr]
+            own = scope.assignments[name]
+            if len(own) != 1 or next(iter(own)).node is not target or name in deleted:
+                continue
+            bound = scope.assignments[root]
+            imported = bool(bound) and all(isinstance(a.node, imports) for a in bound)
+            if not imported and root not in self._aliases:
+                continue
+            targets = self.qualified(value)
+            if targets:
+                self._aliases[name] = targets
 
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
         """The parent of an original node (None for the module)."""
@@ -188,6 +234,9 @@ class Lookups:
             return False
         referents = [r for access in scope.accesses[root] for r in access.referents]
         bare = self._bare(node) if root is node else None
+        targets = (self._aliases or {}).get(root.value)
+        if targets and referents and all(r.scope is self.scope(self.module) for r in referents):
+            return answered_by_alias(targets, rule, bare)  # the module's alias
         return bool(referents) and all(
             isinstance(r.node, (cst.Import, cst.ImportFrom))
             # an import left alone (a fallback, a gate's older branch) has no finding
@@ -258,3 +307,12 @@ class Lookups:
             if match is not None:
                 found.append((alias, match[1], match[0]))
         return found
+
+
+def _names(target: cst.BaseExpression) -> list[str]:
+    """The names a ``del`` target unbinds (``del a, (b, c)``; not ``del a.b``)."""
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [name for element in target.elements for name in _names(element.value)]
+    return []

@@ -27,6 +27,7 @@ from libcst.metadata import ScopeProvider
 
 from codemods.engine.cold import ColdStatements
 from codemods.engine.imports.finish import Edits
+from codemods.engine.imports.local import LocalImports
 from codemods.engine.imports.moves import ImportMoves
 from codemods.engine.lookups import Lookups
 from codemods.findings import Finding, no_fix
@@ -42,7 +43,7 @@ from codemods.syntax.lazy_libcst import cst
 from codemods.syntax.spans import Lines, Spans
 
 
-class Engine(Lookups, ColdStatements, ImportMoves, cst.CSTTransformer):
+class Engine(Lookups, ColdStatements, ImportMoves, LocalImports, cst.CSTTransformer):
     """Find (and, with ``settings.fix``, rewrite) every registry finding in a module.
 
     A plain transformer (see :func:`codemods.engine.run.run`): libcst's matcher-decorated

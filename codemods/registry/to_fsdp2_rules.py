@@ -107,10 +107,11 @@ RULES = (
                 after=(
                     "import functools\n"
                     "import torch\n"
+                    # New imports go beside the package's own, before the project's.
+                    "from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard\n"
                     "from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy\n"
                     + _MODEL
-                    + "from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard\n"
-                    "\n"
+                    + "\n"
                     "policy = functools.partial(\n"
                     "    transformer_auto_wrap_policy, transformer_layer_cls={Block}\n"
                     ")\n"
@@ -171,10 +172,9 @@ RULES = (
                 ),
                 after=(
                     "import torch\n"
-                    "from torch.distributed.fsdp import fully_shard\n" + _MODEL + ""
                     "from torch.distributed.checkpoint.state_dict import StateDictOptions, "
                     "get_model_state_dict\n"
-                    "\n"
+                    "from torch.distributed.fsdp import fully_shard\n" + _MODEL + "\n"
                     "for submodule in reversed(list(model.modules())):  "
                     "# descendants before ancestors\n"
                     "    if isinstance(submodule, Block) and submodule is not model:\n"

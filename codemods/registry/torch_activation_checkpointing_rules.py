@@ -190,6 +190,10 @@ RULES = (
                 "from fairscale.nn.checkpoint import checkpoint_wrapper\n"
                 "block = checkpoint_wrapper(block, offload_to_cpu=False)\n"
             ),
+            (  # FSDP133 reported this line before FSDP139 took it: its noqa still holds
+                f"from {CHECKPOINT_WRAPPER} import checkpoint_wrapper\n"
+                "block = checkpoint_wrapper(block, offload_to_cpu=False)  # noqa: FSDP133\n"
+            ),
         ),
     ),
 )

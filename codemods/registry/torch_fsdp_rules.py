@@ -152,6 +152,26 @@ RULES = (
                     "checkpoint_impl=CheckpointImpl.NO_REENTRANT)\n"
                 ),
             ),
+            # Imported inside a function: CheckpointImpl joins that import.
+            Example(
+                before=(
+                    "def wrap(block):\n"
+                    "    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper "
+                    "import (\n"
+                    "        checkpoint_wrapper,\n"
+                    "    )\n"
+                    "    return checkpoint_wrapper(block)\n"
+                ),
+                after=(
+                    "def wrap(block):\n"
+                    "    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper "
+                    "import (\n"
+                    "        CheckpointImpl, checkpoint_wrapper,\n"
+                    "    )\n"
+                    "    return checkpoint_wrapper(block, "
+                    "checkpoint_impl=CheckpointImpl.NO_REENTRANT)\n"
+                ),
+            ),
         ),
         untouched=(
             (

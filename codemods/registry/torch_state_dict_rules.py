@@ -268,6 +268,25 @@ RULES = (
                 "with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT):\n"
                 "    state = model.module.state_dict()\n"
             ),
+            # An alias by one module-level assignment is read as `import ... as` would be.
+            Example(
+                "from torch.distributed import fsdp\n"
+                "from torch.distributed.fsdp import StateDictType\n"
+                "Sharded = fsdp.FullyShardedDataParallel\n"
+                "def save(model):\n"
+                "    with Sharded.state_dict_type(model, StateDictType.FULL_STATE_DICT):\n"
+                "        state = model.state_dict()\n"
+                "    return state\n",
+                "from torch.distributed import fsdp\n"
+                "from torch.distributed.checkpoint.state_dict import StateDictOptions, "
+                "get_model_state_dict\n"
+                "\n"
+                "Sharded = fsdp.FullyShardedDataParallel\n"
+                "def save(model):\n"
+                "    state = get_model_state_dict(model, options=StateDictOptions("
+                "full_state_dict=True))\n"
+                "    return state\n",
+            ),
         ),
         untouched=(
             (
@@ -275,6 +294,15 @@ RULES = (
                 "state = get_model_state_dict(model)\n"
             ),
             "with model.state_dict_type():\n    state = model.state_dict()\n",
+            # Bound twice: which class a use reads is not known.
+            (
+                "from torch.distributed.fsdp import FullyShardedDataParallel, StateDictType\n"
+                "Wrapper = FullyShardedDataParallel\n"
+                "def save(model):\n"
+                "    with Wrapper.state_dict_type(model, StateDictType.FULL_STATE_DICT):\n"
+                "        return model.state_dict()\n"
+                "Wrapper = None\n"
+            ),
         ),
     ),
     Rule(

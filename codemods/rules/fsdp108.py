@@ -5,14 +5,15 @@ The unsafe fix states the implementation torch 2.2 and later use by default,
 changes behaviour there). ``checkpoint_impl`` is the second parameter.
 
 Where ``checkpoint_wrapper`` is imported inside a function (code that keeps
-``torch.distributed`` out of its module's import time) and ``CheckpointImpl`` is not
-already imported there, the fix would need a module-level import: it is withheld,
-saying where the name should go.
+``torch.distributed`` out of its module's import time), ``CheckpointImpl`` joins that
+import (the engine's ``need_import_beside``); where that import is not a ``from``
+import of torch's module, the fix is withheld, saying where the name should go.
 """
 
 from __future__ import annotations
 
 import ast
+from typing import Any
 
 from codemods.registry.names import CHECKPOINT_WRAPPER
 from codemods.rules.api import Detector, Engine
@@ -39,13 +40,15 @@ class Fsdp108(DefaultChange):
     def fix(self, engine: Engine, original: cst.Call, updated: cst.Call, start: int) -> cst.Call:
         callee = original.func if start == 0 else original.args[0].value
         local = None if _in_scope(engine, original) else _local_import(engine, callee)
-        if local is not None:
-            engine.report(original, self.rule, fixable_here=False, why_not=_why_local(local))
+        if local is not None and not isinstance(local[1], cst.ImportFrom):
+            engine.report(original, self.rule, fixable_here=False, why_not=_why_local(local[0]))
             return updated
         if not engine.report(original, self.rule):
             return updated
         impl = new_keyword("checkpoint_impl", "CheckpointImpl.NO_REENTRANT")
-        if not _in_scope(engine, original):  # a function-local import may have it already
+        if local is not None:  # into the function's own import, not the module's
+            engine.need_import_beside(local[1], "CheckpointImpl")
+        elif not _in_scope(engine, original):
             engine.need_import(CHECKPOINT_WRAPPER, "CheckpointImpl")
         return updated.with_changes(args=append_arg(updated, list(updated.args), impl))
 
@@ -78,19 +81,34 @@ def _why_local(function: str) -> str:
     )
 
 
-def _local_import(engine: Engine, callee: cst.BaseExpression) -> str | None:
-    """The function whose own import binds the called name, or None."""
+def _local_import(engine: Engine, callee: cst.BaseExpression) -> tuple[str, Any] | None:
+    """The function whose own import binds the called name, and that import; or None.
+
+    The import is None where it is not one ``from`` torch's module, the name added to it.
+    """
     if not isinstance(callee, cst.Name):
         return None
     scope = engine.scope(callee)
     if scope is None or callee.value not in scope:
         return None
-    for assignment in scope[callee.value]:
+    assignments = list(scope[callee.value])
+    for assignment in assignments:
         node = getattr(assignment, "node", None)
         owner = getattr(assignment.scope, "node", None)
         if isinstance(node, (cst.Import, cst.ImportFrom)) and isinstance(owner, cst.FunctionDef):
-            return owner.name.value
+            alone = len(assignments) == 1 and _from_torch(node)
+            return owner.name.value, node if alone else None
     return None
+
+
+def _from_torch(node: cst.CSTNode) -> bool:
+    return (
+        isinstance(node, cst.ImportFrom)
+        and not node.relative
+        and node.module is not None
+        and dotted(node.module) == CHECKPOINT_WRAPPER
+        and not isinstance(node.names, cst.ImportStar)
+    )
 
 
 def _ast_local_import(detector: Detector, call: ast.Call, callee: ast.AST) -> str | None:
@@ -105,6 +123,12 @@ def _ast_local_import(detector: Detector, call: ast.Call, callee: ast.AST) -> st
     binder = names.lookup(scope, callee.id)
     if binder is None or binder.kind != "function" or callee.id not in binder.imports:
         return None
+    statements = binder.imports[callee.id]
+    if callee.id not in binder.others and len(statements) == 1:
+        statement = statements[0]
+        if type(statement) is ast.ImportFrom and not statement.level:
+            if statement.module == CHECKPOINT_WRAPPER:
+                return None  # CheckpointImpl goes into that import
     return binder.prefix.rpartition(".<locals>")[0].rpartition(".")[2]
 
 

@@ -88,6 +88,9 @@ class Engine(Resolver, Protocol):
     def need_import(self, module: str, name: str | None, asname: str | None = None) -> None:
         """Queue an import the rewritten file needs."""
 
+    def need_import_beside(self, statement: cst.ImportFrom, name: str) -> None:
+        """Import ``name`` in the original ``from m import`` ``statement``, where it is."""
+
     def forget(self, node: cst.BaseExpression) -> None:
         """Queue the import behind ``node`` for removal where the file no longer uses it."""
 

@@ -24,7 +24,7 @@ from codemods.records import Frozen
 from codemods.registry import REGISTRY
 from codemods.screen.needs import needs
 from codemods.settings import Settings
-from codemods.syntax.ast_nodes import dotted, tree_index
+from codemods.syntax.ast_nodes import alias_assignment, dotted, tree_index
 
 
 class _Targets(Frozen):
@@ -105,6 +105,14 @@ def _collect(tree: ast.AST) -> _Module:
                     qualified = f"{node.module}.{alias.name}"  # type: ignore[attr-defined]
                     module.bound.setdefault(alias.asname or alias.name, set()).add(qualified)
                     module.imported.append(qualified)
+    for statement in getattr(tree, "body", ()):  # `FSDP = FullyShardedDataParallel`
+        found = alias_assignment(statement)
+        if found is not None:
+            root, _, rest = dotted(found[1]).partition(".")  # type: ignore[union-attr]
+            bases = module.bound.get(root, ())
+            targets = {f"{base}.{rest}" if rest else base for base in bases}
+            if targets:
+                module.bound.setdefault(found[0], set()).update(targets)
     return module
 
 

@@ -6,7 +6,8 @@
   ``# fsdp-compat: noqa: FSDP3`` those codes in the whole file.
 
 A silenced finding is neither reported nor fixed. Comments are found with the
-tokenizer, so ``"# noqa"`` inside a string is not one.
+tokenizer, so ``"# noqa"`` inside a string is not one. A code a finding had before
+(:data:`FORMER`, as ruff's redirected codes) still silences it where it is named in full.
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ def _file() -> re.Pattern[str]:
 
 #: Every code: what a bare noqa comment silences.
 ALL: frozenset[str] = frozenset({""})
+#: Codes their findings had before, by code: FSDP133 reported ``offload_to_cpu=False``
+#: until FSDP139 took it; FSDP111 was the move to FSDP2, now FSDP401.
+FORMER: dict[str, tuple[str, ...]] = {"FSDP139": ("FSDP133",), "FSDP401": ("FSDP111",)}
 
 
 def _codes(text: str | None) -> frozenset[str]:
@@ -60,12 +64,17 @@ class Suppressions(Record):
         r"""Whether a finding ``code`` on ``line`` is silenced.
 
         Example:
-            >>> s = parse(b"x = 1  # noqa: FSDP1\ny = 2  # noqa\n")
+            >>> s = parse(b"x = 1  # noqa: FSDP1\ny = 2  # noqa\nz = 3  # noqa: FSDP133\n")
             >>> s.silences(1, "FSDP101"), s.silences(1, "FSDP201"), s.silences(2, "FSDP201")
             (True, False, True)
+            >>> s.silences(3, "FSDP139"), s.silences(1, "FSDP401")  # a former code, in full
+            (True, False)
         """
+        former = FORMER.get(code, ())
         for codes in (self.whole_file, self.lines.get(line, frozenset())):
             if any(code.startswith(prefix) for prefix in codes):  # "" (ALL) prefixes every code
+                return True
+            if any(old in codes for old in former):
                 return True
         return False
 

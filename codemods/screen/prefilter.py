@@ -29,6 +29,7 @@ import re
 from codemods.records import Frozen, Record
 from codemods.registry import REGISTRY, Rule
 from codemods.screen import filter_table, search_order
+from codemods.screen.alias_text import alias, assigned
 from codemods.settings import Settings
 
 #: The bytes of identifier characters (ASCII; a non-ASCII neighbour counts as a boundary,
@@ -127,15 +128,17 @@ class _Scan:
             while start > 0 and source[start - 1] in _IDENTIFIER_BYTES:
                 start -= 1
             owner = source[start:dot]
-            if not owner or owner == parent or _alias(owner).search(source):
+            if not owner or owner == parent or alias(owner).search(source):
                 return True
         return False
 
     def imported(self, word: bytes) -> bool:
-        """``word`` may be part of an imported module's path (see :func:`on_import_line`)."""
+        """``word`` may be in an imported module's path, or a module-level alias's value."""
         found = self._imported.get(word)
         if found is None:
-            found = self._imported[word] = self.contains(word) and on_import_line(self.source, word)
+            found = self._imported[word] = self.contains(word) and (
+                on_import_line(self.source, word) or assigned(word).search(self.source) is not None
+            )
         return found
 
 
@@ -163,11 +166,6 @@ def _whole(source: bytes, word: bytes) -> bool:
 @functools.cache
 def _word(word: bytes) -> re.Pattern[bytes]:
     return re.compile(rb"\b" + re.escape(word) + rb"\b")
-
-
-@functools.cache
-def _alias(name: bytes) -> re.Pattern[bytes]:
-    return re.compile(rb"\bas\s+" + re.escape(name) + rb"\b")
 
 
 class RuleFilter(Record):

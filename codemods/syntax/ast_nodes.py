@@ -53,6 +53,23 @@ def dotted(node: ast.AST) -> str | None:
     return ".".join(reversed(parts))
 
 
+def alias_assignment(statement: ast.AST) -> tuple[str, ast.expr] | None:
+    """``(name, value)`` for ``name = a.b.c`` (one plain target, a dotted value), else None.
+
+    Example:
+        >>> alias_assignment(ast.parse("FSDP = fsdp.FullyShardedDataParallel").body[0])[0]
+        'FSDP'
+        >>> alias_assignment(ast.parse("a = b = c").body[0]) is None
+        True
+    """
+    if type(statement) is not ast.Assign or len(statement.targets) != 1:  # type: ignore[attr-defined]
+        return None
+    target, value = statement.targets[0], statement.value  # type: ignore[attr-defined]
+    if type(target) is not ast.Name or dotted(value) is None:
+        return None
+    return target.id, value  # type: ignore[attr-defined]
+
+
 #: Fields that hold no expression or statement (``Load()``, ``Add()``): never visited.
 def import_names(node: ast.Import | ast.ImportFrom, full: str) -> set[str]:
     """What ``full`` (a dotted name starting with a name ``node`` binds) refers to.

@@ -25,6 +25,22 @@ def dotted(node: cst.BaseExpression) -> str | None:
     return None
 
 
+def alias_assignments(module: cst.Module) -> list[tuple[cst.Name, cst.BaseExpression]]:
+    """``(target, value)`` of each module-level ``name = a.b.c`` (one plain target).
+
+    The ``ast`` half is :func:`codemods.syntax.ast_nodes.alias_assignment`.
+    """
+    found = []
+    for line in module.body:
+        for small in line.body if isinstance(line, cst.SimpleStatementLine) else ():
+            if not isinstance(small, cst.Assign) or len(small.targets) != 1:
+                continue
+            target = small.targets[0].target
+            if isinstance(target, cst.Name) and dotted(small.value) is not None:
+                found.append((target, small.value))
+    return found
+
+
 def literal(node: cst.BaseExpression) -> Any:
     """The value of an integer, string or ``True``/``False``/``None`` literal, else None.
 

@@ -18,28 +18,40 @@ def ast_exports(tree: ast.Module) -> frozenset[str]:
     r"""The strings of the module-level ``__all__`` (assigned, added to, extended).
 
     Example:
-        >>> sorted(ast_exports(ast.parse("__all__ = ['a'] + ['b']\n__all__.append('c')")))
+        >>> source = "__all__ = ['a'] + ['b']\nif x:\n    __all__.append('c')"
+        >>> sorted(ast_exports(ast.parse(source)))
         ['a', 'b', 'c']
     """
-    found: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-            targets = getattr(node, "targets", None) or [node.target]  # type: ignore[attr-defined]
-            if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
-                found.update(_ast_strings(node.value))
-        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
-            func = node.value.func
-            if (
-                isinstance(func, ast.Attribute)
-                and isinstance(func.value, ast.Name)
-                and func.value.id == "__all__"
-            ):
-                for arg in node.value.args:
-                    found.update(_ast_strings(arg))
-    return frozenset(found)
+    return frozenset(
+        s.value for node in ast_module_statements(tree) for s in ast_export_strings(node)
+    )
 
 
-def _ast_strings(value: ast.AST | None) -> Iterator[str]:
+def ast_export_strings(statement: ast.AST) -> list[ast.Constant]:
+    r"""The string constants a module-level statement puts in ``__all__`` (the one reader).
+
+    The verifier (:mod:`codemods.verify.bindings`) keeps their positions.
+
+    Example:
+        >>> [s.col_offset for s in ast_export_strings(ast.parse("__all__ += ['a', 'b']").body[0])]
+        [12, 17]
+    """
+    if isinstance(statement, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+        targets = getattr(statement, "targets", None) or [statement.target]  # type: ignore[attr-defined]
+        if any(_ast_is_all(t) for t in targets):
+            return list(_ast_strings(statement.value))
+    elif isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+        func = statement.value.func
+        if isinstance(func, ast.Attribute) and _ast_is_all(func.value):
+            return [s for arg in statement.value.args for s in _ast_strings(arg)]
+    return []
+
+
+def _ast_is_all(node: ast.AST) -> bool:
+    return isinstance(node, ast.Name) and node.id == "__all__"
+
+
+def _ast_strings(value: ast.AST | None) -> Iterator[ast.Constant]:
     if isinstance(value, ast.BinOp):
         yield from _ast_strings(value.left)
         yield from _ast_strings(value.right)
@@ -47,7 +59,7 @@ def _ast_strings(value: ast.AST | None) -> Iterator[str]:
         for item in value.elts:
             yield from _ast_strings(item)
     elif isinstance(value, ast.Constant) and isinstance(value.value, str):
-        yield value.value
+        yield value
 
 
 def cst_exports(module: Any) -> frozenset[str]:
@@ -59,7 +71,7 @@ def cst_exports(module: Any) -> frozenset[str]:
         ['a', 'b', 'c']
     """
     found: set[str] = set()
-    for statement in module.body:
+    for statement in cst_module_statements(module):
         if not isinstance(statement, cst.SimpleStatementLine):
             continue
         for small in statement.body:
@@ -102,12 +114,19 @@ def ast_module_imports(tree: ast.Module) -> Iterator[ast.ImportFrom]:
         >>> [n.module for n in ast_module_imports(tree)]
         ['a']
     """
+    return (node for node in ast_module_statements(tree) if isinstance(node, ast.ImportFrom))
+
+
+def ast_module_statements(tree: ast.Module) -> Iterator[ast.stmt]:
+    """The module's statements in source order, those in ``if``/``try``/``with`` too.
+
+    Not those in a function or class body (they bind names of their own scopes).
+    """
     stack: list[ast.stmt] = list(reversed(tree.body))
     while stack:
         node = stack.pop()
-        if isinstance(node, ast.ImportFrom):
-            yield node
-        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             for field in ("finalbody", "orelse", "handlers", "body"):  # popped in reverse
                 for child in reversed(getattr(node, field, None) or ()):
                     if isinstance(child, ast.ExceptHandler):
@@ -118,12 +137,18 @@ def ast_module_imports(tree: ast.Module) -> Iterator[ast.ImportFrom]:
 
 def cst_module_imports(module: Any) -> Iterator[Any]:
     """:func:`ast_module_imports` for a libcst module."""
+    for node in cst_module_statements(module):
+        if isinstance(node, cst.SimpleStatementLine):
+            yield from (s for s in node.body if isinstance(s, cst.ImportFrom))
+
+
+def cst_module_statements(module: Any) -> Iterator[Any]:
+    """:func:`ast_module_statements` for a libcst module (statement lines and compounds)."""
     stack: list[Any] = list(reversed(module.body))
     while stack:
         node = stack.pop()
-        if isinstance(node, cst.SimpleStatementLine):
-            yield from (s for s in node.body if isinstance(s, cst.ImportFrom))
-        elif not isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+        yield node
+        if not isinstance(node, (cst.SimpleStatementLine, cst.FunctionDef, cst.ClassDef)):
             for child in reversed(_cst_blocks(node)):
                 stack.extend(reversed(child))
 

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import ast
 
+from codemods.syntax.exports import ast_export_strings
+
 #: (line, column): 1-based line, 0-based column in UTF-8 bytes, as :mod:`ast` counts.
 Pos = tuple[int, int]
 
@@ -320,8 +322,8 @@ def _bind_field(self: Scanner, node: ast.AST, scope: Scope) -> bool:
 def _ann_assign(self: Scanner, node: ast.AnnAssign, scope: Scope) -> bool:
     self.annotation(node.annotation, scope)
     self.visit([node.target, node.value], scope)
-    if scope.kind == MODULE and _is_all(node.target):
-        _exports(self, node.value)
+    if scope.kind == MODULE:
+        _exports(self, node)
     return False
 
 
@@ -330,22 +332,13 @@ def _assign(self: Scanner, node: ast.AST, scope: Scope) -> bool:
     if isinstance(target, ast.Name):  # `x += 1` reads x as well
         self.ref(target.id, scope, self.pos(target))
     if scope.kind == MODULE:
-        targets = getattr(node, "targets", None) or [node.target]  # type: ignore[attr-defined]
-        if any(_is_all(target) for target in targets):
-            _exports(self, node.value)  # type: ignore[attr-defined]
+        _exports(self, node)
     return True
 
 
 def _expression(self: Scanner, node: ast.Expr, scope: Scope) -> bool:
-    call = node.value
-    if (  # __all__.extend([...]) / __all__.append("...")
-        scope.kind == MODULE
-        and isinstance(call, ast.Call)
-        and isinstance(call.func, ast.Attribute)
-        and _is_all(call.func.value)
-    ):
-        for arg in call.args:
-            _exports(self, arg)
+    if scope.kind == MODULE:  # __all__.extend([...]) / __all__.append("...")
+        _exports(self, node)
     return True
 
 
@@ -359,21 +352,10 @@ def _type_alias(self: Scanner, node: ast.AST, scope: Scope) -> bool:
     return False
 
 
-def _is_all(node: ast.AST) -> bool:
-    return isinstance(node, ast.Name) and node.id == "__all__"
-
-
-def _exports(self: Scanner, value: ast.AST | None) -> None:
-    """The strings of ``__all__ = [...]`` (also ``+`` of lists and tuples)."""
-    if isinstance(value, ast.BinOp):
-        _exports(self, value.left)
-        _exports(self, value.right)
-    elif isinstance(value, (ast.List, ast.Tuple, ast.Set)):
-        for item in value.elts:
-            if isinstance(item, ast.Constant) and isinstance(item.value, str):
-                self.exports.setdefault(item.value, []).append(self.pos(item))
-    elif isinstance(value, ast.Constant) and isinstance(value.value, str):
-        self.exports.setdefault(value.value, []).append(self.pos(value))
+def _exports(self: Scanner, statement: ast.AST) -> None:
+    """The strings a module-level statement puts in ``__all__``, with their positions."""
+    for string in ast_export_strings(statement):
+        self.exports.setdefault(string.value, []).append(self.pos(string))
 
 
 _HANDLERS = {

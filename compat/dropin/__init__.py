@@ -1,7 +1,7 @@
 """Run legacy code unchanged: the old names at their old homes, for as long as it is installed.
 
 :func:`install` puts back, on the installed torch and Lightning, every old name the
-registry knows and compat stands in for (:mod:`compat.dropin.plan`); makes torch's
+registry knows and compat stands in for (:mod:`compat.dropin.entries`); makes torch's
 ``FullyShardedDataParallel`` take legacy arguments, whoever builds it (and its
 ``checkpoint_wrapper`` the removed ``offload_to_cpu``, Lightning's AMP plugin its 1.x
 precision values); registers the strategy strings Lightning removed; and, where
@@ -45,15 +45,15 @@ from codemods.registry.names import (
 )
 from compat.deprecation import warn_deprecated
 from compat.dropin import patches
-from compat.dropin.finder import DropInFinder, StandIn, exists
-from compat.dropin.plan import (
+from compat.dropin.entries import (
     FAIRSCALE,
     PATCHED_ROOTS,
     STRATEGY_MODULES,
     Entry,
     module_prefixes,
-    plan,
 )
+from compat.dropin.entries import plan as _plan  # `compat.dropin.plan` is the command module
+from compat.dropin.finder import DropInFinder, StandIn, exists
 
 #: Set in the environment of the processes a program starts, so that they install too.
 ENV_FLAG = "FSDP_COMPAT_INSTALL"
@@ -104,7 +104,7 @@ def install(*, subprocesses: bool = False) -> None:
     """
     global _state
     if _state is None:
-        entries = plan()
+        entries = _plan()
         state = _State(entries, module_prefixes(entries))
         fairscale_absent = not exists(FAIRSCALE)
         candidates = {

@@ -12,7 +12,10 @@ fix on a training script.
 - Anything else gets a line of its own after the top import block (after a docstring
   or ``__strict__`` flag, ``__future__`` imports before the block), a blank line kept
   between the imports and the first statement after them: ``import m`` lines sorted,
-  then ``import m as a``, then ``from m import ...`` per module.
+  then ``import m as a``, then ``from m import ...`` per module. Where the block goes on
+  past the lines of a new ``from`` line's package (the project's own imports after
+  torch's), that line goes beside its package's instead, as isort and ruff place it:
+  the one difference from the visitor.
 - Before that, as :mod:`codemods.engine.imports.finish` asked of the visitor, a name from a
   module the top block does not import from but a later top-level ``from m import``
   line does (real scripts set things up between imports) goes into that later line.
@@ -34,8 +37,15 @@ __all__ = ["add_imports", "is_import_line"]
 Wanted = tuple[str, "str | None", "str | None"]
 
 
-def add_imports(tree: cst.Module, wanted: Sequence[Wanted]) -> cst.Module:
+def add_imports(
+    tree: cst.Module, wanted: Sequence[Wanted], beside_packages: bool = True
+) -> cst.Module:
     r"""``tree`` with the ``wanted`` imports it lacks.
+
+    ``beside_packages``: a new ``from`` line whose package the top block imports before
+    other lines (a project's own) goes beside that package's lines, as isort and ruff
+    place it (see :func:`_beside_its_package`); False keeps the visitor's place, after
+    the block.
 
     Example:
         >>> tree = cst.parse_module("'Doc.'\nimport os\nfrom m import b\nx = 1\n")
@@ -57,7 +67,7 @@ def add_imports(tree: cst.Module, wanted: Sequence[Wanted]) -> cst.Module:
     body, left = _into_later_lines(body, list(wanted), first_other)
     if not left:
         return tree.with_changes(body=body)
-    top = _added(body[: first_other + 1], left, tree.config_for_parsing)
+    top = _added(body[: first_other + 1], left, tree.config_for_parsing, beside_packages)
     return tree.with_changes(body=[*top, *body[first_other + 1 :]])
 
 
@@ -180,7 +190,10 @@ def _merged(node: cst.ImportFrom, names: list[str], aliases: list[tuple[str, str
 
 
 def _added(
-    body: list[cst.CSTNode], wanted: list[Wanted], config: cst.PartialParserConfig
+    body: list[cst.CSTNode],
+    wanted: list[Wanted],
+    config: cst.PartialParserConfig,
+    beside_packages: bool = True,
 ) -> list[cst.CSTNode]:
     """``body``, a module's statements, with ``wanted`` added as the visitor adds them."""
     start = 1 if _docstring_or_strict(body) else 0
@@ -241,15 +254,71 @@ def _added(
         listed = ", ".join(name if alias is None else f"{name} as {alias}" for name, alias in pairs)
         return line(f"from {module} import {listed}")
 
+    block = list(body[start:end])
+    beside: dict[int, list[str]] = {}  # index in the block -> modules whose lines follow it
+    for module in froms:
+        at = None if module == "__future__" or not beside_packages else _beside(block, module)
+        if at is not None:
+            beside.setdefault(at, []).append(module)
+    for at in sorted(beside, reverse=True):
+        lines = [from_line(module) for module in sorted(beside[at])]
+        if at == -1:  # first in the block: the blank lines above the block stay above it
+            lines[0] = lines[0].with_changes(leading_lines=block[0].leading_lines)
+            block[0] = block[0].with_changes(leading_lines=())
+        block[at + 1 : at + 1] = lines
+    placed = {module for modules_there in beside.values() for module in modules_there}
     return [
         *body[:start],
         *[from_line(module) for module in froms if module == "__future__"],
-        *body[start:end],
+        *block,
         *[line(f"import {module}") for module in sorted(modules)],
         *[line(f"import {module} as {alias}") for module, alias in module_aliases.items()],
-        *[from_line(module) for module in froms if module != "__future__"],
+        *[from_line(module) for module in froms if module not in placed | {"__future__"}],
         *_blank_line_before(body[end:]),
     ]
+
+
+def _beside(block: list[cst.CSTNode], module: str) -> int | None:
+    r"""Where a new ``from module import`` line goes when the block goes on past its package.
+
+    After the block's last line of ``module``'s package, where lines of other imports
+    (a project's own, ``import config``) follow it; among the package's consecutive
+    ``from`` lines at its sorted place, where they are sorted as isort and ruff sort
+    them. None (the end of the block, as libcst's visitor puts it) where the package's
+    lines end the block, or it has none.
+
+    Example:
+        >>> block = cst.parse_module("import torch\nfrom torch.nn import L\nimport config\n")
+        >>> _beside(list(block.body), "torch.optim")
+        1
+        >>> _beside(list(block.body), "torch.distributed.fsdp")
+        0
+        >>> _beside(list(block.body)[:2], "torch.optim") is None
+        True
+    """
+    nodes = [line.body[0] for line in block]  # type: ignore[attr-defined]
+    root = module.partition(".")[0]
+    kin = [i for i, node in enumerate(nodes) if root in _roots(node)]
+    if not kin or kin[-1] == len(block) - 1:
+        return None
+    last = kin[-1]
+    run = last  # the package's consecutive `from` lines that end at its last line
+    while run - 1 in kin and isinstance(nodes[run - 1], cst.ImportFrom):
+        run -= 1
+    if not isinstance(nodes[last], cst.ImportFrom):
+        return last
+    names = [(_absolute(nodes[i]) or "").lower() for i in range(run, last + 1)]  # type: ignore[arg-type]
+    if names != sorted(names):
+        return last
+    before = [run + n for n, name in enumerate(names) if name <= module.lower()]
+    return before[-1] if before else run - 1
+
+
+def _roots(node: cst.Import | cst.ImportFrom) -> set[str]:
+    """The top-level packages an import line names (none for a relative one)."""
+    if isinstance(node, cst.ImportFrom):
+        return {(_absolute(node) or ".").partition(".")[0]} - {""}
+    return {alias.evaluated_name.partition(".")[0] for alias in node.names}
 
 
 def _docstring_or_strict(body: Sequence[cst.CSTNode]) -> bool:
