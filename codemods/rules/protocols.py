@@ -88,6 +88,9 @@ class Engine(Resolver, Protocol):
     def need_import(self, module: str, name: str | None, asname: str | None = None) -> None:
         """Queue an import the rewritten file needs."""
 
+    def spelling(self, home: str, name: str) -> str | None:
+        """How new code spells ``home``'s ``name`` (None: the module binds that object)."""
+
     def forget(self, node: cst.BaseExpression) -> None:
         """Queue the import behind ``node`` for removal where the file no longer uses it."""
 
