@@ -127,3 +127,42 @@ def dispatched(tree: ast.Module, is_fsdp1: Callable, is_fsdp2: Callable) -> set[
                     found.update(id(node) for node in ast.walk(later))
                 break
     return found
+
+
+def paired_checks(tree: ast.Module, is_fsdp1: Callable, is_fsdp2: Callable) -> set[int]:
+    """The ``isinstance(x, FSDP)`` calls in ``if``/``elif`` chains that test FSDP2's class too.
+
+    A chain that also asks ``isinstance(x, FSDPModule)`` of the same ``x`` sends FSDP2
+    models down the branch written for them, so its FSDP1 check stands in no way (as in
+    the file's own conversion). ``is_fsdp1``/``is_fsdp2`` tell a class's dotted name.
+    Returns the ``id`` of each such call.
+    """
+    elifs = {id(n.orelse[0]) for n in ast.walk(tree) if isinstance(n, ast.If) and _elif(n)}
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.If) or id(node) in elifs:
+            continue
+        chain, tests = node, []
+        while True:
+            tests += [c for c in ast.walk(chain.test) if _isinstance_call(c)]
+            if not _elif(chain):
+                break
+            chain = chain.orelse[0]
+        asked = {ast.dump(c.args[0]) for c in tests if is_fsdp2(dotted(c.args[1]))}
+        found.update(
+            id(c) for c in tests if ast.dump(c.args[0]) in asked and is_fsdp1(dotted(c.args[1]))
+        )
+    return found
+
+
+def _elif(node: ast.If) -> bool:
+    return len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If)
+
+
+def _isinstance_call(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "isinstance"
+        and len(node.args) == 2
+    )

@@ -33,9 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from codemods.cli.floors import find_project_root
-from codemods.cli.fsdp2_dispatch import dispatched
+from codemods.cli.fsdp2_dispatch import dispatched, paired_checks
 from codemods.cli.project_bounds import shown as _shown
 from codemods.cli.project_bounds import vendored
+from codemods.cli.project_calls import Unreferred
 from codemods.cli.project_reach import ImportGraph, is_test
 from codemods.syntax.ast_nodes import dotted
 
@@ -71,44 +72,6 @@ def _is_fsdp2(name: str | None, fsdp2: set[str]) -> bool:
     return name in fsdp2 or (name or "").rpartition(".")[2] == FSDP2_CLASS
 
 
-def _paired_checks(tree: ast.Module, spellings: set[str], fsdp2: set[str]) -> set[int]:
-    """The ``isinstance(x, FSDP)`` calls in ``if``/``elif`` chains that test FSDP2's class too.
-
-    A chain that also asks ``isinstance(x, FSDPModule)`` of the same ``x`` sends FSDP2
-    models down the branch written for them, so its FSDP1 check stands in no way (as in
-    the file's own conversion). Returns the ``id`` of each such call.
-    """
-    elifs = {id(n.orelse[0]) for n in ast.walk(tree) if isinstance(n, ast.If) and _elif(n)}
-    found: set[int] = set()
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.If) or id(node) in elifs:
-            continue
-        chain, tests = node, []
-        while True:
-            tests += [c for c in ast.walk(chain.test) if _isinstance_call(c)]
-            if not _elif(chain):
-                break
-            chain = chain.orelse[0]
-        asked = {ast.dump(c.args[0]) for c in tests if _is_fsdp2(dotted(c.args[1]), fsdp2)}
-        found.update(
-            id(c) for c in tests if ast.dump(c.args[0]) in asked and dotted(c.args[1]) in spellings
-        )
-    return found
-
-
-def _elif(node: ast.If) -> bool:
-    return len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If)
-
-
-def _isinstance_call(node: ast.AST) -> bool:
-    return (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id == "isinstance"
-        and len(node.args) == 2
-    )
-
-
 def _classes(kinds: ast.expr | None) -> list[ast.expr]:
     """The classes of an ``isinstance`` class argument: a tuple's, a ``A | B`` union's."""
     if isinstance(kinds, ast.Tuple):
@@ -131,7 +94,7 @@ def scan(tree: ast.Module) -> tuple[list[int], Uses, Uses, Uses]:
     from codemods.rules.fsdp401.kept import FSDP1_API  # not on lint's path otherwise
 
     spellings, fsdp2 = _spellings(tree), _spellings(tree, FSDP2_HOMES, FSDP2_CLASS)
-    paired = _paired_checks(tree, spellings, fsdp2)
+    paired = paired_checks(tree, spellings.__contains__, lambda name: _is_fsdp2(name, fsdp2))
     paired |= dispatched(tree, spellings.__contains__, lambda name: _is_fsdp2(name, fsdp2))
     wraps: list[int] = []
     checks: Uses = []
@@ -197,6 +160,7 @@ class ProjectFsdp1Checks:
         self._answered: dict[Path, Uses] = {}
         # Companions whose own code cannot follow FSDP2 models (FSDP1's internals).
         self._refused: set[Path] = set()
+        self._unreferred = Unreferred(self._run, self._import_graph)
         for path in paths:
             if not str(path).endswith(".py"):
                 continue
@@ -216,6 +180,7 @@ class ProjectFsdp1Checks:
             if vendored(resolved, root):
                 continue  # someone else's code, copied in: not the project's
             wraps, checks, calls, answered = scan(tree)
+            self._unreferred.note(resolved, tree, [line for line, _ in checks + calls])
             if wraps:
                 self._wraps[resolved] = wraps
             if answered:
@@ -281,6 +246,11 @@ class ProjectFsdp1Checks:
                 uses = [] if converted else sorted(own)
                 if other not in self._refused:  # what FSDP2 models answer is in no one's way
                     uses = [use for use in uses if use not in self._answered.get(other, ())]
+                # nor a check in a function no file of the project names (not in a script
+                # with no project root, nor in a test: pytest calls what no file names)
+                if self._root.get(other) is not None and not is_test(other, self._root[other]):
+                    unreferred = self._unreferred.holds_nothing
+                    uses = [use for use in uses if not unreferred(other, use[0], resolved)]
             if uses:
                 found.append((other, root, uses))
         return found
@@ -313,9 +283,12 @@ class ProjectFsdp1Checks:
 
     def _reaches(self, wrapper: Path, other: Path) -> bool:
         """Whether ``other`` sees the models ``wrapper`` builds (:class:`ImportGraph`)."""
+        return other in self._import_graph().reach(wrapper)
+
+    def _import_graph(self) -> ImportGraph:
         if self._graph is None:
             self._graph = ImportGraph.of(self._run, set(self._root.values()))
-        return other in self._graph.reach(wrapper)
+        return self._graph
 
     def links(self) -> list[tuple[Path, Path]]:
         """(wrapper file, converting file whose rewritten FSDP1 uses its models reach)."""

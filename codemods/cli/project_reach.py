@@ -145,6 +145,8 @@ class ImportGraph:
             for folder in path.parents:
                 under.setdefault(folder.as_posix(), set()).add(path)
         self.imports: dict[Path, set[Path]] = {}
+        #: The files that import a module of their project the run does not hold.
+        self.missing: set[Path] = set()
         for path, tree in trees.items():
             root = roots.get(path)
             if root is not None:  # a script's folder, the project's root, a src layout
@@ -163,6 +165,8 @@ class ImportGraph:
                         break
             targets.discard(path)
             self.imports[path] = targets
+            if _lacks_a_module(path, tree, bases, files, under):
+                self.missing.add(path)
         self._reach: dict[Path, set[Path]] = {}
         self._importers: dict[Path, set[Path]] = {path: set() for path in trees}
         for path, targets in self.imports.items():
@@ -189,6 +193,37 @@ class ImportGraph:
         if path not in self._reach:
             self._reach[path] = _closure(_closure([path], self._importers), self.imports)
         return self._reach[path]
+
+
+def _lacks_a_module(
+    path: Path, tree: ast.Module, bases: list[Path], files: dict[str, Path], under: dict
+) -> bool:
+    """Whether ``tree`` imports a module whose package the run holds but not the module.
+
+    A package is the run's where the first part of the module's name is a file or a
+    folder of the run; the module is there where its whole name is one.
+    """
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name.split(".") for alias in node.names]
+            starts = bases
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module.split(".")]
+            parents = [path.parent, *path.parent.parents]
+            if node.level and node.level - 1 >= len(parents):
+                continue
+            starts = [parents[node.level - 1]] if node.level else bases
+        else:
+            continue
+        for parts in names:
+            stems = [posixpath.join(base.as_posix(), *parts) for base in starts]
+            if any(s in under or f"{s}.py" in files or f"{s}/__init__.py" in files for s in stems):
+                continue
+            heads = [posixpath.join(base.as_posix(), parts[0]) for base in starts]
+            relative = isinstance(node, ast.ImportFrom) and node.level
+            if relative or any(h in under or f"{h}.py" in files for h in heads):
+                return True
+    return False
 
 
 def _closure(starts: Iterable[Path], edges: dict[Path, set[Path]]) -> set[Path]:
