@@ -1,16 +1,17 @@
-"""Checks for FSDP1's class in functions that no file of the project refers to.
+"""Checks for FSDP1's class in functions that a wrapper call's models cannot get.
 
 A model reaches a check by being handed to the function that holds it. A module-level
-function that no file of the run names (torchtune's ``contains_fsdp``, exported and
-never called) gets no model of the project's: its checks hold no wrapper call. That is
-known only where the run holds the whole project: a module the project imports and the
-run lacks may call anything (:attr:`codemods.cli.project_reach.ImportGraph.missing`),
-so a project with one keeps every check.
+function that no file the models reach names (:mod:`codemods.cli.project_reach`) gets
+none of them: torchtune's ``contains_fsdp``, exported and called nowhere; verl's
+``layered_summon_lora_params``, called by the workers, not by a test that imports the
+same utilities. That is known only where the run holds what those files import from
+their project: a module the run lacks may call anything
+(:attr:`codemods.cli.project_reach.ImportGraph.missing`), so there every check holds.
 
-A function counts as referred to where any file of the run names it outside its own
-``def``: a call, a reference passed on (``map(f, ...)``, a callback), an attribute
-(``utils.f``), a string other than an ``__all__`` entry (a registry, ``getattr``), or a
-decorator on it (a framework may call it). Imports and ``__all__`` only re-export.
+A function counts as named where a file names it outside its own ``def``: a call, a
+reference passed on (``map(f, ...)``, a callback), an attribute (``utils.f``), a
+string other than an ``__all__`` entry (a registry, ``getattr``), or a decorator on it
+(a framework may call it). Imports and ``__all__`` only re-export.
 """
 
 from __future__ import annotations
@@ -41,8 +42,8 @@ def functions_of(tree: ast.Module, lines: Iterable[int]) -> dict[int, str]:
     return found
 
 
-def referred_to(names: set[str], files: Iterable[Path]) -> set[str]:
-    r"""Which of ``names`` some file of ``files`` names outside their ``def``s and imports.
+def referred_to(names: set[str], files: Iterable[Path]) -> dict[str, set[Path]]:
+    r"""Which files of ``files`` name each of ``names`` outside their ``def``s and imports.
 
     Files are read as text first; only those that spell a name are parsed.
 
@@ -51,13 +52,14 @@ def referred_to(names: set[str], files: Iterable[Path]) -> set[str]:
         >>> folder = Path(tempfile.mkdtemp())
         >>> _ = (folder / "lib.py").write_text("__all__ = ['unused']\ndef unused(m): ...\n")
         >>> _ = (folder / "use.py").write_text("from lib import used, unused\nused(model)\n")
-        >>> sorted(referred_to({"used", "unused"}, folder.iterdir()))
-        ['used']
+        >>> found = referred_to({"used", "unused"}, sorted(folder.iterdir()))
+        >>> {name: [path.name for path in paths] for name, paths in found.items()}
+        {'used': ['use.py']}
     """
+    found: dict[str, set[Path]] = {}
     if not names:
-        return set()
+        return found
     spelled = re.compile(rb"\b(" + b"|".join(re.escape(n.encode()) for n in names) + rb")\b")
-    found: set[str] = set()
     for path in files:
         try:
             source = path.read_bytes()
@@ -66,13 +68,11 @@ def referred_to(names: set[str], files: Iterable[Path]) -> set[str]:
         if not spelled.search(source):
             continue
         try:
-            tree = ast.parse(source)
-        except (SyntaxError, ValueError):
-            found.update(m.group(1).decode() for m in spelled.finditer(source))
-            continue  # the run reports it; counted as referring to every name it spells
-        found |= _referred_in(tree, names)
-        if found >= names:
-            break
+            here = _referred_in(ast.parse(source), names)
+        except (SyntaxError, ValueError):  # the run reports it; it may name any it spells
+            here = {match.group(1).decode() for match in spelled.finditer(source)}
+        for name in here:
+            found.setdefault(name, set()).add(path)
     return found
 
 
@@ -119,7 +119,7 @@ class Unreferred:
     def __init__(self, run: list[Path], graph: Callable[[], ImportGraph]) -> None:
         self._run, self._graph = run, graph
         self._functions: dict[Path, dict[int, str]] = {}
-        self._referred: set[str] | None = None
+        self._referred: dict[str, set[Path]] | None = None
         self._whole: dict[Path, bool] = {}
 
     def note(self, path: Path, tree: ast.Module, lines: Iterable[int]) -> None:
@@ -129,7 +129,10 @@ class Unreferred:
             self._functions[path] = found
 
     def holds_nothing(self, path: Path, line: int, wrapper: Path) -> bool:
-        """Whether the check at ``line`` of ``path`` is in a function no one names.
+        """Whether ``wrapper``'s models cannot get the function of ``path``'s check at ``line``.
+
+        No file they reach names it (its own file included, where another of its
+        functions calls it).
 
         Known only where every module the files ``wrapper``'s models reach import from
         their project is in the run: one the run lacks could call the function.
@@ -140,7 +143,7 @@ class Unreferred:
         if self._referred is None:
             names = {n for found in self._functions.values() for n in found.values()}
             self._referred = referred_to(names, self._run)
-        return name not in self._referred
+        return not self._referred.get(name, set()) & self._graph().reach(wrapper)
 
     def _whole_for(self, wrapper: Path) -> bool:
         if wrapper not in self._whole:

@@ -124,26 +124,39 @@ class ImportGraph:
 
         roots: dict[Path, Path | None] = {}  # by folder: one walk up per folder
         trees: dict[Path, ast.Module] = {}
+        copies: set[str] = set()
         for path in run:
             if path.parent not in roots:
                 roots[path.parent] = find_project_root(path)
             root = roots[path.parent]
-            if root not in projects or vendored(path, root):
+            if root not in projects:
+                continue
+            if vendored(path, root):
+                copies.add(path.as_posix())  # not the project's code, but its modules
                 continue
             try:
                 trees[path] = imports_of(path.read_bytes())
             except OSError:
                 continue  # the run reports it
-        return cls(trees, {path: roots[path.parent] for path in trees})
+        return cls(trees, {path: roots[path.parent] for path in trees}, copies)
 
-    def __init__(self, trees: dict[Path, ast.Module], roots: dict[Path, Path | None]) -> None:
-        """Read the imports of ``trees`` (each file's tree, with its project root or None)."""
+    def __init__(
+        self,
+        trees: dict[Path, ast.Module],
+        roots: dict[Path, Path | None],
+        copies: Iterable[str] = (),
+    ) -> None:
+        """Read the imports of ``trees`` (each file's tree, with its project root or None).
+
+        ``copies``: the run's vendored files (posix paths), modules of no one's reach.
+        """
         # By text, not Path: a large tree tries a few million names.
         files = {path.as_posix(): path for path in trees}
         under: dict[str, set[Path]] = {}  # each folder's files
         for path in trees:
             for folder in path.parents:
                 under.setdefault(folder.as_posix(), set()).add(path)
+        held = files.keys() | set(copies)
         self.imports: dict[Path, set[Path]] = {}
         #: The files that import a module of their project the run does not hold.
         self.missing: set[Path] = set()
@@ -165,7 +178,7 @@ class ImportGraph:
                         break
             targets.discard(path)
             self.imports[path] = targets
-            if _lacks_a_module(path, tree, bases, files, under):
+            if root is not None and _lacks_a_module(path, tree, [root, root / "src"], held, under):
                 self.missing.add(path)
         self._reach: dict[Path, set[Path]] = {}
         self._importers: dict[Path, set[Path]] = {path: set() for path in trees}
@@ -196,12 +209,13 @@ class ImportGraph:
 
 
 def _lacks_a_module(
-    path: Path, tree: ast.Module, bases: list[Path], files: dict[str, Path], under: dict
+    path: Path, tree: ast.Module, bases: list[Path], files: set[str], under: dict
 ) -> bool:
     """Whether ``tree`` imports a module whose package the run holds but not the module.
 
     A package is the run's where the first part of the module's name is a file or a
-    folder of the run; the module is there where its whole name is one.
+    folder of the run under the project's root (``bases``); the module is there where
+    its whole name is one. A relative import names the project's own.
     """
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
