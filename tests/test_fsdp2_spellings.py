@@ -100,10 +100,13 @@ def test_the_helpers_spell_the_name_apart_too(tmp_path):
     assert _pyflakes(out) == []
 
 
-def test_a_binding_from_fsdp2s_other_home_is_reused(tmp_path):
+@pytest.mark.parametrize(
+    "home", ["torch.distributed._composable.fsdp", "torch.distributed.fsdp._fully_shard"]
+)
+def test_a_binding_from_fsdp2s_other_home_is_reused(tmp_path, home):
     worker = WORKER.format(extra="").replace(
         "from pkg.names import FSDPModule, MixedPrecisionPolicy\n",
-        "from torch.distributed._composable.fsdp import FSDPModule, MixedPrecisionPolicy\n",
+        f"from {home} import FSDPModule, MixedPrecisionPolicy\n",
     )
     out = _migrate(tmp_path, {"pkg/worker.py": worker})["pkg/worker.py"]
     assert "MixedPrecisionPolicy_" not in out

@@ -24,15 +24,29 @@ from typing import Any
 
 from codemods.syntax.lazy_libcst import cst
 
-#: Homes whose names are one object where both have the name: FSDP2's composable home
-#: re-exports the public one's classes and functions (torch 2.6 and later; 2.4 and 2.5
-#: have only the composable one).
-SAME_OBJECTS = (frozenset({"torch.distributed.fsdp", "torch.distributed._composable.fsdp"}),)
+#: Packages whose modules' names are one object where two have the same name: FSDP's
+#: public modules re-export the classes and functions of its private ones, and FSDP2's
+#: composable home the public one's (torch 2.6 and later; 2.4 and 2.5 have only it).
+SAME_OBJECTS = (("torch.distributed.fsdp", "torch.distributed._composable.fsdp"),)
 
 
 def _same_object(home: str, other: str | None) -> bool:
-    """Whether ``home``'s name and ``other``'s name of the same spelling are one object."""
-    return other == home or any({home, other} <= group for group in SAME_OBJECTS)
+    """Whether ``home``'s name and ``other``'s name of the same spelling are one object.
+
+    Example:
+        >>> _same_object("torch.distributed.fsdp", "torch.distributed.fsdp.api")
+        True
+        >>> _same_object("torch.distributed.fsdp", "torch.distributed._composable")
+        False
+    """
+    if other == home:
+        return True
+    if other is None:
+        return False
+    return any(
+        all(any(m == p or m.startswith(p + ".") for p in family) for m in (home, other))
+        for family in SAME_OBJECTS
+    )
 
 
 def top_bindings(module: cst.Module) -> dict[str, list[str | None]]:
