@@ -10,8 +10,11 @@ what both the old and the new code get. So:
 - where every module-level binding of the name imports it from a home that holds the
   same object (FSDP2's public and composable homes), the new code reuses that binding
   and nothing is imported;
-- anywhere else, torch's object is imported under a name the module does not use
-  (``MixedPrecisionPolicy_``), and the new code, only the new code, spells it so.
+- where one imports it from another module of torch's, or from one a fix of the same
+  pass moves to torch (fairscale's FSDP), the fix's import takes its place, as before;
+- anywhere else (a project's module, an assignment), torch's object is imported under
+  a name the module does not use (``MixedPrecisionPolicy_``), and the new code, only
+  the new code, spells it so.
 
 The engine notes, as each rewrite is put in place, the names of the new code that the
 module binds at its top level (:meth:`Spellings.note_new`); at the end of the visit the
@@ -47,6 +50,10 @@ def _same_object(home: str, other: str | None) -> bool:
         all(any(m == p or m.startswith(p + ".") for p in family) for m in (home, other))
         for family in SAME_OBJECTS
     )
+
+
+def _torch(module: str) -> bool:
+    return module == "torch" or module.startswith("torch.")
 
 
 def top_bindings(module: cst.Module) -> dict[str, list[str | None]]:
@@ -176,6 +183,11 @@ class Spellings:
             return name
         if all(_same_object(home, other) for other in bindings):
             return None if any(other != home for other in bindings) else name
+        renamed = getattr(self, "renames", {})
+        if any(other and (_torch(other) or f"{other}.{name}" in renamed) for other in bindings):
+            # torch's own name, or one a fix of this pass moves (fairscale's FSDP to
+            # torch's): the fix's import takes its place
+            return name
         state = self._spelling_state()
         if name not in state["spelled"]:
             state["spelled"][name] = self._fresh(name)
