@@ -123,7 +123,8 @@ def test_a_file_that_only_checks_converts_with_the_projects_calls(tmp_path):
 def test_a_check_that_cannot_follow_withholds_the_projects_conversion(tmp_path, branch, why):
     helper = FSDP1 + "from torch.distributed.fsdp._runtime_utils import _lazy_init\n\n\n"
     helper += "def f(model):\n"
-    _project(tmp_path, {"lib.py": LINKED, "helper.py": helper + branch})
+    # (`HOOKS` names `f`: something may call it with the library's models)
+    _project(tmp_path, {"lib.py": LINKED, "helper.py": helper + branch + "\n\nHOOKS = [f]\n"})
     (finding,) = _fsdp401(tmp_path, ".")
     assert not finding["fixed"]
     assert finding["withheld"].startswith("fix withheld: helper.py:")
@@ -136,6 +137,7 @@ def test_a_wrapper_call_that_stays_keeps_the_projects_checks_fsdp1(tmp_path):
     other = "import helper\n" + FSDP1
     other += "\n\ndef wrap(model):\n    model = FSDP(model)\n    return model.params\n"
     helper = FSDP1 + "\n\ndef is_sharded(model):\n    return isinstance(model, FSDP)\n"
+    helper += "\n\nHOOKS = [is_sharded]\n"  # named: it may get the library's models
     _project(tmp_path, {"lib.py": LINKED, "other.py": other, "helper.py": helper})
     findings = _fsdp401(tmp_path, ".")
     assert len(findings) == 2 and not any(f["fixed"] for f in findings)
@@ -190,6 +192,7 @@ READS_UNIT_STATE = (
     "import lib\n" + LIBRARY + "\n\ndef test_units(model):\n"
     "    for unit in FSDP.fsdp_modules(wrap_fsdp(model)):\n"
     "        assert unit.sharding_strategy is not None\n"
+    "\n\nTOOLS = [test_units]\n"
 )
 #: It calls FSDP1's internals: it stays, and so its class call, which would not take a
 #: bridged model (compat patches nothing of torch's).
@@ -197,6 +200,7 @@ CALLS_INTERNALS = (
     "import lib\n" + FSDP1 + "from torch.distributed.fsdp._runtime_utils import _lazy_init\n"
     "def save(model):\n    _lazy_init(model, model)\n"
     "    with FSDP.state_dict_type(model, kind):\n        pass\n"
+    "\n\nTOOLS = [save]\n"
 )
 
 
@@ -331,6 +335,7 @@ def test_without_the_bridge_a_companion_keeps_the_project_fsdp1(tmp_path):
     # The companion's checks count on FSDP1's methods, which only the bridge's model
     # keeps: with the bridge off, the wrapper call stays for a human, and so the check.
     helper = FSDP1 + "\n\ndef is_sharded(model):\n    return isinstance(model, FSDP)\n"
+    helper += "\n\nHOOKS = [is_sharded]\n"  # named: it may get the library's models
     _project(tmp_path, {"lib.py": LINKED, "helper.py": helper})
     report = tmp_path / "report.json"
     flags = ["--check", "--unsafe-fixes", "--extend-select", "FSDP4", "--no-fsdp2-bridge"]

@@ -126,7 +126,8 @@ def test_files_with_no_root_link_through_a_file_that_names_no_fsdp(tmp_path):
 
 
 def test_a_library_check_holds_the_tests_that_import_the_library(tmp_path):
-    test = "from pkg.checks import prepare\n" + WRAPS
+    test = "from pkg.checks import prepare\n" + WRAPS + "\n\ndef test_build(model):\n"
+    test += "    prepare(build(model))\n"
     _project(tmp_path, {"pkg/checks.py": CHECKS, "tests/test_pkg.py": test})
     (kept,) = _findings(tmp_path)["tests/test_pkg.py"]
     assert not kept["fixed"] and "pkg/checks.py:7" in kept["withheld"]

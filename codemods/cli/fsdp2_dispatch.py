@@ -89,13 +89,59 @@ def _returns_for_fsdp2(
     return answers.get(call.func.id, _NO_ANSWER) == constant.value
 
 
-def dispatched(tree: ast.Module, is_fsdp1: Callable, is_fsdp2: Callable) -> set[int]:
+def fsdp2_answers(tree: ast.Module, is_fsdp1: Callable, is_fsdp2: Callable) -> dict[str, object]:
+    """What each ``fsdp_version(model)``-like function of the module returns for FSDP2 models."""
+    found = {}
+    for statement in tree.body:
+        if isinstance(statement, ast.FunctionDef):
+            answer = _answer(statement, is_fsdp1, is_fsdp2)
+            if answer is not _NO_ANSWER:
+                found[statement.name] = answer
+    return found
+
+
+def _guarded(tree: ast.Module, answers: dict[str, object]) -> set[int]:
+    """The nodes in ``if version(x) == c:`` bodies where ``c`` is not FSDP2 models' answer.
+
+    ``if fsdp_version(self.module) == 1:`` (or ``if full and fsdp_version(m) == 1:``)
+    holds FSDP1's code, which FSDP2 models (whose answer is 2) never reach.
+    """
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        test = node.test if isinstance(node, ast.If) else None
+        both = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else []
+        if any(_not_fsdp2s(part, answers) for part in [test, *both]):
+            found.update(id(inner) for statement in node.body for inner in ast.walk(statement))
+    return found
+
+
+def _not_fsdp2s(test: ast.expr | None, answers: dict[str, object]) -> bool:
+    """Whether ``test`` is ``version(x) == c`` with ``c`` not FSDP2 models' answer."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return False
+    call, constant = test.left, test.comparators[0]
+    if not (isinstance(test.ops[0], ast.Eq) and isinstance(constant, ast.Constant)):
+        return False
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
+        return False
+    answer = answers.get(call.func.id, _NO_ANSWER)
+    return answer is not _NO_ANSWER and answer != constant.value
+
+
+def dispatched(
+    tree: ast.Module,
+    is_fsdp1: Callable,
+    is_fsdp2: Callable,
+    known: dict[str, object] | None = None,
+) -> set[int]:
     r"""The nodes (``id``) no FSDP2 model reaches: after an early return of their function.
 
     Args:
         tree: The module.
         is_fsdp1: Whether a dotted class name is FSDP1's class in this module.
         is_fsdp2: Whether it is FSDP2's (``FSDPModule`` or the module's name for it).
+        known: What the project's other modules' such functions answer (by name), for
+            those the module imports.
 
     Example:
         >>> source = (
@@ -111,12 +157,8 @@ def dispatched(tree: ast.Module, is_fsdp1: Callable, is_fsdp2: Callable) -> set[
         >>> sorted(n.lineno for n in ast.walk(tree) if isinstance(n, ast.Assert) and id(n) in found)
         [9]
     """
-    answers = {
-        statement.name: _answer(statement, is_fsdp1, is_fsdp2)
-        for statement in tree.body
-        if isinstance(statement, ast.FunctionDef)
-    }
-    found: set[int] = set()
+    answers = {**(known or {}), **fsdp2_answers(tree, is_fsdp1, is_fsdp2)}
+    found = _guarded(tree, answers)
     for function in ast.walk(tree):
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
@@ -127,3 +169,72 @@ def dispatched(tree: ast.Module, is_fsdp1: Callable, is_fsdp2: Callable) -> set[
                     found.update(id(node) for node in ast.walk(later))
                 break
     return found
+
+
+def paired_checks(tree: ast.Module, is_fsdp1: Callable, is_fsdp2: Callable) -> set[int]:
+    """The ``isinstance(x, FSDP)`` calls in ``if``/``elif`` chains that test FSDP2's class too.
+
+    A chain that also asks ``isinstance(x, FSDPModule)`` of the same ``x`` sends FSDP2
+    models down the branch written for them, so its FSDP1 check stands in no way (as in
+    the file's own conversion). ``is_fsdp1``/``is_fsdp2`` tell a class's dotted name.
+    Returns the ``id`` of each such call.
+    """
+    elifs = {id(n.orelse[0]) for n in ast.walk(tree) if isinstance(n, ast.If) and _elif(n)}
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.If) or id(node) in elifs:
+            continue
+        chain, tests = node, []
+        while True:
+            tests += [c for c in ast.walk(chain.test) if _isinstance_call(c)]
+            if not _elif(chain):
+                break
+            chain = chain.orelse[0]
+        asked = {ast.dump(c.args[0]) for c in tests if is_fsdp2(dotted(c.args[1]))}
+        found.update(
+            id(c) for c in tests if ast.dump(c.args[0]) in asked and is_fsdp1(dotted(c.args[1]))
+        )
+    return found
+
+
+def _elif(node: ast.If) -> bool:
+    return len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If)
+
+
+def _isinstance_call(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "isinstance"
+        and len(node.args) == 2
+    )
+
+
+def aware(tree: ast.Module, is_fsdp2: Callable) -> set[int]:
+    """The ``isinstance`` calls on a value its function also asks FSDP2's class of (``id``).
+
+    Such a function's authors met FSDP2 models there (verl's activation offloading asks
+    ``isinstance(child, FSDP | FSDP2)``, then unwraps ``child._fsdp_wrapped_module``
+    where ``isinstance(child, FSDP)``): its FSDP1 checks on that value send FSDP2 models
+    the way they meant. A function holds its nested ones; class calls are not checks.
+    """
+    found: set[int] = set()
+    for function in ast.walk(tree):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        tests = [node for node in ast.walk(function) if _isinstance_call(node)]
+        asked = {
+            ast.dump(test.args[0])
+            for test in tests
+            if any(is_fsdp2(dotted(kind)) for kind in _kinds(test.args[1]))
+        }
+        found.update(id(test) for test in tests if ast.dump(test.args[0]) in asked)
+    return found
+
+
+def _kinds(kinds: ast.expr) -> list[ast.expr]:
+    if isinstance(kinds, ast.Tuple):
+        return [part for element in kinds.elts for part in _kinds(element)]
+    if isinstance(kinds, ast.BinOp) and isinstance(kinds.op, ast.BitOr):
+        return [*_kinds(kinds.left), *_kinds(kinds.right)]
+    return [kinds]

@@ -33,106 +33,44 @@ from pathlib import Path
 from typing import Any
 
 from codemods.cli.floors import find_project_root
-from codemods.cli.fsdp2_dispatch import dispatched
+from codemods.cli.fsdp2_dispatch import aware, dispatched, paired_checks
+from codemods.cli.fsdp_spellings import (
+    CLASS,
+    class_spellings,
+    classes,
+    fsdp2_spellings,
+    is_fsdp2,
+    versions,
+)
 from codemods.cli.project_bounds import shown as _shown
 from codemods.cli.project_bounds import vendored
+from codemods.cli.project_calls import Unreferred
 from codemods.cli.project_reach import ImportGraph, is_test
 from codemods.syntax.ast_nodes import dotted
 
-#: The modules FSDP1's class is imported from.
-FSDP_MODULES = ("torch.distributed.fsdp", "torch.distributed.fsdp.fully_sharded_data_parallel")
-CLASS = "FullyShardedDataParallel"
 #: The project of the files with no project root (imports decide what reaches what).
 LOOSE = Path("<no project root>")
-
-
-#: FSDP2's homes, and its class (every ``fully_shard``-ed module is one).
-FSDP2_HOMES = ("torch.distributed.fsdp", "torch.distributed._composable.fsdp")
-FSDP2_CLASS = "FSDPModule"
-
-
-def _spellings(
-    tree: ast.Module, modules: tuple[str, ...] = FSDP_MODULES, name: str = CLASS
-) -> set[str]:
-    """The dotted spellings of torch's FSDP1 class (or ``name`` of ``modules``) in a module."""
-    found = {f"{module}.{name}" for module in modules}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module in modules and not node.level:
-            found.update(a.asname or a.name for a in node.names if a.name == name)
-        elif isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name in modules and alias.asname:
-                    found.add(f"{alias.asname}.{name}")
-    return found
-
-
-def _is_fsdp2(name: str | None, fsdp2: set[str]) -> bool:
-    """Whether a class's dotted name is FSDP2's class (torch's, or a project's re-export)."""
-    return name in fsdp2 or (name or "").rpartition(".")[2] == FSDP2_CLASS
-
-
-def _paired_checks(tree: ast.Module, spellings: set[str], fsdp2: set[str]) -> set[int]:
-    """The ``isinstance(x, FSDP)`` calls in ``if``/``elif`` chains that test FSDP2's class too.
-
-    A chain that also asks ``isinstance(x, FSDPModule)`` of the same ``x`` sends FSDP2
-    models down the branch written for them, so its FSDP1 check stands in no way (as in
-    the file's own conversion). Returns the ``id`` of each such call.
-    """
-    elifs = {id(n.orelse[0]) for n in ast.walk(tree) if isinstance(n, ast.If) and _elif(n)}
-    found: set[int] = set()
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.If) or id(node) in elifs:
-            continue
-        chain, tests = node, []
-        while True:
-            tests += [c for c in ast.walk(chain.test) if _isinstance_call(c)]
-            if not _elif(chain):
-                break
-            chain = chain.orelse[0]
-        asked = {ast.dump(c.args[0]) for c in tests if _is_fsdp2(dotted(c.args[1]), fsdp2)}
-        found.update(
-            id(c) for c in tests if ast.dump(c.args[0]) in asked and dotted(c.args[1]) in spellings
-        )
-    return found
-
-
-def _elif(node: ast.If) -> bool:
-    return len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If)
-
-
-def _isinstance_call(node: ast.AST) -> bool:
-    return (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id == "isinstance"
-        and len(node.args) == 2
-    )
-
-
-def _classes(kinds: ast.expr | None) -> list[ast.expr]:
-    """The classes of an ``isinstance`` class argument: a tuple's, a ``A | B`` union's."""
-    if isinstance(kinds, ast.Tuple):
-        return [part for element in kinds.elts for part in _classes(element)]
-    if isinstance(kinds, ast.BinOp) and isinstance(kinds.op, ast.BitOr):
-        return [*_classes(kinds.left), *_classes(kinds.right)]
-    return [] if kinds is None else [kinds]
 
 
 Uses = list[tuple[int, str]]
 
 
-def scan(tree: ast.Module) -> tuple[list[int], Uses, Uses, Uses]:
+def scan(
+    tree: ast.Module, known: dict[str, object] | None = None
+) -> tuple[list[int], Uses, Uses, Uses]:
     """In one walk: the lines ``tree`` calls FSDP1's class on, its checks, its bridged calls.
 
     And its uses FSDP2 models answer as well (``isinstance(m, (FSDP, FSDPModule))``, a
-    chain that asks FSDP2's class too, code after an early return for FSDP2 models):
+    chain that asks FSDP2's class too, code after an early return for FSDP2 models or
+    behind ``if fsdp_version(m) == 1``, with ``known`` the project's such functions):
     they stand in no one's way, but their file is looked at as a companion.
     """
     from codemods.rules.fsdp401.kept import FSDP1_API  # not on lint's path otherwise
 
-    spellings, fsdp2 = _spellings(tree), _spellings(tree, FSDP2_HOMES, FSDP2_CLASS)
-    paired = _paired_checks(tree, spellings, fsdp2)
-    paired |= dispatched(tree, spellings.__contains__, lambda name: _is_fsdp2(name, fsdp2))
+    spellings, fsdp2 = class_spellings(tree), fsdp2_spellings(tree)
+    paired = paired_checks(tree, spellings.__contains__, lambda name: is_fsdp2(name, fsdp2))
+    paired |= dispatched(tree, spellings.__contains__, lambda name: is_fsdp2(name, fsdp2), known)
+    paired |= aware(tree, lambda name: is_fsdp2(name, fsdp2))
     wraps: list[int] = []
     checks: Uses = []
     calls: Uses = []
@@ -143,8 +81,8 @@ def scan(tree: ast.Module) -> tuple[list[int], Uses, Uses, Uses]:
                 wraps.append(node.lineno)
             if isinstance(node.func, ast.Name) and node.func.id in ("isinstance", "issubclass"):
                 kinds = node.args[1] if len(node.args) == 2 else None
-                names = [dotted(element) for element in _classes(kinds)]
-                both = id(node) in paired or any(_is_fsdp2(name, fsdp2) for name in names)
+                names = [dotted(element) for element in classes(kinds)]
+                both = id(node) in paired or any(is_fsdp2(name, fsdp2) for name in names)
                 for name in names:
                     if name in spellings:
                         use = (node.lineno, f"{node.func.id}(..., {name})")
@@ -197,6 +135,8 @@ class ProjectFsdp1Checks:
         self._answered: dict[Path, Uses] = {}
         # Companions whose own code cannot follow FSDP2 models (FSDP1's internals).
         self._refused: set[Path] = set()
+        self._unreferred = Unreferred(self._run, self._import_graph)
+        parsed: list[tuple[Path, Path | None, ast.Module]] = []
         for path in paths:
             if not str(path).endswith(".py"):
                 continue
@@ -215,7 +155,11 @@ class ProjectFsdp1Checks:
             root = find_project_root(resolved)
             if vendored(resolved, root):
                 continue  # someone else's code, copied in: not the project's
-            wraps, checks, calls, answered = scan(tree)
+            parsed.append((resolved, root, tree))
+        known = versions(tree for _, _, tree in parsed)
+        for resolved, root, tree in parsed:
+            wraps, checks, calls, answered = scan(tree, known)
+            self._unreferred.note(resolved, tree, [line for line, _ in checks + calls])
             if wraps:
                 self._wraps[resolved] = wraps
             if answered:
@@ -281,6 +225,11 @@ class ProjectFsdp1Checks:
                 uses = [] if converted else sorted(own)
                 if other not in self._refused:  # what FSDP2 models answer is in no one's way
                     uses = [use for use in uses if use not in self._answered.get(other, ())]
+                # nor a check in a function no file of the project names (not in a script
+                # with no project root, nor in a test: pytest calls what no file names)
+                if self._root.get(other) is not None and not is_test(other, self._root[other]):
+                    unreferred = self._unreferred.holds_nothing
+                    uses = [use for use in uses if not unreferred(other, use[0], resolved)]
             if uses:
                 found.append((other, root, uses))
         return found
@@ -313,9 +262,12 @@ class ProjectFsdp1Checks:
 
     def _reaches(self, wrapper: Path, other: Path) -> bool:
         """Whether ``other`` sees the models ``wrapper`` builds (:class:`ImportGraph`)."""
+        return other in self._import_graph().reach(wrapper)
+
+    def _import_graph(self) -> ImportGraph:
         if self._graph is None:
             self._graph = ImportGraph.of(self._run, set(self._root.values()))
-        return other in self._graph.reach(wrapper)
+        return self._graph
 
     def links(self) -> list[tuple[Path, Path]]:
         """(wrapper file, converting file whose rewritten FSDP1 uses its models reach)."""

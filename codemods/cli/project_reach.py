@@ -124,27 +124,42 @@ class ImportGraph:
 
         roots: dict[Path, Path | None] = {}  # by folder: one walk up per folder
         trees: dict[Path, ast.Module] = {}
+        copies: set[str] = set()
         for path in run:
             if path.parent not in roots:
                 roots[path.parent] = find_project_root(path)
             root = roots[path.parent]
-            if root not in projects or vendored(path, root):
+            if root not in projects:
+                continue
+            if vendored(path, root):
+                copies.add(path.as_posix())  # not the project's code, but its modules
                 continue
             try:
                 trees[path] = imports_of(path.read_bytes())
             except OSError:
                 continue  # the run reports it
-        return cls(trees, {path: roots[path.parent] for path in trees})
+        return cls(trees, {path: roots[path.parent] for path in trees}, copies)
 
-    def __init__(self, trees: dict[Path, ast.Module], roots: dict[Path, Path | None]) -> None:
-        """Read the imports of ``trees`` (each file's tree, with its project root or None)."""
+    def __init__(
+        self,
+        trees: dict[Path, ast.Module],
+        roots: dict[Path, Path | None],
+        copies: Iterable[str] = (),
+    ) -> None:
+        """Read the imports of ``trees`` (each file's tree, with its project root or None).
+
+        ``copies``: the run's vendored files (posix paths), modules of no one's reach.
+        """
         # By text, not Path: a large tree tries a few million names.
         files = {path.as_posix(): path for path in trees}
         under: dict[str, set[Path]] = {}  # each folder's files
         for path in trees:
             for folder in path.parents:
                 under.setdefault(folder.as_posix(), set()).add(path)
+        held = files.keys() | set(copies)
         self.imports: dict[Path, set[Path]] = {}
+        #: The files that import a module of their project the run does not hold.
+        self.missing: set[Path] = set()
         for path, tree in trees.items():
             root = roots.get(path)
             if root is not None:  # a script's folder, the project's root, a src layout
@@ -163,6 +178,8 @@ class ImportGraph:
                         break
             targets.discard(path)
             self.imports[path] = targets
+            if root is not None and _lacks_a_module(path, tree, [root, root / "src"], held, under):
+                self.missing.add(path)
         self._reach: dict[Path, set[Path]] = {}
         self._importers: dict[Path, set[Path]] = {path: set() for path in trees}
         for path, targets in self.imports.items():
@@ -189,6 +206,38 @@ class ImportGraph:
         if path not in self._reach:
             self._reach[path] = _closure(_closure([path], self._importers), self.imports)
         return self._reach[path]
+
+
+def _lacks_a_module(
+    path: Path, tree: ast.Module, bases: list[Path], files: set[str], under: dict
+) -> bool:
+    """Whether ``tree`` imports a module whose package the run holds but not the module.
+
+    A package is the run's where the first part of the module's name is a file or a
+    folder of the run under the project's root (``bases``); the module is there where
+    its whole name is one. A relative import names the project's own.
+    """
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name.split(".") for alias in node.names]
+            starts = bases
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module.split(".")]
+            parents = [path.parent, *path.parent.parents]
+            if node.level and node.level - 1 >= len(parents):
+                continue
+            starts = [parents[node.level - 1]] if node.level else bases
+        else:
+            continue
+        for parts in names:
+            stems = [posixpath.join(base.as_posix(), *parts) for base in starts]
+            if any(s in under or f"{s}.py" in files or f"{s}/__init__.py" in files for s in stems):
+                continue
+            heads = [posixpath.join(base.as_posix(), parts[0]) for base in starts]
+            relative = isinstance(node, ast.ImportFrom) and node.level
+            if relative or any(h in under or f"{h}.py" in files for h in heads):
+                return True
+    return False
 
 
 def _closure(starts: Iterable[Path], edges: dict[Path, set[Path]]) -> set[Path]:

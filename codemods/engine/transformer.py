@@ -30,6 +30,7 @@ from codemods.engine.imports.finish import Edits
 from codemods.engine.imports.local import LocalImports
 from codemods.engine.imports.moves import ImportMoves
 from codemods.engine.lookups import Lookups
+from codemods.engine.spellings import Spellings
 from codemods.findings import Finding, no_fix
 from codemods.registry import REGISTRY, Rule
 from codemods.rules.api import PARTIAL, Site
@@ -43,7 +44,7 @@ from codemods.syntax.lazy_libcst import cst
 from codemods.syntax.spans import Lines, Spans
 
 
-class Engine(Lookups, ColdStatements, ImportMoves, LocalImports, cst.CSTTransformer):
+class Engine(Lookups, ColdStatements, ImportMoves, LocalImports, Spellings, cst.CSTTransformer):
     """Find (and, with ``settings.fix``, rewrite) every registry finding in a module.
 
     A plain transformer (see :func:`codemods.engine.run.run`): libcst's matcher-decorated
@@ -166,7 +167,9 @@ class Engine(Lookups, ColdStatements, ImportMoves, LocalImports, cst.CSTTransfor
 
     def need_import(self, module: str, name: str | None, asname: str | None = None) -> None:
         """Queue an import the new code needs, added after this pass (``import_adding``)."""
-        self.edits.imports_to_add.append((module, name, asname))
+        wanted = self.spelled_import(module, name, asname)
+        if wanted is not None:  # None: the module's own binding is that object
+            self.edits.imports_to_add.append(wanted)
 
     def replace(self, node: cst.CSTNode, new: cst.CSTNode | Callable[[Any], Any]) -> None:
         """Put ``new`` in place of the original node ``node`` (not left yet) as the visit leaves.
@@ -191,6 +194,7 @@ class Engine(Lookups, ColdStatements, ImportMoves, LocalImports, cst.CSTTransfor
         self.inserted[id(original_node)] = len(before)
         # The line's own leading comments and blank lines go before what is inserted
         # (and before the inserted statement's own comment, where it has one).
+        self.note_new(cst.FlattenSentinel(before), None)
         leading = [*updated_node.leading_lines, *before[0].leading_lines]
         first = before[0].with_changes(leading_lines=leading)
         rest = [*before[1:], updated_node.with_changes(leading_lines=())]
@@ -245,8 +249,9 @@ class Engine(Lookups, ColdStatements, ImportMoves, LocalImports, cst.CSTTransfor
         self._fallback_depth -= self._ends_fallback(original_node)
         if self._replacements:
             new = self._replacements.pop(id(original_node), result)
-            result = new(result) if callable(new) else new
-        return result
+            kept, result = result, new(result) if callable(new) else new
+            self.note_new(result, kept)
+        return self.respell(result) if isinstance(original_node, cst.Module) else result
 
     # References and imports ------------------------------------------------------------
 
@@ -332,7 +337,8 @@ class Engine(Lookups, ColdStatements, ImportMoves, LocalImports, cst.CSTTransfor
         else:
             for name in names:
                 for behaviour in INDEX.calls.get(name, ()):
-                    updated_node = behaviour.call(self, original_node, updated_node)
+                    new = behaviour.call(self, original_node, updated_node)
+                    updated_node = self.note_new(new, updated_node)
         return self._call_site(original_node, updated_node)
 
     def _call_site(self, original: cst.Call, updated: cst.Call) -> cst.Call:
@@ -354,7 +360,7 @@ class Engine(Lookups, ColdStatements, ImportMoves, LocalImports, cst.CSTTransfor
         for module, name in translation.imports:
             self.need_import(module, name)
         func = translation.func if translation.func is not None else updated.func
-        return updated.with_changes(func=func, args=translation.args)
+        return self.note_new(updated.with_changes(func=func, args=translation.args), updated)
 
     # Definitions and classes -----------------------------------------------------------
 
@@ -389,4 +395,6 @@ class Engine(Lookups, ColdStatements, ImportMoves, LocalImports, cst.CSTTransfor
 
     def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.Name:
         new = self._name_renames.get(id(original_node))
-        return updated_node if new is None else updated_node.with_changes(value=new)
+        return (
+            updated_node if new is None else self.note_new(updated_node.with_changes(value=new), 0)
+        )

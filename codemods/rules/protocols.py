@@ -91,6 +91,9 @@ class Engine(Resolver, Protocol):
     def need_import_beside(self, statement: cst.ImportFrom, name: str) -> None:
         """Import ``name`` in the original ``from m import`` ``statement``, where it is."""
 
+    def spelling(self, home: str, name: str) -> str | None:
+        """How new code spells ``home``'s ``name`` (None: the module binds that object)."""
+
     def forget(self, node: cst.BaseExpression) -> None:
         """Queue the import behind ``node`` for removal where the file no longer uses it."""
 

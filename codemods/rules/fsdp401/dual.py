@@ -74,7 +74,15 @@ def dual_blockers(
         why.append("no top-level import comes before the wrapper calls to put FSDP2's beside")
     fsdp2 = [name.rpartition(".")[2] for name in APPEARED if fsdp2_name(name.rpartition(".")[2])]
     names = {*fsdp2, *(n for c in conversions for n in c.keywords.imports)}
-    taken = sorted(n for n in names if fresh(engine, n) != n and not _fsdp2_import(engine, n))
+    # One the module binds at its top level is imported apart (`import_block`); one bound
+    # in a function would be what the new code there reads.
+    taken = sorted(
+        n
+        for n in names
+        if fresh(engine, n) != n
+        and not _fsdp2_import(engine, n)
+        and engine.spelling(COMPOSABLE_FSDP, n) == n
+    )
     if taken:
         why.append(f"`{taken[0]}`, which the FSDP2 branch imports, is a name here already")
     return why
@@ -172,6 +180,10 @@ def import_block(
     top = engine.settings.releases.torch
     one = engine.module.default_indent
     fsdp2 = sorted({"fully_shard", *(n for m, n in imports if m in (TORCH_FSDP, COMPOSABLE_FSDP))})
+    # A name the module binds otherwise comes under a name of its own (the new code
+    # spells it so); one it binds from FSDP2's homes is that object, imported as it is.
+    spelled = {name: engine.spelling(COMPOSABLE_FSDP, name) or name for name in fsdp2}
+    fsdp2 = [name if spelled[name] == name else f"{name} as {spelled[name]}" for name in fsdp2]
     others: dict[str, list[str]] = {}
     for module, name in imports:
         if module in (TORCH_FSDP, COMPOSABLE_FSDP) or name in others.get(module, []):
@@ -191,12 +203,13 @@ def import_block(
         if index < len(homes) - 1:
             text += f"{depth}except ImportError:\n"
             depth += one
-    missing = " = ".join(sorted({*fsdp2, *(n for names in others.values() for n in names)}))
+    bound = [name.split(" as ")[-1] for name in fsdp2]
+    missing = " = ".join(sorted({*bound, *(n for names in others.values() for n in names)}))
     text += f"{depth}except ImportError:  # torch before 2.4: no FSDP2, the FSDP1 calls run\n"
     text += f"{depth}{one}{missing} = None\n"
     config = engine.module.config_for_parsing
     block = cst.parse_statement(text, config).with_changes(leading_lines=[cst.EmptyLine()])
-    flag_line = cst.parse_statement(f"{flag} = fully_shard is not None\n", config)
+    flag_line = cst.parse_statement(f"{flag} = {spelled['fully_shard']} is not None\n", config)
     return [block, flag_line]
 
 
