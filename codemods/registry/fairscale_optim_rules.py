@@ -44,8 +44,12 @@ RULES = (
             "and `state_dict(all_ranks=True)` has no torch form (the consolidated state "
             "lives on one rank). torch pairs it with `DistributedDataParallel`, so every "
             "rank holds full gradients and `OSS.clip_grad_norm` becomes "
-            "`torch.nn.utils.clip_grad_norm_`. `compat.fairscale.OSS` runs the old call "
-            "on torch's optimizer meanwhile."
+            "`torch.nn.utils.clip_grad_norm_`. FairScale broadcast each rank's parameters "
+            "packed in one flat buffer: `parameters_as_bucket_view=True` is that, and on "
+            "torch 2.2 (gloo) it also keeps `destroy_process_group` after a step from hanging "
+            "(the per-parameter default leaves temporaries that gloo's worker thread frees "
+            "while the destroying thread holds the GIL). `compat.fairscale.OSS` runs the old "
+            "call on torch's optimizer that way meanwhile."
         ),
         example=Example(
             before=(
@@ -57,7 +61,10 @@ RULES = (
                 "import torch\n"
                 "from torch.distributed.optim import ZeroRedundancyOptimizer\n"
                 "optimizer = ZeroRedundancyOptimizer(\n"
-                "    model.parameters(), optimizer_class=torch.optim.AdamW, lr=1e-4\n"
+                "    model.parameters(),\n"
+                "    optimizer_class=torch.optim.AdamW,\n"
+                "    parameters_as_bucket_view=True,\n"
+                "    lr=1e-4,\n"
                 ")\n"
             ),
         ),
