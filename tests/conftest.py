@@ -14,7 +14,7 @@ import platform
 
 import pytest
 
-from tests import xdist_plan
+from tests import bytecode, xdist_plan
 
 
 def _cuda_devices() -> int:
@@ -48,8 +48,14 @@ def pytest_collection_modifyitems(config, items):
 # pytest-xdist: how the tests are handed out to the workers (tests/xdist_plan.py).
 
 
+#: The ``__pycache__`` folders this run made (tests/bytecode.py), removed at its end.
+_MADE_BYTECODE: list = []
+
+
 def pytest_configure(config):
     xdist_plan.start(config)
+    if not hasattr(config, "workerinput"):  # once: before pytest-xdist starts its workers
+        _MADE_BYTECODE[:] = bytecode.compile_checkout()
     # Python's default collector runs every 700 allocations; the libcst trees the tests
     # build allocate millions of nodes, so the default thresholds spent about a tenth of
     # a worker's time scanning (benchmarks/README.md). Cycles are still collected.
@@ -65,6 +71,8 @@ def pytest_collection_finish(session):
 
 def pytest_unconfigure(config):
     xdist_plan.finish(config)
+    if not hasattr(config, "workerinput"):
+        bytecode.remove(_MADE_BYTECODE)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -96,6 +104,23 @@ def pytest_sessionstart(session):
     gpus = _cuda_devices()
     device = f"cuda:{gpus}x {torch.cuda.get_device_name(0)}" if gpus else "cpu"
     xml.add_global_property("device", device)
+
+
+@pytest.fixture(autouse=True)
+def _fork_server_first(request):
+    """A multi-process test finds this process's fork server started by tests.distributed.
+
+    Otherwise a port-checker test that came first would start it with compat's shorter
+    preload, and every later rank here would import Lightning and libcst itself and scan
+    torch's objects (``tests.distributed.start_fork_server``).
+    """
+    if request.node.get_closest_marker("distributed") is None:
+        return
+    try:
+        from tests import distributed
+    except ImportError:  # torch missing: nothing here starts ranks
+        return
+    distributed.start_fork_server()
 
 
 _BACKENDS_BY_MODULE: dict[str, set[tuple[str, str]]] = {}

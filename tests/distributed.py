@@ -45,7 +45,8 @@ def device_for(rank: int) -> torch.device:
 #: functions import beside it (FSDP, DTensor and its compiler stack, distributed
 #: checkpointing, Lightning Fabric, libcst, pytest), about two seconds of
 #: each rank's start otherwise. Imports only: nothing here starts CUDA or a process group,
-#: and a module that is not installed is skipped.
+#: and a module that is not installed is skipped. Last, ``tests.fork_server_frozen``
+#: freezes what they made, so that the ranks neither scan it nor copy its pages.
 PRELOAD = [
     "torch",
     "torch.distributed",
@@ -59,6 +60,7 @@ PRELOAD = [
     "lightning.fabric",
     "libcst",
     "pytest",
+    "tests.fork_server_frozen",
 ]
 
 
@@ -76,6 +78,19 @@ def _context() -> Any:
     ctx = mp.get_context("forkserver")
     ctx.set_forkserver_preload(PRELOAD)
     return ctx
+
+
+def start_fork_server() -> None:
+    """Start this process's fork server with :data:`PRELOAD`, unless one runs already.
+
+    A process has one fork server, started with the preload of whoever needs it first;
+    the port checker (``compat.portcheck``) asks for its own, shorter list (torch
+    alone). Started here first, the server serves both with this list.
+    """
+    if _context().get_start_method() == "forkserver":
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()
 
 
 #: What each :func:`run` of this process used, ``(backend, device)``: conftest records
