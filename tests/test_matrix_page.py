@@ -169,9 +169,10 @@ def test_markers_are_recorded_for_tests_a_mark_skips(tmp_path):
     # reach the junit file although a skipped test runs no fixtures. The run is parallel,
     # as the suite's is (pytest-xdist): the environment must reach the file all the same.
     shutil.copyfile(ROOT / "tests" / "conftest.py", tmp_path / "conftest.py")
-    (tmp_path / "tests").mkdir()  # and the module it hands tests out to workers with
+    (tmp_path / "tests").mkdir()  # and the modules it imports (how tests go to workers)
     (tmp_path / "tests" / "__init__.py").write_text("", encoding="utf-8")
-    shutil.copyfile(ROOT / "tests" / "xdist_plan.py", tmp_path / "tests" / "xdist_plan.py")
+    for helper in ("xdist_plan.py", "bytecode.py"):
+        shutil.copyfile(ROOT / "tests" / helper, tmp_path / "tests" / helper)
     (tmp_path / "pytest.ini").write_text(
         "[pytest]\njunit_family = xunit1\nmarkers =\n    distributed: x\n    gpu: x\n",
         encoding="utf-8",
