@@ -141,6 +141,9 @@ def adopt(engine: Engine, plan: Plan, original: cst.Call) -> None:
         config = call_arguments(original).get("state_dict_config")
         if isinstance(config, cst.Call):
             engine.forget(config.func)
+    optim = call_arguments(original).get("optim_state_dict_config")  # FSDP401's, literal
+    if isinstance(optim, cst.Call):
+        engine.forget(optim.func)
     engine.forget(original.func)
     engine.forget(call_arguments(original)["state_dict_type"])
     engine.need_import(DCP_STATE_DICT, plan.function)

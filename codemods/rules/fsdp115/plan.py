@@ -37,6 +37,7 @@ class Plan:
     config_statement: cst.CSTNode | None = None  # `name = FullStateDictConfig(...)`
     config_uses: int = 0  # how many state_dict_type calls pass that name
     rest: int = 0  # statements after the state-dict call (FSDP401's form), kept after it
+    optim_options: str | None = None  # FSDP401's: the block's optimizer layout, where read
 
 
 def from_fsdp(engine: Engine, node: cst.CSTNode, suffix: str) -> bool:
@@ -58,9 +59,14 @@ def call_arguments(call: cst.Call) -> dict[str, cst.BaseExpression] | None:
     return found
 
 
-def _config_values(engine: Engine, call: cst.BaseExpression) -> tuple[bool, bool] | None:
-    """``(offload_to_cpu, rank0_only)`` of a ``FullStateDictConfig(...)`` with literals."""
-    if not isinstance(call, cst.Call) or not from_fsdp(engine, call.func, ".FullStateDictConfig"):
+def _config_values(
+    engine: Engine, call: cst.BaseExpression, suffix: str = ".FullStateDictConfig"
+) -> tuple[bool, bool] | None:
+    """``(offload_to_cpu, rank0_only)`` of a ``FullStateDictConfig(...)`` with literals.
+
+    ``suffix``: the config class (``FullOptimStateDictConfig`` has the same two fields).
+    """
+    if not isinstance(call, cst.Call) or not from_fsdp(engine, call.func, suffix):
         return None
     values = {"offload_to_cpu": False, "rank0_only": False}
     for index, arg in enumerate(call.args):
@@ -144,13 +150,20 @@ def names_free(engine: Engine, node: cst.CSTNode, names: tuple[str, ...]) -> boo
 
 
 def plan_for(
-    engine: Engine, call: cst.Call, *, rest: bool = False, any_release: bool = False
+    engine: Engine,
+    call: cst.Call,
+    *,
+    rest: bool = False,
+    any_release: bool = False,
+    optim: bool = False,
 ) -> Plan | None:
     """The rewrite of the ``with`` block ``call`` opens, where it is certain.
 
     FSDP401's forms ask more: ``rest``, statements after the state-dict call that do not
     name the model (they follow it, out of the block); ``any_release``, the form on
-    whatever release the file runs (an FSDP2 branch, torch 2.4 or later).
+    whatever release the file runs (an FSDP2 branch, torch 2.4 or later); ``optim``, a
+    block with an optimizer config (literal, as the model's) whose other statements
+    name the model only in ``FSDP.optim_state_dict(model, optim)`` calls.
     """
     if not from_fsdp(engine, call.func, ".state_dict_type"):
         return None
@@ -164,7 +177,16 @@ def plan_for(
     ):
         return None
     args = call_arguments(call)
-    if args is None or "optim_state_dict_config" in args or "state_dict_type" not in args:
+    if args is None or "state_dict_type" not in args:
+        return None
+    optim_options = None
+    if optim:  # FSDP1's default for a full block: full on every rank, not offloaded
+        config = args.get("optim_state_dict_config")
+        values = (False, False) if config is None else _config_values(engine, config, OPTIM)
+        optim_options = _OPTIONS.get(values)  # type: ignore[arg-type]
+        if optim_options is None:
+            return None
+    elif "optim_state_dict_config" in args:
         return None
     module = args.get("module")
     if module is None or dotted(module) is None:
@@ -178,10 +200,36 @@ def plan_for(
             return None
         config, statement, uses = named
     values = (False, False) if config is None else _config_values(engine, config)
-    plan = _statement_plan(engine, with_node, module, values, rest, any_release)
+    reads = engine if optim else None
+    plan = _statement_plan(engine, with_node, module, values, rest, any_release, reads)
     if plan is not None:
         plan.config_statement, plan.config_uses = statement, uses
+        plan.optim_options = optim_options
     return plan
+
+
+#: FSDP1's optimizer config of a full block, and its read of the optimizer state.
+OPTIM, OPTIM_READ = ".FullOptimStateDictConfig", ".optim_state_dict"
+#: The ``StateDictOptions`` of each config's ``(offload_to_cpu, rank0_only)`` that has one.
+_OPTIONS = {
+    (False, False): "StateDictOptions(full_state_dict=True)",
+    (True, True): "StateDictOptions(full_state_dict=True, cpu_offload=True)",
+}
+
+
+def optim_read(engine: Engine, node: cst.CSTNode, module: cst.BaseExpression) -> bool:
+    """Whether ``node`` is ``module`` as the first of ``FSDP.optim_state_dict``'s two arguments."""
+    arg = engine.parent(node)
+    call = engine.parent(arg) if isinstance(arg, cst.Arg) else None
+    return (
+        isinstance(call, cst.Call)
+        and len(call.args) == 2
+        and call.args[0] is arg
+        and all(is_plain_positional(a) or keyword(a) == "optim" for a in call.args[1:])
+        and is_plain_positional(arg)
+        and from_fsdp(engine, call.func, OPTIM_READ)
+        and _same(node, module)
+    )
 
 
 def _statement_plan(
@@ -191,8 +239,12 @@ def _statement_plan(
     values: tuple[bool, bool] | None,
     rest: bool = False,
     any_release: bool = False,
+    reads: Engine | None = None,
 ) -> Plan | None:
-    """The plan for the block's one (or first) statement, given the config's values."""
+    """The plan for the block's one (or first) statement, given the config's values.
+
+    ``reads``: the engine, where the other statements may read the optimizer's state.
+    """
     small = _body_statement(with_node, rest)
     value = small.value if isinstance(small, (cst.Assign, cst.Expr)) else None
     if isinstance(small, cst.Assign) and (
@@ -218,8 +270,10 @@ def _statement_plan(
     if not names_free(engine, with_node, (function, "StateDictOptions")):
         return None
     after = with_node.body.body[1:]
-    if any(find_all(line, lambda n: _same(n, module)) for line in after):
-        return None  # the model again: its state dict in FSDP1's layout of the block
+    for line in after:
+        for node in find_all(line, lambda n: _same(n, module)):
+            if reads is None or not optim_read(reads, node, module):
+                return None  # the model again: its state dict in FSDP1's layout of the block
     plan = Plan(with_node, function, f"StateDictOptions({options})", module, loaded)
     plan.rest = len(after)
     return plan

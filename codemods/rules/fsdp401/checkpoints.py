@@ -21,7 +21,9 @@ file that converts may pass any module to them:
 - a ``FULL_STATE_DICT`` block whose first statement FSDP115 would rewrite, and whose
   other statements do not name the model, becomes that statement followed by the others;
   in the dual stack where DCP's functions do not run on FSDP1 (before torch 2.2, loading
-  2.4), ``if HAS_FSDP2:`` that form ``else:`` the block as written;
+  2.4), ``if HAS_FSDP2:`` that form ``else:`` the block as written; those statements
+  may read ``FSDP.optim_state_dict(model, optim)`` in the block's layout (its literal
+  optimizer config): :mod:`codemods.rules.fsdp401.optim_full`;
 - a block of any type whose statements ask the model nothing (they never name it or
   FSDP1, and call only imported functions, builtins and an optimizer's methods: a
   ``LOCAL_STATE_DICT`` block around ``torch.save(opt.state_dict(), path)``) loses its
@@ -49,7 +51,7 @@ from codemods.rules.fsdp115.plan import (
     plan_for,
     unproven,
 )
-from codemods.rules.fsdp401 import optim_load
+from codemods.rules.fsdp401 import optim_full, optim_load
 from codemods.rules.fsdp401.dual import needs_dual
 from codemods.rules.fsdp401.lookups import fsdp1_reference
 from codemods.rules.fsdp401.optim_load import arguments, load_pair
@@ -86,6 +88,7 @@ DIFFERENCES = {
         "parameter)"
     ),
     "optim-load": optim_load.DIFFERENCE,
+    "optim-full": optim_full.DIFFERENCE,
     "inert": (
         "its `FSDP.state_dict_type(...)` block whose statements ask the model nothing loses "
         "its `with` (it changed nothing they do); an optimizer's own `state_dict()` holds "
@@ -102,9 +105,9 @@ class PlainCall:
     Attributes:
         call: The ``FSDP.<name>(...)`` call.
         kind: ``"full"``, ``"sharded"``, ``"inert"`` (a block whose statements ask the
-            model nothing), ``"optim"``, ``"optim-sharded"`` or ``"optim-load"``
-            (:data:`DIFFERENCES`).
-        plan: FSDP115's plan of a ``"full"`` block.
+            model nothing), ``"optim"``, ``"optim-sharded"``, ``"optim-full"`` (in a full
+            block) or ``"optim-load"`` (:data:`DIFFERENCES`).
+        plan: FSDP115's plan of a ``"full"`` block (of an ``"optim-full"`` call's block).
         with_node: The ``with`` statement a block form replaces.
         fsdp2_only: A ``"full"`` form that runs on FSDP2's releases only (DCP's
             functions on FSDP1 need torch 2.2, loading 2.4): the dual stack dispatches it.
@@ -121,6 +124,8 @@ class PlainCall:
     @property
     def unsafe(self) -> bool:
         """Whether FSDP115 calls this form unsafe (saving with ``cpu_offload``)."""
+        if self.kind == "optim-full":  # FSDP1 offloads to the CPU only from a GPU
+            return "cpu_offload" in str(self.plan.optim_options)
         return self.plan is not None and unproven(self.plan.function, self.plan.options)
 
 
@@ -128,13 +133,9 @@ def plain_form(engine: Engine, call: cst.Call) -> PlainCall | None:
     """The FSDP2 form of ``call`` (an ``FSDP.<name>(...)`` call), where it is certain."""
     name = call.func.attr.value
     if name == "state_dict_type":
-        plan = plan_for(engine, call, rest=True)
-        if plan is not None:
-            return PlainCall(call, "full", plan, plan.with_node)
-        if needs_dual(engine):  # the FSDP2 branch: torch 2.4 or later
-            plan = plan_for(engine, call, rest=True, any_release=True)
-            if plan is not None:
-                return PlainCall(call, "full", plan, plan.with_node, fsdp2_only=True)
+        full = _full_block(engine, call)
+        if full is not None:
+            return PlainCall(call, "full", full.plan, full.with_node, full.fsdp2_only)
         with_node = _sharded_block(engine, call)
         if with_node is not None:
             return PlainCall(call, "sharded", None, with_node)
@@ -143,7 +144,13 @@ def plain_form(engine: Engine, call: cst.Call) -> PlainCall | None:
     if name == "optim_state_dict" and _optim_arguments(call):
         opened = enclosing_block(engine, call)
         wanted = ("get_optimizer_state_dict", "StateDictOptions")
-        if not engine.target_at_least("2.2") or not names_free(engine, call, wanted):
+        if not names_free(engine, call, wanted):
+            return None
+        full = None if opened is None else _full_block(engine, opened)
+        if full is not None and dotted(call.args[0].value) == dotted(full.plan.module):
+            # read in a full block of the same model: its optimizer config's layout
+            return PlainCall(call, "optim-full", full.plan, fsdp2_only=full.fsdp2_only)
+        if not engine.target_at_least("2.2"):
             return None
         if opened is None:
             return PlainCall(call, "optim")
@@ -158,6 +165,23 @@ def plain_form(engine: Engine, call: cst.Call) -> PlainCall | None:
             return None
         pair = load_pair(engine, call)
         return None if pair is None else PlainCall(call, "optim-load", pair=pair)
+    return None
+
+
+def _full_block(engine: Engine, call: cst.Call) -> PlainCall | None:
+    """The ``"full"`` form of the ``FULL_STATE_DICT`` block ``call`` opens, if it has one.
+
+    Its statements after the state dict may read the optimizer's state in the block's
+    layout; where the file's releases start before DCP's functions, the form is for the
+    dual stack's FSDP2 branch (``fsdp2_only``).
+    """
+    plan = plan_for(engine, call, rest=True, optim=True)
+    if plan is not None:
+        return PlainCall(call, "full", plan, plan.with_node)
+    if needs_dual(engine):  # the FSDP2 branch: torch 2.4 or later
+        plan = plan_for(engine, call, rest=True, any_release=True, optim=True)
+        if plan is not None:
+            return PlainCall(call, "full", plan, plan.with_node, fsdp2_only=True)
     return None
 
 
@@ -336,8 +360,13 @@ def written(
     return write(engine, plain, updated)
 
 
-def write(engine: Engine, plain: PlainCall, updated: cst.Call) -> cst.BaseExpression:
-    """Write ``plain``'s form; returns what takes the place of its call."""
+def write(
+    engine: Engine, plain: PlainCall, updated: cst.Call, importer: Any = None
+) -> cst.BaseExpression:
+    """Write ``plain``'s form; returns what takes the place of its call.
+
+    ``importer`` gets an optimizer form's imports (the dual stack's ``try``), else ``engine``.
+    """
     from codemods.rules.fsdp115 import adopt, adopt_block
 
     if plain.kind == "full":
@@ -348,12 +377,17 @@ def write(engine: Engine, plain: PlainCall, updated: cst.Call) -> cst.BaseExpres
         code = engine.module.code_for_node
         return optim_load.write(engine, plain.pair, [code(v) for v in arguments(updated)])
     if plain.kind.startswith("optim"):
-        engine.need_import(DCP_STATE_DICT, "get_optimizer_state_dict")
+        importer = importer or engine
+        importer.need_import(DCP_STATE_DICT, "get_optimizer_state_dict")
         args = [engine.module.code_for_node(arg.value) for arg in updated.args]
         if plain.kind == "optim":  # FSDP1's default layout: full on every rank
-            engine.need_import(DCP_STATE_DICT, "StateDictOptions")
+            importer.need_import(DCP_STATE_DICT, "StateDictOptions")
             args.append("options=StateDictOptions(full_state_dict=True)")
         text = f"get_optimizer_state_dict({', '.join(args)})"
+        if plain.kind == "optim-full":  # the block's optimizer config
+            importer.need_import(DCP_STATE_DICT, "StateDictOptions")
+            args.append(f"options={plain.plan.optim_options}")
+            text = optim_full.call_text(engine, plain.call, args, importer is not engine)
         return cst.parse_expression(text, engine.module.config_for_parsing)
     args = call_arguments(plain.call)
     for value in args.values():  # the model stays; the type and config go with the call

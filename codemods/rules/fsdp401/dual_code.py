@@ -288,7 +288,7 @@ def dual_checkpoint(
     flag = found.dual
     if plain is None or flag is None or not found.converts():
         return None
-    if plain.kind == "inert" or (plain.kind == "full" and not plain.fsdp2_only):
+    if plain.kind == "inert" or (plain.kind in ("full", "optim-full") and not plain.fsdp2_only):
         return None  # the same form on both stacks
     if not engine.report(original, rule, quiet=True, unsafe_here=plain.unsafe):
         return updated
@@ -313,6 +313,8 @@ def dual_checkpoint(
 
         engine.replace(block, both)
         return updated
+    if plain.kind == "optim-full":  # in a block dispatched whole: its FSDP2 side
+        return write(engine, plain, updated, writer(engine))
     new = write(engine, plain, updated)
     if plain.kind == "optim-sharded":  # in a block dispatched whole: its FSDP2 side
         return new
@@ -325,19 +327,24 @@ def _dispatch_full(engine: Engine, flag: str, plain: Any) -> None:
     ``if flag:`` its state-dict statement as DCP's ``else:`` the block with that one
     statement; its other statements (which do not name the model) follow, once. The
     DCP names come from the dual stack's ``try`` (torch before 2.2 has none); the
-    block's config stays, FSDP1's branch passes it.
+    block's config stays, FSDP1's branch passes it. A block that also reads the
+    optimizer's state in its layout is dispatched whole: ``else:`` the block as written.
     """
     from codemods.rules.fsdp115 import rewritten_statement
-    from codemods.rules.fsdp115.plan import DCP_STATE_DICT
+    from codemods.rules.fsdp115.plan import DCP_STATE_DICT, optim_read
 
     collecting = writer(engine)
     collecting.need_import(DCP_STATE_DICT, plain.plan.function)
     collecting.need_import(DCP_STATE_DICT, "StateDictOptions")
     indent = indentation(engine, plain.with_node) + engine.module.default_indent
 
+    reads = find_all(plain.with_node, lambda n: optim_read(engine, n, plain.plan.module))
+
     def both(opened: cst.With) -> list[cst.BaseStatement]:
         first, *rest = opened.body.body
         fsdp2 = rewritten_statement(plain.plan, opened, engine, indent)
+        if reads:  # `rest` holds the optimizer's reads as FSDP2's
+            return [_branches(flag, [fsdp2, *rest], plain.with_node)]
         fsdp1 = opened.with_changes(body=opened.body.with_changes(body=[first]))
         return [_branches(flag, [fsdp2], fsdp1), *rest]
 
