@@ -241,6 +241,7 @@ def _assert_equal(old: object, new: object, where: str) -> None:
 
 @pytest.mark.distributed
 @distributed.NEEDS_FSDP1
+@distributed.NEEDS_FSDP1_OPTIMIZER_GATHER
 @RUNS_REWRITES
 def test_the_rewrites_give_fsdp1s_state_dicts():
     ranks = distributed.run(_all, _rewrites(), backend="gloo", world_size=2, timeout=300)

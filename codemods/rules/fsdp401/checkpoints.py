@@ -29,10 +29,11 @@ file that converts may pass any module to them:
   ``LOCAL_STATE_DICT`` block around ``torch.save(opt.state_dict(), path)``) loses its
   ``with``, which changed nothing they do.
 
-Everything else (``LOCAL_STATE_DICT`` on the model, ``set_state_dict_type``, a config
-with values, ``summon_full_params``) keeps the file FSDP1; ``optim_state_dict_to_load``
-converts where the optimizer's own load of its result follows it
-(:mod:`codemods.rules.fsdp401.optim_load`).
+A sharded ``set_state_dict_type`` goes where the model's state-dict calls all follow it
+(:mod:`codemods.rules.fsdp401.set_type`). Everything else (``LOCAL_STATE_DICT`` on the
+model, a config with values, ``summon_full_params``) keeps the file FSDP1;
+``optim_state_dict_to_load`` converts where the optimizer's own load of its result
+follows it (:mod:`codemods.rules.fsdp401.optim_load`).
 """
 
 from __future__ import annotations
@@ -48,10 +49,9 @@ from codemods.rules.fsdp115.plan import (
     call_arguments,
     from_fsdp,
     names_free,
-    plan_for,
     unproven,
 )
-from codemods.rules.fsdp401 import optim_full, optim_load
+from codemods.rules.fsdp401 import optim_full, optim_load, set_type
 from codemods.rules.fsdp401.dual import needs_dual
 from codemods.rules.fsdp401.lookups import fsdp1_reference
 from codemods.rules.fsdp401.optim_load import arguments, load_pair
@@ -89,6 +89,7 @@ DIFFERENCES = {
     ),
     "optim-load": optim_load.DIFFERENCE,
     "optim-full": optim_full.DIFFERENCE,
+    "set-sharded": set_type.DIFFERENCE,
     "inert": (
         "its `FSDP.state_dict_type(...)` block whose statements ask the model nothing loses "
         "its `with` (it changed nothing they do); an optimizer's own `state_dict()` holds "
@@ -133,9 +134,9 @@ def plain_form(engine: Engine, call: cst.Call) -> PlainCall | None:
     """The FSDP2 form of ``call`` (an ``FSDP.<name>(...)`` call), where it is certain."""
     name = call.func.attr.value
     if name == "state_dict_type":
-        full = _full_block(engine, call)
+        full = optim_full.full_block(engine, call)
         if full is not None:
-            return PlainCall(call, "full", full.plan, full.with_node, full.fsdp2_only)
+            return PlainCall(call, "full", full[0], full[0].with_node, full[1])
         with_node = _sharded_block(engine, call)
         if with_node is not None:
             return PlainCall(call, "sharded", None, with_node)
@@ -146,16 +147,18 @@ def plain_form(engine: Engine, call: cst.Call) -> PlainCall | None:
         wanted = ("get_optimizer_state_dict", "StateDictOptions")
         if not names_free(engine, call, wanted):
             return None
-        full = None if opened is None else _full_block(engine, opened)
-        if full is not None and dotted(call.args[0].value) == dotted(full.plan.module):
+        full = None if opened is None else optim_full.full_block(engine, opened)
+        if full is not None and dotted(call.args[0].value) == dotted(full[0].module):
             # read in a full block of the same model: its optimizer config's layout
-            return PlainCall(call, "optim-full", full.plan, fsdp2_only=full.fsdp2_only)
+            return PlainCall(call, "optim-full", full[0], fsdp2_only=full[1])
         if not engine.target_at_least("2.2"):
             return None
         if opened is None:
             return PlainCall(call, "optim")
         if _sharded_block(engine, opened) is not None:  # the block's layout: sharded
             return PlainCall(call, "optim-sharded")
+    if name == "set_state_dict_type" and set_type.sharded_line(engine, call) is not None:
+        return PlainCall(call, "set-sharded")
     if name == "optim_state_dict_to_load" and enclosing_block(engine, call) is None:
         wanted = ("set_optimizer_state_dict", "StateDictOptions")
         # DCP's functions need torch 2.2; the dual stack's FSDP2 branch runs on 2.4 on
@@ -165,23 +168,6 @@ def plain_form(engine: Engine, call: cst.Call) -> PlainCall | None:
             return None
         pair = load_pair(engine, call)
         return None if pair is None else PlainCall(call, "optim-load", pair=pair)
-    return None
-
-
-def _full_block(engine: Engine, call: cst.Call) -> PlainCall | None:
-    """The ``"full"`` form of the ``FULL_STATE_DICT`` block ``call`` opens, if it has one.
-
-    Its statements after the state dict may read the optimizer's state in the block's
-    layout; where the file's releases start before DCP's functions, the form is for the
-    dual stack's FSDP2 branch (``fsdp2_only``).
-    """
-    plan = plan_for(engine, call, rest=True, optim=True)
-    if plan is not None:
-        return PlainCall(call, "full", plan, plan.with_node)
-    if needs_dual(engine):  # the FSDP2 branch: torch 2.4 or later
-        plan = plan_for(engine, call, rest=True, any_release=True, optim=True)
-        if plan is not None:
-            return PlainCall(call, "full", plan, plan.with_node, fsdp2_only=True)
     return None
 
 
@@ -330,9 +316,16 @@ def enclosing_block(engine: Engine, node: cst.CSTNode) -> cst.Call | None:
 
 
 def in_plain_block(engine: Engine, node: cst.CSTNode) -> bool:
-    """Whether ``node`` is in a block whose form this module writes (its uses go with it)."""
+    """Whether ``node`` is in a block whose form this module writes (its uses go with it).
+
+    Or after a sharded ``set_state_dict_type`` of its model: sharded on both, it stays.
+    """
+    plain = engine.scratch.get(SCRATCH, {})
+    sets = [p.call for p in plain.values() if p.kind == "set-sharded"]
+    if sets and set_type.after_set(engine, node, sets):
+        return True
     opened = enclosing_block(engine, node)
-    return opened is not None and id(opened) in engine.scratch.get(SCRATCH, {})
+    return opened is not None and id(opened) in plain
 
 
 def note_differences(engine: Engine, conversions: dict[int, Any]) -> None:
@@ -371,6 +364,9 @@ def write(
 
     if plain.kind == "full":
         adopt(engine, plain.plan, plain.call)  # FSDP115's block hook writes it
+        return updated
+    if plain.kind == "set-sharded":
+        set_type.write(engine, plain.call, None)
         return updated
     engine.forget(plain.call.func)
     if plain.kind == "optim-load":

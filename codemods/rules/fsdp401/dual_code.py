@@ -313,6 +313,11 @@ def dual_checkpoint(
 
         engine.replace(block, both)
         return updated
+    if plain.kind == "set-sharded":  # FSDP1's branch sets it; FSDP2's is sharded already
+        from codemods.rules.fsdp401.set_type import write as drop_set
+
+        drop_set(engine, plain.call, flag)
+        return updated
     if plain.kind == "optim-full":  # in a block dispatched whole: its FSDP2 side
         return write(engine, plain, updated, writer(engine))
     new = write(engine, plain, updated)

@@ -22,6 +22,8 @@ from __future__ import annotations
 from typing import Any
 
 from codemods.rules.api import Engine
+from codemods.rules.fsdp115.plan import Plan, plan_for
+from codemods.rules.fsdp401.dual import needs_dual
 from codemods.rules.layout import indentation, wrapped_call
 from codemods.syntax.lazy_libcst import cst
 
@@ -34,6 +36,23 @@ DIFFERENCE = (
     "both ways (its `param_groups` list the names in the optimizer's order, FSDP1's by "
     "flat parameter)"
 )
+
+
+def full_block(engine: Engine, call: cst.Call) -> tuple[Plan, bool] | None:
+    """The plan of the ``FULL_STATE_DICT`` block ``call`` opens, and whether it is FSDP2's only.
+
+    Its statements after the state dict may read the optimizer's state in the block's
+    layout; where the file's releases start before DCP's functions, the form is for the
+    dual stack's FSDP2 branch (``True``: torch 2.4 or later).
+    """
+    plan = plan_for(engine, call, rest=True, optim=True)
+    if plan is not None:
+        return plan, False
+    if needs_dual(engine):
+        plan = plan_for(engine, call, rest=True, any_release=True, optim=True)
+        if plan is not None:
+            return plan, True
+    return None
 
 
 def call_text(engine: Engine, call: cst.Call, args: list[str], dual: bool) -> str:
