@@ -19,10 +19,8 @@ import torch
 from torch import nn
 
 from codemods.engine.run import run
-from codemods.releases import Releases
-from codemods.settings import Settings
 from tests import distributed
-from tests.test_fsdp2_checkpoint_blocks import RUNS_REWRITES
+from tests.test_fsdp2_checkpoint_blocks import RUNS_REWRITES, _settings
 from tests.test_fsdp2_checkpoint_forms import _Unit
 
 HEAD = (
@@ -34,10 +32,7 @@ HEAD = (
 
 
 def _migrate(body: str, torch_range: str = "2.6..") -> tuple[str | None, list]:
-    settings = Settings(
-        fix=True, unsafe_fixes=True, select=("FSDP4",), releases=Releases.parse(torch=torch_range)
-    )
-    outcome = run((HEAD + textwrap.dedent(body)).encode(), settings)
+    outcome = run((HEAD + textwrap.dedent(body)).encode(), _settings(torch_range))
     new = None if outcome.new_source is None else outcome.new_source.decode()
     return new, [f for f in outcome.findings if f.code == "FSDP401"]
 
@@ -164,12 +159,7 @@ def _rewrites() -> dict[str, str]:
     FSDP1 cannot offload a full state dict to the CPU from CPU tensors (it raises on
     rank 0), so rank 0's copy is compared with its default configs' dicts.
     """
-    settings = {
-        form: Settings(
-            fix=True, unsafe_fixes=True, select=("FSDP4",), releases=Releases.parse(torch=span)
-        )
-        for form, span in (("plain", "2.6.."), ("dual", "2.0.."))
-    }
+    settings = {form: _settings(span) for form, span in (("plain", "2.6.."), ("dual", "2.0.."))}
     scripts = {"old": SCRIPT.replace("OFFLOAD", "False")}
     for offload in ("False", "True"):
         for form, chosen in settings.items():

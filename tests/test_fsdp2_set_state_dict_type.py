@@ -20,10 +20,8 @@ import torch
 from torch import nn
 
 from codemods.engine.run import run
-from codemods.releases import Releases
-from codemods.settings import Settings
 from tests import distributed
-from tests.test_fsdp2_checkpoint_blocks import RUNS_REWRITES
+from tests.test_fsdp2_checkpoint_blocks import RUNS_REWRITES, _settings
 from tests.test_fsdp2_checkpoint_forms import _local, _Unit
 
 HEAD = (
@@ -32,12 +30,6 @@ HEAD = (
     "from torch.distributed.fsdp import StateDictType\n\n\n"
 )
 SET = "FSDP.set_state_dict_type(model, StateDictType.SHARDED_STATE_DICT{config})"
-
-
-def _settings(torch_range: str) -> Settings:
-    return Settings(
-        fix=True, unsafe_fixes=True, select=("FSDP4",), releases=Releases.parse(torch=torch_range)
-    )
 
 
 def _migrate(body: str, torch_range: str = "2.6..") -> tuple[str | None, list]:
