@@ -143,7 +143,7 @@ def test_the_optimizer_state_in_a_sharded_block_stays_sharded():
             "FSDP.state_dict_type",
         ),
         ("osd = FSDP.optim_state_dict_to_load(model, optim, osd)\n", "optim_state_dict_to_load"),
-        ("with FSDP.summon_full_params(model):\n    print(model.weight)\n", "summon_full_params"),
+        ("with FSDP.summon_full_params(model):\n    model.weight.zero_()\n", "summon_full_params"),
         ("FSDP.set_state_dict_type(model, StateDictType.FULL_STATE_DICT)\n", "set_state_dict"),
     ],
     ids=["local", "optim-in-sharded", "sharded-config", "to-load", "summon", "set-type"],

@@ -101,7 +101,8 @@ def test_a_variable_bound_by_an_imported_callable_is_not_the_wrapped_model():
 @pytest.mark.parametrize(
     ("use", "recipe"),
     [
-        ("with FSDP.summon_full_params(model):\n    print(model.weight)\n", "`unshard()` on each"),
+        # (a block that only reads converts: tests/test_fsdp2_summon_blocks.py)
+        ("with FSDP.summon_full_params(model):\n    model.weight.zero_()\n", "`unshard()` on each"),
         ("with model.summon_full_params():\n    print(model.weight)\n", "`unshard()` on each"),
         ("print(model.module)\n", "the model itself: `fully_shard` shards the module in place"),
         ("osd = FSDP.optim_state_dict_to_load(model, optim, osd)\n", "set_optimizer_state_dict("),

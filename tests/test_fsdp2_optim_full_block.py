@@ -180,19 +180,23 @@ def _kinds(state: dict) -> dict:
     return state
 
 
-def _trained(rank: int, source: str, hide_fsdp2: bool = False) -> dict:
+def load_script(source: str, hide_fsdp2: bool = False):
+    """``source`` run as a module, on this torch or (``hide_fsdp2``) as on one without FSDP2."""
     from tests.test_fsdp2_dual_stack import _load, _without_fsdp2
 
+    if not hide_fsdp2:
+        return _load(source, "this_torch")
+    with _without_fsdp2():
+        return _load(source, "old_torch")
+
+
+def _trained(rank: int, source: str, hide_fsdp2: bool = False) -> dict:
     torch.manual_seed(0)
     model = nn.Sequential(_Unit(8), _Unit(8), nn.Linear(8, 2))
     batches = [torch.randn(4, 8, generator=torch.Generator().manual_seed(rank + s)) for s in (1, 2)]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        if hide_fsdp2:
-            with _without_fsdp2():
-                module = _load(source, "old_torch")
-        else:
-            module = _load(source, "this_torch")
+        module = load_script(source, hide_fsdp2)
         state, optim_state = module.train(model, _Unit, distributed.device_for(rank), batches)
     return {"model": state, "optim": optim_state, "kinds": _kinds([state, optim_state])}
 

@@ -51,7 +51,7 @@ from codemods.rules.fsdp115.plan import (
     names_free,
     unproven,
 )
-from codemods.rules.fsdp401 import optim_full, optim_load, set_type
+from codemods.rules.fsdp401 import optim_full, optim_load, set_type, summon
 from codemods.rules.fsdp401.dual import needs_dual
 from codemods.rules.fsdp401.lookups import fsdp1_reference
 from codemods.rules.fsdp401.optim_load import arguments, load_pair
@@ -90,6 +90,7 @@ DIFFERENCES = {
     "optim-load": optim_load.DIFFERENCE,
     "optim-full": optim_full.DIFFERENCE,
     "set-sharded": set_type.DIFFERENCE,
+    "summon": summon.DIFFERENCE,
     "inert": (
         "its `FSDP.state_dict_type(...)` block whose statements ask the model nothing loses "
         "its `with` (it changed nothing they do); an optimizer's own `state_dict()` holds "
@@ -130,6 +131,10 @@ class PlainCall:
         return self.plan is not None and unproven(self.plan.function, self.plan.options)
 
 
+#: FSDP1 calls whose forms have modules of their own (``form`` and ``write``), by name.
+OWN_FORMS = {"set_state_dict_type": set_type, "summon_full_params": summon}
+
+
 def plain_form(engine: Engine, call: cst.Call) -> PlainCall | None:
     """The FSDP2 form of ``call`` (an ``FSDP.<name>(...)`` call), where it is certain."""
     name = call.func.attr.value
@@ -157,8 +162,8 @@ def plain_form(engine: Engine, call: cst.Call) -> PlainCall | None:
             return PlainCall(call, "optim")
         if _sharded_block(engine, opened) is not None:  # the block's layout: sharded
             return PlainCall(call, "optim-sharded")
-    if name == "set_state_dict_type" and set_type.sharded_line(engine, call) is not None:
-        return PlainCall(call, "set-sharded")
+    if name in OWN_FORMS and (kind := OWN_FORMS[name].form(engine, call)) is not None:
+        return PlainCall(call, kind)
     if name == "optim_state_dict_to_load" and enclosing_block(engine, call) is None:
         wanted = ("set_optimizer_state_dict", "StateDictOptions")
         # DCP's functions need torch 2.2; the dual stack's FSDP2 branch runs on 2.4 on
@@ -365,9 +370,8 @@ def write(
     if plain.kind == "full":
         adopt(engine, plain.plan, plain.call)  # FSDP115's block hook writes it
         return updated
-    if plain.kind == "set-sharded":
-        set_type.write(engine, plain.call, None)
-        return updated
+    if plain.kind in ("set-sharded", "summon"):  # forms of their own modules
+        return OWN_FORMS[plain.call.func.attr.value].write(engine, plain.call, updated, None)
     engine.forget(plain.call.func)
     if plain.kind == "optim-load":
         code = engine.module.code_for_node

@@ -316,8 +316,11 @@ def dual_checkpoint(
     if plain.kind == "set-sharded":  # FSDP1's branch sets it; FSDP2's is sharded already
         from codemods.rules.fsdp401.set_type import write as drop_set
 
-        drop_set(engine, plain.call, flag)
-        return updated
+        return drop_set(engine, plain.call, updated, flag)
+    if plain.kind == "summon":  # the helper where FSDP2 runs, FSDP1's call where not
+        from codemods.rules.fsdp401.summon import write as unsharded
+
+        return _chosen(engine, original, flag, unsharded(engine, original, updated, flag), updated)
     if plain.kind == "optim-full":  # in a block dispatched whole: its FSDP2 side
         return write(engine, plain, updated, writer(engine))
     new = write(engine, plain, updated)

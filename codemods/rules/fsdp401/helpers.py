@@ -1,6 +1,6 @@
 """The module-level functions FSDP401's plain FSDP2 code calls, written once per file.
 
-Five, each only where a converted call needs it:
+Six, each only where a converted call needs it:
 
 - ``shard_like_fsdp1(module, policy, root, prepare, **kwargs)``: the units an FSDP1
   ``auto_wrap_policy`` known only at run time picks (a size threshold, a lambda, classes
@@ -16,13 +16,16 @@ Five, each only where a converted call needs it:
 - ``precision_like_fsdp1(precision, root)``: a ``MixedPrecision`` known only at run time
   (read from a config) as a ``MixedPrecisionPolicy`` casting inputs where FSDP1 did;
 - ``no_sync_like_fsdp1(module)``: ``with module.no_sync():``'s plain form as a context,
-  for the dual stack (:mod:`codemods.rules.fsdp401.dual_code`).
+  for the dual stack (:mod:`codemods.rules.fsdp401.dual_code`);
+- ``summon_full_params_like_fsdp1(module)``: a ``summon_full_params`` block that only
+  reads, each unit unsharded for it (:mod:`codemods.rules.fsdp401.summon`).
 
 They name nothing but torch, so the rewritten file depends on nothing new.
 """
 
 from __future__ import annotations
 
+from codemods.registry.names import COMPOSABLE_FSDP, TORCH_FSDP
 from codemods.rules.api import Engine
 from codemods.rules.fsdp401.lookups import fresh
 from codemods.syntax.lazy_libcst import cst
@@ -106,6 +109,18 @@ def {no_sync}(module):
 {one}finally:
 {one}{one}module.set_requires_gradient_sync(True)
 ''',
+    "summon": '''@contextlib.contextmanager
+def {summon}(module):
+{one}"""FSDP1's ``summon_full_params(module)`` on FSDP2, to read: each unit gathered in it."""
+{one}units = [unit for unit in module.modules() if isinstance(unit, FSDPModule)]
+{one}for unit in units:
+{one}{one}unit.unshard()
+{one}try:
+{one}{one}yield
+{one}finally:
+{one}{one}for unit in reversed(units):
+{one}{one}{one}unit.reshard()
+''',
 }
 #: The names they take in the file (made fresh where the file uses one).
 NAMES = {
@@ -115,6 +130,7 @@ NAMES = {
     "units": "shard_like_fsdp1",
     "precision": "precision_like_fsdp1",
     "no_sync": "no_sync_like_fsdp1",
+    "summon": "summon_full_params_like_fsdp1",
 }
 #: What each needs besides itself.
 NEEDS: dict[str, tuple[str, ...]] = {
@@ -123,6 +139,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "units": (),
     "precision": (),
     "no_sync": (),
+    "summon": (),
 }
 
 
@@ -157,8 +174,11 @@ def write_helpers(engine: Engine, line: cst.SimpleStatementLine) -> list[cst.CST
     text = "\n\n".join(SOURCES[role].format(one=one, **state["names"]) for role in roles)
     if {"materialise", "broadcast"} & set(roles):
         engine.need_import("torch", None)
-    if "no_sync" in roles:
+    if {"no_sync", "summon"} & set(roles):
         engine.need_import("contextlib", None)
+    if "summon" in roles:  # (the dual stack's importer takes it from FSDP2's `try`)
+        home = TORCH_FSDP if engine.target_at_least("2.6") else COMPOSABLE_FSDP
+        engine.need_import(home, "FSDPModule")
     blank = [cst.EmptyLine(), cst.EmptyLine()]
     parsed = [node.with_changes(leading_lines=blank) for node in cst.parse_module(text).body]
     top: cst.CSTNode = line

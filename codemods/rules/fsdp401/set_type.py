@@ -99,7 +99,12 @@ def after_set(engine: Engine, node: cst.CSTNode, sets: list[cst.Call]) -> bool:
     )
 
 
-def write(engine: Engine, call: cst.Call, flag: str | None) -> None:
+def form(engine: Engine, call: cst.Call) -> str | None:
+    """``"set-sharded"`` where the set's statement may go (:func:`sharded_line`)."""
+    return None if sharded_line(engine, call) is None else "set-sharded"
+
+
+def write(engine: Engine, call: cst.Call, updated: cst.Call, flag: str | None) -> cst.Call:
     """Remove the set's statement (``flag``: keep it for FSDP1 under ``if not flag:``)."""
     line = engine.parent(engine.parent(call))
     for value in call_arguments(call).values():  # the model stays; the rest goes
@@ -109,7 +114,7 @@ def write(engine: Engine, call: cst.Call, flag: str | None) -> None:
     if flag is None:
         engine.forget(call.func)
         engine.replace(line, cst.RemovalSentinel.REMOVE)
-        return
+        return updated
 
     def fsdp1_only(updated: cst.SimpleStatementLine) -> cst.If:
         test = cst.UnaryOperation(operator=cst.Not(), expression=cst.Name(flag))
@@ -117,3 +122,4 @@ def write(engine: Engine, call: cst.Call, flag: str | None) -> None:
         return cst.If(test=test, body=body, leading_lines=updated.leading_lines)
 
     engine.replace(line, fsdp1_only)
+    return updated
