@@ -54,6 +54,27 @@ def test_a_load_before_main_wraps_its_own_variable_is_the_plain_module():
 
 
 @pytest.mark.parametrize(
+    "inner",
+    [
+        # a nested function reading it (a loss closure in the loop) changes nothing
+        "    def forward(x):\n        return model(x)\n\n",
+        # one rebinding it may: the load could see anything
+        "    def forward(x):\n        nonlocal model\n        model = setup(model)\n\n",
+    ],
+    ids=["read", "nonlocal"],
+)
+def test_a_nested_function_reading_mains_variable_leaves_it_mains(inner):
+    body = SETUP_THEN_MAIN.replace(
+        "    model = setup(model)\n", f"{inner}    model = setup(model)\n"
+    )
+    new, findings = _migrate(body)
+    if "nonlocal" in inner:
+        assert new is None and "`model.load_state_dict` at line" in findings[0].withheld
+    else:
+        assert findings[0].fixed and "    model.load_state_dict(torch.load(path))\n" in new
+
+
+@pytest.mark.parametrize(
     "use",
     [
         # after the setup function's result is bound: the wrapped model

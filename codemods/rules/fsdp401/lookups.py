@@ -147,19 +147,30 @@ def _imported_results(engine: Engine, name: cst.Name, scope: Any, wrapped: froze
 def _local_name(engine: Engine, node: cst.CSTNode, scope: Any) -> bool:
     """Whether ``node`` is a name bound only by statements of ``scope``, a function's.
 
-    Not a parameter (a caller may pass the wrapped model), not global, and read in no
-    nested function (which could run anywhere).
+    Not a parameter (a caller may pass the wrapped model), not global, and rebound by
+    no nested function (``nonlocal``). A nested function may read it (Lumina's
+    ``model_func`` in the training loop): that changes nothing the name holds here.
     """
     if not isinstance(node, cst.Name) or not isinstance(scope, cst.metadata.FunctionScope):
         return False
     assignments = list(scope[node.value]) if node.value in scope else []
-    return bool(assignments) and all(
-        a.scope is scope
-        and isinstance(a, cst.metadata.Assignment)
-        and not isinstance(a.node, cst.Param)
-        and not isinstance(engine.parent(a.node), cst.Param)
-        and all(access.scope is scope for access in a.references)
-        for a in assignments
+    declared = find_all(
+        scope.node,
+        lambda n: (
+            isinstance(n, (cst.Nonlocal, cst.Global))
+            and any(item.name.value == node.value for item in n.names)
+        ),
+    )
+    return (
+        bool(assignments)
+        and not declared
+        and all(
+            a.scope is scope
+            and isinstance(a, cst.metadata.Assignment)
+            and not isinstance(a.node, cst.Param)
+            and not isinstance(engine.parent(a.node), cst.Param)
+            for a in assignments
+        )
     )
 
 
