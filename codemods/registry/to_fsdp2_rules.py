@@ -287,6 +287,64 @@ RULES = (
                 ),
             ),
             Example(
+                # A full block reading the optimizer's state too: both DCP reads, with
+                # each config's options (rank 0's CPU copy; `{}` on other ranks).
+                before=(
+                    _IMPORT + "from torch.distributed.fsdp import FullOptimStateDictConfig, "
+                    "FullStateDictConfig\nfrom torch.distributed.fsdp import StateDictType\n\n"
+                    "model = FSDP(model)\n"
+                    "with FSDP.state_dict_type(\n    model,\n    StateDictType.FULL_STATE_DICT,\n"
+                    "    FullStateDictConfig(offload_to_cpu=True, rank0_only=True),\n"
+                    "    FullOptimStateDictConfig(offload_to_cpu=True, rank0_only=True),\n):\n"
+                    "    state = model.state_dict()\n"
+                    "    optim_state = FSDP.optim_state_dict(model, optim)\n"
+                ),
+                after=(
+                    "from torch.distributed.fsdp import fully_shard\n"
+                    "from torch.distributed.checkpoint.state_dict import StateDictOptions, "
+                    "get_model_state_dict, get_optimizer_state_dict\n\n"
+                    "model = fully_shard(model)\nstate = get_model_state_dict(\n"
+                    "    model, options=StateDictOptions(full_state_dict=True, cpu_offload=True)\n"
+                    ")\noptim_state = get_optimizer_state_dict(\n    model, optim, "
+                    "options=StateDictOptions(full_state_dict=True, cpu_offload=True)\n)\n"
+                ),
+            ),
+            Example(
+                # A sharded type set for the state-dict calls after it: FSDP2's already is.
+                before=(
+                    _IMPORT + "from torch.distributed.fsdp import StateDictType\n\n"
+                    "model = FSDP(model)\n"
+                    "FSDP.set_state_dict_type(model, StateDictType.SHARDED_STATE_DICT)\n"
+                    "state = model.state_dict()\n"
+                ),
+                after=(
+                    "from torch.distributed.fsdp import fully_shard\n\n"
+                    "model = fully_shard(model)\nstate = model.state_dict()\n"
+                ),
+            ),
+            Example(
+                # A summon block that only reads parameters: each unit unsharded for it.
+                before=(
+                    "import torch\n" + _IMPORT + "\n"
+                    "model = FSDP(model)\nwith FSDP.summon_full_params(model):\n"
+                    "    torch.save(model.weight.detach().clone(), 'weight.pt')\n"
+                ),
+                after=(
+                    "import torch\nfrom torch.distributed.fsdp import FSDPModule, fully_shard\n"
+                    "import contextlib\n\n\n@contextlib.contextmanager\n"
+                    "def summon_full_params_like_fsdp1(module):\n"
+                    '    """FSDP1\'s ``summon_full_params(module)`` on FSDP2, to read: each unit '
+                    'gathered in it."""\n'
+                    "    units = [unit for unit in module.modules() "
+                    "if isinstance(unit, FSDPModule)]\n"
+                    "    for unit in units:\n        unit.unshard()\n    try:\n        yield\n"
+                    "    finally:\n        for unit in reversed(units):\n"
+                    "            unit.reshard()\n\n\n"
+                    "model = fully_shard(model)\nwith summon_full_params_like_fsdp1(model):\n"
+                    "    torch.save(model.weight.detach().clone(), 'weight.pt')\n"
+                ),
+            ),
+            Example(
                 # An import only a dropped argument used goes with it.
                 before=(
                     "import torch\n" + _IMPORT + _WRAP + _MODEL + "\n"

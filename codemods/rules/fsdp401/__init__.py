@@ -79,6 +79,7 @@ class Fsdp401(Behaviour):
     def call(self, engine: Engine, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         if not engine.settings.enabled(self.rule):
             return updated
+        from codemods.rules.fsdp401.helpers import spaced
         from codemods.rules.fsdp401.outcome import Bridged
         from codemods.rules.fsdp401.text import bound_first, statements_before
 
@@ -137,7 +138,7 @@ class Fsdp401(Behaviour):
             keywords = as_unit(conversion, keywords)
         statements = statements_before(engine, conversion, indent, bindings, unit_keywords)
         if statements:
-            engine.insert_before(conversion.line, statements)
+            engine.insert_before(conversion.line, spaced(engine, statements, conversion.line))
         one = engine.module.default_indent
         taken = len(indent + conversion.root + " = ")  # most often `model = fully_shard(...)`
         text = wrapped_call("fully_shard", [conversion.root, *keywords], one, "", taken, "", False)

@@ -193,3 +193,28 @@ def write_helpers(engine: Engine, line: cst.SimpleStatementLine) -> list[cst.CST
         engine.replace(top, lambda updated: cst.FlattenSentinel([*pending[id(top)], updated]))
     pending[id(top)] += parsed
     return []
+
+
+def spaced(
+    engine: Engine, statements: list[cst.CSTNode], line: cst.SimpleStatementLine
+) -> list[cst.CSTNode]:
+    """``statements`` put before ``line``, two blank lines after each helper among them.
+
+    At module level the helpers come first (:func:`write_helpers`): what follows the
+    last, the next statement or ``line`` itself, starts after two blank lines (PEP 8).
+    """
+    blank = [cst.EmptyLine(), cst.EmptyLine()]
+    out = list(statements)
+    for index in range(1, len(out)):
+        if isinstance(out[index - 1], cst.FunctionDef):
+            out[index] = out[index].with_changes(leading_lines=blank)
+    if out and isinstance(out[-1], cst.FunctionDef):
+
+        def after_helpers(updated: cst.CSTNode) -> cst.CSTNode:
+            if isinstance(updated, cst.FlattenSentinel):  # the statements, then the line
+                *before, last = updated.nodes
+                return cst.FlattenSentinel([*before, last.with_changes(leading_lines=blank)])
+            return updated.with_changes(leading_lines=blank)
+
+        engine.replace(line, after_helpers)
+    return out
