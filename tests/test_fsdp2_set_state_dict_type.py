@@ -163,3 +163,26 @@ def test_the_rewrite_gives_fsdp1s_sharded_state_dict_and_load():
         # loading the sharded state into a fresh model gives the trained one, both ways
         assert torch.equal(old["loaded"], old["out"])
         assert torch.equal(rewritten["loaded"], rewritten["out"])
+
+
+def test_a_converting_test_s_set_holds_no_library_file_without_the_bridge(tmp_path):
+    """The test's class call becomes nothing (not ``FSDP1Api``'s): the library needs no bridge."""
+    import json
+
+    from codemods.migrate import main as migrate
+    from tests.test_fsdp2_across_files import LIBRARY, _project
+
+    test = HEAD + "import lib\n\n\n" + _prepare(after="    state = model.state_dict()\n")
+    _project(tmp_path, {"lib.py": LIBRARY, "tests/test_rollout.py": test})
+    report = tmp_path / "report.json"
+    flags = ["--check", "--unsafe-fixes", "--extend-select", "FSDP4", "--report", str(report)]
+    migrate([*flags, str(tmp_path)])
+    files = {f["path"]: f["findings"] for f in json.loads(report.read_text())["files"]}
+    found = {
+        path: [x for x in findings if x["code"] == "FSDP401"] for path, findings in files.items()
+    }
+    assert [x["fixed"] for x in found[str(tmp_path / "lib.py")]] == [True]
+    assert [x["fixed"] for x in found[str(tmp_path / "tests" / "test_rollout.py")]] == [True]
+    migrate(["--unsafe-fixes", "--extend-select", "FSDP4", str(tmp_path)])
+    assert "FSDP1Api" not in (tmp_path / "tests" / "test_rollout.py").read_text()
+    assert "fully_shard(model" in (tmp_path / "lib.py").read_text()

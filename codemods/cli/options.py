@@ -250,7 +250,7 @@ class Choices(NamedTuple):
         }
         checks = None
         if self.settings.enabled(REGISTRY["FSDP401"]):
-            checks = ProjectFsdp1Checks(paths)
+            checks = ProjectFsdp1Checks(paths, bridge=self.settings.fsdp2_bridge)
             checks.settle(self._fsdp401_converts, self._fsdp401_follows)
         return self._replace(
             classes=ProjectClasses(paths, hooks) if hooks else None, fsdp1_checks=checks

@@ -121,7 +121,8 @@ def checks_in(tree: ast.Module, api: bool = False) -> list[tuple[int, str]]:
 class ProjectFsdp1Checks:
     """The FSDP1 checks each project keeps among ``paths``, by file."""
 
-    def __init__(self, paths: Iterable[Path]) -> None:
+    def __init__(self, paths: Iterable[Path], bridge: bool = False) -> None:
+        self._bridge = bridge  # off: a converting file's class calls are DCP's, no FSDP1Api's
         self._by_file: dict[Path, list[tuple[int, str]]] = {}
         self._api_by_file: dict[Path, list[tuple[int, str]]] = {}
         self._root: dict[Path, Path | None] = {}
@@ -215,7 +216,7 @@ class ProjectFsdp1Checks:
                 continue
             converted = other in self._converting
             if api:  # rewritten to FSDP1Api's with the file: they need bridged models
-                uses = self._api_by_file.get(other, []) if converted else []
+                uses = self._api_by_file.get(other, []) if self._bridged(other) else []
                 if converted and other not in self._wraps:
                     uses = sorted(uses + self._by_file.get(other, []))
             elif self._tests_only(resolved, other) != tests:
@@ -275,10 +276,15 @@ class ProjectFsdp1Checks:
         return [
             (wrapper, path)
             for path in sorted(self._converting)
-            if self._api_by_file.get(path) or set(mine(path, ())) - set(answered(path, ()))
+            if (self._api_by_file.get(path) and self._bridged(path))
+            or set(mine(path, ())) - set(answered(path, ()))
             for wrapper in self._wrappers(self._project[path], path)
             if wrapper != path and not self._tests_only(path, wrapper)
         ]
+
+    def _bridged(self, path: Path) -> bool:
+        """Whether converted ``path``'s class calls are ``FSDP1Api``'s (a companion's, bridged)."""
+        return path in self._converting and (self._bridge or path not in self._wraps)
 
     def _tests_only(self, path: Path, other: Path) -> bool:
         """Whether ``other`` is a test and ``path`` not (a test follows, or waits for a port)."""
