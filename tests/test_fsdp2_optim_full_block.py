@@ -71,6 +71,11 @@ def test_both_reads_become_dcp_calls_with_the_configs_options():
     assert "`{}` on other ranks, as FSDP1 gave" in finding.message
 
 
+def test_rank0_only_offloads_by_the_optimizer_configs_default():
+    new, (finding,) = _migrate(_save(RANK0, "FullOptimStateDictConfig(rank0_only=True)"))
+    assert finding.fixed and new.count(CPU_OFFLOAD) == 2
+
+
 def test_a_read_on_some_paths_keeps_its_branch():
     read = "if not last:\n{0}optim_state = {{call}}\n        else:\n{0}optim_state = None"
     read = read.format(" " * 12)
@@ -83,8 +88,9 @@ def test_a_read_on_some_paths_keeps_its_branch():
     ) in new
 
 
-def test_the_default_configs_give_full_state_dicts_on_every_rank():
-    new, (finding,) = _migrate(_save("FullStateDictConfig()", "FullOptimStateDictConfig()"))
+def test_configs_on_the_device_give_full_state_dicts_on_every_rank():
+    optim_config = "FullOptimStateDictConfig(offload_to_cpu=False)"  # its default is True
+    new, (finding,) = _migrate(_save("FullStateDictConfig()", optim_config))
     assert finding.fixed, finding.withheld
     options = "options=StateDictOptions(full_state_dict=True)"
     assert f"optim_state = get_optimizer_state_dict(\n        model, optim, {options}\n" in new
@@ -110,19 +116,28 @@ def test_in_the_dual_stack_the_block_is_dispatched_whole():
 @pytest.mark.parametrize(
     ("optim_config", "read"),
     [
-        # full CPU copies on every rank: no `StateDictOptions` gives that
+        # full CPU copies on every rank (the config's default): no `StateDictOptions` gives that
         ("FullOptimStateDictConfig(offload_to_cpu=True)", "optim_state = {call}"),
+        ("FullOptimStateDictConfig()", "optim_state = {call}"),
+        ("FullOptimStateDictConfig(offload_to_cpu=False, rank0_only=True)", "optim_state = {call}"),
         # another model's optimizer state: FSDP1 reads it in that model's own layout
         (RANK0_OPTIM, "optim_state = FSDP.optim_state_dict(other, optim)"),
         # the model asked something else in the block's layout
         (RANK0_OPTIM, "optim_state = model.state_dict()"),
     ],
-    ids=["mixed-optim-config", "another-model", "model-again"],
+    ids=["cpu-every-rank", "default", "rank0-on-device", "another-model", "model-again"],
 )
 def test_what_has_no_certain_form_keeps_the_file_fsdp1(optim_config, read):
     new, findings = _migrate("other = FSDP(make())\n\n\n" + _save(RANK0, optim_config, read))
     assert new is None and findings
     assert all("is FSDP1 only" in finding.withheld for finding in findings)
+
+
+def test_no_optimizer_config_is_fsdp1s_default_and_keeps_the_file_fsdp1():
+    body = _save(RANK0, "", "optim_state = {call}").replace("        ,\n", "")
+    assert "FullOptimStateDictConfig" not in body
+    new, (finding,) = _migrate(body)
+    assert new is None and "is FSDP1 only" in finding.withheld
 
 
 #: FSDP1 checkpoint code of our own writing; the run executes it and its rewrites.

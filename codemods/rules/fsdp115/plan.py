@@ -64,11 +64,12 @@ def _config_values(
 ) -> tuple[bool, bool] | None:
     """``(offload_to_cpu, rank0_only)`` of a ``FullStateDictConfig(...)`` with literals.
 
-    ``suffix``: the config class (``FullOptimStateDictConfig`` has the same two fields).
+    ``suffix``: the config class (``FullOptimStateDictConfig`` has the same two fields,
+    but offloads to the CPU by default).
     """
     if not isinstance(call, cst.Call) or not from_fsdp(engine, call.func, suffix):
         return None
-    values = {"offload_to_cpu": False, "rank0_only": False}
+    values = {"offload_to_cpu": suffix == OPTIM, "rank0_only": False}
     for index, arg in enumerate(call.args):
         name = keyword(arg) or (
             ("offload_to_cpu", "rank0_only")[index] if index < 2 and not arg.star else None
@@ -180,12 +181,12 @@ def plan_for(
     if args is None or "state_dict_type" not in args:
         return None
     optim_options = None
-    if optim:  # FSDP1's default for a full block: full on every rank, not offloaded
+    if optim:  # FSDP1's default optimizer config (a CPU copy on every rank) has no form
         config = args.get("optim_state_dict_config")
-        values = (False, False) if config is None else _config_values(engine, config, OPTIM)
+        values = None if config is None else _config_values(engine, config, OPTIM)
         optim_options = _OPTIONS.get(values)  # type: ignore[arg-type]
-        if optim_options is None:
-            return None
+        if optim_options is None and config is not None:
+            return None  # (none: the block's statements may not read the optimizer)
     elif "optim_state_dict_config" in args:
         return None
     module = args.get("module")
@@ -200,7 +201,7 @@ def plan_for(
             return None
         config, statement, uses = named
     values = (False, False) if config is None else _config_values(engine, config)
-    reads = engine if optim else None
+    reads = engine if optim_options else None
     plan = _statement_plan(engine, with_node, module, values, rest, any_release, reads)
     if plan is not None:
         plan.config_statement, plan.config_uses = statement, uses

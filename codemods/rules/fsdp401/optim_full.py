@@ -12,9 +12,11 @@ The block's model state dict becomes FSDP115's ``get_model_state_dict`` form, an
 optimizer's read ``get_optimizer_state_dict(model, optim, options=...)`` with the
 options of the block's optimizer config (``FSDP2-PORTS.md`` row 18; torchtune's own
 port, ``38bf42775``): ``offload_to_cpu=True, rank0_only=True`` is ``full_state_dict=True,
-cpu_offload=True``, the default config ``full_state_dict=True``; the mixed configs have
-no form. Both stacks key the state by FQN; on torch 2.13 (2 gloo ranks) ranks other
-than 0 get ``{}`` from both, as FSDP1's ``rank0_only`` gave them.
+cpu_offload=True``, ``offload_to_cpu=False, rank0_only=False`` is ``full_state_dict=True``;
+the mixed ones have no form, nor has a block without an optimizer config (FSDP1's
+default, ``FullOptimStateDictConfig()``, offloads to the CPU on every rank). Both stacks
+key the state by FQN; on torch 2.13 (2 gloo ranks) ranks other than 0 get ``{}`` from
+both, as FSDP1's ``rank0_only`` gave them.
 """
 
 from __future__ import annotations
