@@ -85,7 +85,8 @@ DIFFERENCES = {
         "`FSDP.optim_state_dict(model, optim)` becomes `get_optimizer_state_dict(model, optim, "
         "options=StateDictOptions(full_state_dict=True))`: the same full state keyed by FQN "
         "(its `param_groups` list the names in the optimizer's order, FSDP1's by flat "
-        "parameter)"
+        "parameter), on the parameters' device where FSDP1's default config copied it "
+        "to the CPU"
     ),
     "optim-load": optim_load.DIFFERENCE,
     "optim-full": optim_full.DIFFERENCE,
