@@ -205,6 +205,8 @@ def spaced(
     """
     blank = [cst.EmptyLine(), cst.EmptyLine()]
     out = list(statements)
+    if not isinstance(engine.parent(line), cst.Module):
+        return out  # in a function: its own nested functions keep their layout
     for index in range(1, len(out)):
         if isinstance(out[index - 1], cst.FunctionDef):
             out[index] = out[index].with_changes(leading_lines=blank)
