@@ -62,7 +62,8 @@ def write(engine: Engine, call: cst.Call, updated: cst.Call, flag: str | None) -
     helper = helper_names(engine, ["summon"])["summon"]
     if flag is None:
         engine.forget(call.func)
-    return cst.Call(func=cst.Name(helper), args=[updated.args[0].with_changes(comma=None)])
+    model = updated.args[0].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    return cst.Call(func=cst.Name(helper), args=[model])
 
 
 def reading_block(engine: Engine, call: cst.Call) -> bool:
