@@ -114,3 +114,23 @@ def test_a_file_the_ast_scan_cannot_parse_goes_on_to_libcst():
 
 def test_a_users_policy_needs_no_import():
     assert rule_filter(REGISTRY["FSDP102"]).admits(b"def p(m, recurse, unwrapped_params): ...")
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        b"from torch.distributed.fsdp import (\n    FullyShardedDataParallel as Sharded,\n)\n"
+        b"with Sharded.state_dict_type(model, kind):\n    pass\n",
+        # a comment in the list, with a parenthesis of its own
+        b"from torch.distributed.fsdp import (  # the wrapper (FSDP1)\n"
+        b"    ShardingStrategy,\n    FullyShardedDataParallel as Sharded)\n"
+        b"Sharded.set_state_dict_type(model, kind)\n",
+    ],
+)
+def test_a_class_imported_in_a_parenthesized_list_under_an_alias_is_seen(source):
+    # The class's name is on no import line, and the alias is all the code spells
+    # (not compat's `FSDP.state_dict_type`, which FSDP115 also looks for): FSDP115
+    # alone, so that no other rule's spelling lets the file through.
+    only = Settings(select=("FSDP115",))
+    assert may_have_findings(source, only)
+    assert [f.code for f in run(source, only).findings] == ["FSDP115"]

@@ -30,55 +30,8 @@ from codemods.records import Frozen, Record
 from codemods.registry import REGISTRY, Rule
 from codemods.screen import filter_table, search_order
 from codemods.screen.alias_text import alias, assigned
+from codemods.screen.import_lines import IDENTIFIER_BYTES, on_import_line
 from codemods.settings import Settings
-
-#: The bytes of identifier characters (ASCII; a non-ASCII neighbour counts as a boundary,
-#: which can only let more files through).
-_IDENTIFIER_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
-
-
-#: An ``import`` or ``from`` keyword that begins a statement: at the start of its line
-#: (after the file's byte order mark, on the first; a lone ``\r`` ends a line too) or
-#: after a ``:`` or ``;`` (``try: import x``, ``a = 1; import x``). Prose ("restored
-#: from checkpoint") and other code on the line (``importlib.import_module``) does not.
-_STATEMENT = re.compile(rb"(?:^(?:\xef\xbb\xbf)?|[:;\r])[ \t\f]*(?:from|import)\b")
-
-
-def on_import_line(source: bytes, word: bytes) -> bool:
-    r"""Whether ``word``, as a whole identifier, may sit in the module path of an import.
-
-    A module path is written on the physical line of its ``import`` or ``from`` keyword,
-    or on a line a backslash continues. So an occurrence counts where a statement's
-    ``import`` or ``from`` keyword comes before it on its line (:data:`_STATEMENT`), or
-    where the line before ends with ``\``.
-    Only the occurrences of ``word`` are looked at, never every line of the file.
-
-    Example:
-        >>> on_import_line(b"import os; from torch.nn import Linear\n", b"torch")
-        True
-        >>> on_import_line(b"import pytorch_lightning\n# torch is great\n", b"torch")
-        False
-        >>> on_import_line(b"from \\\n    torch import nn\n", b"torch")
-        True
-        >>> on_import_line(b"# loaded from torch's checkpoint\n", b"torch")
-        False
-        >>> on_import_line(b"try: import torch\nexcept ImportError: pass\n", b"torch")
-        True
-    """
-    start = source.find(word)
-    while start != -1:
-        end = start + len(word)
-        if (start == 0 or source[start - 1] not in _IDENTIFIER_BYTES) and (
-            end == len(source) or source[end] not in _IDENTIFIER_BYTES
-        ):
-            line_start = source.rfind(b"\n", 0, start) + 1
-            before = source[line_start:start]
-            if (b"import" in before or b"from" in before) and _STATEMENT.search(before):
-                return True
-            if source[max(0, line_start - 3) : line_start].rstrip(b"\r\n").endswith(b"\\"):
-                return True
-        start = source.find(word, end)
-    return False
 
 
 class _Scan:
@@ -125,7 +78,7 @@ class _Scan:
             if dot < 0 or source[dot] != 0x2E:  # not after a dot: an import or a bare use
                 return True
             start = dot
-            while start > 0 and source[start - 1] in _IDENTIFIER_BYTES:
+            while start > 0 and source[start - 1] in IDENTIFIER_BYTES:
                 start -= 1
             owner = source[start:dot]
             if not owner or owner == parent or alias(owner).search(source):
@@ -155,8 +108,8 @@ def _whole(source: bytes, word: bytes) -> bool:
     start = source.find(word)
     while start != -1:
         end = start + len(word)
-        if (start == 0 or source[start - 1] not in _IDENTIFIER_BYTES) and (
-            end == len(source) or source[end] not in _IDENTIFIER_BYTES
+        if (start == 0 or source[start - 1] not in IDENTIFIER_BYTES) and (
+            end == len(source) or source[end] not in IDENTIFIER_BYTES
         ):
             return True
         start = source.find(word, start + 1)
