@@ -316,6 +316,8 @@ class Choices(NamedTuple):
                     fsdp1_companion=sites,
                     fsdp1_tests_elsewhere=tests,
                 )
+        if declared and settings is self.settings:  # one copy per project, shared
+            return self.targets.with_releases(settings, declared["releases"])  # type: ignore[union-attr]
         return settings.replace(**declared) if declared else settings
 
     def summary_lines(self, no_fix: bool = False) -> list[str]:

@@ -17,10 +17,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from codemods.cli.floors import DeclaredFloors, declared_floors, is_project_root
 from codemods.records import Frozen, Record
 from codemods.releases import TITLES, Releases, Span
+
+if TYPE_CHECKING:
+    from codemods.settings import Settings
 
 __all__ = ["ProjectTarget", "ProjectTargets"]
 
@@ -81,6 +85,8 @@ class ProjectTargets(Record):
         self.config_path = config_path
         self._roots: dict[Path, Path | None] = {}
         self._directories: dict[str, Path | None] = {}
+        self._given: dict[str, Path | None] = {}
+        self._settings: dict[int, tuple[Settings, Settings]] = {}
         self._projects: dict[Path | None, ProjectTarget] = {}
 
     def for_file(self, path: str | os.PathLike[str]) -> dict[str, Releases]:
@@ -97,11 +103,31 @@ class ProjectTargets(Record):
         root = None if explicit or os.fspath(path) == "-" else self._root_of(os.fspath(path))
         return {"releases": self._project(root).releases}
 
+    def with_releases(self, settings: Settings, releases: Releases) -> Settings:
+        """``settings`` with ``releases``: one copy per project, which all its files share.
+
+        A copy of the settings costs more than finding the file's project (a tree's
+        thousands of files have a few projects), and the same object pickles once per
+        batch of work sent to a worker.
+        """
+        cached = self._settings.get(id(releases))
+        if cached is None or cached[0] is not settings or cached[1].releases is not releases:
+            cached = self._settings[id(releases)] = (settings, settings.replace(releases=releases))
+        return cached[1]
+
     def _explicit(self, framework: str) -> Span | None:
         return self.command_line.get(framework) or self.config.get(framework)
 
     def _root_of(self, path: str) -> Path | None:
-        directory = os.path.dirname(os.path.abspath(path))
+        # Each directory as the run spells it is made absolute once: the files of a
+        # tree share a few hundred, and ``abspath`` of each file cost most of this.
+        given = os.path.dirname(path)
+        found = self._given.get(given, self)
+        if found is self:
+            found = self._given[given] = self._absolute_root(os.path.abspath(given))
+        return found  # type: ignore[return-value]
+
+    def _absolute_root(self, directory: str) -> Path | None:
         if directory not in self._directories:
             self._directories[directory] = self._walk(Path(directory).resolve())
         return self._directories[directory]
