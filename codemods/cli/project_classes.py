@@ -65,6 +65,19 @@ def _decoded(data: bytes) -> str | None:
         return None
 
 
+def _bytes(path: str) -> bytes | None:
+    """The file's bytes, or None (unreadable).
+
+    Opened by its name: building a ``Path`` for each cost as much as the read on a
+    tree of small files (0.045 against 0.023 s of CPU for torch's).
+    """
+    try:
+        with open(path, "rb") as file:
+            return file.read()
+    except OSError:
+        return None
+
+
 def _text(path: Path) -> str | None:
     """The file's text, or None (unreadable, or not UTF-8)."""
     try:
@@ -270,9 +283,8 @@ class ProjectClasses:
         for given in dict.fromkeys(map(str, self._given_paths)):
             if not given.endswith(".py"):
                 continue
-            try:
-                data = Path(given).read_bytes()
-            except OSError:
+            data = _bytes(given)
+            if data is None:
                 continue
             if any(hook in data for hook in hooks):
                 path = self._resolved_given(given)
