@@ -61,6 +61,8 @@ def test_no_source_with_a_finding_is_filtered_out(rule, codes_found):
         b"import torch.utils\n# loaded from checkpoint (see utils)\ncheckpoint(model)\n",
         b"import torch\nm = importlib.import_module('torch.distributed.fsdp.wrap')\n"
         b"m.default_auto_wrap_policy\n",
+        # prose that begins "from ...": no line says `import`
+        b'"""Wrappers.\n\nfrom torch.distributed.fsdp.wrap: default_auto_wrap_policy\n"""\n',
     ],
 )
 def test_code_that_cannot_have_findings_is_skipped(source):
@@ -84,6 +86,8 @@ def test_code_that_cannot_have_findings_is_skipped(source):
         b"w.default_auto_wrap_policy\n",
         b"if True:\tfrom torch.distributed.fsdp.wrap import default_auto_wrap_policy\n",
         b"x = 1\rfrom torch.distributed.fsdp.wrap import default_auto_wrap_policy\r",
+        b"from torch.distributed.fsdp \\\n    import (\n    FullyShardedDataParallel as S)\n"
+        b"S.state_dict_type(m, t)\n",
     ],
 )
 def test_every_way_of_importing_is_seen(source):

@@ -12,9 +12,9 @@ as Y``, or ``import a.b.P as m`` and then ``m.X``). So, for each rule:
   is spelled as a whole word; a call rule also needs its argument spelled, a hook rule
   its hook, a value rule one of its old values.
 
-Every test is a substring search, shared by the rules checking a file; whether a word
-may sit on an import line is decided from its own occurrences (:func:`on_import_line`),
-never by scanning every line. Each test only rules a file out
+Every test is a substring search, shared by the rules checking a file; a package or a
+class counts as imported where it is on an import's logical line, searched among those
+lines alone (:func:`~codemods.screen.import_lines.import_text`). Each test only rules a file out
 where no finding can be; the suite checks that no fixture or registry example with a
 finding is ruled out. Files that pass go through a second, ``ast``-based stage
 (:mod:`codemods.screen.namescan`) before libcst parses them.
@@ -30,7 +30,7 @@ from codemods.records import Frozen, Record
 from codemods.registry import REGISTRY, Rule
 from codemods.screen import filter_table, search_order
 from codemods.screen.alias_text import alias, assigned
-from codemods.screen.import_lines import IDENTIFIER_BYTES, on_import_line
+from codemods.screen.import_lines import IDENTIFIER_BYTES, import_text, whole
 from codemods.settings import Settings
 
 
@@ -41,6 +41,7 @@ class _Scan:
         self.source = source
         self._contains: dict[bytes, bool] = {}
         self._imported: dict[bytes, bool] = {}
+        self._imports: bytes | None = None  # the import lines, once asked
         self._spelled: dict[bytes, bool] = {}
         self._paths: dict[tuple[bytes, ...], bool] = {}
 
@@ -54,7 +55,7 @@ class _Scan:
         """``word`` appears as a whole identifier (not inside another)."""
         found = self._spelled.get(word)
         if found is None:
-            found = self._spelled[word] = self.contains(word) and _whole(self.source, word)
+            found = self._spelled[word] = self.contains(word) and whole(self.source, word)
         return found
 
     def spells_path(self, middle: tuple[bytes, ...]) -> bool:
@@ -86,34 +87,15 @@ class _Scan:
         return False
 
     def imported(self, word: bytes) -> bool:
-        """``word`` may be in an imported module's path, or a module-level alias's value."""
+        """``word`` is on an import's line (:func:`import_text`) or a module-level alias's."""
         found = self._imported.get(word)
         if found is None:
-            found = self._imported[word] = self.contains(word) and (
-                on_import_line(self.source, word) or assigned(word).search(self.source) is not None
+            if self._imports is None:
+                self._imports = import_text(self.source)
+            found = self._imported[word] = whole(self._imports, word) or (
+                self.contains(word) and assigned(word).search(self.source) is not None
             )
         return found
-
-
-def _whole(source: bytes, word: bytes) -> bool:
-    r"""Whether ``word`` is a whole word of ``source``, as ``\bword\b`` asks.
-
-    ``word`` starts and ends with identifier bytes. A search for the bytes, then a look
-    at each side: several times quicker than the pattern, which tries every position.
-
-    Example:
-        >>> _whole(b"x = fsdp_wrap; fsdp.y", b"fsdp"), _whole(b"fsdp_wrap", b"fsdp")
-        (True, False)
-    """
-    start = source.find(word)
-    while start != -1:
-        end = start + len(word)
-        if (start == 0 or source[start - 1] not in IDENTIFIER_BYTES) and (
-            end == len(source) or source[end] not in IDENTIFIER_BYTES
-        ):
-            return True
-        start = source.find(word, start + 1)
-    return False
 
 
 @functools.cache
@@ -236,29 +218,25 @@ class _Group(Frozen):
     Attributes:
         key: A package root, or a rootless filter's word; any finding of the group's
             rules needs it in the file.
-        inside: Shorter keys inside ``key`` (``lightning`` in ``pytorch_lightning``):
-            where one of them is missing, ``key`` is too, unsearched.
         shared: Parts of the module path that every old name under this root spells
             (``distributed`` for torch's): a use of any of them spells each part,
             in its import or its attribute chain.
         filters: The filters themselves.
     """
 
-    __slots__ = _fields = ("key", "inside", "shared", "filters")
+    __slots__ = _fields = ("key", "shared", "filters")
 
     key: bytes
-    inside: tuple[bytes, ...]
     shared: tuple[bytes, ...]
     filters: tuple[RuleFilter, ...]
 
     def __init__(
         self,
         key: bytes,
-        inside: tuple[bytes, ...],
         shared: tuple[bytes, ...],
         filters: tuple[RuleFilter, ...],
     ) -> None:
-        self._set(key=key, inside=inside, shared=shared, filters=filters)
+        self._set(key=key, shared=shared, filters=filters)
 
 
 @functools.lru_cache(maxsize=16)
@@ -275,7 +253,6 @@ def _groups(settings: Settings) -> tuple[_Group, ...]:
     return tuple(
         _Group(
             key,
-            tuple(other for other in grouped if other != key and other in key),
             tuple(sorted(frozenset.intersection(*paths.get(key, [frozenset()])))),
             tuple(filters),
         )
@@ -293,8 +270,8 @@ def may_have_findings(source: bytes, settings: Settings) -> bool:
         # where an import may name it ("compatible" or a comment on Lightning do not).
         rooted = group.filters[0].roots != frozenset()  # else the key is a rootless word
         if (
-            all(scan.contains(part) for part in group.inside)
-            and (scan.imported(group.key) if rooted else scan.contains(group.key))
+            # a root is looked for among the import lines only: a few hundred bytes
+            (scan.imported(group.key) if rooted else scan.contains(group.key))
             and all(scan.contains(part) for part in group.shared)
             and any(f.admits(source, scan, imported=rooted) for f in group.filters)
         ):
