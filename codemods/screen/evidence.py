@@ -23,7 +23,8 @@ Example:
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Callable, Iterator
 
 from packaging.version import Version
 
@@ -138,12 +139,27 @@ def _appeared(name: str) -> tuple[str, str] | None:
 
 
 def _names(tree: ast.Module) -> Iterator[str]:
-    """The qualified names the file's ungated code imports or reaches through imports."""
+    """The qualified names the file's ungated code imports or reaches through imports.
+
+    The imports first, then the attributes, each in the order of a walk that takes a
+    node's children last first (which decides the evidence's wording where two names
+    appeared in the same release): read from the tree's index, which holds each type's
+    nodes first child first (:func:`~codemods.syntax.ast_nodes.tree_index`), without
+    walking the tree again (see :func:`_ungated`).
+    """
+    index = tree_index(tree)
+    by_type = index.by_type
+    outside = _ungated(by_type, index.below)
     bound: dict[str, str] = {}
-    attributes: list[ast.Attribute] = []
-    for node in _ungated(tree):
-        kind = type(node)
-        if kind is ast.Import:
+    # Statements never nest in an import, and their lists hold them in source order:
+    # the walk meets them last first.
+    imports = sorted(
+        filter(outside, [*by_type.get(ast.Import, ()), *by_type.get(ast.ImportFrom, ())]),
+        key=lambda node: (node.lineno, node.col_offset),  # type: ignore[attr-defined]
+        reverse=True,
+    )
+    for node in imports:
+        if type(node) is ast.Import:
             for alias in node.names:  # type: ignore[attr-defined]
                 yield alias.name
                 if alias.asname:
@@ -151,7 +167,7 @@ def _names(tree: ast.Module) -> Iterator[str]:
                 else:
                     top = alias.name.partition(".")[0]
                     bound[top] = top
-        elif kind is ast.ImportFrom and node.module and not node.level:  # type: ignore[attr-defined]
+        elif node.module and not node.level:  # type: ignore[attr-defined]
             for alias in node.names:  # type: ignore[attr-defined]
                 if alias.name == "*":
                     yield node.module  # type: ignore[attr-defined]
@@ -159,46 +175,70 @@ def _names(tree: ast.Module) -> Iterator[str]:
                 qualified = f"{node.module}.{alias.name}"  # type: ignore[attr-defined]
                 yield qualified
                 bound[alias.asname or alias.name] = qualified
-        elif kind is ast.Attribute:
-            attributes.append(node)  # type: ignore[arg-type]
-    for node in attributes:
-        name = dotted(node)
-        if name is None:
-            continue
-        root, _, rest = name.partition(".")
-        if root in bound:
-            yield f"{bound[root]}.{rest}"
+    for node in _last_first(list(filter(outside, by_type.get(ast.Attribute, ())))):
+        base = node
+        while type(base) is ast.Attribute:
+            base = base.value  # type: ignore[attr-defined]
+        if type(base) is not ast.Name or base.id not in bound:  # type: ignore[attr-defined]
+            continue  # most chains start at a local name: not written out
+        root, _, rest = dotted(node).partition(".")  # type: ignore[union-attr]
+        yield f"{bound[root]}.{rest}"
 
 
-def _ungated(tree: ast.AST) -> Iterator[ast.AST]:
-    """Every node of ``tree`` outside import fallbacks and release-gated ``if`` blocks.
+def _last_first(attributes: list[ast.AST]) -> list[ast.AST]:
+    """``attributes``, first child first, in the order of a walk taking the last first.
 
-    Through the tree's index (:func:`~codemods.syntax.ast_nodes.tree_index`), which the
-    pre-filter's scan has built for a file it let through: looking children up there
-    costs a small part of ``ast.iter_child_nodes``. The context and operator nodes it
-    leaves out hold nothing this walk is for.
+    The two orders are each other's reverse, but for a node and its descendants: an
+    attribute's only attribute descendants are those of its chain (``a.b`` of ``a.b.c``),
+    which come right after it in either order, outermost first.
     """
-    below = tree_index(tree).below
-    stack = [tree]
-    while stack:
-        node = stack.pop()
-        kind = type(node)
-        if kind is ast.Try and any(map(catches_import_error, node.handlers)):  # type: ignore[attr-defined]
-            continue
-        if kind is ast.If and _gate(node.test):  # type: ignore[attr-defined]
-            continue
-        yield node
-        stack.extend(below[id(node)])
+    runs: list[list[ast.AST]] = []
+    for node in attributes:
+        if runs and runs[-1][-1].value is node:  # type: ignore[attr-defined]
+            runs[-1].append(node)
+        else:
+            runs.append([node])
+    return [node for run in reversed(runs) for node in run]
 
 
-def _gate(test: ast.expr) -> bool:
+def _ungated(
+    by_type: dict[type, list[ast.AST]], below: dict[int, list[ast.AST]]
+) -> Callable[[ast.AST], bool]:
+    """Whether a node is outside import fallbacks and release-gated ``if`` blocks.
+
+    A node is inside a statement where it is written between the statement's first and
+    last characters. The ``if`` tests are each read once (:func:`_gate`).
+    """
+    spans = [
+        ((node.lineno, node.col_offset), (node.end_lineno, node.end_col_offset))  # type: ignore[attr-defined]
+        for node in by_type.get(ast.Try, ())
+        if any(map(catches_import_error, node.handlers))  # type: ignore[attr-defined]
+    ]
+    spans += [
+        ((node.lineno, node.col_offset), (node.end_lineno, node.end_col_offset))  # type: ignore[attr-defined]
+        for node in by_type.get(ast.If, ())
+        if _gate(node.test, below)  # type: ignore[attr-defined]
+    ]
+    if not spans:
+        return lambda node: True
+
+    def outside(node: ast.AST) -> bool:
+        at = (node.lineno, node.col_offset)  # type: ignore[attr-defined]
+        return not any(start <= at < end for start, end in spans)
+
+    return outside
+
+
+def _gate(test: ast.expr, below: dict[int, list[ast.AST]] | None = None) -> bool:
     """Whether ``GATE`` finds a release gate in the ``if`` test ``test``'s code.
 
     ``ast.unparse`` writes the code back, a visitor that costs more than the whole
     walk of most files, for every ``if``. Every word ``GATE`` looks for is written by an
     identifier, an attribute, a keyword, a parameter or a string of the test, and its
     ``hasattr(X`` form by a ``hasattr`` call: those are looked at first, and only a test
-    they may gate is written back and searched as before.
+    they may gate is written back and searched as before. ``below``: the tree's index
+    of children (:class:`~codemods.syntax.ast_nodes.TreeIndex`), read in ``ast.walk``'s
+    order.
 
     Example:
         >>> _gate(ast.parse("if v >= version.parse('2.4'): pass").body[0].test)
@@ -209,7 +249,7 @@ def _gate(test: ast.expr) -> bool:
         False
     """
     words: list[str] = []
-    for node in ast.walk(test):
+    for node in ast.walk(test) if below is None else _breadth_first(test, below):
         kind = type(node)
         if kind is ast.Name:
             words.append(node.id)  # type: ignore[attr-defined]
@@ -222,3 +262,12 @@ def _gate(test: ast.expr) -> bool:
         elif kind is ast.Call and node.args and getattr(node.func, "id", None) == "hasattr":  # type: ignore[attr-defined]
             words.append("hasattr(" + ast.unparse(node.args[0]))  # type: ignore[attr-defined]
     return GATE.search(" ".join(words)) is not None and GATE.search(ast.unparse(test)) is not None
+
+
+def _breadth_first(node: ast.AST, below: dict[int, list[ast.AST]]) -> Iterator[ast.AST]:
+    """``ast.walk(node)`` through the index's children (its order: breadth first)."""
+    queue = deque([node])
+    while queue:
+        node = queue.popleft()
+        queue.extend(below[id(node)])
+        yield node
