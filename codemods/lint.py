@@ -142,6 +142,7 @@ def _main(args: argparse.Namespace) -> int:
     from codemods.batch.runner import process_files
     from codemods.cli import explaining, noqa_comments
     from codemods.cli.config import ConfigError
+    from codemods.cli.later_classes import LaterClasses
     from codemods.cli.options import choices, paths_of
     from codemods.cli.progress import progress_printer
 
@@ -169,7 +170,10 @@ def _main(args: argparse.Namespace) -> int:
         return _finish(args, chosen, [_stdin(args, chosen)], [], stopping.Stop())
     # SIGINT and SIGTERM stop the run between files, and the summary says what it did.
     with stopping.on_signals() as stop:
-        chosen, files, problems = chosen.files(args)
+        # A run that writes nothing reads the project classes while it screens the files
+        # (see cli/later_classes.py); a fixing run needs them before the first write.
+        chosen, files, problems = chosen.files(args, classes=args.fix)
+        later = None if args.fix else LaterClasses(chosen, files)
         results = process_files(
             files,
             chosen.settings,
@@ -178,6 +182,14 @@ def _main(args: argparse.Namespace) -> int:
             settings_for=chosen.settings_for,
             progress=None if args.quiet or args.silent else progress_printer(len(files)),
         )
+        if later is not None and not stopping.STATE.requested:
+            chosen, results = later.finish(
+                chosen,
+                results,
+                lambda paths, settings_for: process_files(
+                    paths, chosen.settings, False, args.jobs, settings_for=settings_for
+                ),
+            )
         if noqa_comments.wanted(chosen.settings):
             noqa_comments.add_unused(results, chosen.settings_for)
         if args.add_noqa:

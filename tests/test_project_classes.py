@@ -131,6 +131,18 @@ def test_lint_reports_the_hook_where_the_base_is_in_another_file(project, capsys
     assert out.count("FSDP207") == 2  # Plain and Starred are not LightningModules here
 
 
+def test_a_lint_in_worker_processes_relints_the_files_the_classes_change(project, capsys):
+    # Enough bytes for worker processes (runner.POOL_BYTES): they screen every file
+    # while the classes are read on a thread, then gpt.py is linted again with its bases.
+    (project / "pkg" / "padding.py").write_text("# padding\n" * 14_000, encoding="utf-8")
+    argv = ["--select", "FSDP207", "--target-lightning", "2.1", "--output-format", "json"]
+    lint.main([*argv, "--jobs", "2", str(project)])
+    pooled = capsys.readouterr().out
+    lint.main([*argv, "--jobs", "1", str(project)])
+    assert pooled == capsys.readouterr().out
+    assert pooled.count('"code": "FSDP207"') == 2
+
+
 def test_migrate_renames_it_and_leaves_the_rest(project):
     migrate.main(["--select", "FSDP207", "--target-lightning", "2.1", str(project)])
     text = (project / "pkg/models/gpt.py").read_text(encoding="utf-8")

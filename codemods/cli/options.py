@@ -211,12 +211,14 @@ class Choices(NamedTuple):
     classes: ProjectClasses | None = None
     fsdp1_checks: ProjectFsdp1Checks | None = None
 
-    def files(self, args: argparse.Namespace) -> tuple[Choices, list[Path], list[Problem]]:
+    def files(
+        self, args: argparse.Namespace, classes: bool = True
+    ) -> tuple[Choices, list[Path], list[Problem]]:
         """The files the command line names (:func:`~codemods.batch.files.discover`).
 
         Returns:
-            These choices for a run over them (:meth:`with_files`), the files, and a
-            problem for each path that does not exist.
+            These choices for a run over them (:meth:`with_files`; ``classes``: with the
+            project classes), the files, and a problem for each path that does not exist.
         """
         files, problems = discover(
             args.paths,
@@ -226,9 +228,9 @@ class Choices(NamedTuple):
         )
         if args.verbose:
             print(f"checking {len(files)} files", file=sys.stderr)
-        return self.with_files(files), files, problems
+        return self.with_files(files, classes), files, problems
 
-    def with_files(self, paths: list[Path]) -> Choices:
+    def with_files(self, paths: list[Path], classes: bool = True) -> Choices:
         """These choices for a run over ``paths``: the project classes across them read.
 
         Only where it can matter: two files or more, and a hook rule enabled (a file's
@@ -238,16 +240,11 @@ class Choices(NamedTuple):
         if len(paths) < 2:
             return self
         # Here, not at the top: a one-file run (a commit hook's) never needs them.
-        from codemods.cli.project_classes import ProjectClasses
+        from codemods.cli.project_classes import ProjectClasses, hook_names
         from codemods.cli.project_fsdp1 import ProjectFsdp1Checks
-        from codemods.registry import REGISTRY, ChangeKind
+        from codemods.registry import REGISTRY
 
-        hooks = {
-            old.rpartition(".")[2]
-            for rule in REGISTRY
-            if rule.kind is ChangeKind.METHOD_RENAME and self.settings.enabled(rule)
-            for old in rule.old
-        }
+        hooks = hook_names(self.settings) if classes else None
         checks = None
         if self.settings.enabled(REGISTRY["FSDP401"]):
             checks = ProjectFsdp1Checks(paths, bridge=self.settings.fsdp2_bridge)
