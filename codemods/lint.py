@@ -181,6 +181,7 @@ def _main(args: argparse.Namespace) -> int:
             jobs=args.jobs,
             settings_for=chosen.settings_for,
             progress=None if args.quiet or args.silent else progress_printer(len(files)),
+            meanwhile=None if later is None else later.start,
         )
         if later is not None and not stopping.STATE.requested:
             chosen, results = later.finish(

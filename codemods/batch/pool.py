@@ -99,8 +99,12 @@ def in_workers(
     finished: Callable[[int, R], None],
     size: int,
     lost: Callable[[int, str], None],
+    meanwhile: Callable[[], None] | None = None,
 ) -> None:
     """Run ``work`` on ``items`` in ``jobs`` worker processes, ``size`` files a batch.
+
+    ``meanwhile()``, if given, is called once the first batches are handed out (work
+    of this process's own that the workers need not wait for).
 
     ``finished(index, result)`` is called as results arrive, ``lost(index, reason)``
     for the files of a batch whose worker died. Once the run must stop (a signal, or a
@@ -126,7 +130,7 @@ def in_workers(
             initargs=(shared, parent),
         ) as pool:
             try:
-                _hand_out(pool, work, batches, jobs, finished, lost)
+                _hand_out(pool, work, batches, jobs, finished, lost, meanwhile)
             except BaseException:  # KeyboardInterrupt where no handler stops the run
                 shared.value = 1  # the workers stop after the file in hand
                 pool.shutdown(wait=True, cancel_futures=True)
@@ -163,6 +167,7 @@ def _hand_out(
     jobs: int,
     finished: Callable[[int, R], None],
     lost: Callable[[int, str], None],
+    meanwhile: Callable[[], None] | None = None,
 ) -> None:
     """Keep each worker busy with a batch or two until done, or until the run stops."""
     from concurrent.futures import FIRST_COMPLETED, wait
@@ -180,6 +185,9 @@ def _hand_out(
             if chunk is None:
                 break
             running[pool.submit(batch, work, chunk)] = chunk
+        if meanwhile is not None:
+            meanwhile()
+            meanwhile = None
         if not running:
             return
         ready, _ = wait(running, return_when=FIRST_COMPLETED)

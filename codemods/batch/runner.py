@@ -320,6 +320,7 @@ def process_files(
     prefilter: bool = True,
     settings_for: Callable[[Path], Settings] | None = None,
     before_write: Callable[[Path], None] | None = None,
+    meanwhile: Callable[[], None] | None = None,
 ) -> list[FileResult]:
     """Process ``paths`` (in parallel when there are many), results in input order.
 
@@ -335,7 +336,8 @@ def process_files(
     every file, even those the pre-filter rules out (for robustness runs).
     ``settings_for(path)``, if given, chooses each file's settings (``per-file-ignores``).
     ``before_write(path)``, if given, is called right before a file is written (in the
-    process that writes it, so it must be picklable when workers run).
+    process that writes it, so it must be picklable when workers run). ``meanwhile()``,
+    if given, is called once, when the workers have their first files (or at once).
 
     Inside :func:`codemods.batch.stopping.on_signals`, SIGINT and SIGTERM stop the run: the
     files it did not finish come back with ``reached=False``, unchanged.
@@ -361,8 +363,10 @@ def process_files(
             (i, (paths[i], chosen[i], prefilter, write, before_write))
             for i in likeliest_first(paths)
         ]
-        in_workers(_process, work, jobs, finished, _chunksize(len(work), jobs), lost)
+        in_workers(_process, work, jobs, finished, _chunksize(len(work), jobs), lost, meanwhile)
     else:
+        if meanwhile is not None:
+            meanwhile()
         todo = []
         for index, (path, s) in enumerate(zip(paths, chosen)):
             if stopping.STATE.requested:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 
 class LaterClasses:
-    """The project classes of ``paths``, read on a thread from construction on.
+    """The project classes of ``paths``, read on a thread from :meth:`start` on.
 
     Args:
         chosen: The run's choices, read without the classes (``Choices.files(args,
@@ -51,6 +51,14 @@ class LaterClasses:
             self._thread = threading.Thread(
                 target=self._read, args=(ProjectClasses, hooks), daemon=True
             )
+
+    def start(self) -> None:
+        """Start reading (once): when the workers have their first files, not before.
+
+        Before, the thread and the one handing the files out shared this process's
+        interpreter lock.
+        """
+        if self._thread is not None and self._thread.ident is None:
             self._thread.start()
 
     def _read(self, read: type[ProjectClasses], hooks: set[str]) -> None:
@@ -71,6 +79,7 @@ class LaterClasses:
         """
         if self._thread is None:
             return chosen, results  # no hook rule, or a single file: no classes to read
+        self.start()
         self._thread.join()
         if self._error is not None:
             raise self._error
