@@ -50,9 +50,10 @@ def import_text(source: bytes) -> bytes:
         while start > taken and _joined(source, start):
             start = source.rfind(b"\n", 0, start - 1) + 1
         stop = _line_end(source, at)
-        listed = _IMPORT_LIST.match(source, at)
-        if listed is not None:
-            stop = max(stop, _line_end(source, listed.end()))
+        if source.find(b"(", after, stop) != -1 or _joined(source, stop + 1):
+            listed = _IMPORT_LIST.match(source, at)  # most imports have no list: not tried
+            if listed is not None:
+                stop = max(stop, _line_end(source, listed.end()))
         while stop < size and _joined(source, stop + 1):
             stop = _line_end(source, stop + 1)
         parts.append(source[max(start, taken) : stop])
@@ -69,7 +70,12 @@ def _line_end(source: bytes, at: int) -> int:
 
 def _joined(source: bytes, start: int) -> bool:
     """Whether the line before the one starting at ``start`` ends with a backslash."""
-    return source[max(0, start - 3) : start].rstrip(b"\r\n").endswith(b"\\")
+    if start < 2:
+        return False
+    before = source[start - 2]
+    if before == 0x0D and start > 2:  # \r\n
+        before = source[start - 3]
+    return before == 0x5C
 
 
 def on_import_line(source: bytes, word: bytes) -> bool:
