@@ -100,11 +100,13 @@ def in_workers(
     size: int,
     lost: Callable[[int, str], None],
     meanwhile: Callable[[], None] | None = None,
+    prepare: Callable[[Work], Work] | None = None,
 ) -> None:
     """Run ``work`` on ``items`` in ``jobs`` worker processes, ``size`` files a batch.
 
     ``meanwhile()``, if given, is called once the first batches are handed out (work
-    of this process's own that the workers need not wait for).
+    of this process's own that the workers need not wait for); ``prepare(args)``, if
+    given, completes each item's arguments as its batch is handed out.
 
     ``finished(index, result)`` is called as results arrive, ``lost(index, reason)``
     for the files of a batch whose worker died. Once the run must stop (a signal, or a
@@ -130,7 +132,7 @@ def in_workers(
             initargs=(shared, parent),
         ) as pool:
             try:
-                _hand_out(pool, work, batches, jobs, finished, lost, meanwhile)
+                _hand_out(pool, work, batches, jobs, finished, lost, meanwhile, prepare)
             except BaseException:  # KeyboardInterrupt where no handler stops the run
                 shared.value = 1  # the workers stop after the file in hand
                 pool.shutdown(wait=True, cancel_futures=True)
@@ -168,6 +170,7 @@ def _hand_out(
     finished: Callable[[int, R], None],
     lost: Callable[[int, str], None],
     meanwhile: Callable[[], None] | None = None,
+    prepare: Callable[[Work], Work] | None = None,
 ) -> None:
     """Keep each worker busy with a batch or two until done, or until the run stops."""
     from concurrent.futures import FIRST_COMPLETED, wait
@@ -184,7 +187,8 @@ def _hand_out(
             chunk = next(batches, None)
             if chunk is None:
                 break
-            running[pool.submit(batch, work, chunk)] = chunk
+            ready = chunk if prepare is None else [(i, prepare(args)) for i, args in chunk]
+            running[pool.submit(batch, work, ready)] = chunk
         if meanwhile is not None:
             meanwhile()
             meanwhile = None

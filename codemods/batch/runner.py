@@ -289,8 +289,7 @@ def likeliest_first(paths: Sequence[Path]) -> list[int]:
 
 
 def _chunksize(files: int, jobs: int) -> int:
-    # Small enough that a worker held up by a slow file leaves the rest to the others;
-    # large enough that sending the work costs little.
+    # Small enough that a slow file leaves the rest to the others; large enough to send cheaply.
     return max(1, min(16, files // (jobs * 4)))
 
 
@@ -329,8 +328,8 @@ def process_files(
     goes to worker processes whole, each screening its share of the files and parsing
     those that pass (so no process waits for the others to finish screening, and this
     one never loads libcst), the files named most like the old APIs' modules first
-    (:func:`likeliest_first`). A small run is screened
-    here, and its files to parse go to workers only when there are several.
+    (:func:`likeliest_first`). A small run is screened here, and its files to parse go
+    to workers only when there are several.
 
     ``progress(done, total)`` is called as results come in. ``prefilter=False`` parses
     every file, even those the pre-filter rules out (for robustness runs).
@@ -344,7 +343,6 @@ def process_files(
     """
     jobs = jobs or os.cpu_count() or 1
     choose = settings_for or (lambda _: settings)
-    chosen = [choose(path) for path in paths]
     results: list[FileResult | None] = [None] * len(paths)
     done = 0
 
@@ -358,17 +356,19 @@ def process_files(
         finished(index, FileResult(str(paths[index]), error=reason))
 
     if jobs > 1 and _worth_a_pool(paths):
-        # A work item: path, settings, pre-filter or not, write or not, the hook.
+        # A work item: path, settings (chosen as its batch goes out, so that the workers
+        # start on the first files at once), pre-filter or not, write or not, the hook.
         work = [
-            (i, (paths[i], chosen[i], prefilter, write, before_write))
-            for i in likeliest_first(paths)
+            (i, (paths[i], None, prefilter, write, before_write)) for i in likeliest_first(paths)
         ]
-        in_workers(_process, work, jobs, finished, _chunksize(len(work), jobs), lost, meanwhile)
+        chose = lambda item: (item[0], choose(item[0]), *item[2:])  # noqa: E731
+        size = _chunksize(len(work), jobs)
+        in_workers(_process, work, jobs, finished, size, lost, meanwhile, chose)
     else:
         if meanwhile is not None:
             meanwhile()
         todo = []
-        for index, (path, s) in enumerate(zip(paths, chosen)):
+        for index, (path, s) in enumerate(zip(paths, map(choose, paths))):
             if stopping.STATE.requested:
                 break
             screened = one(lambda a: _screen(*a), (path, s, prefilter))
