@@ -24,10 +24,10 @@ import os
 import re
 from collections import deque
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from codemods.registry import REGISTRY, ChangeKind
 from codemods.syntax.ast_nodes import dotted
 
 if TYPE_CHECKING:
@@ -40,13 +40,15 @@ LIGHTNING_CLASS = "LightningModule"
 KNOWN_SUBCLASSES = ("BoringModel", "DemoModel", "BoringFabricModule")
 
 
-@dataclass
 class _File:
-    path: Path
-    tree: ast.Module
-    # local name -> ("module", dotted) for `import a.b as m`, or ("from", target, name)
-    bound: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    classes: dict[str, list[ast.expr]] = field(default_factory=dict)
+    """A parsed file; ``bound``: name -> ``("module", dotted)`` or ``("from", module, name)``."""
+
+    __slots__ = ("bound", "classes", "path", "tree")
+
+    def __init__(self, path: Path, tree: ast.Module) -> None:
+        self.path, self.tree = path, tree
+        self.bound: dict[str, tuple[str, ...]] = {}
+        self.classes: dict[str, list[ast.expr]] = {}
 
 
 def _module_names(path: Path) -> list[str]:
@@ -144,8 +146,6 @@ def _statements(tree: ast.Module) -> Iterator[ast.AST]:
 
 def hook_names(settings: Settings) -> set[str]:
     """The hooks the rules ``settings`` enables look for (``configure_sharded_model``)."""
-    from codemods.registry import REGISTRY, ChangeKind
-
     return {
         old.rpartition(".")[2]
         for rule in REGISTRY
