@@ -116,6 +116,7 @@ class Names:
         self.scope_of: dict[int, Scope] = {}  # id of a Name/Attribute/Call -> its scope
         self.parents: dict[int, ast.AST] = {}
         self._cache: dict[int, set[str]] = {}
+        self._imported: dict[tuple[int, str], set[str]] = {}  # see _bound
         self.loads: dict[str, list[ast.Name]] = {}  # each name's uses (Load context)
         self.imported_roots: set[str] = set()  # the first part of every name imports bind
         self.deleted: set[str] = set()  # names in `del`: a binding here, an access to libcst
@@ -333,7 +334,12 @@ class Names:
             return {target + rest for target in self.aliases[prefix]}
         results = {f"{binder.prefix}.{full}" if binder.prefix else full} if others else set()
         for statement in statements:
-            results |= import_names(statement, full)
+            # A name is used many times through one import: each answer asked once.
+            key = (id(statement), full)
+            found = self._imported.get(key)
+            if found is None:
+                found = self._imported[key] = import_names(statement, full)
+            results |= found
         return results
 
     def _ordered(self, node: ast.Name, binder: Scope, name: str) -> set[str]:
