@@ -61,6 +61,8 @@ def test_no_source_with_a_finding_is_filtered_out(rule, codes_found):
         b"import torch.utils\n# loaded from checkpoint (see utils)\ncheckpoint(model)\n",
         b"import torch\nm = importlib.import_module('torch.distributed.fsdp.wrap')\n"
         b"m.default_auto_wrap_policy\n",
+        # an old name bare in a comment, where no import binds it
+        b"from lightning.pytorch import LightningDataModule\n# Trainer(precision=16)\n",
         # prose that begins "from ...": no line says `import`
         b'"""Wrappers.\n\nfrom torch.distributed.fsdp.wrap: default_auto_wrap_policy\n"""\n',
     ],
@@ -88,6 +90,9 @@ def test_code_that_cannot_have_findings_is_skipped(source):
         b"x = 1\rfrom torch.distributed.fsdp.wrap import default_auto_wrap_policy\r",
         b"from torch.distributed.fsdp \\\n    import (\n    FullyShardedDataParallel as S)\n"
         b"S.state_dict_type(m, t)\n",
+        # a chain broken after its dot inside brackets, a comment between
+        b"from torch.distributed.fsdp import wrap as w\n"
+        b"policy = (w.  # the old name\n    default_auto_wrap_policy)\n",
     ],
 )
 def test_every_way_of_importing_is_seen(source):
@@ -102,7 +107,8 @@ def test_every_way_of_importing_is_seen(source):
         b"import torch\n# see torch.distributed._composable.fsdp\nx = 'fsdp'\n",
         b"from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import CheckpointImpl\n"
         b"name = 'checkpoint_wrapper'\n",
-        b"from lightning.pytorch import LightningDataModule\n# Trainer(precision=16)\n",
+        b"from lightning.pytorch import LightningDataModule\n"
+        b"label = 'pytorch.Trainer(precision=16)'\n",
     ],
 )
 def test_the_ast_scan_rules_out_mentions_that_are_not_uses(source):

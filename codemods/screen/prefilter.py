@@ -33,6 +33,9 @@ from codemods.screen.alias_text import alias, assigned
 from codemods.screen.import_lines import IDENTIFIER_BYTES, import_text, whole
 from codemods.settings import Settings
 
+#: What may stand between a dot and the name after it (a line broken inside brackets).
+_BLANKS = frozenset(b" \t\f\r\n\\")
+
 
 class _Scan:
     """What the rules ask of one file, each answered once."""
@@ -67,17 +70,29 @@ class _Scan:
     def spelled_as_member(self, leaf: bytes, parent: bytes) -> bool:
         """``leaf`` appears where it can name a member of the module ``parent``.
 
-        That is anywhere but after a dot that follows another name, unless that name is
-        ``parent`` or a local alias (``as m``): ``torch.distributed.fsdp`` does not spell
-        ``fsdp`` of ``torch.distributed._composable``, ``c.fsdp`` may.
+        That is bare where an import's line spells it too (``from a.parent import leaf
+        as x``: ``x`` is then used bare), or after a dot that follows ``parent``, a local
+        alias (``as m``) or no name (``(p).leaf``): ``torch.distributed.fsdp`` does not
+        spell ``fsdp`` of ``torch.distributed._composable``, ``c.fsdp`` may. A bare use
+        elsewhere names what no import binds (a parameter, a string, a comment's word).
+        A chain may break its line after the dot, inside brackets: where a comment may
+        end the line before, the word counts.
         """
         if not self.contains(leaf):
             return False
         source = self.source
         for match in _word(leaf).finditer(source):
             dot = match.start() - 1
-            if dot < 0 or source[dot] != 0x2E:  # not after a dot: an import or a bare use
-                return True
+            broken = False
+            while dot >= 0 and source[dot] in _BLANKS:
+                broken = broken or source[dot] == 0x0A
+                dot -= 1
+            if broken and b"#" in source[source.rfind(b"\n", 0, dot) + 1 : dot + 1]:
+                return True  # `.  # why` then the word: a comment may sit between
+            if dot < 0 or source[dot] != 0x2E:
+                if self.imported(leaf):
+                    return True  # bare, and an import's line spells it
+                continue  # a bare use of a name no import binds
             start = dot
             while start > 0 and source[start - 1] in IDENTIFIER_BYTES:
                 start -= 1
