@@ -301,12 +301,36 @@ def test_cpu_offload_chosen_by_a_condition(value, policy):
         assert "model = fully_shard(model, offload_policy=offload_policy)\n" in new
 
 
-def test_cpu_offload_chosen_between_other_values_stays_manual():
+def test_cpu_offload_built_by_a_call_stays_manual():
     new, (finding,) = _migrate(
         "from torch.distributed.fsdp import CPUOffload\n"
-        "model = FSDP(model, cpu_offload=CPUOffload(True) if a else custom_offload)\n"
+        "model = FSDP(model, cpu_offload=CPUOffload(True) if a else make_offload())\n"
     )
     assert new is None and "`cpu_offload` is not a `CPUOffload(...)` call" in finding.message
+
+
+@pytest.mark.parametrize(
+    ("binding", "read"),
+    [
+        # verl's shape: None, or `CPUOffload(...)` with a flag from the config
+        (
+            "if not cfg.offload:\n    offload = None\n"
+            "else:\n    offload = CPUOffload(offload_params=cfg.params)\n",
+            "offload",
+        ),
+        ("", "cfg.cpu_offload"),  # a config's own value
+    ],
+)
+def test_cpu_offload_bound_at_run_time_offloads_where_fsdp1_did(binding, read):
+    new, (finding,) = _migrate(
+        "from torch.distributed.fsdp import CPUOffload\n"
+        + binding
+        + f"model = FSDP(model, cpu_offload={read})\n"
+    )
+    assert finding.fixed, finding.message
+    policy = f'CPUOffloadPolicy() if getattr({read}, "offload_params", False) else OffloadPolicy()'
+    assert f"offload_policy={policy}" in new
+    assert "pins that memory by default" in finding.message
 
 
 @pytest.mark.parametrize(
@@ -1093,8 +1117,10 @@ def test_a_sharding_strategy_bound_twice_is_looked_up_at_run_time():
         "model = FSDP(model, sharding_strategy=strategy)\n"
     )
     new, (finding,) = _migrate(body)
-    assert finding.fixed and "ShardingStrategy.SHARD_GRAD_OP: False}[strategy]" in new
-    assert "any other strategy raises `KeyError`" in finding.message
+    # the two members the file binds it to, nothing else: no mesh of its own
+    table = "{ShardingStrategy.FULL_SHARD: True, ShardingStrategy.SHARD_GRAD_OP: False}"
+    assert finding.fixed and f"reshard_after_forward={table}[strategy],\n" in new
+    assert "mesh_like_fsdp1" not in new
 
 
 def test_a_sharding_strategy_looked_up_in_a_table_becomes_a_table_of_flags():
@@ -1105,11 +1131,17 @@ def test_a_sharding_strategy_looked_up_in_a_table_becomes_a_table_of_flags():
     assert 'reshard_after_forward={"fsdp": True, "sdp": False}[args.mode]' in new
 
 
-def test_a_table_with_a_strategy_fsdp2_lacks_stays_manual_with_the_recipe():
+def test_a_table_with_a_strategy_fsdp2_lacks_gets_its_mesh_at_run_time():
     table = '{"fsdp": ShardingStrategy.FULL_SHARD, "hsdp": ShardingStrategy.HYBRID_SHARD}'
-    body = STRATEGY_HEAD + f"model = FSDP(model, sharding_strategy={table}[args.mode])\n"
+    body = STRATEGY_HEAD + (
+        f"def shard(model, mode):\n    return FSDP(model, sharding_strategy={table}[mode])\n"
+    )
     new, (finding,) = _migrate(body)
-    assert new is None and "init_device_mesh" in finding.message
+    assert finding.fixed, finding.message
+    assert f"    strategy = {table}[mode]\n" in new  # read once, for both keywords
+    assert "reshard_after_forward=reshards_like_fsdp1(strategy)" in new
+    assert "mesh=mesh_like_fsdp1(strategy, model)" in new
+    assert "where a node has one device FSDP1 fell back" in finding.message
 
 
 DEAD = (

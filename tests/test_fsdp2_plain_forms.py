@@ -161,20 +161,20 @@ def test_a_trainers_model_not_certainly_wrapped_keeps_the_file(change):
 
 
 @pytest.mark.parametrize(
-    ("member", "converts"),
-    [("SHARD_GRAD_OP", True), ("NO_SHARD", False), ("HYBRID_SHARD", False)],
+    ("member", "mesh"),
+    [("SHARD_GRAD_OP", False), ("NO_SHARD", True), ("HYBRID_SHARD", True)],
 )
-def test_a_strategy_chosen_in_branches_converts_only_with_fsdp2_twins(member, converts):
-    """The run-time table must hold every strategy the file can pass (else a KeyError)."""
+def test_a_strategy_chosen_in_branches_gets_each_members_mesh(member, mesh):
+    """Every strategy the file can pass: FSDP2's mesh for it where FSDP1 had its own ranks."""
     new, (finding,) = _migrate(
         "from torch.distributed.fsdp import ShardingStrategy\n"
         "strategy = ShardingStrategy.FULL_SHARD\n"
         f"if small:\n    strategy = ShardingStrategy.{member}\n"
         "model = FSDP(model, sharding_strategy=strategy)\n"
     )
-    assert finding.fixed is converts
-    if not converts:
-        assert f"`sharding_strategy` may be `{member}`" in finding.message
+    assert finding.fixed, finding.message
+    assert ("mesh=mesh_like_fsdp1(strategy, model)" in new) is mesh
+    assert ("reshard_after_forward=reshards_like_fsdp1(strategy)" in new) is mesh
 
 
 @pytest.mark.parametrize(
@@ -193,11 +193,13 @@ def test_a_custom_policy_which_plain_code_cannot_call_stays_for_a_human(binding)
     assert new is None and "the policy may be a `CustomPolicy`" in finding.message
 
 
-def test_a_hybrid_strategy_read_at_run_time_names_a_mesh_that_may_be_none():
+def test_a_hybrid_strategy_read_at_run_time_passes_a_mesh_that_may_be_none():
     """llama-recipes' shape: FSDP1 builds node-local groups where the mesh is None."""
     new, (finding,) = _migrate(
-        "model = FSDP(model, sharding_strategy=cfg.sharding_strategy, device_mesh=hsdp_mesh)\n"
+        "def shard(model, cfg, hsdp_mesh):\n"
+        "    return FSDP(model, sharding_strategy=cfg.sharding_strategy, device_mesh=hsdp_mesh)\n"
     )
-    assert finding.fixed and "ShardingStrategy.HYBRID_SHARD: True" in new
-    assert "where the mesh passed is None at run time" in finding.message
-    assert "FSDP2 shards over every rank" in finding.message
+    assert finding.fixed and "strategy = cfg.sharding_strategy\n" in new
+    # the helper builds FSDP1's node-local groups where the mesh is None at run time
+    assert "mesh=mesh_like_fsdp1(strategy, model, mesh=hsdp_mesh)" in new
+    assert "rebuilt from its groups" in finding.message

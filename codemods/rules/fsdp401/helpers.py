@@ -1,6 +1,6 @@
 """The module-level functions FSDP401's plain FSDP2 code calls, written once per file.
 
-Six, each only where a converted call needs it:
+Eight, each only where a converted call needs it:
 
 - ``shard_like_fsdp1(module, policy, root, prepare, **kwargs)``: the units an FSDP1
   ``auto_wrap_policy`` known only at run time picks (a size threshold, a lambda, classes
@@ -19,6 +19,11 @@ Six, each only where a converted call needs it:
   for the dual stack (:mod:`codemods.rules.fsdp401.dual_code`);
 - ``summon_full_params_like_fsdp1(module)``: a ``summon_full_params`` block that only
   reads, each unit unsharded for it (:mod:`codemods.rules.fsdp401.summon`).
+- ``mesh_like_fsdp1(strategy, module, device, mesh, group)``: the mesh over the ranks a
+  ``sharding_strategy`` FSDP1 has and FSDP2 does not (``NO_SHARD``, a hybrid one
+  without a mesh, or one known only at run time) shards and replicates on
+  (:mod:`codemods.rules.fsdp401.sharding`), and ``reshards_like_fsdp1(strategy)``,
+  whether such a strategy reshards after forward.
 
 They name nothing but torch, so the rewritten file depends on nothing new.
 """
@@ -28,6 +33,7 @@ from __future__ import annotations
 from codemods.registry.names import COMPOSABLE_FSDP, TORCH_FSDP
 from codemods.rules.api import Engine
 from codemods.rules.fsdp401.lookups import fresh
+from codemods.rules.fsdp401.setup import DEVICE_MESH
 from codemods.syntax.lazy_libcst import cst
 
 #: Each helper's source, with ``{one}`` for one indentation step and ``{names}`` for
@@ -100,6 +106,56 @@ SOURCES = {
 {one}{one}cast_forward_inputs=casts,
 {one})
 ''',
+    "mesh": '''def {mesh}(strategy, module, device=None, mesh=None, group=None):
+{one}"""The FSDP2 mesh over the ranks FSDP1's ``strategy`` shards and replicates on.
+
+{one}FULL_SHARD and SHARD_GRAD_OP shard over ``mesh`` or ``group`` (None: every rank);
+{one}the hybrid ones shard within groups of ``device_count()`` consecutive ranks and
+{one}replicate across them; NO_SHARD keeps a whole replica on each rank.
+{one}"""
+{one}kind = getattr(strategy, "name", "FULL_SHARD")
+{one}hybrid = kind in ("HYBRID_SHARD", "_HYBRID_SHARD_ZERO2")
+{one}if kind != "NO_SHARD" and not hybrid and group is None:
+{one}{one}return mesh
+{one}if device is not None:
+{one}{one}device_type = torch.device(device).type
+{one}else:  # FSDP1's choice: where the module's parameters are, else the accelerator
+{one}{one}types = [p.device.type for p in module.parameters()]
+{one}{one}types = [t for t in types if t not in ("cpu", "meta")]
+{one}{one}accelerator = "cuda" if torch.cuda.is_available() else "cpu"
+{one}{one}device_type = types[0] if types else accelerator
+{one}names = ("replicate", "shard")
+{one}if hybrid and mesh is not None:
+{one}{one}if mesh.mesh_dim_names:
+{one}{one}{one}return mesh
+{one}{one}groups = [mesh.get_group(0), mesh.get_group(1)]  # FSDP2 needs named dimensions
+{one}{one}grid = mesh.mesh
+{one}{one}return DeviceMesh.from_group(groups, device_type, grid, mesh_dim_names=names)
+{one}world = torch.distributed.get_world_size()
+{one}if hybrid and group is None:  # FSDP1's groups of `device_count()` consecutive ranks
+{one}{one}count = getattr(torch, device_type).device_count()
+{one}{one}shape = (world // count, count)
+{one}{one}return init_device_mesh(device_type, shape, mesh_dim_names=names)
+{one}if hybrid:
+{one}{one}raise ValueError(f"{{kind}} with a process group: pass a 2-D mesh of its groups")
+{one}if mesh is not None:
+{one}{one}group = mesh.get_group()
+{one}if kind != "NO_SHARD":
+{one}{one}return DeviceMesh.from_group(group, device_type)
+{one}if group is None:  # NO_SHARD: every rank a replica, shards of one rank
+{one}{one}return init_device_mesh(device_type, (world, 1), mesh_dim_names=names)
+{one}ranks = torch.distributed.get_process_group_ranks(group)
+{one}alone = torch.distributed.new_group(
+{one}{one}[torch.distributed.get_rank()], use_local_synchronization=True
+{one})
+{one}grid = torch.tensor(ranks).unsqueeze(1)  # each rank of the group a replica
+{one}groups = [group, alone]
+{one}return DeviceMesh.from_group(groups, device_type, grid, mesh_dim_names=names)
+''',
+    "reshards": '''def {reshards}(strategy):
+{one}"""Whether FSDP1's ``strategy`` (None: FULL_SHARD) reshards after forward."""
+{one}return getattr(strategy, "name", "FULL_SHARD") in ("FULL_SHARD", "HYBRID_SHARD")
+''',
     "no_sync": '''@contextlib.contextmanager
 def {no_sync}(module):
 {one}"""FSDP1's ``module.no_sync()`` on FSDP2: no gradient reduction in it, on after it."""
@@ -131,6 +187,8 @@ NAMES = {
     "precision": "precision_like_fsdp1",
     "no_sync": "no_sync_like_fsdp1",
     "summon": "summon_full_params_like_fsdp1",
+    "mesh": "mesh_like_fsdp1",
+    "reshards": "reshards_like_fsdp1",
 }
 #: What each needs besides itself.
 NEEDS: dict[str, tuple[str, ...]] = {
@@ -140,6 +198,8 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "precision": (),
     "no_sync": (),
     "summon": (),
+    "mesh": (),
+    "reshards": (),
 }
 
 
@@ -179,6 +239,10 @@ def write_helpers(engine: Engine, line: cst.SimpleStatementLine) -> list[cst.CST
     if "summon" in roles:  # (the dual stack's importer takes it from FSDP2's `try`)
         home = TORCH_FSDP if engine.target_at_least("2.6") else COMPOSABLE_FSDP
         engine.need_import(home, "FSDPModule")
+    if "mesh" in roles:
+        engine.need_import("torch", None)
+        engine.need_import(DEVICE_MESH, "DeviceMesh")
+        engine.need_import(DEVICE_MESH, "init_device_mesh")
     blank = [cst.EmptyLine(), cst.EmptyLine()]
     parsed = [node.with_changes(leading_lines=blank) for node in cst.parse_module(text).body]
     top: cst.CSTNode = line

@@ -104,12 +104,13 @@ def statements_before(
     out = write_helpers(engine, conversion.line)  # a precision's, queued by the survey
     if conversion.before:
         out.append(cst.parse_statement(f"{conversion.before}\n", config))
-    for binding in bindings:
+    for binding in [*conversion.keywords.bindings, *bindings]:
         out.append(cst.parse_statement(f"{binding}\n", config))
     setup = conversion.keywords.setup
     by_policy = conversion.policy is not None or bool(conversion.classes and setup.needed())
     if by_policy or setup.needed():
         return out + _fsdp1_steps(engine, conversion, indent, keywords, by_policy)
+    out = _spaced(out, 1 if indent else 2)  # the helpers, then what binds values
     if conversion.classes:
         one = engine.module.default_indent
         var = fresh(engine, "submodule")
