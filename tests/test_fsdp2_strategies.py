@@ -86,15 +86,16 @@ def test_a_strategy_without_an_fsdp2_keyword_gets_fsdp1s_ranks_as_a_mesh(argumen
     assert said in finding.message
 
 
-def test_a_hybrid_strategy_with_fsdp1s_pair_of_groups_stays_for_a_human():
+def test_a_hybrid_strategy_with_fsdp1s_pair_of_groups_shards_on_their_grid():
     new, finding = _migrate(
         "def shard(model, intra, inter):\n"
         "    return FSDP(model, sharding_strategy=ShardingStrategy.HYBRID_SHARD,\n"
         "                process_group=(intra, inter))\n"
     )
-    assert new is None and not finding.fixed
-    assert "(intra-node, inter-node) pair" in finding.message
-    assert "DeviceMesh.from_group([inter, intra]" in finding.message
+    assert finding.fixed, finding.message
+    assert "mesh_like_fsdp1(ShardingStrategy.HYBRID_SHARD, model, group=(intra, inter))" in new
+    assert "DeviceMesh.from_group(" not in new.split("def shard")[1]  # not the 1-D form
+    assert "the 2-D mesh they form" in finding.message
 
 
 def test_calls_sharing_a_file_share_one_copy_of_each_helper():
@@ -102,7 +103,7 @@ def test_calls_sharing_a_file_share_one_copy_of_each_helper():
     outcome = run(FIXTURE.read_bytes(), SETTINGS)
     new = outcome.new_source.decode()
     findings = [f for f in outcome.findings if f.code == "FSDP401"]
-    assert len(findings) == 5 and all(f.fixed for f in findings)
+    assert len(findings) == 6 and all(f.fixed for f in findings)
     assert new.count("def mesh_like_fsdp1(") == 1
     assert new.count("def reshards_like_fsdp1(") == 1
     # the strategy a table picks is read once, for both keywords
@@ -133,7 +134,8 @@ def test_the_rewrites_train_as_the_fsdp1_calls(tmp_path):
 @needs_fsdp2
 @pytest.mark.distributed
 def test_a_hybrid_strategy_trains_as_fsdp1_on_its_node_groups(tmp_path):
-    """4 gloo ranks, 2 a node: FSDP1's hybrid groups and the rewrite's 2-D mesh agree;
+    """4 gloo ranks, 2 a node: FSDP1's hybrid groups (its own, or a pair passed) and the
+    rewrite's 2-D mesh agree;
     with 1 a node FSDP1 trains each rank alone, the rewrite does not (as its finding says)."""
     from compat.portcheck import PortCase, check_ports
 
@@ -141,10 +143,12 @@ def test_a_hybrid_strategy_trains_as_fsdp1_on_its_node_groups(tmp_path):
     port = tmp_path / FIXTURE.name
     port.write_bytes(outcome.new_source)
     batch = "tests.portcheck_ports:batch"
-    names = ("build_hybrid", "build_hybrid_alone")
+    names = ("build_hybrid", "build_hybrid_pair", "build_hybrid_alone")
     cases = {name: PortCase(f"{FIXTURE}:{name}", f"{port}:{name}", batch) for name in names}
     reports = check_ports(cases, world_size=4, timeout=600)
-    reports["build_hybrid"].assert_passed()
+    for name in ("build_hybrid", "build_hybrid_pair"):
+        reports[name].assert_passed()
+        assert {f.cause for f in reports[name].findings} <= {"state-dict-kind"}
     alone = reports["build_hybrid_alone"]
     assert not alone.passed  # FSDP1's silent fallback is not reproduced
     assert {f.topic for f in alone.failing()} & {"weights", "loss"}, alone.render()

@@ -159,6 +159,7 @@ RULES = (
                     "from torch.distributed.fsdp import fully_shard\n"
                     "from torch.distributed.fsdp import ShardingStrategy\n"
                     "import torch\n"
+                    "from torch.distributed import get_process_group_ranks\n"
                     "from torch.distributed.device_mesh import DeviceMesh, "
                     "init_device_mesh\n"
                     "\n"
@@ -180,10 +181,11 @@ RULES = (
                     "\n"
                     "    FULL_SHARD and SHARD_GRAD_OP shard over ``mesh`` or ``group`` "
                     "(None: every rank);\n"
-                    "    the hybrid ones shard within groups of ``device_count()`` "
-                    "consecutive ranks and\n"
-                    "    replicate across them; NO_SHARD keeps a whole replica on each "
-                    "rank.\n"
+                    "    the hybrid ones over the 2-D ``mesh``, the ``(intra, inter)`` "
+                    "pair of groups, or\n"
+                    "    groups of ``device_count()`` consecutive ranks, replicated "
+                    "across; NO_SHARD keeps\n"
+                    "    a whole replica on each rank.\n"
                     '    """\n'
                     '    kind = getattr(strategy, "name", "FULL_SHARD")\n'
                     '    hybrid = kind in ("HYBRID_SHARD", "_HYBRID_SHARD_ZERO2")\n'
@@ -213,9 +215,23 @@ RULES = (
                     "        shape = (world // count, count)\n"
                     "        return init_device_mesh(device_type, shape, "
                     "mesh_dim_names=names)\n"
-                    "    if hybrid:\n"
-                    '        raise ValueError(f"{kind} with a process group: pass a 2-D '
-                    'mesh of its groups")\n'
+                    "    if hybrid:  # FSDP1's (intra-node, inter-node) pair: the grid of "
+                    "ranks they form\n"
+                    "        intra, inter = group\n"
+                    "        rows = [None] * world\n"
+                    "        torch.distributed.all_gather_object(rows, "
+                    "get_process_group_ranks(intra))\n"
+                    "        replicas = get_process_group_ranks(inter)\n"
+                    "        grid = torch.tensor([rows[rank] for rank in replicas])\n"
+                    "        me = torch.distributed.get_rank()\n"
+                    "        column = rows[me].index(me)  # this rank's place in its shard "
+                    "group\n"
+                    "        if grid[:, column].tolist() != replicas:\n"
+                    '            raise ValueError("the intra-node and inter-node groups '
+                    'form no grid")\n'
+                    "        groups = [inter, intra]\n"
+                    "        return DeviceMesh.from_group(groups, device_type, grid, "
+                    "mesh_dim_names=names)\n"
                     "    if mesh is not None:\n"
                     "        group = mesh.get_group()\n"
                     '    if kind != "NO_SHARD":\n'
@@ -224,7 +240,7 @@ RULES = (
                     "one rank\n"
                     "        return init_device_mesh(device_type, (world, 1), "
                     "mesh_dim_names=names)\n"
-                    "    ranks = torch.distributed.get_process_group_ranks(group)\n"
+                    "    ranks = get_process_group_ranks(group)\n"
                     "    alone = torch.distributed.new_group(\n"
                     "        [torch.distributed.get_rank()], "
                     "use_local_synchronization=True\n"

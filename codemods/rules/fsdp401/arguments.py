@@ -18,7 +18,7 @@ from codemods.rules.fsdp401.offload import cpu_offload
 from codemods.rules.fsdp401.precision import mixed_precision
 from codemods.rules.fsdp401.recipes import RECIPES
 from codemods.rules.fsdp401.setup import DEVICE_MESH, SETUP, setup_notes, take_setup
-from codemods.rules.fsdp401.sharding import hybrid_group, prefetch, runtime_strategy, sharding
+from codemods.rules.fsdp401.sharding import prefetch, runtime_strategy, sharding
 from codemods.rules.fsdp401.values import is_none, source
 from codemods.syntax.cst_nodes import keyword, literal
 from codemods.syntax.lazy_libcst import cst
@@ -109,8 +109,8 @@ MAPPING = (
         "`reshard_after_forward=True` (`False`), `mesh=mesh_like_fsdp1(...)`: the "
         "`device_mesh` passed (given dimension names where it has none), or FSDP1's "
         "groups of `device_count()` consecutive ranks, `init_device_mesh(type, (world // "
-        "n, n), mesh_dim_names=('replicate', 'shard'))`; with a `process_group` pair, "
-        "left for a human",
+        "n, n), mesh_dim_names=('replicate', 'shard'))`, or the grid of ranks a "
+        "`process_group` pair (intra-node, inter-node) forms",
     ),
     (
         "sharding_strategy=config.strategy (known at run time)",
@@ -191,8 +191,6 @@ def translate(engine: Engine, args: list[cst.Arg]) -> Keywords:
             reasons += why.reasons
     if out.runtime_strategy is not None:
         runtime_strategy(engine, out.runtime_strategy, out)
-    why = hybrid_group(out)
-    reasons += [why] if why else []
     if out.setup.group is not None and out.strategy is None:
         # FSDP1 shards over the group; FSDP2 over a 1-D mesh made of it.
         device = out.setup.device

@@ -110,8 +110,9 @@ SOURCES = {
 {one}"""The FSDP2 mesh over the ranks FSDP1's ``strategy`` shards and replicates on.
 
 {one}FULL_SHARD and SHARD_GRAD_OP shard over ``mesh`` or ``group`` (None: every rank);
-{one}the hybrid ones shard within groups of ``device_count()`` consecutive ranks and
-{one}replicate across them; NO_SHARD keeps a whole replica on each rank.
+{one}the hybrid ones over the 2-D ``mesh``, the ``(intra, inter)`` pair of groups, or
+{one}groups of ``device_count()`` consecutive ranks, replicated across; NO_SHARD keeps
+{one}a whole replica on each rank.
 {one}"""
 {one}kind = getattr(strategy, "name", "FULL_SHARD")
 {one}hybrid = kind in ("HYBRID_SHARD", "_HYBRID_SHARD_ZERO2")
@@ -136,15 +137,25 @@ SOURCES = {
 {one}{one}count = getattr(torch, device_type).device_count()
 {one}{one}shape = (world // count, count)
 {one}{one}return init_device_mesh(device_type, shape, mesh_dim_names=names)
-{one}if hybrid:
-{one}{one}raise ValueError(f"{{kind}} with a process group: pass a 2-D mesh of its groups")
+{one}if hybrid:  # FSDP1's (intra-node, inter-node) pair: the grid of ranks they form
+{one}{one}intra, inter = group
+{one}{one}rows = [None] * world
+{one}{one}torch.distributed.all_gather_object(rows, get_process_group_ranks(intra))
+{one}{one}replicas = get_process_group_ranks(inter)
+{one}{one}grid = torch.tensor([rows[rank] for rank in replicas])
+{one}{one}me = torch.distributed.get_rank()
+{one}{one}column = rows[me].index(me)  # this rank's place in its shard group
+{one}{one}if grid[:, column].tolist() != replicas:
+{one}{one}{one}raise ValueError("the intra-node and inter-node groups form no grid")
+{one}{one}groups = [inter, intra]
+{one}{one}return DeviceMesh.from_group(groups, device_type, grid, mesh_dim_names=names)
 {one}if mesh is not None:
 {one}{one}group = mesh.get_group()
 {one}if kind != "NO_SHARD":
 {one}{one}return DeviceMesh.from_group(group, device_type)
 {one}if group is None:  # NO_SHARD: every rank a replica, shards of one rank
 {one}{one}return init_device_mesh(device_type, (world, 1), mesh_dim_names=names)
-{one}ranks = torch.distributed.get_process_group_ranks(group)
+{one}ranks = get_process_group_ranks(group)
 {one}alone = torch.distributed.new_group(
 {one}{one}[torch.distributed.get_rank()], use_local_synchronization=True
 {one})
@@ -243,6 +254,7 @@ def write_helpers(engine: Engine, line: cst.SimpleStatementLine) -> list[cst.CST
         engine.need_import("torch", None)
         engine.need_import(DEVICE_MESH, "DeviceMesh")
         engine.need_import(DEVICE_MESH, "init_device_mesh")
+        engine.need_import("torch.distributed", "get_process_group_ranks")
     blank = [cst.EmptyLine(), cst.EmptyLine()]
     parsed = [node.with_changes(leading_lines=blank) for node in cst.parse_module(text).body]
     top: cst.CSTNode = line

@@ -207,30 +207,11 @@ NAMED = (
     "a hybrid strategy's 2-D mesh without dimension names is rebuilt from its groups "
     "with the names (`replicate`, `shard`) FSDP2 needs"
 )
-GROUPED = (
-    "with `process_group`, a hybrid strategy chosen at run time raises `ValueError` "
-    "(FSDP1 took an (intra-node, inter-node) pair of groups: pass a named 2-D mesh "
-    "made of them, `DeviceMesh.from_group([inter, intra], ...)`)"
+PAIR = (
+    "a hybrid strategy with FSDP1's (intra-node, inter-node) pair of groups shards on the "
+    "2-D mesh they form (`DeviceMesh.from_group([inter, intra], ...)`, the grid of ranks "
+    "gathered from every rank, `ValueError` where the groups form none)"
 )
-
-
-def hybrid_group(out: Keywords) -> str | None:
-    """Why a hybrid strategy with a ``process_group`` stays FSDP1 (None: not one).
-
-    FSDP1 takes an (intra-node, inter-node) pair of groups there; the grid of ranks
-    they form is known only at run time.
-    """
-    members = out.runtime_members
-    if out.setup.group is None or out.strategy is None or members is None:
-        return None  # any strategy: a hybrid one raises at run time, named in the finding
-    if not members & {"HYBRID_SHARD", "_HYBRID_SHARD_ZERO2"}:
-        return None
-    return (
-        "a hybrid `sharding_strategy` with `process_group` (FSDP1's (intra-node, "
-        "inter-node) pair): shard on a named 2-D mesh made of the two groups, "
-        "`DeviceMesh.from_group([inter, intra], device_type, mesh=grid, "
-        "mesh_dim_names=('replicate', 'shard'))`, `grid` the ranks they form"
-    )
 
 
 def strategy_mesh(engine: Engine, out: Keywords, root: str) -> None:
@@ -276,4 +257,4 @@ def strategy_mesh(engine: Engine, out: Keywords, root: str) -> None:
     if hybrid and meshes:
         out.notes.append(NAMED)
     if hybrid and out.setup.group is not None:
-        out.notes.append(GROUPED)
+        out.notes.append(PAIR)
