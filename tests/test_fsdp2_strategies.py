@@ -152,3 +152,38 @@ def test_a_hybrid_strategy_trains_as_fsdp1_on_its_node_groups(tmp_path):
     alone = reports["build_hybrid_alone"]
     assert not alone.passed  # FSDP1's silent fallback is not reproduced
     assert {f.topic for f in alone.failing()} & {"weights", "loss"}, alone.render()
+
+
+def test_the_mesh_helper_names_torch_alone():
+    """OLMo's shape: `init_device_mesh` imported inside a function is no name at module
+    level, where the helper is written: it reaches torch's functions through `torch`."""
+    new, finding = _migrate(
+        "def shard(model, cfg, hybrid):\n"
+        "    kw = {}\n"
+        "    if hybrid:\n"
+        "        from torch.distributed.device_mesh import init_device_mesh\n"
+        '        kw["device_mesh"] = init_device_mesh("cuda", (2, 4))\n'
+        "    return FSDP(model, sharding_strategy=cfg.strategy, **kw)\n"
+    )
+    assert finding.fixed, finding.message
+    helper = new[new.index("def mesh_like_fsdp1(") : new.index("def shard(")]
+    assert "init_device_mesh(" not in helper.replace("dist.device_mesh.init_device_mesh", "")
+    assert 'mesh=kw.get("device_mesh")' in new
+
+
+def test_a_strategy_chosen_between_tables_is_read_at_run_time():
+    """dolomite's shape: one table for full sharding, another for hybrid sharding."""
+    new, finding = _migrate(
+        "def shard(model, stage, replicas):\n"
+        "    strategy = FULL[stage] if replicas == 1 else HYBRID[stage]\n"
+        "    return FSDP(model, sharding_strategy=strategy)\n"
+    )
+    assert finding.fixed, finding.message
+    assert "reshard_after_forward=reshards_like_fsdp1(strategy)" in new
+    assert "mesh=mesh_like_fsdp1(strategy, model)" in new
+
+
+@pytest.mark.parametrize("value", ['"FULL_SHARD"', "[S.FULL_SHARD]"])
+def test_a_literal_that_is_no_strategy_stays_for_a_human(value):
+    new, finding = _migrate(f"model = FSDP(model, sharding_strategy={value})\n")
+    assert new is None and "not a `ShardingStrategy` member" in finding.message

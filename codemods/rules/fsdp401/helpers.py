@@ -33,7 +33,6 @@ from __future__ import annotations
 from codemods.registry.names import COMPOSABLE_FSDP, TORCH_FSDP
 from codemods.rules.api import Engine
 from codemods.rules.fsdp401.lookups import fresh
-from codemods.rules.fsdp401.setup import DEVICE_MESH
 from codemods.syntax.lazy_libcst import cst
 
 #: Each helper's source, with ``{one}`` for one indentation step and ``{names}`` for
@@ -118,6 +117,9 @@ SOURCES = {
 {one}hybrid = kind in ("HYBRID_SHARD", "_HYBRID_SHARD_ZERO2")
 {one}if kind != "NO_SHARD" and not hybrid and group is None:
 {one}{one}return mesh
+{one}dist, names = torch.distributed, ("replicate", "shard")
+{one}from_group = dist.device_mesh.DeviceMesh.from_group
+{one}init_mesh = dist.device_mesh.init_device_mesh
 {one}if device is not None:
 {one}{one}device_type = torch.device(device).type
 {one}else:  # FSDP1's choice: where the module's parameters are, else the accelerator
@@ -125,43 +127,37 @@ SOURCES = {
 {one}{one}types = [t for t in types if t not in ("cpu", "meta")]
 {one}{one}accelerator = "cuda" if torch.cuda.is_available() else "cpu"
 {one}{one}device_type = types[0] if types else accelerator
-{one}names = ("replicate", "shard")
 {one}if hybrid and mesh is not None:
 {one}{one}if mesh.mesh_dim_names:
 {one}{one}{one}return mesh
 {one}{one}groups = [mesh.get_group(0), mesh.get_group(1)]  # FSDP2 needs named dimensions
-{one}{one}grid = mesh.mesh
-{one}{one}return DeviceMesh.from_group(groups, device_type, grid, mesh_dim_names=names)
-{one}world = torch.distributed.get_world_size()
+{one}{one}return from_group(groups, device_type, mesh.mesh, mesh_dim_names=names)
+{one}world = dist.get_world_size()
 {one}if hybrid and group is None:  # FSDP1's groups of `device_count()` consecutive ranks
 {one}{one}count = getattr(torch, device_type).device_count()
 {one}{one}shape = (world // count, count)
-{one}{one}return init_device_mesh(device_type, shape, mesh_dim_names=names)
+{one}{one}return init_mesh(device_type, shape, mesh_dim_names=names)
 {one}if hybrid:  # FSDP1's (intra-node, inter-node) pair: the grid of ranks they form
 {one}{one}intra, inter = group
 {one}{one}rows = [None] * world
-{one}{one}torch.distributed.all_gather_object(rows, get_process_group_ranks(intra))
-{one}{one}replicas = get_process_group_ranks(inter)
+{one}{one}dist.all_gather_object(rows, dist.get_process_group_ranks(intra))
+{one}{one}replicas = dist.get_process_group_ranks(inter)
 {one}{one}grid = torch.tensor([rows[rank] for rank in replicas])
-{one}{one}me = torch.distributed.get_rank()
+{one}{one}me = dist.get_rank()
 {one}{one}column = rows[me].index(me)  # this rank's place in its shard group
 {one}{one}if grid[:, column].tolist() != replicas:
 {one}{one}{one}raise ValueError("the intra-node and inter-node groups form no grid")
-{one}{one}groups = [inter, intra]
-{one}{one}return DeviceMesh.from_group(groups, device_type, grid, mesh_dim_names=names)
+{one}{one}return from_group([inter, intra], device_type, grid, mesh_dim_names=names)
 {one}if mesh is not None:
-{one}{one}group = mesh.get_group()
+{one}{one}group = mesh.get_group(0)  # as FSDP1 reads a mesh without a hybrid strategy
 {one}if kind != "NO_SHARD":
-{one}{one}return DeviceMesh.from_group(group, device_type)
+{one}{one}return from_group(group, device_type)
 {one}if group is None:  # NO_SHARD: every rank a replica, shards of one rank
-{one}{one}return init_device_mesh(device_type, (world, 1), mesh_dim_names=names)
-{one}ranks = get_process_group_ranks(group)
-{one}alone = torch.distributed.new_group(
-{one}{one}[torch.distributed.get_rank()], use_local_synchronization=True
-{one})
-{one}grid = torch.tensor(ranks).unsqueeze(1)  # each rank of the group a replica
-{one}groups = [group, alone]
-{one}return DeviceMesh.from_group(groups, device_type, grid, mesh_dim_names=names)
+{one}{one}shape = (world, 1)
+{one}{one}return init_mesh(device_type, shape, mesh_dim_names=names)
+{one}alone = dist.new_group([dist.get_rank()], use_local_synchronization=True)
+{one}grid = torch.tensor(dist.get_process_group_ranks(group)).unsqueeze(1)
+{one}return from_group([group, alone], device_type, grid, mesh_dim_names=names)
 ''',
     "reshards": '''def {reshards}(strategy):
 {one}"""Whether FSDP1's ``strategy`` (None: FULL_SHARD) reshards after forward."""
@@ -250,11 +246,8 @@ def write_helpers(engine: Engine, line: cst.SimpleStatementLine) -> list[cst.CST
     if "summon" in roles:  # (the dual stack's importer takes it from FSDP2's `try`)
         home = TORCH_FSDP if engine.target_at_least("2.6") else COMPOSABLE_FSDP
         engine.need_import(home, "FSDPModule")
-    if "mesh" in roles:
+    if "mesh" in roles:  # it names torch's functions through `torch`, bound nowhere else
         engine.need_import("torch", None)
-        engine.need_import(DEVICE_MESH, "DeviceMesh")
-        engine.need_import(DEVICE_MESH, "init_device_mesh")
-        engine.need_import("torch.distributed", "get_process_group_ranks")
     blank = [cst.EmptyLine(), cst.EmptyLine()]
     parsed = [node.with_changes(leading_lines=blank) for node in cst.parse_module(text).body]
     top: cst.CSTNode = line

@@ -76,7 +76,8 @@ def sharding(engine: Engine, value: cst.BaseExpression, out: Keywords) -> None:
         out.strategy = written if set(looked_up[1]) - set(PLAIN) else None
         out.runtime_members = frozenset(looked_up[1])
         return
-    if isinstance(value, cst.IfExp):
+    sides = (value.body, value.orelse) if isinstance(value, cst.IfExp) else ()
+    if sides and all(enum_member(engine, side, "ShardingStrategy") for side in sides):
         # `FULL_SHARD if flag else SHARD_GRAD_OP`: the flag says whether to reshard.
         members = (_member(engine, value.body), _member(engine, value.orelse))
         body, orelse = RESHARDS[members[0]], RESHARDS[members[1]]
@@ -89,9 +90,9 @@ def sharding(engine: Engine, value: cst.BaseExpression, out: Keywords) -> None:
         out.runtime_members = frozenset(members)
         return
     member = enum_member(engine, value, "ShardingStrategy")
-    if member is None and not isinstance(
-        bound or value, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)
-    ):
+    # a literal is certainly no strategy; anything else may hold one at run time
+    literals = (cst.BaseString, cst.BaseNumber, cst.List, cst.Tuple, cst.Set, cst.Dict)
+    if member is None and isinstance(bound or value, literals):
         raise Untranslatable("`sharding_strategy` is not a `ShardingStrategy` member")
     if member is None:
         # Read from a config or computed: the same choice, made at run time.
