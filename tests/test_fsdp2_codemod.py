@@ -134,7 +134,6 @@ def test_dropped_arguments_that_change_something_are_noted():
 @pytest.mark.parametrize(
     ("call", "why"),
     [
-        ("FSDP(model, auto_wrap_policy=ModuleWrapPolicy(classes()))", "a set, list or tuple"),
         ("FSDP(model, auto_wrap_policy={get_class()})", "not certainly a class"),
         ("FSDP(model, auto_wrap_policy={Block}, ignored_modules=[model.head])", "foreach=False"),
         ("FSDP(model, mixed_precision=precision())", "not a `MixedPrecision(...)` call"),
@@ -383,12 +382,12 @@ def test_one_call_left_withholds_the_others_and_says_why():
 def test_a_call_left_for_a_human_lists_everything_in_the_way():
     # Real calls are config-driven: the finding is the whole porting checklist at once.
     call = (
-        "FSDP(model, auto_wrap_policy=ModuleWrapPolicy(pick()), sharding_strategy='sdp', "
+        "FSDP(model, auto_wrap_policy={pick()}, sharding_strategy='sdp', "
         "ignored_modules=[model.head], mixed_precision=mp(), device_id=rank)"
     )
     new, (finding,) = _migrate(f"model = {call}\n")
     assert new is None and not finding.fixable
-    reasons = ["a set, list or tuple display", "`ShardingStrategy` member", "foreach=False"]
+    reasons = ["not certainly a class", "`ShardingStrategy` member", "foreach=False"]
     reasons.append("not a `MixedPrecision(...)` call")
     at = [finding.message.index(f"({n}) ") for n in range(1, 5)]
     assert at == sorted(at) and "(5) " not in finding.message
@@ -1173,7 +1172,12 @@ DEAD = (
         ("    # one unit per block\n    policy = ModuleWrapPolicy({Block})\n", "", ["policy"]),
         ("    policy = ModuleWrapPolicy({Block})\n", "    print(policy)\n", ["policy"]),
         # the bridge takes the call's own arguments: their bindings stay
-        ("    policy = ModuleWrapPolicy(blocks())\n", "", ["policy", "strategy"]),
+        (
+            "    from torch.distributed.fsdp.wrap import CustomPolicy\n"
+            "    policy = CustomPolicy(blocks)\n",
+            "",
+            ["policy", "strategy"],
+        ),
     ],
     ids=["dead", "commented", "used-again", "bridged"],
 )
