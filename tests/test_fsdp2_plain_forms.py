@@ -6,6 +6,7 @@ tests/test_fsdp2_runs.py; these pin the code written, and where it is not writte
 
 from __future__ import annotations
 
+import re
 import textwrap
 
 import pytest
@@ -203,3 +204,25 @@ def test_a_hybrid_strategy_read_at_run_time_passes_a_mesh_that_may_be_none():
     # the helper builds FSDP1's node-local groups where the mesh is None at run time
     assert "mesh=mesh_like_fsdp1(strategy, model, mesh=hsdp_mesh)" in new
     assert "rebuilt from its groups" in finding.message
+
+
+@pytest.mark.parametrize(
+    "policy",
+    [
+        "ModuleWrapPolicy(block_classes)",  # dolomite's shape: classes computed first
+        "functools.partial(transformer_auto_wrap_policy, transformer_layer_cls=layers())",
+    ],
+)
+def test_a_class_policy_whose_classes_come_at_run_time_is_asked_at_run_time(policy):
+    """FSDP1 asks the policy object; the rewrite asks the same object, as FSDP1 does."""
+    new, (finding,) = _migrate(
+        "import functools\n"
+        "from torch.distributed.fsdp.wrap import ModuleWrapPolicy, transformer_auto_wrap_policy\n"
+        "def shard(model, block_classes):\n"
+        f"    return FSDP(model, auto_wrap_policy={policy})\n"
+    )
+    assert finding.fixed, finding.message
+    # laid out over lines where long: compared without layout
+    flat = re.sub(r"\s|,(?=\))", "", new)
+    assert re.sub(r"\s", "", f"shard_like_fsdp1(model,{policy},model,None)") in flat
+    assert "the policy picks the units at run time" in finding.message
