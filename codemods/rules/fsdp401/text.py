@@ -111,7 +111,8 @@ def statements_before(
     setup = conversion.keywords.setup
     by_policy = conversion.policy is not None or bool(conversion.classes and setup.needed())
     if by_policy or setup.needed():
-        return out + _fsdp1_steps(engine, conversion, indent, keywords, by_policy)
+        steps = _fsdp1_steps(engine, conversion, indent, keywords, by_policy)
+        return _spaced(out + steps, 1 if indent else 2)  # a nested definition after bindings
     out = _spaced(out, 1 if indent else 2)  # the helpers, then what binds values
     if conversion.classes:
         one = engine.module.default_indent
