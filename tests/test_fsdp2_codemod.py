@@ -334,7 +334,7 @@ def test_cpu_offload_bound_at_run_time_offloads_where_fsdp1_did(binding, read):
     assert finding.fixed, finding.message
     policy = f'CPUOffloadPolicy() if getattr({read}, "offload_params", False) else OffloadPolicy()'
     assert f"offload_policy={policy}" in new
-    assert "pins that memory by default" in finding.message
+    assert "(pinned, as FSDP1's were)" in finding.message
 
 
 @pytest.mark.parametrize(

@@ -17,10 +17,11 @@ from codemods.syntax.lazy_libcst import cst
 
 #: What FSDP2's CPU offloading does otherwise than FSDP1's (torch's ``CPUOffloadPolicy``).
 OFFLOADED = (
-    "`CPUOffloadPolicy` keeps the sharded parameters and gradients on the CPU and steps "
-    "the optimizer there, as FSDP1's `offload_params=True` did; it pins that memory by "
-    "default (`pin_memory=True`), and under NCCL a collective over the CPU DTensors "
-    "(`full_tensor()`, the norm `clip_grad_norm_` returns) needs them on the device first"
+    "`CPUOffloadPolicy` keeps the sharded parameters and gradients on the CPU (pinned, "
+    "as FSDP1's were) and steps the optimizer there, as FSDP1's `offload_params=True` "
+    "did; but where FSDP1's `clip_grad_norm_` handled CPU gradients itself, under NCCL "
+    "a collective over the CPU DTensors (`torch.nn.utils.clip_grad_norm_`'s norm, "
+    "`full_tensor()`) needs them on the device first"
 )
 
 
