@@ -56,7 +56,8 @@ def bound_first(
             bindings.append(f"{var} = {_laid_out(engine, value, indent, len(var) + 3)}")
             root.append(f"{name}={var}")
         unit_value = conversion.keywords.unit_values.get(name)
-        if unit_value is None:
+        if unit_value is None or not (conversion.classes or conversion.policy is not None):
+            # no unit below the root: the units' value would be bound for nothing
             units.append(root[-1])
             continue
         unit_var = fresh(engine, f"unit_{name}")
