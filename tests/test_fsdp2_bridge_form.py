@@ -142,16 +142,6 @@ def test_a_local_state_dict_puts_the_call_on_the_bridge():
 #: The registry's FSDP401 cases that stay FSDP1 by default and go to the bridge with
 #: ``--fsdp2-bridge``: a line of the case's source, and what the bridge makes of the case.
 BRIDGED = {
-    "model = FSDP(model, sharding_strategy=ShardingStrategy.HYBRID_SHARD)\n": (
-        "from torch.distributed.fsdp import ShardingStrategy\n"
-        "from compat.fsdp2 import fully_shard_like_fsdp1\n\n"
-        "model = fully_shard_like_fsdp1(model, sharding_strategy=ShardingStrategy.HYBRID_SHARD)\n"
-    ),
-    "model = FSDP(model, sharding_strategy=ShardingStrategy.NO_SHARD)\n": (
-        "from torch.distributed.fsdp import ShardingStrategy\n"
-        "from compat.fsdp2 import fully_shard_like_fsdp1\n\n"
-        "model = fully_shard_like_fsdp1(model, sharding_strategy=ShardingStrategy.NO_SHARD)\n"
-    ),
     # One call has a plain FSDP2 form, the other goes to the bridge.
     "decoder = FSDP(decoder, ignored_modules=[decoder.head])\n": (
         "from torch.distributed.fsdp import fully_shard\n"

@@ -76,7 +76,18 @@ def _migrate(body: str, settings: Settings = SETTINGS) -> tuple[str | None, list
             "    if flag:\n"
             '        kw["sharding_strategy"] = ShardingStrategy.SHARD_GRAD_OP\n'
             "    return FSDP(model, **kw)\n",
-            'ShardingStrategy.SHARD_GRAD_OP: False}[kw["sharding_strategy"]],\n',
+            # FSDP1's default or either member: read once, answered as FSDP1 would
+            'strategy = kw["sharding_strategy"]\n'
+            "    return fully_shard(\n"
+            "        model,\n"
+            "        reshard_after_forward=reshards_like_fsdp1(strategy),\n"
+            "        mesh=mesh_like_fsdp1(strategy, model),\n",
+        ),
+        (  # a path sets a hybrid strategy: its mesh chosen at run time, as FSDP1's
+            "def shard(model, hybrid):\n    kw = {}\n    if hybrid:\n"
+            '        kw["sharding_strategy"] = ShardingStrategy.HYBRID_SHARD\n'
+            "    return FSDP(model, **kw)\n",
+            'strategy = kw.get("sharding_strategy")\n',
         ),
         (  # FSDP1's order: process_group, sharding_strategy, cpu_offload, auto_wrap_policy
             "def shard(model):\n"
@@ -162,12 +173,6 @@ def test_the_keywords_a_call_passes_are_read_as_written(body, written):
             "def shard(model):\n    kw = {}\n    other = kw\n"
             '    other["use_orig_params"] = True\n    return FSDP(model, **kw)\n',
             "`other = kw` at line 9 may change `kw` first: keywords unknown statically",
-        ),
-        (  # read at run time, but a path sets a strategy FSDP2 has no twin for
-            "def shard(model, hybrid):\n    kw = {}\n    if hybrid:\n"
-            '        kw["sharding_strategy"] = ShardingStrategy.HYBRID_SHARD\n'
-            "    return FSDP(model, **kw)\n",
-            "`sharding_strategy` may be `HYBRID_SHARD` (set in `kw` at line 10): shard on",
         ),
         (
             'def shard(model):\n    kw = {"use_orig_params": True}\n'

@@ -134,7 +134,6 @@ def test_dropped_arguments_that_change_something_are_noted():
 @pytest.mark.parametrize(
     ("call", "why"),
     [
-        ("FSDP(model, auto_wrap_policy=ModuleWrapPolicy(classes()))", "a set, list or tuple"),
         ("FSDP(model, auto_wrap_policy={get_class()})", "not certainly a class"),
         ("FSDP(model, auto_wrap_policy={Block}, ignored_modules=[model.head])", "foreach=False"),
         ("FSDP(model, mixed_precision=precision())", "not a `MixedPrecision(...)` call"),
@@ -283,7 +282,12 @@ def test_cpu_offload_by_literal_or_flag(value, keyword):
         ),
         (
             "CPUOffload(offload_params=flag) if a and b else None",
-            "(CPUOffloadPolicy() if flag else OffloadPolicy()) if (a and b) else OffloadPolicy()",
+            # too long for a line: laid out as formatters do
+            "(\n"
+            "    (CPUOffloadPolicy() if flag else OffloadPolicy())\n"
+            "    if (a and b)\n"
+            "    else OffloadPolicy()\n"
+            ")",
         ),
         ("CPUOffload() if args.offload else None", None),  # no offloading either way
     ],
@@ -301,12 +305,36 @@ def test_cpu_offload_chosen_by_a_condition(value, policy):
         assert "model = fully_shard(model, offload_policy=offload_policy)\n" in new
 
 
-def test_cpu_offload_chosen_between_other_values_stays_manual():
+def test_cpu_offload_built_by_a_call_stays_manual():
     new, (finding,) = _migrate(
         "from torch.distributed.fsdp import CPUOffload\n"
-        "model = FSDP(model, cpu_offload=CPUOffload(True) if a else custom_offload)\n"
+        "model = FSDP(model, cpu_offload=CPUOffload(True) if a else make_offload())\n"
     )
     assert new is None and "`cpu_offload` is not a `CPUOffload(...)` call" in finding.message
+
+
+@pytest.mark.parametrize(
+    ("binding", "read"),
+    [
+        # verl's shape: None, or `CPUOffload(...)` with a flag from the config
+        (
+            "if not cfg.offload:\n    offload = None\n"
+            "else:\n    offload = CPUOffload(offload_params=cfg.params)\n",
+            "offload",
+        ),
+        ("", "cfg.cpu_offload"),  # a config's own value
+    ],
+)
+def test_cpu_offload_bound_at_run_time_offloads_where_fsdp1_did(binding, read):
+    new, (finding,) = _migrate(
+        "from torch.distributed.fsdp import CPUOffload\n"
+        + binding
+        + f"model = FSDP(model, cpu_offload={read})\n"
+    )
+    assert finding.fixed, finding.message
+    policy = f'CPUOffloadPolicy() if getattr({read}, "offload_params", False) else OffloadPolicy()'
+    assert f"offload_policy={policy}" in new
+    assert "(pinned, as FSDP1's were)" in finding.message
 
 
 @pytest.mark.parametrize(
@@ -354,12 +382,12 @@ def test_one_call_left_withholds_the_others_and_says_why():
 def test_a_call_left_for_a_human_lists_everything_in_the_way():
     # Real calls are config-driven: the finding is the whole porting checklist at once.
     call = (
-        "FSDP(model, auto_wrap_policy=ModuleWrapPolicy(pick()), sharding_strategy='sdp', "
+        "FSDP(model, auto_wrap_policy={pick()}, sharding_strategy='sdp', "
         "ignored_modules=[model.head], mixed_precision=mp(), device_id=rank)"
     )
     new, (finding,) = _migrate(f"model = {call}\n")
     assert new is None and not finding.fixable
-    reasons = ["a set, list or tuple display", "`ShardingStrategy` member", "foreach=False"]
+    reasons = ["not certainly a class", "`ShardingStrategy` member", "foreach=False"]
     reasons.append("not a `MixedPrecision(...)` call")
     at = [finding.message.index(f"({n}) ") for n in range(1, 5)]
     assert at == sorted(at) and "(5) " not in finding.message
@@ -1093,8 +1121,10 @@ def test_a_sharding_strategy_bound_twice_is_looked_up_at_run_time():
         "model = FSDP(model, sharding_strategy=strategy)\n"
     )
     new, (finding,) = _migrate(body)
-    assert finding.fixed and "ShardingStrategy.SHARD_GRAD_OP: False}[strategy]" in new
-    assert "any other strategy raises `KeyError`" in finding.message
+    # the two members the file binds it to, nothing else: no mesh of its own
+    table = "{ShardingStrategy.FULL_SHARD: True, ShardingStrategy.SHARD_GRAD_OP: False}"
+    assert finding.fixed and f"reshard_after_forward={table}[strategy],\n" in new
+    assert "mesh_like_fsdp1" not in new
 
 
 def test_a_sharding_strategy_looked_up_in_a_table_becomes_a_table_of_flags():
@@ -1105,11 +1135,18 @@ def test_a_sharding_strategy_looked_up_in_a_table_becomes_a_table_of_flags():
     assert 'reshard_after_forward={"fsdp": True, "sdp": False}[args.mode]' in new
 
 
-def test_a_table_with_a_strategy_fsdp2_lacks_stays_manual_with_the_recipe():
+def test_a_table_with_a_strategy_fsdp2_lacks_gets_its_mesh_at_run_time():
     table = '{"fsdp": ShardingStrategy.FULL_SHARD, "hsdp": ShardingStrategy.HYBRID_SHARD}'
-    body = STRATEGY_HEAD + f"model = FSDP(model, sharding_strategy={table}[args.mode])\n"
+    body = STRATEGY_HEAD + (
+        f"def shard(model, mode):\n    return FSDP(model, sharding_strategy={table}[mode])\n"
+    )
     new, (finding,) = _migrate(body)
-    assert new is None and "init_device_mesh" in finding.message
+    assert finding.fixed, finding.message
+    # read once, for both keywords (laid out one entry a line, as formatters do)
+    assert '    strategy = {\n        "fsdp": ShardingStrategy.FULL_SHARD,\n' in new
+    assert "reshard_after_forward=reshards_like_fsdp1(strategy)" in new
+    assert "mesh=mesh_like_fsdp1(strategy, model)" in new
+    assert "where a node has one device FSDP1 fell back" in finding.message
 
 
 DEAD = (
@@ -1135,7 +1172,12 @@ DEAD = (
         ("    # one unit per block\n    policy = ModuleWrapPolicy({Block})\n", "", ["policy"]),
         ("    policy = ModuleWrapPolicy({Block})\n", "    print(policy)\n", ["policy"]),
         # the bridge takes the call's own arguments: their bindings stay
-        ("    policy = ModuleWrapPolicy(blocks())\n", "", ["policy", "strategy"]),
+        (
+            "    from torch.distributed.fsdp.wrap import CustomPolicy\n"
+            "    policy = CustomPolicy(blocks)\n",
+            "",
+            ["policy", "strategy"],
+        ),
     ],
     ids=["dead", "commented", "used-again", "bridged"],
 )

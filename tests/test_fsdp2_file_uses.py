@@ -220,4 +220,4 @@ def test_a_name_the_function_imports_is_read_there_not_imported_again(torch_rang
     assert finding.fixed, finding.withheld
     head = new[: new.index("def wrap")]
     assert "ShardingStrategy" not in head  # no module-level import left unused
-    assert "ShardingStrategy.SHARD_GRAD_OP: False" in new
+    assert "reshard_after_forward=reshards_like_fsdp1(strategy_)" in new

@@ -6,6 +6,7 @@ tests/test_fsdp2_runs.py; these pin the code written, and where it is not writte
 
 from __future__ import annotations
 
+import re
 import textwrap
 
 import pytest
@@ -161,20 +162,20 @@ def test_a_trainers_model_not_certainly_wrapped_keeps_the_file(change):
 
 
 @pytest.mark.parametrize(
-    ("member", "converts"),
-    [("SHARD_GRAD_OP", True), ("NO_SHARD", False), ("HYBRID_SHARD", False)],
+    ("member", "mesh"),
+    [("SHARD_GRAD_OP", False), ("NO_SHARD", True), ("HYBRID_SHARD", True)],
 )
-def test_a_strategy_chosen_in_branches_converts_only_with_fsdp2_twins(member, converts):
-    """The run-time table must hold every strategy the file can pass (else a KeyError)."""
+def test_a_strategy_chosen_in_branches_gets_each_members_mesh(member, mesh):
+    """Every strategy the file can pass: FSDP2's mesh for it where FSDP1 had its own ranks."""
     new, (finding,) = _migrate(
         "from torch.distributed.fsdp import ShardingStrategy\n"
         "strategy = ShardingStrategy.FULL_SHARD\n"
         f"if small:\n    strategy = ShardingStrategy.{member}\n"
         "model = FSDP(model, sharding_strategy=strategy)\n"
     )
-    assert finding.fixed is converts
-    if not converts:
-        assert f"`sharding_strategy` may be `{member}`" in finding.message
+    assert finding.fixed, finding.message
+    assert ("mesh=mesh_like_fsdp1(strategy, model)" in new) is mesh
+    assert ("reshard_after_forward=reshards_like_fsdp1(strategy)" in new) is mesh
 
 
 @pytest.mark.parametrize(
@@ -193,11 +194,35 @@ def test_a_custom_policy_which_plain_code_cannot_call_stays_for_a_human(binding)
     assert new is None and "the policy may be a `CustomPolicy`" in finding.message
 
 
-def test_a_hybrid_strategy_read_at_run_time_names_a_mesh_that_may_be_none():
+def test_a_hybrid_strategy_read_at_run_time_passes_a_mesh_that_may_be_none():
     """llama-recipes' shape: FSDP1 builds node-local groups where the mesh is None."""
     new, (finding,) = _migrate(
-        "model = FSDP(model, sharding_strategy=cfg.sharding_strategy, device_mesh=hsdp_mesh)\n"
+        "def shard(model, cfg, hsdp_mesh):\n"
+        "    return FSDP(model, sharding_strategy=cfg.sharding_strategy, device_mesh=hsdp_mesh)\n"
     )
-    assert finding.fixed and "ShardingStrategy.HYBRID_SHARD: True" in new
-    assert "where the mesh passed is None at run time" in finding.message
-    assert "FSDP2 shards over every rank" in finding.message
+    assert finding.fixed and "strategy = cfg.sharding_strategy\n" in new
+    # the helper builds FSDP1's node-local groups where the mesh is None at run time
+    assert "mesh=mesh_like_fsdp1(strategy, model, mesh=hsdp_mesh)" in new
+    assert "rebuilt from its groups" in finding.message
+
+
+@pytest.mark.parametrize(
+    "policy",
+    [
+        "ModuleWrapPolicy(block_classes)",  # dolomite's shape: classes computed first
+        "functools.partial(transformer_auto_wrap_policy, transformer_layer_cls=layers())",
+    ],
+)
+def test_a_class_policy_whose_classes_come_at_run_time_is_asked_at_run_time(policy):
+    """FSDP1 asks the policy object; the rewrite asks the same object, as FSDP1 does."""
+    new, (finding,) = _migrate(
+        "import functools\n"
+        "from torch.distributed.fsdp.wrap import ModuleWrapPolicy, transformer_auto_wrap_policy\n"
+        "def shard(model, block_classes):\n"
+        f"    return FSDP(model, auto_wrap_policy={policy})\n"
+    )
+    assert finding.fixed, finding.message
+    # laid out over lines where long: compared without layout
+    flat = re.sub(r",(?=\))", "", re.sub(r"\s", "", new))
+    assert re.sub(r"\s", "", f"shard_like_fsdp1(model,{policy},model,None)") in flat
+    assert "the policy picks the units at run time" in finding.message

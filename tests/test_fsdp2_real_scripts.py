@@ -35,13 +35,13 @@ NAMED = {
     "rank0": [
         "materialised just before its `fully_shard`",
         "rank 0's parameters and buffers (non-persistent ones included) are broadcast",
-        "`sharding_strategy` is chosen at run time",
+        "`sharding_strategy` is one of several strategies chosen at run time",
         "`mixed_precision` is read at run time",
         "`state_dict()` gives DTensor shards",
     ],
     "worker": [
         "`buffer_dtype` dropped",
-        "`HYBRID_SHARD` and `_HYBRID_SHARD_ZERO2` on the mesh",
+        "rebuilt from its groups with the names (`replicate`, `shard`) FSDP2 needs",
         "`forward_prefetch` dropped",
         "rank 0's parameters and buffers (non-persistent ones included) are broadcast",
         "the optimizer gets each original parameter",
@@ -52,15 +52,15 @@ NAMED = {
 WRITTEN = {
     "rank0": [
         "def materialize_like_fsdp1(unit, device, init_fn=None):",
-        "            broadcast_like_fsdp1(unit, unit_device)",
+        "            broadcast_like_fsdp1(unit, unit_device, mesh)",
         "    shard_like_fsdp1(\n        model,\n        wrapping_policy,",
         "    prepare_unit(model)\n    model = fully_shard(",
     ],
     "worker": [
-        "            mesh=self.device_mesh,",
-        "        broadcast_like_fsdp1(unit, unit_device, self.device_mesh)",
-        "        }[sharding_strategy]",
-        'offload_policy = OffloadPolicy() if (self.role == "actor") else CPUOffloadPolicy()',
+        "sharding_strategy, module, device=rank_device(), mesh=self.device_mesh\n",
+        "            broadcast_like_fsdp1(unit, unit_device, mesh)",
+        "reshard_after_forward = reshards_like_fsdp1(sharding_strategy)",
+        'offload_policy = (\n            OffloadPolicy()\n            if (self.role == "actor")\n',
     ],
     "nested": [
         "cast_forward_inputs=False),",

@@ -33,10 +33,11 @@ RULES = (
             "FSDP1 users to move. It has no `auto_wrap_policy`: the units are the modules "
             "one calls `fully_shard` on, children before parents. The fix does that for a "
             "policy that names its classes and translates the arguments "
-            "(`sharding_strategy` to `reshard_after_forward`, `MixedPrecision` to "
+            "(`sharding_strategy` to `reshard_after_forward`, with a mesh of FSDP1's "
+            "ranks for `NO_SHARD` and the hybrid strategies, `MixedPrecision` to "
             "`MixedPrecisionPolicy`, `CPUOffload` to `CPUOffloadPolicy`); a call with an "
             "argument that has no certain translation (`sync_module_states=True`, "
-            "`param_init_fn`, a process group, `HYBRID_SHARD`, `NO_SHARD`, "
+            "`param_init_fn`, a process group, "
             "`ignored_modules`, a model built on the meta device) stays FSDP1, reported "
             "with a recipe (`--fsdp2-bridge` "
             "rewrites it to one call of compat's FSDP1 bridge instead). "
@@ -143,17 +144,114 @@ RULES = (
                     "mp_policy=mp_policy)\n"
                 ),
             ),
-            # No certain plain FSDP2 code (hybrid sharding needs the run's device count;
-            # FSDP2 has no NO_SHARD): the call stays FSDP1 for a human, its finding
-            # gives the recipes (`--fsdp2-bridge` rewrites such calls to compat's FSDP1
-            # bridge instead: tests/test_fsdp2_bridge_form.py holds those forms).
-            Example.reported_only(
-                _IMPORT + "from torch.distributed.fsdp import ShardingStrategy\n\n"
-                "model = FSDP(model, sharding_strategy=ShardingStrategy.HYBRID_SHARD)\n"
-            ),
-            Example.reported_only(
-                _IMPORT + "from torch.distributed.fsdp import ShardingStrategy\n\n"
-                "model = FSDP(model, sharding_strategy=ShardingStrategy.NO_SHARD)\n"
+            # FSDP2 has no NO_SHARD, and a hybrid strategy's ranks come from the run's
+            # device count: a helper written once in the file builds FSDP1's ranks as
+            # a mesh, and another says whether a strategy chosen at run time reshards.
+            Example(
+                before=(
+                    _IMPORT + "from torch.distributed.fsdp import ShardingStrategy\n\n"
+                    'strategy = {"ddp": ShardingStrategy.NO_SHARD, "fsdp": '
+                    "ShardingStrategy.FULL_SHARD}\n"
+                    "model = FSDP(model, sharding_strategy=strategy[mode], "
+                    'device_id=torch.device("cuda"))\n'
+                ),
+                after=(
+                    "from torch.distributed.fsdp import fully_shard\n"
+                    "from torch.distributed.fsdp import ShardingStrategy\n"
+                    "import torch\n"
+                    "\n"
+                    'strategy = {"ddp": ShardingStrategy.NO_SHARD, "fsdp": '
+                    "ShardingStrategy.FULL_SHARD}\n"
+                    "\n"
+                    "\n"
+                    "def reshards_like_fsdp1(strategy):\n"
+                    '    """Whether FSDP1\'s ``strategy`` (None: FULL_SHARD) reshards after '
+                    'forward."""\n'
+                    '    return getattr(strategy, "name", "FULL_SHARD") in ("FULL_SHARD", '
+                    '"HYBRID_SHARD")\n'
+                    "\n"
+                    "\n"
+                    "def mesh_like_fsdp1(strategy, module, device=None, mesh=None, "
+                    "group=None):\n"
+                    '    """The FSDP2 mesh over the ranks FSDP1\'s ``strategy`` shards and '
+                    "replicates on.\n"
+                    "\n"
+                    "    FULL_SHARD and SHARD_GRAD_OP shard over ``mesh`` or ``group`` "
+                    "(None: every rank);\n"
+                    "    the hybrid ones over the 2-D ``mesh``, the ``(intra, inter)`` "
+                    "pair of groups, or\n"
+                    "    groups of ``device_count()`` consecutive ranks, replicated "
+                    "across; NO_SHARD keeps\n"
+                    "    a whole replica on each rank.\n"
+                    '    """\n'
+                    '    kind = getattr(strategy, "name", "FULL_SHARD")\n'
+                    '    hybrid = kind in ("HYBRID_SHARD", "_HYBRID_SHARD_ZERO2")\n'
+                    '    if kind != "NO_SHARD" and not hybrid and group is None:\n'
+                    "        return mesh\n"
+                    '    dist, names = torch.distributed, ("replicate", "shard")\n'
+                    "    from_group = dist.device_mesh.DeviceMesh.from_group\n"
+                    "    init_mesh = dist.device_mesh.init_device_mesh\n"
+                    "    if device is not None:\n"
+                    "        device_type = torch.device(device).type\n"
+                    "    else:  # FSDP1's choice: where the module's parameters are, else "
+                    "the accelerator\n"
+                    "        types = [p.device.type for p in module.parameters()]\n"
+                    '        types = [t for t in types if t not in ("cpu", "meta")]\n'
+                    '        accelerator = "cuda" if torch.cuda.is_available() else "cpu"\n'
+                    "        device_type = types[0] if types else accelerator\n"
+                    "    if hybrid and mesh is not None:\n"
+                    "        if mesh.mesh_dim_names:\n"
+                    "            return mesh\n"
+                    "        groups = [mesh.get_group(0), mesh.get_group(1)]  # FSDP2 "
+                    "needs named dimensions\n"
+                    "        return from_group(groups, device_type, mesh.mesh, "
+                    "mesh_dim_names=names)\n"
+                    "    world = dist.get_world_size()\n"
+                    "    if hybrid and group is None:  # FSDP1's groups of "
+                    "`device_count()` consecutive ranks\n"
+                    "        count = getattr(torch, device_type).device_count()\n"
+                    "        shape = (world // count, count)\n"
+                    "        return init_mesh(device_type, shape, mesh_dim_names=names)\n"
+                    "    if hybrid:  # FSDP1's (intra-node, inter-node) pair: the grid of "
+                    "ranks they form\n"
+                    "        intra, inter = group\n"
+                    "        rows = [None] * world\n"
+                    "        dist.all_gather_object(rows, "
+                    "dist.get_process_group_ranks(intra))\n"
+                    "        replicas = dist.get_process_group_ranks(inter)\n"
+                    "        grid = torch.tensor([rows[rank] for rank in replicas])\n"
+                    "        me = dist.get_rank()\n"
+                    "        column = rows[me].index(me)  # this rank's place in its shard "
+                    "group\n"
+                    "        if grid[:, column].tolist() != replicas:\n"
+                    '            raise ValueError("the intra-node and inter-node groups '
+                    'form no grid")\n'
+                    "        return from_group([inter, intra], device_type, grid, "
+                    "mesh_dim_names=names)\n"
+                    "    if mesh is not None:\n"
+                    "        group = mesh.get_group(0)  # as FSDP1 reads a mesh without a "
+                    "hybrid strategy\n"
+                    '    if kind != "NO_SHARD":\n'
+                    "        return from_group(group, device_type)\n"
+                    "    if group is None:  # NO_SHARD: every rank a replica, shards of "
+                    "one rank\n"
+                    "        shape = (world, 1)\n"
+                    "        return init_mesh(device_type, shape, mesh_dim_names=names)\n"
+                    "    alone = dist.new_group([dist.get_rank()], "
+                    "use_local_synchronization=True)\n"
+                    "    grid = torch.tensor(dist.get_process_group_ranks(group)).unsqueeze(1)\n"
+                    "    return from_group([group, alone], device_type, grid, "
+                    "mesh_dim_names=names)\n"
+                    "\n"
+                    "\n"
+                    "strategy_ = strategy[mode]\n"
+                    "model = fully_shard(\n"
+                    "    model,\n"
+                    "    reshard_after_forward=reshards_like_fsdp1(strategy_),\n"
+                    "    mesh=mesh_like_fsdp1(strategy_, model, "
+                    'device=torch.device("cuda")),\n'
+                    ")\n"
+                ),
             ),
             Example.reported_only(
                 # One call has a plain FSDP2 form, the other has none: the file is

@@ -82,6 +82,11 @@ MAPPING = (
     ),
     ("cpu_offload=CPUOffload(), cpu_offload=None", "dropped (no offloading)"),
     (
+        "cpu_offload=offload (None or a CPUOffload, bound at run time)",
+        '`offload_policy=CPUOffloadPolicy() if getattr(offload, "offload_params", False) '
+        "else OffloadPolicy()`",
+    ),
+    (
         "use_orig_params, limit_all_gathers",
         "dropped (FSDP2 always does so); without `use_orig_params=True` a note that the "
         "optimizer now gets the original parameters",
@@ -93,10 +98,26 @@ MAPPING = (
     ),
     ("sync_module_states=False, process_group=None", "dropped (the defaults)"),
     (
+        "sharding_strategy=ShardingStrategy.NO_SHARD",
+        "`reshard_after_forward=False, mesh=mesh_like_fsdp1(ShardingStrategy.NO_SHARD, model, "
+        "...)`: a function written in the file builds a `(ranks, 1)` mesh (`replicate`, "
+        "`shard`) over the call's group or mesh (every rank without one): a whole replica "
+        "on each rank, as FSDP1's",
+    ),
+    (
+        "sharding_strategy=ShardingStrategy.HYBRID_SHARD (or _HYBRID_SHARD_ZERO2)",
+        "`reshard_after_forward=True` (`False`), `mesh=mesh_like_fsdp1(...)`: the "
+        "`device_mesh` passed (given dimension names where it has none), or FSDP1's "
+        "groups of `device_count()` consecutive ranks, `init_device_mesh(type, (world // "
+        "n, n), mesh_dim_names=('replicate', 'shard'))`, or the grid of ranks a "
+        "`process_group` pair (intra-node, inter-node) forms",
+    ),
+    (
         "sharding_strategy=config.strategy (known at run time)",
-        "`reshard_after_forward={None: True, ShardingStrategy.FULL_SHARD: True, "
-        "ShardingStrategy.SHARD_GRAD_OP: False}[config.strategy]` (with `device_mesh`, the "
-        "hybrid strategies too); any other strategy raises `KeyError`",
+        "`strategy = config.strategy`, then `reshard_after_forward=reshards_like_fsdp1("
+        "strategy), mesh=mesh_like_fsdp1(strategy, model, ...)`: each strategy's own "
+        "(where the file binds it to `FULL_SHARD` or `SHARD_GRAD_OP` only, a table of "
+        "the two)",
     ),
     (
         "mixed_precision=config.precision (known at run time)",
@@ -130,7 +151,7 @@ MAPPING = (
 )
 
 #: The recipes the guide's table lists: what stays for a human.
-LEFT = ("HYBRID_SHARD", "NO_SHARD", "ignored_modules")
+LEFT = ("ignored_modules",)
 
 #: Keywords whose ``None`` is FSDP1's default: nothing to write.
 _NONE_IS_UNSET = ("sharding_strategy", "device_id", "device_mesh")
@@ -168,16 +189,14 @@ def translate(engine: Engine, args: list[cst.Arg]) -> Keywords:
             _translate_one(engine, arg, out)
         except Untranslatable as why:
             reasons += why.reasons
-    meshes = [k for k in out.code if k.startswith("mesh=")]  # from `device_mesh`
-    if out.setup.group is not None:
+    if out.runtime_strategy is not None:
+        runtime_strategy(engine, out.runtime_strategy, out)
+    if out.setup.group is not None and out.strategy is None:
         # FSDP1 shards over the group; FSDP2 over a 1-D mesh made of it.
         device = out.setup.device
         kind = f"torch.device({device}).type" if device else '"cuda"'
         out.code.append(f"mesh=DeviceMesh.from_group({out.setup.group}, {kind})")
         out.more_imports += [(DEVICE_MESH, "DeviceMesh"), ("torch", None)]
-    if out.runtime_strategy is not None:
-        why = runtime_strategy(out.runtime_strategy, bool(meshes), out)
-        reasons += [why] if why else []
     if reasons:
         raise Untranslatable(*reasons)
     out.notes += setup_notes(out.setup)

@@ -34,6 +34,7 @@ def _written(conversion: Conversion) -> str:
             conversion.policy or "",
             *conversion.classes,
             *conversion.keywords.code,
+            *conversion.keywords.bindings,
             *conversion.keywords.setup.sources(),
         ]
     )

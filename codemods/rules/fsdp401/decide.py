@@ -60,6 +60,7 @@ from codemods.rules.fsdp401.meta import materialise
 from codemods.rules.fsdp401.outcome import Bridged, Conversion, Survey
 from codemods.rules.fsdp401.policy import RUNTIME_UNITS, RuntimePolicy, unit_classes
 from codemods.rules.fsdp401.reach import reached_models
+from codemods.rules.fsdp401.sharding import strategy_mesh
 from codemods.rules.fsdp401.spread import named_arguments
 from codemods.rules.fsdp401.subclasses import subclass_calls
 from codemods.rules.fsdp401.uses import Use, rewrite
@@ -144,6 +145,7 @@ def _convert(engine: Engine, call: cst.Call) -> Conversion:
     if reasons or line is None or keywords is None:
         raise Untranslatable(*reasons)
     materialise(engine, keywords)
+    strategy_mesh(engine, keywords, root)
     if runtime is not None:
         keywords.notes.insert(0, RUNTIME_UNITS)
     return Conversion(call, line, root, before, tuple(code(c) for c in classes), keywords, runtime)

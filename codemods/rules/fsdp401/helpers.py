@@ -1,6 +1,6 @@
 """The module-level functions FSDP401's plain FSDP2 code calls, written once per file.
 
-Six, each only where a converted call needs it:
+Eight, each only where a converted call needs it:
 
 - ``shard_like_fsdp1(module, policy, root, prepare, **kwargs)``: the units an FSDP1
   ``auto_wrap_policy`` known only at run time picks (a size threshold, a lambda, classes
@@ -19,6 +19,11 @@ Six, each only where a converted call needs it:
   for the dual stack (:mod:`codemods.rules.fsdp401.dual_code`);
 - ``summon_full_params_like_fsdp1(module)``: a ``summon_full_params`` block that only
   reads, each unit unsharded for it (:mod:`codemods.rules.fsdp401.summon`).
+- ``mesh_like_fsdp1(strategy, module, device, mesh, group)``: the mesh over the ranks a
+  ``sharding_strategy`` FSDP1 has and FSDP2 does not (``NO_SHARD``, a hybrid one
+  without a mesh, or one known only at run time) shards and replicates on
+  (:mod:`codemods.rules.fsdp401.sharding`), and ``reshards_like_fsdp1(strategy)``,
+  whether such a strategy reshards after forward.
 
 They name nothing but torch, so the rewritten file depends on nothing new.
 """
@@ -100,6 +105,64 @@ SOURCES = {
 {one}{one}cast_forward_inputs=casts,
 {one})
 ''',
+    "mesh": '''def {mesh}(strategy, module, device=None, mesh=None, group=None):
+{one}"""The FSDP2 mesh over the ranks FSDP1's ``strategy`` shards and replicates on.
+
+{one}FULL_SHARD and SHARD_GRAD_OP shard over ``mesh`` or ``group`` (None: every rank);
+{one}the hybrid ones over the 2-D ``mesh``, the ``(intra, inter)`` pair of groups, or
+{one}groups of ``device_count()`` consecutive ranks, replicated across; NO_SHARD keeps
+{one}a whole replica on each rank.
+{one}"""
+{one}kind = getattr(strategy, "name", "FULL_SHARD")
+{one}hybrid = kind in ("HYBRID_SHARD", "_HYBRID_SHARD_ZERO2")
+{one}if kind != "NO_SHARD" and not hybrid and group is None:
+{one}{one}return mesh
+{one}dist, names = torch.distributed, ("replicate", "shard")
+{one}from_group = dist.device_mesh.DeviceMesh.from_group
+{one}init_mesh = dist.device_mesh.init_device_mesh
+{one}if device is not None:
+{one}{one}device_type = torch.device(device).type
+{one}else:  # FSDP1's choice: where the module's parameters are, else the accelerator
+{one}{one}types = [p.device.type for p in module.parameters()]
+{one}{one}types = [t for t in types if t not in ("cpu", "meta")]
+{one}{one}accelerator = "cuda" if torch.cuda.is_available() else "cpu"
+{one}{one}device_type = types[0] if types else accelerator
+{one}if hybrid and mesh is not None:
+{one}{one}if mesh.mesh_dim_names:
+{one}{one}{one}return mesh
+{one}{one}groups = [mesh.get_group(0), mesh.get_group(1)]  # FSDP2 needs named dimensions
+{one}{one}return from_group(groups, device_type, mesh.mesh, mesh_dim_names=names)
+{one}world = dist.get_world_size()
+{one}if hybrid and group is None:  # FSDP1's groups of `device_count()` consecutive ranks
+{one}{one}count = getattr(torch, device_type).device_count()
+{one}{one}shape = (world // count, count)
+{one}{one}return init_mesh(device_type, shape, mesh_dim_names=names)
+{one}if hybrid:  # FSDP1's (intra-node, inter-node) pair: the grid of ranks they form
+{one}{one}intra, inter = group
+{one}{one}rows = [None] * world
+{one}{one}dist.all_gather_object(rows, dist.get_process_group_ranks(intra))
+{one}{one}replicas = dist.get_process_group_ranks(inter)
+{one}{one}grid = torch.tensor([rows[rank] for rank in replicas])
+{one}{one}me = dist.get_rank()
+{one}{one}column = rows[me].index(me)  # this rank's place in its shard group
+{one}{one}if grid[:, column].tolist() != replicas:
+{one}{one}{one}raise ValueError("the intra-node and inter-node groups form no grid")
+{one}{one}return from_group([inter, intra], device_type, grid, mesh_dim_names=names)
+{one}if mesh is not None:
+{one}{one}group = mesh.get_group(0)  # as FSDP1 reads a mesh without a hybrid strategy
+{one}if kind != "NO_SHARD":
+{one}{one}return from_group(group, device_type)
+{one}if group is None:  # NO_SHARD: every rank a replica, shards of one rank
+{one}{one}shape = (world, 1)
+{one}{one}return init_mesh(device_type, shape, mesh_dim_names=names)
+{one}alone = dist.new_group([dist.get_rank()], use_local_synchronization=True)
+{one}grid = torch.tensor(dist.get_process_group_ranks(group)).unsqueeze(1)
+{one}return from_group([group, alone], device_type, grid, mesh_dim_names=names)
+''',
+    "reshards": '''def {reshards}(strategy):
+{one}"""Whether FSDP1's ``strategy`` (None: FULL_SHARD) reshards after forward."""
+{one}return getattr(strategy, "name", "FULL_SHARD") in ("FULL_SHARD", "HYBRID_SHARD")
+''',
     "no_sync": '''@contextlib.contextmanager
 def {no_sync}(module):
 {one}"""FSDP1's ``module.no_sync()`` on FSDP2: no gradient reduction in it, on after it."""
@@ -131,6 +194,8 @@ NAMES = {
     "precision": "precision_like_fsdp1",
     "no_sync": "no_sync_like_fsdp1",
     "summon": "summon_full_params_like_fsdp1",
+    "mesh": "mesh_like_fsdp1",
+    "reshards": "reshards_like_fsdp1",
 }
 #: What each needs besides itself.
 NEEDS: dict[str, tuple[str, ...]] = {
@@ -140,6 +205,8 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "precision": (),
     "no_sync": (),
     "summon": (),
+    "mesh": (),
+    "reshards": (),
 }
 
 
@@ -179,6 +246,8 @@ def write_helpers(engine: Engine, line: cst.SimpleStatementLine) -> list[cst.CST
     if "summon" in roles:  # (the dual stack's importer takes it from FSDP2's `try`)
         home = TORCH_FSDP if engine.target_at_least("2.6") else COMPOSABLE_FSDP
         engine.need_import(home, "FSDPModule")
+    if "mesh" in roles:  # it names torch's functions through `torch`, bound nowhere else
+        engine.need_import("torch", None)
     blank = [cst.EmptyLine(), cst.EmptyLine()]
     parsed = [node.with_changes(leading_lines=blank) for node in cst.parse_module(text).body]
     top: cst.CSTNode = line

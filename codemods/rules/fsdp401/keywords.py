@@ -72,7 +72,11 @@ class Keywords:
             before each ``fully_shard`` (:mod:`codemods.rules.fsdp401.setup`).
         more_imports: ``(module, name)`` imports the values need from elsewhere.
         runtime_strategy: Source of a ``sharding_strategy`` known only at run time.
-        runtime_members: The ``ShardingStrategy`` members the file binds that name to.
+        runtime_members: The ``ShardingStrategy`` members the file binds that name to
+            (None: not known, any member).
+        bindings: Statements binding a value the keywords name, before the call.
+        strategy: Source of a ``sharding_strategy`` that may be one whose ranks FSDP2
+            takes from a mesh of its own (``NO_SHARD``, a hybrid one without a mesh).
     """
 
     code: list[str] = field(default_factory=list)
@@ -83,7 +87,9 @@ class Keywords:
     setup: Setup = field(default_factory=lambda: Setup())
     more_imports: list[tuple[str, str | None]] = field(default_factory=list)
     runtime_strategy: str | None = None
-    runtime_members: frozenset[str] = frozenset()
+    runtime_members: frozenset[str] | None = None
+    bindings: list[str] = field(default_factory=list)
+    strategy: str | None = None
 
 
 @dataclass

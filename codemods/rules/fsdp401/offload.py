@@ -4,9 +4,25 @@ from __future__ import annotations
 
 from codemods.rules.api import Engine
 from codemods.rules.fsdp401.keywords import Keywords, Untranslatable
-from codemods.rules.fsdp401.values import bound_once, call_fields, constructor, is_none, operand
+from codemods.rules.fsdp401.values import (
+    bound_once,
+    call_fields,
+    constructor,
+    is_none,
+    operand,
+    source,
+)
 from codemods.syntax.cst_nodes import find_all, literal
 from codemods.syntax.lazy_libcst import cst
+
+#: What FSDP2's CPU offloading does otherwise than FSDP1's (torch's ``CPUOffloadPolicy``).
+OFFLOADED = (
+    "`CPUOffloadPolicy` keeps the sharded parameters and gradients on the CPU (pinned, "
+    "as FSDP1's were) and steps the optimizer there, as FSDP1's `offload_params=True` "
+    "did; but where FSDP1's `clip_grad_norm_` handled CPU gradients itself, under NCCL "
+    "a collective over the CPU DTensors (`torch.nn.utils.clip_grad_norm_`'s norm, "
+    "`full_tensor()`) needs them on the device first"
+)
 
 
 def cpu_offload(engine: Engine, value: cst.BaseExpression, out: Keywords) -> None:
@@ -19,6 +35,8 @@ def cpu_offload(engine: Engine, value: cst.BaseExpression, out: Keywords) -> Non
     if policy is None:
         return  # no offloading: FSDP2's default
     out.code.append(f"offload_policy={policy}")
+    if "CPUOffloadPolicy()" in policy:
+        out.notes.append(OFFLOADED)
     out.imports += [name for name in ("CPUOffloadPolicy", "OffloadPolicy") if f"{name}()" in policy]
 
 
@@ -44,6 +62,13 @@ def _offload(engine: Engine, value: cst.BaseExpression) -> str | None:
         test = operand(engine, value.test)
         return f"{_branch(body)} if {test} else {_branch(orelse)}"
     call = constructor(engine, value, "CPUOffload")
+    if call is None and isinstance(value, (cst.Name, cst.Attribute)):
+        # `CPUOffload(...)` or None, bound at run time (a config's, a branch's): FSDP1
+        # offloads where its `offload_params` is true.
+        read = source(engine, value)
+        return (
+            f'CPUOffloadPolicy() if getattr({read}, "offload_params", False) else OffloadPolicy()'
+        )
     if call is None:
         raise Untranslatable("`cpu_offload` is not a `CPUOffload(...)` call")
     fields = call_fields(call, ("offload_params",))

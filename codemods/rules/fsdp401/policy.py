@@ -167,16 +167,23 @@ def _policy_classes(engine: Engine, value: cst.BaseExpression) -> list[cst.BaseE
     if not isinstance(value, cst.Call):
         raise RuntimePolicy()
     args = value.args
+    classes = None
     if _is(engine, value.func, f"{TORCH_WRAP}.ModuleWrapPolicy"):
         if len(args) == 1 and not args[0].star and keyword(args[0]) in (None, "module_classes"):
-            return _classes(engine, args[0].value)
-        raise RuntimePolicy()
-    if _is(engine, value.func, PARTIAL) and args and keyword(args[0]) is None:
+            classes = args[0].value
+    elif _is(engine, value.func, PARTIAL) and args and keyword(args[0]) is None:
         if _is(engine, args[0].value, f"{TORCH_WRAP}.transformer_auto_wrap_policy"):
             rest = args[1:]
             if len(rest) == 1 and keyword(rest[0]) == "transformer_layer_cls":
-                return _classes(engine, rest[0].value)
-    raise RuntimePolicy()
+                classes = rest[0].value
+    if classes is None:
+        raise RuntimePolicy()
+    try:
+        return _classes(engine, classes)
+    except Untranslatable:
+        # Classes known only at run time (a variable, a config's): the policy object
+        # itself is called as FSDP1 calls it, and picks the same units.
+        raise RuntimePolicy() from None
 
 
 def unit_classes(engine: Engine, policy: cst.BaseExpression) -> list[cst.BaseExpression]:

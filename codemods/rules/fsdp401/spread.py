@@ -29,9 +29,8 @@ from codemods.rules.fsdp401.dead import pure_configuration
 from codemods.rules.fsdp401.keywords import Untranslatable
 from codemods.rules.fsdp401.lookups import line_of
 from codemods.rules.fsdp401.paths import enclosing_loop, exclusive, inside, on_every_path
-from codemods.rules.fsdp401.recipes import RECIPES
 from codemods.rules.fsdp401.spread_dead import SPREADS, Spread
-from codemods.rules.fsdp401.values import assignment_of, enum_member, shown
+from codemods.rules.fsdp401.values import assignment_of, shown
 from codemods.syntax.cst_nodes import find_all, keyword, literal
 from codemods.syntax.lazy_libcst import cst
 
@@ -185,7 +184,7 @@ def _spread(engine: Engine, call: cst.Call, node: cst.BaseExpression) -> list[cs
             raise Untranslatable(f"{_user(engine, use)} may change `{name}` first: {UNKNOWN}")
     out, static = [], []
     for key, sets in entries.items():
-        arg = _keyword(engine, call, name, key, sets, binding, "device_mesh" in entries)
+        arg = _keyword(engine, call, name, key, sets, binding)
         out.append(arg)
         if arg.value is sets[0][0]:  # written from its value: the dict's entry is not read
             static.append(sets[0])
@@ -326,14 +325,11 @@ def _keyword(
     key: str,
     sets: list[tuple[cst.BaseExpression, cst.CSTNode]],
     binding: cst.CSTNode,
-    meshed: bool,
 ) -> cst.Arg:
     """The keyword argument the key ``key`` of the dict ``name`` passes."""
     always = any(where is binding or on_every_path(engine, where, call) for _, where in sets)
     if len(sets) == 1 and always and _stable(engine, sets[0][0], sets[0][1], call):
         return cst.Arg(keyword=cst.Name(key), value=sets[0][0], equal=cst.AssignEqual())
-    if key == "sharding_strategy":
-        _twins(engine, name, sets, meshed)
     quoted = f'"{key}"' if key.isidentifier() else repr(key)
     if always:
         read = f"{name}[{quoted}]"
@@ -347,25 +343,6 @@ def _keyword(
         )
     value = cst.parse_expression(read, engine.module.config_for_parsing)
     return cst.Arg(keyword=cst.Name(key), value=value, equal=cst.AssignEqual())
-
-
-def _twins(
-    engine: Engine, name: str, sets: list[tuple[cst.BaseExpression, cst.CSTNode]], meshed: bool
-) -> None:
-    """Refuse a strategy read at run time that a path sets to one FSDP2 has no twin for.
-
-    The table written for it (:func:`codemods.rules.fsdp401.sharding.runtime_strategy`)
-    holds the hybrid strategies only with a mesh, and never ``NO_SHARD``.
-    """
-    for value, where in sets:
-        member = enum_member(engine, value, "ShardingStrategy")
-        hybrid = member in ("HYBRID_SHARD", "_HYBRID_SHARD_ZERO2")
-        if member == "NO_SHARD" or (hybrid and not meshed):
-            recipe = RECIPES["NO_SHARD" if member == "NO_SHARD" else "HYBRID_SHARD"]
-            raise Untranslatable(
-                f"`sharding_strategy` may be `{member}` (set in `{name}` at line "
-                f"{line_of(engine, where)}): {recipe}"
-            )
 
 
 def _stable(engine: Engine, value: cst.BaseExpression, where: cst.CSTNode, call: cst.Call) -> bool:

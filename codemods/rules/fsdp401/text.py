@@ -56,7 +56,8 @@ def bound_first(
             bindings.append(f"{var} = {_laid_out(engine, value, indent, len(var) + 3)}")
             root.append(f"{name}={var}")
         unit_value = conversion.keywords.unit_values.get(name)
-        if unit_value is None:
+        if unit_value is None or not (conversion.classes or conversion.policy is not None):
+            # no unit below the root: the units' value would be bound for nothing
             units.append(root[-1])
             continue
         unit_var = fresh(engine, f"unit_{name}")
@@ -77,9 +78,7 @@ def _laid_out(engine: Engine, value: str, indent: str, taken: int) -> str:
         one = engine.module.default_indent
         entries = "".join(f"{one}{code(e.key)}: {code(e.value)},\n" for e in call.value.elements)
         return f"{{\n{entries}}}[{code(call.slice[0].slice)}]"
-    if isinstance(call, cst.IfExp) and any(
-        isinstance(side, cst.Call) and side.args for side in (call.body, call.orelse)
-    ):  # `(policy(...)\n if flag\n else other)`, as formatters do
+    if isinstance(call, cst.IfExp):  # `(policy(...)\n if flag\n else other)`, as formatters do
         one = engine.module.default_indent
         body = _laid_out(engine, code(call.body), indent + one, 0).replace("\n", f"\n{one}")
         orelse = _laid_out(engine, code(call.orelse), indent + one, len("else "))
@@ -104,12 +103,18 @@ def statements_before(
     out = write_helpers(engine, conversion.line)  # a precision's, queued by the survey
     if conversion.before:
         out.append(cst.parse_statement(f"{conversion.before}\n", config))
+    for binding in conversion.keywords.bindings:  # a value read once for two keywords
+        name, _, value = binding.partition(" = ")
+        flat = engine.module.code_for_node(_flattened(engine, value))
+        out.append(_binding(name, _laid_out(engine, flat, indent, len(name) + 3), config))
     for binding in bindings:
         out.append(cst.parse_statement(f"{binding}\n", config))
     setup = conversion.keywords.setup
     by_policy = conversion.policy is not None or bool(conversion.classes and setup.needed())
     if by_policy or setup.needed():
-        return out + _fsdp1_steps(engine, conversion, indent, keywords, by_policy)
+        steps = _fsdp1_steps(engine, conversion, indent, keywords, by_policy)
+        return _spaced(out + steps, 1 if indent else 2)  # a nested definition after bindings
+    out = _spaced(out, 1 if indent else 2)  # the helpers, then what binds values
     if conversion.classes:
         one = engine.module.default_indent
         var = fresh(engine, "submodule")
@@ -132,6 +137,27 @@ def statements_before(
         )
         out.append(cst.parse_statement(loop, config))
     return out
+
+
+def _flattened(engine: Engine, value: str) -> cst.BaseExpression:
+    """``value`` parsed, a dict display in it on one line (laid out again after)."""
+    node = cst.parse_expression(value, engine.module.config_for_parsing)
+    if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Dict):
+        entries = [
+            entry.with_changes(
+                comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+                if index < len(node.value.elements) - 1
+                else cst.MaybeSentinel.DEFAULT,
+            )
+            for index, entry in enumerate(node.value.elements)
+        ]
+        flat = node.value.with_changes(
+            elements=entries,
+            lbrace=cst.LeftCurlyBrace(),
+            rbrace=cst.RightCurlyBrace(),
+        )
+        node = node.with_changes(value=flat)
+    return node
 
 
 def _condition(tests: list[str], base: str, one: str, taken: int = 0) -> str:
