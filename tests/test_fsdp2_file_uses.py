@@ -221,3 +221,49 @@ def test_a_name_the_function_imports_is_read_there_not_imported_again(torch_rang
     head = new[: new.index("def wrap")]
     assert "ShardingStrategy" not in head  # no module-level import left unused
     assert "reshard_after_forward=reshards_like_fsdp1(strategy_)" in new
+
+
+ARMS = """\
+def build(model, strategy, path):
+    if strategy == "fsdp":
+        model = FSDP(model)
+    elif strategy == "fsdp2":
+        full = model.state_dict()
+{extra}    return model
+"""
+
+
+def test_a_use_in_another_arm_of_the_wrapping_if_is_the_plain_module():
+    # The `elif` arm never runs after the `if` arm's wrapper call in one call of build:
+    # the plain module's own state dict, kept as written.
+    new, (finding,) = _migrate(ARMS.format(extra=""))
+    assert finding.fixed, finding.withheld
+    assert "        full = model.state_dict()\n" in new
+    assert "get_model_state_dict" not in new
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # the use after the chain, where the wrapped model reaches it
+        ARMS.format(extra="    full = model.state_dict()\n"),
+        # a loop round the chain: a later turn may take the other arm after wrapping
+        "def build(model, strategies):\n"
+        "    for strategy in strategies:\n"
+        "        if strategy == 'fsdp':\n"
+        "            model = FSDP(model)\n"
+        "        else:\n"
+        "            full = model.state_dict()\n"
+        "    return model\n",
+        # the same arm, after the call
+        "def build(model, flag):\n"
+        "    if flag:\n"
+        "        model = FSDP(model)\n"
+        "        full = model.state_dict()\n"
+        "    return model\n",
+    ],
+)
+def test_a_use_the_wrapped_model_may_reach_is_a_use_of_the_wrapped_model(body):
+    # Read as the sharded model's: its full state dict is asked of DCP (or the file held).
+    new, (finding,) = _migrate(body)
+    assert not finding.fixed or "    full = get_model_state_dict(model" in new

@@ -237,3 +237,11 @@ def test_a_new_from_line_goes_beside_its_package(source: str, wanted: tuple, lin
     new = f"from {wanted[0]} import {wanted[1]}"
     assert lines.index(new) + 1 == line, code
     assert [text for text in lines if text != new] == source.splitlines()  # nothing else moved
+
+
+def test_one_import_wanted_twice_under_one_alias_is_added_once():
+    # Two fixes of one file may each need torch's class under the fresh name that keeps it
+    # apart from the module's own binding of that name.
+    tree = cst.parse_module("import os\n\nx = 1\n")
+    wanted = [("m", "P", "P_"), ("m", "Q", None), ("m", "P", "P_")]
+    assert add_imports(tree, wanted).code == "import os\nfrom m import P as P_, Q\n\nx = 1\n"

@@ -60,6 +60,7 @@ def add_imports(
     for module, name, asname in wanted:
         if module == "__future__" and (name is None or asname is not None):
             raise ValueError(f"cannot add this import of __future__: {name} as {asname}")
+    wanted = list(dict.fromkeys(wanted))  # two fixes may need one name under one spelling
     body = list(tree.body)
     first_other = 1  # the first statement is the top block's whatever it is (a docstring)
     while first_other < len(body) and is_import_line(body[first_other]):

@@ -197,8 +197,8 @@ def survey(engine: Engine, rule_code: str) -> Survey:
     wrapped = set()
     # (scope, name) -> (line, wrapper call) where a wrapper call's result is bound
     bound: dict[tuple[int, str], list[tuple[int, int]]] = {}
-    # name -> (scope, line, in a loop) of each wrapper call that makes it FSDP
-    sites: dict[str, list[tuple[Any, int, bool]]] = {}
+    # name -> (scope, line, in a loop[, the call]) of each wrapper call that makes it FSDP
+    sites: dict[str, list[tuple[Any, ...]]] = {}
     for call in calls:
         if gated(engine, call) or engine.silenced(call, rule_code):
             blockers.append(f"the FSDP1 call at line {line_of(engine, call)} is kept on purpose")
@@ -220,7 +220,7 @@ def survey(engine: Engine, rule_code: str) -> Survey:
             continue
         conversions[id(call)] = conversion
         wrapped.add(conversion.root)
-        site = (engine.scope(call), line_of(engine, call), in_loop(engine, call))
+        site = (engine.scope(call), line_of(engine, call), in_loop(engine, call), call)
         sites.setdefault(conversion.root, []).append(site)
         statement = conversion.line.body[0]
         for target in getattr(statement, "targets", ()):

@@ -90,7 +90,7 @@ def in_loop(engine: Engine, node: cst.CSTNode) -> bool:
 def before_wrapping(
     engine: Engine,
     node: cst.Attribute,
-    sites: list[tuple[Any, int, bool]],
+    sites: list[tuple[Any, ...]],
     wrapped: frozenset[str] = frozenset(),
 ) -> bool:
     """Whether ``node`` (``model.attr``) certainly runs before ``model`` is wrapped.
@@ -105,12 +105,39 @@ def before_wrapping(
     if _local_name(engine, node.value, scope):
         # A function's own variable: a wrapper call of another function binds another
         # variable of the same name (`model = FSDP(model)` in a setup function).
-        if any(s is scope for s, _, _ in sites):
+        if any(site[0] is scope for site in sites):
             sites = [site for site in sites if site[0] is scope]
         elif _imported_results(engine, node.value, scope, wrapped):
             return True  # never this file's wrapped model
         # else it may hold a result of this file not followed (a setup call): it counts
-    return all(s is scope and line < at and not looped for s, at, looped in sites)
+    return all(
+        s is scope and (line < at and not looped or other_arm(engine, node, rest))
+        for s, at, looped, *rest in sites
+    )
+
+
+def other_arm(engine: Engine, use: cst.CSTNode, call: list[cst.CSTNode]) -> bool:
+    """Whether ``use`` and the wrapper ``call`` are in different arms of one ``if`` chain.
+
+    Such a use never runs after that call in one run of their function (a worker's
+    ``if strategy == "fsdp": FSDP(m) ... elif strategy == "fsdp2": m.state_dict()``),
+    unless a loop of the function goes round the ``if``. ``call`` is the site's optional
+    last item (a site that stands for another function's result has none).
+    """
+    if not call:
+        return False
+    above = set()
+    node = engine.parent(call[0])
+    while node is not None:
+        above.add(id(node))
+        node = engine.parent(node)
+    child, node = use, engine.parent(use)
+    while node is not None and id(node) not in above:
+        child, node = node, engine.parent(node)
+    if not isinstance(node, cst.If) or node.orelse is None:
+        return False
+    arms = {id(node.body), id(node.orelse)}
+    return id(child) in arms and len(arms & above) == 1 and not in_loop(engine, node)
 
 
 def _imported_results(engine: Engine, name: cst.Name, scope: Any, wrapped: frozenset[str]) -> bool:
