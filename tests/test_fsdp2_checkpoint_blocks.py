@@ -42,10 +42,15 @@ def _settings(torch_range: str) -> Settings:
     )
 
 
-def _migrate(body: str, torch_range: str = "2.6..") -> tuple[str | None, list]:
-    outcome = run((HEAD + textwrap.dedent(body)).encode(), _settings(torch_range))
+def fsdp401_run(head: str, body: str, settings: Settings) -> tuple[str | None, list]:
+    """The new source of ``head`` + ``body`` (None: unchanged) and its FSDP401 findings."""
+    outcome = run((head + textwrap.dedent(body)).encode(), settings)
     new = None if outcome.new_source is None else outcome.new_source.decode()
     return new, [f for f in outcome.findings if f.code == "FSDP401"]
+
+
+def _migrate(body: str, torch_range: str = "2.6..") -> tuple[str | None, list]:
+    return fsdp401_run(HEAD, body, _settings(torch_range))
 
 
 SAVE = """\

@@ -8,13 +8,9 @@ The runs of the new forms are in tests/test_fsdp2_checkpoint_blocks.py.
 
 from __future__ import annotations
 
-import textwrap
-
 import pytest
 
-from codemods.engine.run import run
-from codemods.releases import Releases
-from codemods.settings import Settings
+from tests.test_fsdp2_checkpoint_blocks import _settings, fsdp401_run
 
 HEAD = (
     "import torch\n"
@@ -25,12 +21,7 @@ HEAD = (
 
 
 def _migrate(body: str, torch: str = "2.6..") -> tuple[str | None, list]:
-    settings = Settings(
-        fix=True, unsafe_fixes=True, select=("FSDP4",), releases=Releases.parse(torch=torch)
-    )
-    outcome = run((HEAD + textwrap.dedent(body)).encode(), settings)
-    new = None if outcome.new_source is None else outcome.new_source.decode()
-    return new, [f for f in outcome.findings if f.code == "FSDP401"]
+    return fsdp401_run(HEAD, body, _settings(torch))
 
 
 SETUP_THEN_MAIN = """\

@@ -10,7 +10,6 @@ dicts: keys, tensor kinds and values, and what ranks other than 0 get.
 
 from __future__ import annotations
 
-import textwrap
 import traceback
 import warnings
 
@@ -20,7 +19,7 @@ from torch import nn
 
 from codemods.engine.run import run
 from tests import distributed
-from tests.test_fsdp2_checkpoint_blocks import RUNS_REWRITES, _settings
+from tests.test_fsdp2_checkpoint_blocks import RUNS_REWRITES, _settings, fsdp401_run
 from tests.test_fsdp2_checkpoint_forms import _Unit
 
 HEAD = (
@@ -32,9 +31,7 @@ HEAD = (
 
 
 def _migrate(body: str, torch_range: str = "2.6..") -> tuple[str | None, list]:
-    outcome = run((HEAD + textwrap.dedent(body)).encode(), _settings(torch_range))
-    new = None if outcome.new_source is None else outcome.new_source.decode()
-    return new, [f for f in outcome.findings if f.code == "FSDP401"]
+    return fsdp401_run(HEAD, body, _settings(torch_range))
 
 
 def _save(model_config: str, optim_config: str, read: str = "optim_state = {call}") -> str:

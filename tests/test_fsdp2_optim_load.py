@@ -9,7 +9,6 @@ rewrite and both branches of the dual rewrite, and compares the models after two
 
 from __future__ import annotations
 
-import textwrap
 import traceback
 import warnings
 
@@ -20,7 +19,7 @@ from torch import nn
 
 from codemods.engine.run import run
 from tests import distributed
-from tests.test_fsdp2_checkpoint_blocks import RUNS_REWRITES, _settings, rewrites
+from tests.test_fsdp2_checkpoint_blocks import RUNS_REWRITES, _settings, fsdp401_run, rewrites
 from tests.test_fsdp2_checkpoint_forms import _Unit
 
 HEAD = (
@@ -31,9 +30,7 @@ HEAD = (
 
 
 def _migrate(body: str, torch_range: str = "2.6..") -> tuple[str | None, list]:
-    outcome = run((HEAD + textwrap.dedent(body)).encode(), _settings(torch_range))
-    new = None if outcome.new_source is None else outcome.new_source.decode()
-    return new, [f for f in outcome.findings if f.code == "FSDP401"]
+    return fsdp401_run(HEAD, body, _settings(torch_range))
 
 
 def _setup(conversion: str, load: str = "optim.load_state_dict(state)", before: str = "") -> str:

@@ -11,7 +11,6 @@ and the loaded model's output.
 
 from __future__ import annotations
 
-import textwrap
 import traceback
 import warnings
 
@@ -21,7 +20,7 @@ from torch import nn
 
 from codemods.engine.run import run
 from tests import distributed
-from tests.test_fsdp2_checkpoint_blocks import RUNS_REWRITES, _settings
+from tests.test_fsdp2_checkpoint_blocks import RUNS_REWRITES, _settings, fsdp401_run
 from tests.test_fsdp2_checkpoint_forms import _local, _Unit
 
 HEAD = (
@@ -33,9 +32,7 @@ SET = "FSDP.set_state_dict_type(model, StateDictType.SHARDED_STATE_DICT{config})
 
 
 def _migrate(body: str, torch_range: str = "2.6..") -> tuple[str | None, list]:
-    outcome = run((HEAD + textwrap.dedent(body)).encode(), _settings(torch_range))
-    new = None if outcome.new_source is None else outcome.new_source.decode()
-    return new, [f for f in outcome.findings if f.code == "FSDP401"]
+    return fsdp401_run(HEAD, body, _settings(torch_range))
 
 
 def _prepare(config: str = ", ShardedStateDictConfig()", after: str = "") -> str:

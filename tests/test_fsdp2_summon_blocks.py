@@ -18,9 +18,8 @@ import pytest
 import torch
 from torch import nn
 
-from codemods.engine.run import run
 from tests import distributed
-from tests.test_fsdp2_checkpoint_blocks import RUNS_REWRITES, _settings, rewrites
+from tests.test_fsdp2_checkpoint_blocks import RUNS_REWRITES, _settings, fsdp401_run, rewrites
 from tests.test_fsdp2_checkpoint_forms import _Unit
 
 HEAD = "import torch\nfrom torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n\n\n"
@@ -28,9 +27,7 @@ HELPER = "summon_full_params_like_fsdp1"
 
 
 def _migrate(body: str, torch_range: str = "2.6..") -> tuple[str | None, list]:
-    outcome = run((HEAD + textwrap.dedent(body)).encode(), _settings(torch_range))
-    new = None if outcome.new_source is None else outcome.new_source.decode()
-    return new, [f for f in outcome.findings if f.code == "FSDP401"]
+    return fsdp401_run(HEAD, body, _settings(torch_range))
 
 
 def _check(block: str, items: str = "FSDP.summon_full_params(a), FSDP.summon_full_params(b)"):
