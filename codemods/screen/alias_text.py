@@ -10,12 +10,14 @@ from __future__ import annotations
 import functools
 import re
 
-__all__ = ["alias", "assigned"]
+__all__ = ["alias", "aliases", "assigned", "assigns"]
 
 
 @functools.cache
 def alias(name: bytes) -> re.Pattern[bytes]:
     r"""``as name``, or ``name = ...`` opening a line (a module-level alias by assignment).
+
+    :func:`aliases` asks the same, quicker.
 
     Example:
         >>> bool(alias(b"FSDP").search(b"x = 1\nFSDP = FullyShardedDataParallel\n"))
@@ -25,6 +27,49 @@ def alias(name: bytes) -> re.Pattern[bytes]:
     """
     name = re.escape(name)
     return re.compile(rb"\bas\s+" + name + rb"\b|^" + name + rb"[ \t]*=(?!=)", re.MULTILINE)
+
+
+#: ``\s`` of a bytes pattern.
+_SPACE = frozenset(b" \t\n\r\f\v")
+_IDENTIFIER = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+_ASSIGNS = re.compile(rb"[ \t]*=(?!=)")
+
+
+@functools.cache
+def _word_ending(name: bytes) -> re.Pattern[bytes]:
+    return re.compile(re.escape(name) + rb"\b")
+
+
+def aliases(name: bytes, source: bytes) -> bool:
+    r"""Whether :func:`alias` finds ``name`` in ``source``.
+
+    The pattern's two branches each start where no fast literal search can start them
+    (a word boundary, a line's start), so the regex engine tries every position; here
+    the name's own occurrences are found first and their left side is looked at (a
+    name like ``dist`` in a 128 kB module of torch: about 1 ms for the pattern).
+
+    Example:
+        >>> aliases(b"FSDP", b"x = 1\nFSDP = FullyShardedDataParallel\n")
+        True
+        >>> aliases(b"fsdp", b"import torch.distributed.fsdp as\tfsdp\n")
+        True
+        >>> aliases(b"FSDP", b"if FSDP == 1: pass\nclass_FSDP = 2\n")
+        False
+    """
+    for match in _word_ending(name).finditer(source):
+        start = match.start()
+        if (start == 0 or source[start - 1] == 0x0A) and _ASSIGNS.match(source, match.end()):
+            return True
+        before = start - 1
+        while before >= 0 and source[before] in _SPACE:
+            before -= 1
+        if (
+            before < start - 1  # at least one space
+            and source[before - 1 : before + 1] == b"as"
+            and (before < 2 or source[before - 2] not in _IDENTIFIER)
+        ):
+            return True
+    return False
 
 
 @functools.cache
@@ -39,4 +84,31 @@ def assigned(word: bytes) -> re.Pattern[bytes]:
         False
     """
     value = rb"(?:[A-Za-z_]\w*[ \t]*\.[ \t]*)*" + re.escape(word)
-    return re.compile(rb"^[A-Za-z_]\w*[ \t]*=[ \t]*" + value + rb"[ \t]*(?:#.*)?\r?$", re.MULTILINE)
+    return re.compile(rb"^[A-Za-z_]\w*[ \t]*=[ \t]*" + value + _LINE_END, re.MULTILINE)
+
+
+#: What may follow the value of an alias's line: blanks, then a comment or the end.
+_LINE_END = rb"[ \t]*(?:#.*)?\r?$"
+
+
+@functools.cache
+def _ending_a_line(word: bytes) -> re.Pattern[bytes]:
+    # Starts with the word itself, so the regex engine skips ahead by a fast literal
+    # search; a pattern anchored at each line's start is tried on every line (15x slower
+    # on a 128 kB module, where most files of a big tree spell the word elsewhere).
+    return re.compile(re.escape(word) + _LINE_END, re.MULTILINE)
+
+
+def assigns(word: bytes, source: bytes) -> bool:
+    r"""Whether a line of ``source`` is ``alias = a.b.word`` (:func:`assigned`).
+
+    Example:
+        >>> assigns(b"FSDP", b"x = FSDP(m)\nF = fsdp.FSDP  # old\n")
+        True
+        >>> assigns(b"FSDP", b"x = FSDP(m)\nprint(FSDP)\n")
+        False
+    """
+    return (
+        _ending_a_line(word).search(source) is not None
+        and assigned(word).search(source) is not None
+    )

@@ -29,7 +29,7 @@ import re
 from codemods.records import Frozen, Record
 from codemods.registry import REGISTRY, Rule
 from codemods.screen import filter_table, search_order
-from codemods.screen.alias_text import alias, assigned
+from codemods.screen.alias_text import aliases, assigns
 from codemods.screen.import_lines import IDENTIFIER_BYTES, import_text, whole
 from codemods.settings import Settings
 
@@ -44,6 +44,7 @@ class _Scan:
         self.source = source
         self._contains: dict[bytes, bool] = {}
         self._imported: dict[bytes, bool] = {}
+        self._imported_root: dict[bytes, bool] = {}
         self._imports: bytes | None = None  # the import lines, once asked
         self._spelled: dict[bytes, bool] = {}
         self._paths: dict[tuple[bytes, ...], bool] = {}
@@ -97,9 +98,25 @@ class _Scan:
             while start > 0 and source[start - 1] in IDENTIFIER_BYTES:
                 start -= 1
             owner = source[start:dot]
-            if not owner or owner == parent or alias(owner).search(source):
+            if not owner or owner == parent or aliases(owner, source):
                 return True
         return False
+
+    def imports_root(self, root: bytes) -> bool:
+        """The package ``root`` is named on an import's line.
+
+        A name under a package is only ever reached through an import of it (an alias
+        by assignment, ``F = fsdp.X``, needs ``fsdp`` imported first), so unlike
+        :meth:`imported` the rest of the file is not searched: most files of a big tree
+        spell no root, and the search of the whole file for each root was a third of
+        the pre-filter's time on torch's tree.
+        """
+        found = self._imported_root.get(root)
+        if found is None:
+            if self._imports is None:
+                self._imports = import_text(self.source)
+            found = self._imported_root[root] = whole(self._imports, root)
+        return found
 
     def imported(self, word: bytes) -> bool:
         """``word`` is on an import's line (:func:`import_text`) or a module-level alias's."""
@@ -108,7 +125,7 @@ class _Scan:
             if self._imports is None:
                 self._imports = import_text(self.source)
             found = self._imported[word] = whole(self._imports, word) or (
-                self.contains(word) and assigned(word).search(self.source) is not None
+                self.contains(word) and assigns(word, self.source)
             )
         return found
 
@@ -158,25 +175,23 @@ class RuleFilter(Record):
         """:attr:`names` by module path, in search order (:func:`search_order.by_path`)."""
         return search_order.by_path(self.names, _shared_words())
 
-    def admits(self, source: bytes, scan: _Scan | None = None, imported: bool = False) -> bool:
+    def admits(
+        self,
+        source: bytes,
+        scan: _Scan | None = None,
+        imported: bool = False,
+        candidates: list[tuple[bytes, bytes]] | None = None,
+    ) -> bool:
         """Whether ``source`` may hold a finding of the rule.
 
         ``imported``: one of the rule's package roots is known to be imported.
+        ``candidates``: the names :meth:`candidates` gives, where the caller has them.
         """
         scan = scan or _Scan(source)
-        if self.roots and not imported and not any(scan.imported(root) for root in self.roots):
+        if self.roots and not imported and not any(scan.imports_root(root) for root in self.roots):
             return False
-        # Both parts are spelled wherever the name is used, and each part of the module
-        # path between them. That path first: its few words are shared by many names
-        # and answered once a file, while most files spell none of the names at all
-        # (see _by_path for the order).
-        candidates = [
-            (p, x)
-            for gate, middle, names in self._by_path
-            if scan.contains(gate) and scan.spells_path(middle)
-            for p, x, first, second in names
-            if scan.contains(first) and scan.contains(second)
-        ]
+        if candidates is None:
+            candidates = self.candidates(scan)
         if self.names and not candidates:
             return False
         if self.word is not None and not scan.contains(self.word):
@@ -191,6 +206,22 @@ class RuleFilter(Record):
             or (scan.imported(parent) and scan.spelled_as_member(leaf, parent))
             for parent, leaf in candidates
         )
+
+    def candidates(self, scan: _Scan) -> list[tuple[bytes, bytes]]:
+        """``(P, X)`` of each old name whose words the file all spells.
+
+        Both parts are spelled wherever the name is used, and each part of the module
+        path between them. That path first: its few words are shared by many names
+        and answered once a file, while most files spell none of the names at all
+        (see _by_path for the order).
+        """
+        return [
+            (p, x)
+            for gate, middle, names in self._by_path
+            if scan.contains(gate) and scan.spells_path(middle)
+            for p, x, first, second in names
+            if scan.contains(first) and scan.contains(second)
+        ]
 
 
 @functools.lru_cache(maxsize=1)
@@ -237,13 +268,20 @@ class _Group(Frozen):
             (``distributed`` for torch's): a use of any of them spells each part,
             in its import or its attribute chain.
         filters: The filters themselves.
+        gated: Every filter's module paths (:attr:`RuleFilter._by_path`) by gate word:
+            ``(gate, ((middle, names, index of the filter), ...))``. A gate that many
+            filters share (``fsdp``) is asked once for all of them, not once a filter
+            (a torch file that imports torch asked each of the 28 torch filters).
     """
 
-    __slots__ = _fields = ("key", "shared", "filters")
+    __slots__ = _fields = ("key", "shared", "filters", "gated")
 
     key: bytes
     shared: tuple[bytes, ...]
     filters: tuple[RuleFilter, ...]
+    gated: tuple[
+        tuple[bytes, tuple[tuple[tuple[bytes, ...], tuple[tuple[bytes, ...], ...], int], ...]], ...
+    ]
 
     def __init__(
         self,
@@ -251,7 +289,37 @@ class _Group(Frozen):
         shared: tuple[bytes, ...],
         filters: tuple[RuleFilter, ...],
     ) -> None:
-        self._set(key=key, shared=shared, filters=filters)
+        gated: dict[bytes, list[tuple[tuple[bytes, ...], tuple[tuple[bytes, ...], ...], int]]] = {}
+        for index, f in enumerate(filters):
+            for gate, middle, names in f._by_path:
+                gated.setdefault(gate, []).append((middle, names, index))
+        self._set(
+            key=key,
+            shared=shared,
+            filters=filters,
+            gated=tuple((gate, tuple(paths)) for gate, paths in gated.items()),
+        )
+
+    def admits(self, source: bytes, scan: _Scan, imported: bool) -> bool:
+        """Whether a filter of the group admits ``source`` (as :meth:`RuleFilter.admits`)."""
+        contains, spells_path = scan.contains, scan.spells_path
+        candidates: dict[int, list[tuple[bytes, bytes]]] = {}
+        for gate, paths in self.gated:
+            if contains(gate):
+                for middle, names, index in paths:
+                    if spells_path(middle):
+                        for p, x, first, second in names:
+                            if contains(first) and contains(second):
+                                candidates.setdefault(index, []).append((p, x))
+        for index, f in enumerate(self.filters):
+            found = candidates.get(index)
+            if found is None:
+                if f.names:
+                    continue  # no name of the rule is spelled whole
+                found = []
+            if f.admits(source, scan, imported=imported, candidates=found):
+                return True
+        return False
 
 
 @functools.lru_cache(maxsize=16)
@@ -286,9 +354,9 @@ def may_have_findings(source: bytes, settings: Settings) -> bool:
         rooted = group.filters[0].roots != frozenset()  # else the key is a rootless word
         if (
             # a root is looked for among the import lines only: a few hundred bytes
-            (scan.imported(group.key) if rooted else scan.contains(group.key))
+            (scan.imports_root(group.key) if rooted else scan.contains(group.key))
             and all(scan.contains(part) for part in group.shared)
-            and any(f.admits(source, scan, imported=rooted) for f in group.filters)
+            and group.admits(source, scan, imported=rooted)
         ):
             return True
     return False
