@@ -10,6 +10,8 @@ from __future__ import annotations
 import functools
 import re
 
+from codemods.screen.import_lines import IDENTIFIER_BYTES
+
 __all__ = ["alias", "aliases", "assigned", "assigns"]
 
 
@@ -31,7 +33,6 @@ def alias(name: bytes) -> re.Pattern[bytes]:
 
 #: ``\s`` of a bytes pattern.
 _SPACE = frozenset(b" \t\n\r\f\v")
-_IDENTIFIER = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 _ASSIGNS = re.compile(rb"[ \t]*=(?!=)")
 
 
@@ -66,7 +67,7 @@ def aliases(name: bytes, source: bytes) -> bool:
         if (
             before < start - 1  # at least one space
             and source[before - 1 : before + 1] == b"as"
-            and (before < 2 or source[before - 2] not in _IDENTIFIER)
+            and (before < 2 or source[before - 2] not in IDENTIFIER_BYTES)
         ):
             return True
     return False
