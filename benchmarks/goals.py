@@ -219,16 +219,56 @@ def rows(
                 2.0,
             )
         )
-    found.append(
-        Row(
-            "python -m compat, a script importing nothing",
-            [PYTHON, "-m", "compat", str(noop)],
-            "python, the same script",
-            [PYTHON, str(noop)],
-            None,
-        )
-    )
+    # `python -m` itself costs a start: runpy and what it loads (importlib.util,
+    # contextlib...), which a script that imports torch loads anyway. A runner that only
+    # runs the script shows that part apart from compat's own.
+    (scratch / "run_script.py").write_text(RUN_SCRIPT, encoding="utf-8")
+    # What a training script pays: torch loads these first (its own import is seconds of
+    # noise), so compat's share is what it adds to a script that imports them.
+    like_torch = scratch / "like_torch.py"
+    like_torch.write_text(f"import {', '.join(TORCH_LOADS)}\n", encoding="utf-8")
+    pythons = [(PYTHON, "", None)]
+    if installed_bin is not None:
+        plain = {name: value for name, value in ENV.items() if name != "PYTHONPATH"}
+        pythons.append((str(installed_bin / "python"), ", installed", plain))
+    for python, where, env in pythons:
+        compat = [python, "-m", "compat", str(noop)]
+        found += [
+            Row(
+                f"python -m compat{where}, a script importing nothing",
+                compat,
+                "python, the same script",
+                [python, str(noop)],
+                None,
+                env=env,
+            ),
+            Row(
+                f"python -m compat{where}, the same",
+                compat,
+                "python -m, a bare runner",
+                [python, "-m", "run_script", str(noop)],
+                None,
+                env=env,
+            ),
+            Row(
+                f"python -m compat{where}, a script importing what torch does",
+                [python, "-m", "compat", str(like_torch)],
+                "python, the same script",
+                [python, str(like_torch)],
+                None,
+                env=env,
+            ),
+        ]
     return found
+
+
+#: Standard modules that ``import torch`` loads (2.13: all of them), among them what
+#: ``python -m`` and compat need.
+TORCH_LOADS = ("runpy", "pkgutil", "typing", "re", "pathlib", "inspect", "dataclasses")
+#: The yardstick of ``python -m``'s own cost: a module that only runs the script.
+RUN_SCRIPT = (
+    "import runpy, sys\nsys.argv = sys.argv[1:]\nrunpy.run_path(sys.argv[0], run_name='__main__')\n"
+)
 
 
 def _count(tree: Path) -> int:

@@ -20,11 +20,11 @@ import sys
 import types
 import warnings
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import codemods.registry
 from codemods.registry.names import LIGHTNING_PACKAGES
 
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
 if TYPE_CHECKING:
     from codemods.registry import Rule
     from codemods.releases import Releases

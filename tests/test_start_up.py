@@ -202,6 +202,32 @@ def test_python_m_compat_builds_no_rules_for_a_program_that_imports_nothing_lega
     assert not modules & {"codemods.registry.model", "packaging.version", "compat.call_source"}
 
 
+def test_python_m_compat_loads_no_typing_pathlib_nor_re_for_a_program_that_imports_none(
+    tmp_path,
+):
+    # Each was a third or more of what `python -m compat` added to such a program's start
+    # (issue 44). Without `site` (-S): this environment's editable install loads them at
+    # every start; the packages it would add come through PYTHONPATH instead.
+    import importlib.util
+
+    torch = importlib.util.find_spec("torch")  # compat's check finds it, the run imports none
+    assert torch is not None and torch.origin is not None
+    packages = str(Path(torch.origin).resolve().parents[1])
+    (tmp_path / "script.py").write_text(
+        "import sys\nprint(sorted(m for m in ('typing', 'pathlib', 're') if m in sys.modules))\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-S", "-m", "compat", "script.py"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), packages])},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    assert run.stdout.strip() == "[]", run.stdout + run.stderr
+
+
 def test_the_drop_in_plan_table_is_the_registry_s():
     assert TABLE.read_text(encoding="utf-8") == table(REGISTRY), (
         "the registry changed: run `python -m compat.dropin.plan`"

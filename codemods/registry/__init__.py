@@ -14,9 +14,11 @@ Example:
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
 if TYPE_CHECKING:
+    from typing import Any
+
     from codemods.registry.model import (
         Capability,
         ChangeKind,

@@ -13,7 +13,9 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
+if TYPE_CHECKING:
+    from typing import Any
 
 # torch ---------------------------------------------------------------------------------
 

@@ -33,8 +33,7 @@ import importlib
 import os
 import sys
 import types
-from pathlib import Path
-from typing import Any, Callable, NamedTuple
+from collections import namedtuple
 
 import codemods.registry
 from codemods.registry.names import (
@@ -55,27 +54,33 @@ from compat.dropin.entries import (
 from compat.dropin.entries import plan as _plan  # `compat.dropin.plan` is the command module
 from compat.dropin.finder import DropInFinder, StandIn, exists
 
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
+if TYPE_CHECKING:
+    from typing import Any, Callable
+
 #: Set in the environment of the processes a program starts, so that they install too.
 ENV_FLAG = "FSDP_COMPAT_INSTALL"
 #: The folder put first on PYTHONPATH for them: its sitecustomize.py reads ENV_FLAG.
-BOOT_DIR = str(Path(__file__).resolve().parents[1] / "_boot")
+BOOT_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))), "_boot")
 _FSDP_HOME, _, _FSDP_CLASS = TORCH_FSDP_CLASSES[1].rpartition(".")
 #: Where each Lightning flavour defines its AMP plugin, ``MixedPrecision`` (FSDP220).
 _AMP_HOMES = frozenset(f"{root}.plugins.precision.amp" for root in (*TRAINER_ROOTS, *FABRIC_ROOTS))
 _AMP_RULE = "FSDP220"
 
 
-# Named tuples and plain classes, not dataclasses: `dataclasses` loads `inspect`, a
-# third of what `python -m compat` added to a program's start.
-class Installed(NamedTuple):
-    """One thing :func:`install` put in place."""
+# Named tuples and plain classes, not dataclasses (`dataclasses` loads `inspect`) nor
+# typing's NamedTuple (`typing` loads `re` and `enum`): each was a third or more of
+# what `python -m compat` added to the start of a program that imports nothing legacy.
+class Installed(namedtuple("Installed", ("codes", "where", "what"))):
+    """One thing :func:`install` put in place.
 
-    #: The rules whose legacy spellings it serves.
-    codes: tuple[str, ...]
-    #: What it added to or changed (an old name, a strategy string, a method).
-    where: str
-    #: What answers there now.
-    what: str
+    Attributes:
+        codes: The rules whose legacy spellings it serves.
+        where: What it added to or changed (an old name, a strategy string, a method).
+        what: What answers there now.
+    """
+
+    __slots__ = ()
 
 
 class _State:

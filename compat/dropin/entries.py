@@ -22,8 +22,8 @@ Example:
 from __future__ import annotations
 
 import functools
-from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+import os
+from collections import namedtuple
 
 import codemods.registry
 from codemods.registry.names import (
@@ -37,11 +37,13 @@ from codemods.registry.names import (
     TRAINER_ROOTS,
 )
 
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
 if TYPE_CHECKING:
     from codemods.registry import Registry
 
-#: The shipped registry's plan (:func:`table`), read while nothing has loaded the registry.
-TABLE = Path(__file__).with_name("plan_table.txt")
+#: The shipped registry's plan (:func:`table`), read while nothing has loaded the registry
+#: (a path as text: ``pathlib`` is not loaded at a program's start).
+TABLE_PATH = os.path.join(os.path.dirname(__file__), "plan_table.txt")
 #: The root of FairScale's names: stood in for as a whole, and only while not installed.
 FAIRSCALE = "fairscale"
 #: Packages whose missing names are added to them where they are installed.
@@ -67,7 +69,7 @@ STRATEGY_MODULES = {
 }
 
 
-class Entry(NamedTuple):
+class Entry(namedtuple("Entry", ("code", "old", "mirror", "new"))):
     """One old name the drop-in can put back.
 
     Attributes:
@@ -78,10 +80,7 @@ class Entry(NamedTuple):
             none (it warns with ``code`` when used).
     """
 
-    code: str
-    old: str
-    mirror: str | None
-    new: str | None
+    __slots__ = ()
 
     @property
     def parent(self) -> str:
@@ -112,7 +111,7 @@ def plan(registry: Registry | None = None) -> dict[str, Entry]:
 
     Args:
         registry: The rules (default: the registry as it is now; while nothing has
-            loaded it, the shipped registry's plan kept in :data:`TABLE`).
+            loaded it, the shipped registry's plan kept in :data:`TABLE_PATH`).
 
     Returns:
         Entries by old name; a name listed by several rules belongs to the first.
@@ -126,9 +125,10 @@ def plan(registry: Registry | None = None) -> dict[str, Entry]:
 
 
 def from_table() -> dict[str, Entry] | None:
-    """The shipped registry's plan as :data:`TABLE` keeps it; None where it cannot be read."""
+    """The shipped registry's plan as :data:`TABLE_PATH` keeps it; None where it cannot be read."""
     try:
-        text = TABLE.read_text(encoding="utf-8")
+        with open(TABLE_PATH, encoding="utf-8") as file:
+            text = file.read()
     except OSError:  # an install without its data: the registry says the same
         return None
     rows = (line.split("\t") for line in text.splitlines())

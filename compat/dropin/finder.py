@@ -15,7 +15,10 @@ import importlib.machinery
 import importlib.util
 import sys
 import types
-from typing import Any, Callable
+
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 
 def real_spec(

@@ -21,9 +21,12 @@ import functools
 import importlib
 import sys
 import types
-from typing import Any, Callable
 
-Undo = Callable[[], None]
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
+if TYPE_CHECKING:
+    from typing import Any, Callable
+
+    Undo = Callable[[], None]
 
 
 def add_missing_names(

@@ -7,7 +7,12 @@ package (runpy warns of that). Its names are re-exported here for callers.
 
 from __future__ import annotations
 
-from compat.dropin.entries import TABLE, from_table, mirror_of, plan, table
+from pathlib import Path
+
+from compat.dropin.entries import TABLE_PATH, from_table, mirror_of, plan, table
+
+#: :data:`~compat.dropin.entries.TABLE_PATH` as a path.
+TABLE = Path(TABLE_PATH)
 
 __all__ = ["TABLE", "from_table", "mirror_of", "plan", "table"]
 
