@@ -1,7 +1,7 @@
 """Every figure of issue 44's table beside its yardstick, measured in one run.
 
     python benchmarks/goals.py [--repeat N] [--corpus DIR] [--tree DIR] [--tests]
-                               [--installed] [--only TEXT] [--before DIR]
+                               [--installed] [--only TEXT] [--before DIR] [--readme]
 
 Each row pairs a command with its yardstick; the two run as fresh processes, one after
 the other, ``--repeat`` times (after one untimed warm-up each), and the row prints the
@@ -348,15 +348,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--installed", action="store_true", help="also the hook as installed (pre-commit's)"
     )
+    parser.add_argument("--readme", action="store_true", help="also write the table into README.md")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as scratch:
         bin_dir = installed(Path(scratch)) if args.installed else None
         found = rows(Path(scratch), args.tree or torch_tree(), args.corpus, bin_dir)
         found = [row for row in found if args.only in row.label]
         measure(found, args.repeat, Path(scratch), args.before)
-        print(report(found, args.repeat))
+        table = report(found, args.repeat)
+        print(table)
     if args.tests:
-        print(test_command())
+        table += "\n" + test_command()
+        print(table.rpartition("\n")[2])
+    if args.readme:
+        import readme_table
+
+        command = ["python", "benchmarks/goals.py", *(argv if argv is not None else sys.argv[1:])]
+        readme_table.write(ROOT / "README.md", table, command)
     return 0
 
 
