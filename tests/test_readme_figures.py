@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
+
+from tests import benchmark_module
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def readme_table():
-    spec = importlib.util.spec_from_file_location(
-        "readme_table", ROOT / "benchmarks/readme_table.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_module.load("readme_table")
 
 
 def test_the_readme_has_the_markers_once_each_in_order(readme_table):

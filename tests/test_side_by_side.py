@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
+
+from tests import benchmark_module
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def side_by_side():
-    spec = importlib.util.spec_from_file_location(
-        "side_by_side", ROOT / "benchmarks/side_by_side.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_module.load("side_by_side")
 
 
 def test_differing_files_are_named(side_by_side, tmp_path: Path) -> None:
