@@ -136,7 +136,8 @@ class ProjectTargets(Record):
         """:func:`codemods.cli.floors.find_project_root`, remembering every directory seen."""
         seen: list[Path] = []
         root: Path | None = None
-        for directory in (start, *start.parents):
+        directory = start
+        while True:  # up to the first directory seen before (not every parent of each)
             if directory in self._roots:
                 root = self._roots[directory]
                 break
@@ -144,6 +145,9 @@ class ProjectTargets(Record):
             if is_project_root(directory):
                 root = directory
                 break
+            if directory.parent == directory:
+                break
+            directory = directory.parent
         for directory in seen:
             self._roots[directory] = root
         return root
