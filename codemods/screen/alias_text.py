@@ -109,7 +109,12 @@ def assigns(word: bytes, source: bytes) -> bool:
         >>> assigns(b"FSDP", b"x = FSDP(m)\nprint(FSDP)\n")
         False
     """
-    return (
-        _ending_a_line(word).search(source) is not None
-        and assigned(word).search(source) is not None
-    )
+    for match in _ending_a_line(word).finditer(source):
+        start = match.start()
+        # An alias's value ends the line with the word after a dot, a blank or `=`; the
+        # whole pattern is tried only from the start of such a line.
+        if start and source[start - 1] in IDENTIFIER_BYTES:
+            continue
+        if assigned(word).match(source, source.rfind(b"\n", 0, start) + 1):
+            return True
+    return False

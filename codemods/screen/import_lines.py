@@ -16,6 +16,7 @@ left out, and no import statement is.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 #: The bytes of identifier characters (ASCII; a non-ASCII neighbour counts as a boundary,
 #: which can only let more files through).
@@ -98,6 +99,25 @@ def on_import_line(source: bytes, word: bytes) -> bool:
     return whole(import_text(source), word)
 
 
+def whole_words(source: bytes, word: bytes) -> Iterator[int]:
+    r"""Where ``word`` starts as a whole word of ``source`` (as ``\bword\b`` finds it).
+
+    A search for the bytes, then a look at each side (see :func:`whole`).
+
+    Example:
+        >>> list(whole_words(b"fsdp fsdp_wrap x.fsdp", b"fsdp"))
+        [0, 17]
+    """
+    start = source.find(word)
+    while start != -1:
+        end = start + len(word)
+        if (start == 0 or source[start - 1] not in IDENTIFIER_BYTES) and (
+            end == len(source) or source[end] not in IDENTIFIER_BYTES
+        ):
+            yield start
+        start = source.find(word, start + 1)
+
+
 def whole(source: bytes, word: bytes) -> bool:
     r"""Whether ``word`` is a whole word of ``source``, as ``\bword\b`` asks.
 
@@ -108,12 +128,4 @@ def whole(source: bytes, word: bytes) -> bool:
         >>> whole(b"x = fsdp_wrap; fsdp.y", b"fsdp"), whole(b"fsdp_wrap", b"fsdp")
         (True, False)
     """
-    start = source.find(word)
-    while start != -1:
-        end = start + len(word)
-        if (start == 0 or source[start - 1] not in IDENTIFIER_BYTES) and (
-            end == len(source) or source[end] not in IDENTIFIER_BYTES
-        ):
-            return True
-        start = source.find(word, start + 1)
-    return False
+    return next(whole_words(source, word), None) is not None

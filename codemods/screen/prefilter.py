@@ -30,7 +30,7 @@ from codemods.records import Frozen, Record
 from codemods.registry import REGISTRY, Rule
 from codemods.screen import filter_table, search_order
 from codemods.screen.alias_text import aliases, assigns
-from codemods.screen.import_lines import IDENTIFIER_BYTES, import_text, whole
+from codemods.screen.import_lines import IDENTIFIER_BYTES, import_text, whole, whole_words
 from codemods.settings import Settings
 
 #: What may stand between a dot and the name after it (a line broken inside brackets).
@@ -82,8 +82,8 @@ class _Scan:
         if not self.contains(leaf):
             return False
         source = self.source
-        for match in _word(leaf).finditer(source):
-            dot = match.start() - 1
+        for start in whole_words(source, leaf):
+            dot = start - 1
             broken = False
             while dot >= 0 and source[dot] in _BLANKS:
                 broken = broken or source[dot] == 0x0A
@@ -128,11 +128,6 @@ class _Scan:
                 self.contains(word) and assigns(word, self.source)
             )
         return found
-
-
-@functools.cache
-def _word(word: bytes) -> re.Pattern[bytes]:
-    return re.compile(rb"\b" + re.escape(word) + rb"\b")
 
 
 class RuleFilter(Record):
