@@ -29,7 +29,10 @@ import signal
 import sys
 import time
 from collections.abc import Iterator
-from typing import Any
+
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
+if TYPE_CHECKING:
+    from typing import Any
 
 #: What a process of the run is doing, as the signal handler must know it.
 IDLE, WORKING, WRITING = 0, 1, 2

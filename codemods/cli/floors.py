@@ -54,9 +54,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from packaging.version import Version
-
 from codemods.records import Record
+from codemods.release_numbers import release
+
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
+if TYPE_CHECKING:
+    from packaging.version import Version
 
 __all__ = [
     "ROOT_MARKERS",
@@ -252,7 +255,7 @@ def declared_floors(root: str | os.PathLike[str]) -> DeclaredFloors:
     if own is not None and "lightning" not in floors:
         # Lightning's own source defines the names the rules would rename: its release is
         # its own, unknown here, so the oldest is taken and no Lightning rule applies.
-        floors["lightning"] = Version(OWN_LIGHTNING_FLOOR)
+        floors["lightning"] = release(OWN_LIGHTNING_FLOOR)
         sources["lightning"] = f"{own}/ (this project is Lightning itself)"
     return DeclaredFloors(
         torch=floors.get("torch"),

@@ -16,11 +16,14 @@ import functools
 import importlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import overload
 
 from codemods.registry import REGISTRY, ChangeKind, Rule
 from codemods.registry.names import MODULES_NAMED_LIKE_FUNCTIONS
 from codemods.rules.api import Behaviour, CallSiteFix
+
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
+if TYPE_CHECKING:
+    from typing import overload
 
 #: The shipped registry's index (:func:`table`), read instead of loading every behaviour.
 TABLE = Path(__file__).with_name("index_table.txt")
@@ -116,11 +119,13 @@ class Behaviours(Sequence[Behaviour]):
     def __init__(self, rules: Iterable[Rule] = ()) -> None:
         self.rules = list(rules)
 
-    @overload
-    def __getitem__(self, index: int) -> Behaviour: ...
+    if TYPE_CHECKING:
 
-    @overload
-    def __getitem__(self, index: slice) -> list[Behaviour]: ...
+        @overload
+        def __getitem__(self, index: int) -> Behaviour: ...
+
+        @overload
+        def __getitem__(self, index: slice) -> list[Behaviour]: ...
 
     def __getitem__(self, index: int | slice) -> Behaviour | list[Behaviour]:
         if isinstance(index, slice):
