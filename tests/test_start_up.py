@@ -69,6 +69,7 @@ NOT_FOR_ONE_FILE = (
     "codemods.cli.diffs",  # --diff's patch
     "typing",  # for the checkers only (codemods/records.py), about 3 ms of CPU
     "packaging.version",  # rules' and ranges' releases are plain numbers (release_numbers.py)
+    "signal",  # its enums: the handlers are installed through _signal (batch/stopping.py)
 )
 
 
