@@ -10,15 +10,25 @@ parsed again: on an installed package's tree that check is most of a run's CPU.
 
 from __future__ import annotations
 
-import importlib.util
+import functools
 import os
 import re
 
 from codemods.batch.results import FileResult
 from codemods.findings import INVALID_SYNTAX, Finding
 
-#: The position libcst's native parser writes into its messages (``error at 3:0: ``).
-NATIVE_POSITION = re.compile(r"^(?:parser error: )?error at \d+:\d+: ")
+try:  # the import system's own, loaded at every start: importlib.util (and contextlib,
+    # which it imports) cost a hook's answer for a plain file about 5 million instructions
+    from importlib._bootstrap_external import MAGIC_NUMBER, cache_from_source
+except ImportError:  # an interpreter without it
+    from importlib.util import MAGIC_NUMBER, cache_from_source
+
+
+#: The position libcst's native parser writes into its messages (``error at 3:0: ``);
+#: compiled for the first file libcst refuses (a one-file lint's file parses).
+@functools.cache
+def _native_position() -> re.Pattern[str]:
+    return re.compile(r"^(?:parser error: )?error at \d+:\d+: ")
 
 
 def syntax_error(source: bytes) -> tuple[int, int, str] | None:
@@ -79,14 +89,16 @@ def compiled_already(path: str, source: bytes) -> bool:
         False
     """
     try:
-        cache = importlib.util.cache_from_source(path)
+        cache = cache_from_source(path)
         with open(cache, "rb") as file:
             header = file.read(16)
             cached = os.fstat(file.fileno()).st_mtime_ns
-        if len(header) < 16 or header[:4] != importlib.util.MAGIC_NUMBER:
+        if len(header) < 16 or header[:4] != MAGIC_NUMBER:
             return False
         flags = int.from_bytes(header[4:8], "little")
         if flags & 0b1:  # PEP 552: checked against the hash of the source's bytes
+            import importlib.util  # a rare cache (PEP 552): not worth a start's import
+
             return header[8:16] == importlib.util.source_hash(source)
         if flags:
             return False
@@ -107,7 +119,7 @@ def from_libcst(exc: Exception) -> tuple[int, int, str]:
     differently from the one libcst reports beside it, and the message must agree
     with itself.
     """
-    message = NATIVE_POSITION.sub("", getattr(exc, "message", str(exc)))
+    message = _native_position().sub("", getattr(exc, "message", str(exc)))
     return (getattr(exc, "raw_line", 1), getattr(exc, "raw_column", 0) + 1, message)
 
 
