@@ -17,15 +17,11 @@ Example:
 
 from __future__ import annotations
 
-import re
 import sys
 
 TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
 if TYPE_CHECKING:
     from packaging.version import Version
-
-#: A plain release: numbers and dots, as ``packaging`` reads them (``v`` and spaces allowed).
-_PLAIN = re.compile(r"\s*v?(\d+(?:\.\d+)*)\s*")
 
 
 class Release:
@@ -114,9 +110,11 @@ def release(text: str) -> Release | Version:
         >>> release("1.12.0"), release(" v2.4 "), release("2.4.0rc1")
         (<Release('1.12.0')>, <Release('2.4')>, <Release('2.4.0')>)
     """
-    plain = _PLAIN.fullmatch(text)
-    if plain is not None:
-        return Release(tuple(map(int, plain.group(1).split("."))))
+    # Numbers and dots, as packaging reads them (a ``v`` and spaces around allowed).
+    plain = text.strip()
+    parts = (plain[1:] if plain[:1] in ("v", "V") else plain).split(".")
+    if all(part.isdigit() and part.isascii() for part in parts):
+        return Release(tuple(map(int, parts)))
     from packaging.version import Version
 
     version = Version(text)

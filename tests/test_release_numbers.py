@@ -12,6 +12,7 @@ from codemods.registry import REGISTRY
 from codemods.release_numbers import Release, release
 
 TEXTS = ("1", "1.0", "1.0.0", "0.9", "1.12", "1.12.1", "2", "2.0", "2.0.1", "2.4", "10.0", " v2.4 ")
+TEXTS += ("V2.4", "\t2.4\n", "01.02")
 #: Not plain: read by ``packaging``, their pre-, post-, dev- and local parts dropped.
 OTHERS = ("2.4rc1", "2.4.post1", "2.4.dev0", "2.4+cu121", "1!1.0")
 OPERATORS = (operator.lt, operator.le, operator.eq, operator.ne, operator.gt, operator.ge)
@@ -41,7 +42,9 @@ def test_a_plain_release_is_read_without_packaging():
     assert type(release("1!1.0")) is Version  # an epoch stays packaging's
 
 
-@pytest.mark.parametrize("text", ["", "two", "2.4..", "2..4", "latest"])
+@pytest.mark.parametrize(
+    "text", ["", "two", "2.4..", "2..4", "latest", "vv2.4", "vV2.4", " v 2.4", ".2", "２.4", "2 .4"]
+)
 def test_a_text_that_is_no_version_is_refused_as_packaging_refuses_it(text):
     with pytest.raises(InvalidVersion):
         Version(text)
