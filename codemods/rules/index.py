@@ -200,15 +200,20 @@ class Index:
             if what == "references":
                 references[name] = rule
             elif what in NAMED:
-                getattr(self, what).setdefault(name, Behaviours()).rules.append(rule)
+                by_name = getattr(self, what)
+                behaviours = by_name.get(name)
+                if behaviours is None:  # made once a name: the shipped index is read per start
+                    behaviours = by_name[name] = Behaviours()
+                behaviours.rules.append(rule)
             else:
                 getattr(self, what).rules.append(rule)
 
     @classmethod
     def from_table(cls, text: str) -> Index:
         """The index :func:`table` wrote for the shipped registry."""
+        rules = {rule.code: rule for rule in REGISTRY}
         rows = (line.split("\t") for line in text.splitlines())
-        return cls((), ((REGISTRY[code], what, name) for code, what, name in rows))
+        return cls((), ((rules[code], what, name) for code, what, name in rows))
 
     def reference(self, qualified: str, module: bool = False) -> tuple[str, Rule] | None:
         """The old name and rule of a reference to ``qualified`` (or to something inside it).
