@@ -13,7 +13,6 @@ SIGINT or SIGTERM (with ``--fix``, what was written before the stop is listed).
 
 from __future__ import annotations
 
-import importlib
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -50,6 +49,8 @@ def _load() -> None:
     """Load :data:`_MODULES`, once: they live as long as the run (codemods/startup.py)."""
     global _loaded
     if not _loaded:
+        import importlib  # here: a file that names nothing legacy is answered without it
+
         with long_lived():  # the collector leaves them alone
             for name in _MODULES:
                 importlib.import_module(name)
