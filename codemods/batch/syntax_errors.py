@@ -14,8 +14,9 @@ import functools
 import os
 import re
 
-from codemods.batch.results import FileResult
-from codemods.findings import INVALID_SYNTAX, Finding
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
+if TYPE_CHECKING:
+    from codemods.batch.results import FileResult
 
 try:  # the C function under symtable.symtable (see syntax_error)
     from _symtable import symtable as _symbol_table
@@ -153,6 +154,8 @@ def newer_python(source: bytes) -> bool:
 def unparsable(result: FileResult, syntax: tuple[int, int, str]) -> FileResult:
     """``result`` as a file that does not parse, at ``syntax``'s position."""
     line, column, message = syntax
+    from codemods.findings import INVALID_SYNTAX, Finding  # a plain file's answer needs none
+
     result.syntax = Finding(line, column, INVALID_SYNTAX, message)
     result.error = f"cannot parse: {message} (line {line}, column {column})"
     return result
