@@ -66,9 +66,7 @@ class Release:
         return hash(self._key)
 
     def _other(self, other: object) -> tuple[object, object] | None:
-        """The two keys to compare: ours, or both as ``packaging`` versions."""
-        if isinstance(other, Release):
-            return self._key, other._key
+        """The two keys to compare with a ``Version``: both as ``packaging`` versions."""
         versions = sys.modules.get("packaging.version")  # no Version to meet before it loads
         if versions is not None and isinstance(other, versions.Version):
             if self._version is None:
@@ -76,23 +74,34 @@ class Release:
             return self._version, other
         return None
 
+    # Two releases compare by their keys at once: a run asks every rule's releases.
     def __eq__(self, other: object) -> bool:
+        if other.__class__ is Release:
+            return self._key == other._key  # type: ignore[attr-defined]
         keys = self._other(other)
         return NotImplemented if keys is None else keys[0] == keys[1]
 
     def __lt__(self, other: object) -> bool:
+        if other.__class__ is Release:
+            return self._key < other._key  # type: ignore[attr-defined]
         keys = self._other(other)
         return NotImplemented if keys is None else keys[0] < keys[1]  # type: ignore[operator]
 
     def __le__(self, other: object) -> bool:
+        if other.__class__ is Release:
+            return self._key <= other._key  # type: ignore[attr-defined]
         keys = self._other(other)
         return NotImplemented if keys is None else keys[0] <= keys[1]  # type: ignore[operator]
 
     def __gt__(self, other: object) -> bool:
+        if other.__class__ is Release:
+            return self._key > other._key  # type: ignore[attr-defined]
         keys = self._other(other)
         return NotImplemented if keys is None else keys[0] > keys[1]  # type: ignore[operator]
 
     def __ge__(self, other: object) -> bool:
+        if other.__class__ is Release:
+            return self._key >= other._key  # type: ignore[attr-defined]
         keys = self._other(other)
         return NotImplemented if keys is None else keys[0] >= keys[1]  # type: ignore[operator]
 
