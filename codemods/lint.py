@@ -13,10 +13,7 @@ SIGINT or SIGTERM (with ``--fix``, what was written before the stop is listed).
 
 from __future__ import annotations
 
-import importlib
 import sys
-from collections import Counter
-from collections.abc import Sequence
 
 from codemods.cli.plain_file import settled
 from codemods.cli.quick_args import LINT, read
@@ -25,6 +22,7 @@ from codemods.startup import long_lived
 TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Sequence
     from typing import NoReturn
 
     from codemods.batch import stopping
@@ -50,6 +48,8 @@ def _load() -> None:
     """Load :data:`_MODULES`, once: they live as long as the run (codemods/startup.py)."""
     global _loaded
     if not _loaded:
+        import importlib  # here: a file that names nothing legacy is answered without it
+
         with long_lived():  # the collector leaves them alone
             for name in _MODULES:
                 importlib.import_module(name)
@@ -280,10 +280,12 @@ def fix_list(results: list[FileResult], written: bool) -> str:
         - a.py:
             1 × FSDP101 (default-auto-wrap-policy)
     """
+    import collections  # --show-fixes only
+
     from codemods.cli import output
 
     done = [
-        (r.path, Counter(f.code for f in r.findings if f.fixed))
+        (r.path, collections.Counter(f.code for f in r.findings if f.fixed))
         for r in results
         if (r.written if written else r.new_source is not None)
     ]

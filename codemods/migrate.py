@@ -15,7 +15,6 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
 
 from codemods.startup import long_lived
 
@@ -43,8 +42,10 @@ with long_lived():  # they live as long as the run: the collector leaves them al
     from codemods.cli.run_lines import skipped_lines, stopped_lines
     from codemods.settings import Settings
 
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
 if TYPE_CHECKING:
     import argparse
+    from typing import Any, NoReturn
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -27,11 +27,17 @@ Example:
 from __future__ import annotations
 
 import functools
-from typing import Any, Protocol
-
-from packaging.version import InvalidVersion, Version
 
 from codemods.records import Frozen
+from codemods.release_numbers import release
+
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
+if TYPE_CHECKING:
+    from typing import Any, Protocol
+
+    from packaging.version import Version
+else:
+    Protocol = object  # the checkers' protocols are plain classes at run time
 
 __all__ = ["RangeError", "Releases", "Span", "parse_span", "short_release"]
 
@@ -42,8 +48,7 @@ TITLES = {"torch": "torch", "lightning": "Lightning"}
 class Rule(Protocol):
     """What a range reads of a registry rule (:class:`codemods.registry.Rule` has it all).
 
-    Kept as a protocol so that this module, below the registry's users, imports nothing
-    of the project.
+    A protocol: this module, below the registry's users, imports nothing of theirs.
     """
 
     introduced: str | None
@@ -63,8 +68,8 @@ class Rule(Protocol):
 
 @functools.cache
 def _known(text: str) -> Version:
-    """A rule's release as a ``Version``, parsed once a process (every rule is asked, each run)."""
-    return Version(text)
+    """A rule's release, parsed once a process (every rule is asked, each run)."""
+    return release(text)
 
 
 class RangeError(ValueError):
@@ -156,7 +161,7 @@ class Span(Frozen):
         """The range as written: ``1.12..latest``, ``2.2``, ``2.4..<2.6``, ``latest``.
 
         Example:
-            >>> Span(Version("1.12")).text(), Span(Version("2.2"), Version("2.2")).text()
+            >>> Span(release("1.12")).text(), Span(release("2.2"), release("2.2")).text()
             ('1.12..latest', '2.2')
         """
         if self.floor is not None:
@@ -279,7 +284,7 @@ class Releases(Frozen):
 
     def at_least(self, release: str, framework: str = "torch") -> bool:
         """Whether every release of ``framework``'s range is ``release`` or newer."""
-        return self.span(framework).all_at_least(Version(release))
+        return self.span(framework).all_at_least(_known(release))
 
     def breaks(self, rule: Rule) -> str:
         """Why ``rule``'s fix is not written here: the range it would not run on, or ``""``."""
@@ -304,9 +309,8 @@ class Releases(Frozen):
             floors: Framework -> (the file's evidence floor, what evidences it).
 
         Example:
-            >>> from packaging.version import Version
-            >>> pinned = Releases(torch=Span(Version("1.10.2"), Version("1.10.2"), declared=True))
-            >>> used = {"torch": (Version("1.12"), "`MixedPrecision` (torch 1.12)")}
+            >>> pinned = Releases(torch=Span(release("1.10.2"), release("1.10.2"), declared=True))
+            >>> used = {"torch": (release("1.12"), "`MixedPrecision` (torch 1.12)")}
             >>> pinned.with_evidence(used).torch.text()
             '1.12..latest'
         """
@@ -343,7 +347,7 @@ def short_release(version: Version) -> str:
     """``version`` as written in ranges: trailing zero parts dropped down to ``major.minor``.
 
     Example:
-        >>> short_release(Version("1.12.0")), short_release(Version("2")), short_release(Version("2.0.1"))
+        >>> short_release(release("1.12.0")), short_release(release("2")), short_release(release("2.0.1"))
         ('1.12', '2.0', '2.0.1')
     """  # noqa: E501
     parts = list(version.release)
@@ -355,8 +359,8 @@ def short_release(version: Version) -> str:
 
 def _release(text: str, option: str) -> Version:
     try:
-        return Version(Version(text.strip()).base_version)
-    except InvalidVersion as exc:
+        return release(text.strip())
+    except ValueError as exc:  # packaging's InvalidVersion
         raise RangeError(
             f"{option} must be a release like 2.2 or a range like 2.4..2.13, got {text!r}"
         ) from exc

@@ -12,16 +12,16 @@ as Python's documentation advises for objects that live as long as the process.
 
 from __future__ import annotations
 
-import contextlib
 import gc
-from collections.abc import Iterator
 
 
-@contextlib.contextmanager
-def long_lived() -> Iterator[None]:
+class long_lived:  # lower case: it was a function, and is called as one
     """Pause the cycle collector in the block, then freeze what exists at its end.
 
-    The collector is left as it was found (on, unless the caller turned it off).
+    The collector is left as it was found (on, unless the caller turned it off). A
+    class rather than a ``contextlib.contextmanager``: importing ``contextlib`` costs a
+    commit hook's start about 3 million instructions, 5% of its answer for a file that
+    names nothing legacy.
 
     Example:
         >>> with long_lived():
@@ -29,11 +29,12 @@ def long_lived() -> Iterator[None]:
         >>> gc.isenabled(), gc.get_freeze_count() > 0
         (True, True)
     """
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
+
+    def __enter__(self) -> None:
+        self._collecting = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc_info: object) -> None:
         gc.freeze()
-        if collecting:
+        if self._collecting:
             gc.enable()

@@ -24,7 +24,6 @@ import ast
 import io
 import re
 from collections.abc import Iterable
-from typing import Any
 
 from codemods.astlint.scopes import Names, Undecided, dotted
 from codemods.findings import Finding, no_fix
@@ -35,6 +34,10 @@ from codemods.screen.noqa import Deferred, Suppressions
 from codemods.settings import Settings
 from codemods.syntax.ast_nodes import tree_index
 from codemods.syntax.gates import ast_fallback_regions, inside_fallback
+
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Detector", "Undecided"]
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import ast
 import functools
 from collections.abc import Iterable
-from typing import Any, Callable
 
 from codemods.astlint.detector import Detector, Undecided
 from codemods.astlint.scopes import dotted
@@ -25,6 +24,10 @@ from codemods.rules.unread_imports import UNREAD_IMPORT, unread_imports
 from codemods.screen.prefilter import rule_filter
 from codemods.syntax.ast_nodes import tree_index
 from codemods.syntax.gates import ast_fallback_regions
+
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 
 def hook(behaviour: Behaviour, name: str) -> Callable[..., Any]:

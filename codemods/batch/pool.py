@@ -12,16 +12,19 @@ from __future__ import annotations
 import gc
 import os
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, TypeVar
 
 from codemods.batch import stopping
 
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
 if TYPE_CHECKING:
     from concurrent.futures import Future, ProcessPoolExecutor
+    from typing import Any, TypeVar
 
-#: One file's work item, as the function working on it takes it.
-Work = Any
-R = TypeVar("R")
+    #: One file's work item, as the function working on it takes it.
+    Work = Any
+    R = TypeVar("R")
+else:
+    Work = object
 #: Batches handed to the workers at once, per worker: enough that none waits for work,
 #: few enough that a stopped run has little to take back.
 BATCHES_PER_WORKER = 2

@@ -21,7 +21,6 @@ import os
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from codemods.batch import stopping
 from codemods.batch.files import ChangedMeanwhile, write_atomic
@@ -39,6 +38,7 @@ from codemods.screen.evidence import against_declared, set_aside_notes, with_evi
 from codemods.screen.prefilter import screen
 from codemods.settings import Settings
 
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
 if TYPE_CHECKING:
     from codemods.astlint.lint import Detection
     from codemods.batch.notebooks import Notebook

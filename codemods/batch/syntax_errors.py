@@ -10,15 +10,32 @@ parsed again: on an installed package's tree that check is most of a run's CPU.
 
 from __future__ import annotations
 
-import importlib.util
+import functools
 import os
 import re
 
-from codemods.batch.results import FileResult
-from codemods.findings import INVALID_SYNTAX, Finding
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
+if TYPE_CHECKING:
+    from codemods.batch.results import FileResult
 
-#: The position libcst's native parser writes into its messages (``error at 3:0: ``).
-NATIVE_POSITION = re.compile(r"^(?:parser error: )?error at \d+:\d+: ")
+try:  # the C function under symtable.symtable (see syntax_error)
+    from _symtable import symtable as _symbol_table
+except ImportError:  # an interpreter without it
+    from symtable import symtable as _symbol_table
+
+try:  # the import system's own (importlib._bootstrap_external), loaded at every start:
+    # importlib.util (with contextlib), or even the importlib package, cost a hook's
+    # answer for a plain file about 5 and 1.6 million instructions
+    from _frozen_importlib_external import MAGIC_NUMBER, cache_from_source
+except ImportError:  # an interpreter without it
+    from importlib.util import MAGIC_NUMBER, cache_from_source
+
+
+#: The position libcst's native parser writes into its messages (``error at 3:0: ``);
+#: compiled for the first file libcst refuses (a one-file lint's file parses).
+@functools.cache
+def _native_position() -> re.Pattern[str]:
+    return re.compile(r"^(?:parser error: )?error at \d+:\d+: ")
 
 
 def syntax_error(source: bytes) -> tuple[int, int, str] | None:
@@ -34,13 +51,13 @@ def syntax_error(source: bytes) -> tuple[int, int, str] | None:
         >>> syntax_error(b"def f(a, a):\n    pass\n")
         (1, 10, "duplicate argument 'a' in function definition")
     """
-    import symtable  # here: a hook's file with something to find never needs it (weakref)
-
     try:
         # The parser without ``ast``'s Python objects (about 40% less CPU than
         # ``ast.parse``); its symbol table also refuses what Python's compiler would
-        # (``nonlocal`` at module level, a repeated parameter).
-        symtable.symtable(source, "<file>", "exec")  # type: ignore[arg-type]
+        # (``nonlocal`` at module level, a repeated parameter). The C function that
+        # ``symtable.symtable`` calls: the module's own wrapping (and ``weakref``, which
+        # it imports) cost a hook's answer for a plain file about 4 million instructions.
+        _symbol_table(source, "<file>", "exec")  # type: ignore[arg-type]
     except SyntaxError as exc:
         if exc.msg.startswith(("Non-UTF-8", "(unicode error)", "encoding problem")):
             return None
@@ -79,14 +96,16 @@ def compiled_already(path: str, source: bytes) -> bool:
         False
     """
     try:
-        cache = importlib.util.cache_from_source(path)
+        cache = cache_from_source(path)
         with open(cache, "rb") as file:
             header = file.read(16)
             cached = os.fstat(file.fileno()).st_mtime_ns
-        if len(header) < 16 or header[:4] != importlib.util.MAGIC_NUMBER:
+        if len(header) < 16 or header[:4] != MAGIC_NUMBER:
             return False
         flags = int.from_bytes(header[4:8], "little")
         if flags & 0b1:  # PEP 552: checked against the hash of the source's bytes
+            import importlib.util  # a rare cache (PEP 552): not worth a start's import
+
             return header[8:16] == importlib.util.source_hash(source)
         if flags:
             return False
@@ -107,7 +126,7 @@ def from_libcst(exc: Exception) -> tuple[int, int, str]:
     differently from the one libcst reports beside it, and the message must agree
     with itself.
     """
-    message = NATIVE_POSITION.sub("", getattr(exc, "message", str(exc)))
+    message = _native_position().sub("", getattr(exc, "message", str(exc)))
     return (getattr(exc, "raw_line", 1), getattr(exc, "raw_column", 0) + 1, message)
 
 
@@ -135,6 +154,8 @@ def newer_python(source: bytes) -> bool:
 def unparsable(result: FileResult, syntax: tuple[int, int, str]) -> FileResult:
     """``result`` as a file that does not parse, at ``syntax``'s position."""
     line, column, message = syntax
+    from codemods.findings import INVALID_SYNTAX, Finding  # a plain file's answer needs none
+
     result.syntax = Finding(line, column, INVALID_SYNTAX, message)
     result.error = f"cannot parse: {message} (line {line}, column {column})"
     return result

@@ -29,12 +29,16 @@ import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-
-from packaging.version import Version
 
 from codemods.records import Frozen
+from codemods.release_numbers import release
 from codemods.releases import RangeError, Span, parse_span
+
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
+if TYPE_CHECKING:
+    from typing import Any
+
+    from packaging.version import Version
 
 SECTION = "fsdp-compat"
 _LISTS = ("select", "extend-select", "ignore", "exclude")
@@ -305,17 +309,17 @@ def newest_known(framework: str) -> Version:
     The releases it was measured on, and every version a rule names.
 
     Example:
-        >>> newest_known("torch") >= Version("2.13")
+        >>> newest_known("torch") >= release("2.13")
         True
     """
     from codemods.registry import REGISTRY, Framework
     from codemods.registry.deprecations import LIGHTNING_RELEASES, TORCH_RELEASES
 
     lightning = framework == "lightning"
-    versions = [Version(v) for v in (LIGHTNING_RELEASES if lightning else TORCH_RELEASES)]
+    versions = [release(v) for v in (LIGHTNING_RELEASES if lightning else TORCH_RELEASES)]
     for rule in REGISTRY:
         if (rule.version_framework is Framework.LIGHTNING) == lightning:
-            versions += [Version(v) for v in (rule.introduced, rule.deprecated, rule.removed) if v]
+            versions += [release(v) for v in (rule.introduced, rule.deprecated, rule.removed) if v]
     return max(versions)
 
 
@@ -338,8 +342,8 @@ def check_known_release(framework: str, version: str | Version, where: str) -> N
         codemods.cli.config.ConfigError: --target-torch: torch 9.0 is newer than any release ...
     """
     newest = newest_known(framework)
-    release = Version(str(version))
-    if release.release[:2] > newest.release[:2]:
+    wanted = release(str(version))
+    if wanted.release[:2] > newest.release[:2]:
         title = "Lightning" if framework == "lightning" else "torch"
         raise ConfigError(
             f"{where}: {title} {version} is newer than any release this fsdp-compat "

@@ -20,14 +20,16 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from codemods.cli.specifiers import FRAMEWORKS, release
 
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
 if TYPE_CHECKING:
+    from typing import Any
+
     from codemods.cli.requirement_files import Reader
 
 __all__ = ["read_environment_files"]

@@ -54,9 +54,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from packaging.version import Version
-
 from codemods.records import Record
+from codemods.release_numbers import release
+
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
+if TYPE_CHECKING:
+    from packaging.version import Version
 
 __all__ = [
     "ROOT_MARKERS",
@@ -154,13 +157,15 @@ def is_project_root(directory: Path) -> bool:
     try:
         # Most directories of a tree hold none of these names: one listing rules them
         # out (the file tests and two globs cost 0.1 s over torch's 345 directories).
-        # Folded, for a file system that ignores case, as the tests below would.
-        names = {name.casefold() for name in os.listdir(directory)}
+        # Folded, for a file system that ignores case, as the tests below would; as one
+        # text, each name between NULs (which no name holds): a directory walked up to
+        # (``/tmp``, thousands of names) costs a one-file lint no loop over its names.
+        names = "\0" + "\0".join(os.listdir(directory)).casefold() + "\0"
     except OSError:
         names = None  # not listed: the tests below decide
     if names is not None and not (
-        any(marker.casefold() in names for marker in ROOT_MARKERS)
-        or any(name.startswith("requirements") for name in names)
+        any(f"\0{marker.casefold()}\0" in names for marker in ROOT_MARKERS)
+        or "\0requirements" in names
     ):
         return False
     if any((directory / marker).is_file() for marker in ROOT_MARKERS):
@@ -252,7 +257,7 @@ def declared_floors(root: str | os.PathLike[str]) -> DeclaredFloors:
     if own is not None and "lightning" not in floors:
         # Lightning's own source defines the names the rules would rename: its release is
         # its own, unknown here, so the oldest is taken and no Lightning rule applies.
-        floors["lightning"] = Version(OWN_LIGHTNING_FLOOR)
+        floors["lightning"] = release(OWN_LIGHTNING_FLOOR)
         sources["lightning"] = f"{own}/ (this project is Lightning itself)"
     return DeclaredFloors(
         torch=floors.get("torch"),

@@ -5,7 +5,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
 
 from codemods._version import __version__
 from codemods.batch.files import Problem, discover
@@ -14,12 +13,16 @@ from codemods.cli.targets import ProjectTargets
 from codemods.releases import Releases, Span
 from codemods.settings import Settings
 
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
 if TYPE_CHECKING:
     import argparse
+    from typing import Any, NamedTuple
 
     from codemods.cli.project_classes import ProjectClasses
     from codemods.cli.project_fsdp1 import ProjectFsdp1Checks
     from codemods.findings import Finding
+else:
+    from codemods.registry.named_tuple import NamedTuple
 
 #: Nothing left to do.
 EXIT_CLEAN = 0

@@ -25,11 +25,11 @@ import re
 from collections import deque
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from codemods.registry import REGISTRY, ChangeKind
 from codemods.syntax.ast_nodes import dotted
 
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
 if TYPE_CHECKING:
     from codemods.settings import Settings
 

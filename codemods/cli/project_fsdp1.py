@@ -30,7 +30,6 @@ import ast
 import functools
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
 
 from codemods.cli.floors import find_project_root
 from codemods.cli.fsdp2_dispatch import aware, dispatched, paired_checks
@@ -47,6 +46,10 @@ from codemods.cli.project_bounds import vendored
 from codemods.cli.project_calls import Unreferred
 from codemods.cli.project_reach import ImportGraph, is_test
 from codemods.syntax.ast_nodes import dotted
+
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
+if TYPE_CHECKING:
+    from typing import Any
 
 #: The project of the files with no project root (imports decide what reaches what).
 LOOSE = Path("<no project root>")

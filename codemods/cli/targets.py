@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from codemods.cli.floors import DeclaredFloors, declared_floors, is_project_root
 from codemods.records import Frozen, Record
 from codemods.releases import TITLES, Releases, Span
 
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
 if TYPE_CHECKING:
     from codemods.settings import Settings
 

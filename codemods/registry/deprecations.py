@@ -14,7 +14,12 @@ Plain data: importing this module needs neither torch nor Lightning.
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
+
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
+if TYPE_CHECKING:
+    from typing import NamedTuple
+else:
+    from codemods.registry.named_tuple import NamedTuple
 
 #: The torch releases of the validation matrix (tox.ini's ``matrix`` label).
 TORCH_RELEASES = (

@@ -4,14 +4,20 @@ Everything here is plain data so that the registry imports without torch: the li
 hook, the codemod, the runtime layer and the docs all read the same entries.
 """
 
-# No ``from __future__ import annotations`` here: a named tuple's fields given as strings
-# are each compiled when the class is made (``typing.ForwardRef``), about 1.5 ms of every
-# start that builds the registry, a commit hook's lint among them (benchmarks/README.md).
-import enum
-from typing import NamedTuple, Optional, Union
+from __future__ import annotations
 
-#: A literal that a string-value rule maps (``"fsdp_native"``, ``16``).
-Literal = Union[str, int]
+import enum
+
+#: ``typing`` is for the checkers alone: at run time the named tuples are made by
+#: :mod:`codemods.registry.named_tuple`, their annotations left as strings.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import NamedTuple, Union
+
+    #: A literal that a string-value rule maps (``"fsdp_native"``, ``16``).
+    Literal = Union[str, int]
+else:
+    from codemods.registry.named_tuple import NamedTuple
 
 
 class Framework(str, enum.Enum):
@@ -59,7 +65,7 @@ class Example(NamedTuple):
     after: str
 
     @classmethod
-    def reported_only(cls, source: str) -> "Example":
+    def reported_only(cls, source: str) -> Example:
         r"""A case the rule reports and leaves for a human: ``after`` is ``before``.
 
         Example:
@@ -128,16 +134,16 @@ class Rule(NamedTuple):
     framework: Framework
     kind: ChangeKind
     old: tuple[str, ...]
-    new: Optional[str]
+    new: str | None
     message: str
     why: str
     example: Example
     fix: FixSafety
-    introduced: Optional[str] = None
-    deprecated: Optional[str] = None
-    removed: Optional[str] = None
-    argument: Optional[str] = None
-    new_argument: Optional[str] = None
+    introduced: str | None = None
+    deprecated: str | None = None
+    removed: str | None = None
+    argument: str | None = None
+    new_argument: str | None = None
     values: tuple[tuple[Literal, Literal], ...] = ()
     references: tuple[str, ...] = ()
     opt_in: bool = False
@@ -151,7 +157,7 @@ class Rule(NamedTuple):
     unsafe_forms: str = ""
     dual_stack: bool = False
 
-    def new_for(self, old: str) -> Optional[str]:
+    def new_for(self, old: str) -> str | None:
         """The new spelling of one of the old names (None for removals).
 
         Example:
@@ -271,5 +277,5 @@ class Registry:
         raise KeyError(f"no capability {name!r}")
 
 
-def _spell(qualified: str, argument: Optional[str]) -> str:
+def _spell(qualified: str, argument: str | None) -> str:
     return f"{qualified}({argument}=...)" if argument else qualified

@@ -23,14 +23,17 @@ in :mod:`codemods.rules.protocols` and re-exported here.
 from __future__ import annotations
 
 import ast
-from collections.abc import Sequence
-from typing import Callable, ClassVar
+from collections.abc import Callable, Sequence
 
 from codemods.records import Frozen
 from codemods.registry import Rule
 from codemods.rules.protocols import Detector, Engine, NameTable, Resolver
 from codemods.syntax.ast_nodes import arguments
 from codemods.syntax.lazy_libcst import cst
+
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
+if TYPE_CHECKING:
+    from typing import ClassVar
 
 __all__ = [
     "PARTIAL",

@@ -9,10 +9,13 @@ assignment with one target; any other binding (an import, a parameter, a loop, a
 from __future__ import annotations
 
 import ast
-from typing import Any
 
 from codemods.rules.api import Detector, Engine
 from codemods.syntax.lazy_libcst import cst
+
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def assign_of(engine: Engine, target: cst.CSTNode) -> cst.Assign | None:

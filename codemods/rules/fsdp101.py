@@ -7,8 +7,6 @@ writing those calls the way torch takes them (shared with FSDP113).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from codemods.registry.names import COMPAT_WRAP
 from codemods.rules.api import CallSiteFix, Site, Translation
 from codemods.rules.kinds.reference import Renamed
@@ -16,6 +14,7 @@ from codemods.syntax import ast_nodes as on_ast
 from codemods.syntax.cst_nodes import keyword
 from codemods.syntax.lazy_libcst import cst
 
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
 if TYPE_CHECKING:
     from codemods.rules.api import AstSite
 

@@ -13,13 +13,16 @@ import of torch's module, the fix is withheld, saying where the name should go.
 from __future__ import annotations
 
 import ast
-from typing import Any
 
 from codemods.registry.names import CHECKPOINT_WRAPPER
 from codemods.rules.api import Detector, Engine
 from codemods.rules.kinds.default_change import DefaultChange
 from codemods.syntax.cst_nodes import append_arg, dotted, keyword, new_keyword
 from codemods.syntax.lazy_libcst import cst
+
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
+if TYPE_CHECKING:
+    from typing import Any
 
 _OFFLOAD = "offload_to_cpu"
 

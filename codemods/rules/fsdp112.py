@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING
 
 from codemods.registry.names import TORCH_WRAP
 from codemods.rules.api import CallSiteFix, Site, Translation
@@ -12,6 +11,7 @@ from codemods.syntax import ast_nodes as on_ast
 from codemods.syntax.cst_nodes import is_bool, keyword, keyword_arg
 from codemods.syntax.lazy_libcst import cst
 
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
 if TYPE_CHECKING:
     from codemods.rules.api import AstSite
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
-from typing import Any
 
 from codemods.rules.api import Behaviour, Detector, Engine
 from codemods.syntax.cst_nodes import is_plain_positional, keep_ending, keyword
@@ -49,7 +48,7 @@ def _method(engine: Engine, call: cst.Call, old: tuple[str, ...]) -> str | None:
 
 #: How one tree's arguments are read: (the keyword an argument passes, or None;
 #: whether it is a plain positional argument). libcst's and ast's differ.
-_Reader = tuple[Callable[[Any], "str | None"], Callable[[Any], bool]]
+_Reader = tuple[Callable[[object], "str | None"], Callable[[object], bool]]
 
 
 def _optim_input_index(args: list, method: str, read: _Reader) -> int | None:

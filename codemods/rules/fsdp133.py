@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Sequence
-from typing import Any, ClassVar
 
 from codemods.registry.names import CHECKPOINT_WRAPPER
 from codemods.rules.api import Behaviour, Detector, Engine
@@ -22,12 +21,16 @@ from codemods.syntax import ast_nodes as on_ast
 from codemods.syntax.cst_nodes import keep_ending, keyword, literal
 from codemods.syntax.lazy_libcst import cst
 
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
+if TYPE_CHECKING:
+    from typing import ClassVar
+
 NEW_NAME = "offload_wrapper"
 #: Keywords torch 1.13 ignored beside ``offload_to_cpu=True``; dropped with it.
 _IGNORED_WHEN_OFFLOADING = ("checkpoint_impl",)
 
 #: One argument as the decision sees it: (keyword or None, is ``*``/``**``, literal value).
-Shape = tuple[Any, bool, Any]
+Shape = tuple[object, bool, object]
 
 
 def decide(shapes: Sequence[Shape], partial: bool) -> str | None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from codemods.registry.names import FAIRSCALE_ONLY_STRATEGY_ARGUMENTS, TORCH_WRAP
 from codemods.rules.api import CallSiteFix, Import, Site, Translation
 from codemods.rules.call_blockers import ddp_fully_sharded_blockers, from_ast
@@ -13,7 +11,10 @@ from codemods.syntax import ast_nodes as on_ast
 from codemods.syntax.cst_nodes import dotted, keyword_arg, string_like
 from codemods.syntax.lazy_libcst import cst
 
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
 if TYPE_CHECKING:
+    from typing import Any
+
     from codemods.rules.api import AstSite
 
 

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from codemods.rules.api import CallSiteFix, Import, Site, Translation
 from codemods.rules.kinds.reference import Reported
 from codemods.rules.lightning_strategy import certain, translate
 from codemods.syntax.lazy_libcst import cst
 
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
 if TYPE_CHECKING:
+    from typing import Any
+
     pass
 
 

@@ -9,13 +9,16 @@ may already be the new one and is left alone.
 from __future__ import annotations
 
 import ast
-from typing import Any
 
 from codemods.rules.api import Behaviour, Detector, Engine
 from codemods.syntax import ast_nodes as on_ast
 from codemods.syntax.cst_nodes import find_all, is_plain_positional, keyword, literal, string_like
 from codemods.syntax.gates import ast_fallback_regions, fallback_regions, inside_fallback
 from codemods.syntax.lazy_libcst import cst
+
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def new_value(rule_values: tuple, value: Any) -> str | None:

@@ -6,8 +6,6 @@ Lightning 1.x (by keyword or first): the value changes with the name (FSDP220's 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from codemods.registry import REGISTRY
 from codemods.rules.api import CallSiteFix, Site, Translation
 from codemods.rules.fsdp220 import ast_precision, cst_precision, new_value
@@ -15,6 +13,7 @@ from codemods.rules.kinds.reference import Reported
 from codemods.syntax import ast_nodes as on_ast
 from codemods.syntax.cst_nodes import literal, string_like
 
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
 if TYPE_CHECKING:
     from codemods.rules.api import AstSite
 

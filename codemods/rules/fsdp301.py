@@ -9,8 +9,6 @@ class passed as ``enable_wrap(wrapper_cls=...)`` moves only with its ``enable_wr
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from codemods.registry.names import FAIRSCALE_OFFLOAD, FAIRSCALE_PRECISION_DETAILS, TORCH_FSDP
 from codemods.rules.api import CallSiteFix, Import, Site, Translation
 from codemods.rules.call_blockers import (
@@ -29,6 +27,7 @@ from codemods.syntax.cst_nodes import (
 )
 from codemods.syntax.lazy_libcst import cst
 
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
 if TYPE_CHECKING:
     from codemods.rules.api import AstSite
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from codemods.registry import REGISTRY
 from codemods.registry.names import TORCH_FSDP_CLASSES
 from codemods.rules.api import CallSiteFix, Site, Translation
@@ -12,6 +10,7 @@ from codemods.rules.kinds.reference import Reported
 from codemods.syntax import ast_nodes as on_ast
 from codemods.syntax.cst_nodes import keep_ending, keyword
 
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
 if TYPE_CHECKING:
     from codemods.rules.api import AstSite
 

@@ -11,7 +11,6 @@ FairScale's and is reported with FSDP302's reason.
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Any
 
 from codemods.registry import REGISTRY
 from codemods.registry.names import TORCH_WRAP
@@ -21,7 +20,10 @@ from codemods.syntax import ast_nodes as on_ast
 from codemods.syntax.cst_nodes import is_plain_positional
 from codemods.syntax.lazy_libcst import cst
 
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
 if TYPE_CHECKING:
+    from typing import Any
+
     from codemods.rules.api import AstSite
 
 #: torch's context manager, the only one torch's ``wrap`` reads.

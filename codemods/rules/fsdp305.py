@@ -10,13 +10,12 @@ which has no torch counterpart). Torch's policy lacks FairScale's ``module_is_ro
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from codemods.rules.api import CallSiteFix, Site, Translation
 from codemods.rules.kinds.reference import Renamed
 from codemods.syntax import ast_nodes as on_ast
 from codemods.syntax.cst_nodes import is_plain_positional, keyword
 
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
 if TYPE_CHECKING:
     from codemods.rules.api import AstSite
 

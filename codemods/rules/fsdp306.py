@@ -8,8 +8,6 @@ absent from the file or moves too: FSDP301, and Lightning's FairScale strategy
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from codemods.registry.names import CHECKPOINT_WRAPPER
 from codemods.rules.api import CallSiteFix, Site, Translation
 from codemods.rules.kinds.reference import Reported
@@ -23,6 +21,7 @@ from codemods.syntax.cst_nodes import (
     new_keyword,
 )
 
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
 if TYPE_CHECKING:
     from codemods.rules.api import AstSite
 

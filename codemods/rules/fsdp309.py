@@ -8,13 +8,12 @@ that passes any by position is left for a human.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from codemods.rules.api import CallSiteFix, Site, Translation
 from codemods.rules.kinds.reference import Reported
 from codemods.syntax import ast_nodes as on_ast
 from codemods.syntax.cst_nodes import keyword
 
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
 if TYPE_CHECKING:
     from codemods.rules.api import AstSite
 

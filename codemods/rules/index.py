@@ -16,11 +16,14 @@ import functools
 import importlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import overload
 
 from codemods.registry import REGISTRY, ChangeKind, Rule
 from codemods.registry.names import MODULES_NAMED_LIKE_FUNCTIONS
 from codemods.rules.api import Behaviour, CallSiteFix
+
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
+if TYPE_CHECKING:
+    from typing import overload
 
 #: The shipped registry's index (:func:`table`), read instead of loading every behaviour.
 TABLE = Path(__file__).with_name("index_table.txt")
@@ -116,11 +119,13 @@ class Behaviours(Sequence[Behaviour]):
     def __init__(self, rules: Iterable[Rule] = ()) -> None:
         self.rules = list(rules)
 
-    @overload
-    def __getitem__(self, index: int) -> Behaviour: ...
+    if TYPE_CHECKING:
 
-    @overload
-    def __getitem__(self, index: slice) -> list[Behaviour]: ...
+        @overload
+        def __getitem__(self, index: int) -> Behaviour: ...
+
+        @overload
+        def __getitem__(self, index: slice) -> list[Behaviour]: ...
 
     def __getitem__(self, index: int | slice) -> Behaviour | list[Behaviour]:
         if isinstance(index, slice):
@@ -195,15 +200,20 @@ class Index:
             if what == "references":
                 references[name] = rule
             elif what in NAMED:
-                getattr(self, what).setdefault(name, Behaviours()).rules.append(rule)
+                by_name = getattr(self, what)
+                behaviours = by_name.get(name)
+                if behaviours is None:  # made once a name: the shipped index is read per start
+                    behaviours = by_name[name] = Behaviours()
+                behaviours.rules.append(rule)
             else:
                 getattr(self, what).rules.append(rule)
 
     @classmethod
     def from_table(cls, text: str) -> Index:
         """The index :func:`table` wrote for the shipped registry."""
+        rules = {rule.code: rule for rule in REGISTRY}
         rows = (line.split("\t") for line in text.splitlines())
-        return cls((), ((REGISTRY[code], what, name) for code, what, name in rows))
+        return cls((), ((rules[code], what, name) for code, what, name in rows))
 
     def reference(self, qualified: str, module: bool = False) -> tuple[str, Rule] | None:
         """The old name and rule of a reference to ``qualified`` (or to something inside it).

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Any, Callable
 
 from codemods.registry.names import FABRIC_ROOTS
 from codemods.rules.api import Import, Site, Translation
@@ -11,7 +10,10 @@ from codemods.syntax import ast_nodes as on_ast
 from codemods.syntax.cst_nodes import keep_ending, keyword, keyword_arg
 from codemods.syntax.lazy_libcst import cst
 
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
 if TYPE_CHECKING:
+    from typing import Any, Callable
+
     from codemods.rules.api import AstSite
 
 

@@ -16,10 +16,13 @@ reads as nothing.
 from __future__ import annotations
 
 import ast
-from typing import Any
 
 from codemods.rules.api import Detector, Engine
 from codemods.syntax.lazy_libcst import cst
+
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
+if TYPE_CHECKING:
+    from typing import Any
 
 PARAMETRIZE = "pytest.mark.parametrize"
 PYTEST_PARAM = "pytest.param"

@@ -13,16 +13,19 @@ Fixes that depend on each other (``requires``) or that another old name rules ou
 
 from __future__ import annotations
 
-from typing import Any, Protocol
-
 from codemods.records import Frozen, Record
 from codemods.registry import REGISTRY, Rule
 from codemods.registry.names import COMPAT_STRATEGY_FLAVOURS
 from codemods.rules.api import PARTIAL, Resolver, Site, Translation, unchanged
 from codemods.rules.index import fix_for
-from codemods.settings import Settings
 from codemods.syntax.cst_nodes import is_plain_positional
 from codemods.syntax.lazy_libcst import cst
+
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
+if TYPE_CHECKING:
+    from typing import Any
+
+    from codemods.rules.protocols import PlanningEngine
 
 #: What a node refers to: (old name, its rule, the node's qualified name).
 Found = tuple[str, Rule, str]
@@ -194,36 +197,6 @@ def keeps_spelling(rule: Rule, old: str, bare: str | None = None) -> bool:
         if bare is None or not (fix.bare_references or bare in followed):
             return False
     return True
-
-
-class PlanningEngine(Resolver, Protocol):
-    """What the planner asks of the libcst engine (:class:`codemods.engine.transformer.Engine`)."""
-
-    settings: Settings
-
-    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
-        """The parent of an original node."""
-
-    def find(self, node: cst.CSTNode) -> Found | None:
-        """The old name, rule and qualified name ``node`` refers to, if any."""
-
-    def imported(self, node: cst.Import | cst.ImportFrom) -> list[Any]:
-        """The aliases of an import that bring in an old name, with their rules."""
-
-    def bindings(self, name: str) -> list[str | None]:
-        """What binds ``name`` anywhere in the module (see ``plan_shadows.Bindings``)."""
-
-    def new_name(self, rule: Rule, old: str) -> str | None:
-        """The name ``old`` becomes under ``rule``'s fix."""
-
-    def silenced(self, node: cst.CSTNode, code: str) -> bool:
-        """Whether a ``noqa`` comment silences rule ``code`` on ``node``'s first line."""
-
-    def cold(self, node: cst.CSTNode) -> bool:
-        """Whether the visit passes over ``node``: nothing the plan needs is in it."""
-
-    def position(self, node: cst.CSTNode) -> Any:
-        """The syntactic range of an original node."""
 
 
 class Planner:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Iterable
-from typing import Any
 
 from codemods.registry import Rule
 from codemods.syntax.exports import (
@@ -20,6 +19,10 @@ from codemods.syntax.exports import (
     cst_module_imports,
 )
 from codemods.syntax.lazy_libcst import cst
+
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def why_not_exported(name: str) -> str:

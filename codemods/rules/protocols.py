@@ -12,14 +12,18 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from codemods.registry import Rule
 from codemods.settings import Settings
 from codemods.syntax.lazy_libcst import cst
 
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
 if TYPE_CHECKING:
+    from typing import Any, Callable, Protocol
+
     from libcst.metadata import CodeRange
+else:
+    Protocol = object  # the checkers' protocols are plain classes at run time
 
 
 class Resolver(Protocol):
@@ -189,3 +193,36 @@ class Detector(Protocol):
 
     def lines(self) -> list[bytes]:
         """The module's lines, UTF-8 encoded."""
+
+
+class PlanningEngine(Resolver, Protocol):
+    """What :class:`codemods.rules.plan.Planner` asks of the libcst engine.
+
+    :class:`codemods.engine.transformer.Engine` is one.
+    """
+
+    settings: Settings
+
+    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        """The parent of an original node."""
+
+    def find(self, node: cst.CSTNode) -> tuple[str, Rule, str] | None:
+        """The old name, rule and qualified name ``node`` refers to, if any."""
+
+    def imported(self, node: cst.Import | cst.ImportFrom) -> list[Any]:
+        """The aliases of an import that bring in an old name, with their rules."""
+
+    def bindings(self, name: str) -> list[str | None]:
+        """What binds ``name`` anywhere in the module (see ``plan_shadows.Bindings``)."""
+
+    def new_name(self, rule: Rule, old: str) -> str | None:
+        """The name ``old`` becomes under ``rule``'s fix."""
+
+    def silenced(self, node: cst.CSTNode, code: str) -> bool:
+        """Whether a ``noqa`` comment silences rule ``code`` on ``node``'s first line."""
+
+    def cold(self, node: cst.CSTNode) -> bool:
+        """Whether the visit passes over ``node``: nothing the plan needs is in it."""
+
+    def position(self, node: cst.CSTNode) -> Any:
+        """The syntactic range of an original node."""

@@ -26,9 +26,8 @@ import ast
 from collections import deque
 from collections.abc import Callable, Iterator
 
-from packaging.version import Version
-
 from codemods.registry.appearances import APPEARED, BASELINE, PACKAGES
+from codemods.release_numbers import Release, release
 from codemods.settings import Settings
 from codemods.syntax.ast_nodes import dotted, tree_index
 from codemods.syntax.gates import GATE, catches_import_error
@@ -79,11 +78,10 @@ def set_aside_notes(path: str, settings: Settings) -> list[str]:
     """A ``note:`` line per framework whose declared range the file's evidence set aside.
 
     Example:
-        >>> from packaging.version import Version
         >>> from codemods.releases import Releases, Span
-        >>> pin = Span(Version("1.10.2"), Version("1.10.2"), top_origin="declared: env.yml:4")
+        >>> pin = Span(release("1.10.2"), release("1.10.2"), top_origin="declared: env.yml:4")
         >>> releases = Releases(torch=pin.replace(declared=True)).with_evidence(
-        ...     {"torch": (Version("1.12"), "`MixedPrecision` (torch 1.12)")}
+        ...     {"torch": (release("1.12"), "`MixedPrecision` (torch 1.12)")}
         ... )
         >>> (note,) = set_aside_notes("train.py", Settings(releases=releases))
         >>> note.split(" is below ")[0]
@@ -103,12 +101,12 @@ def set_aside_notes(path: str, settings: Settings) -> list[str]:
     return notes
 
 
-def evidence_floors(tree: ast.Module) -> dict[str, tuple[Version, str]]:
+def evidence_floors(tree: ast.Module) -> dict[str, tuple[Release, str]]:
     """Each framework the file uses -> (its evidence floor, what evidences it).
 
     A framework the file does not use is absent.
     """
-    floors: dict[str, tuple[Version, str]] = {}
+    floors: dict[str, tuple[Release, str]] = {}
     for name in _names(tree):
         framework = PACKAGES.get(name.partition(".")[0])
         if framework is None:
@@ -116,15 +114,15 @@ def evidence_floors(tree: ast.Module) -> dict[str, tuple[Version, str]]:
         if framework not in floors:
             baseline = BASELINE[framework]
             floors[framework] = (
-                Version(baseline),
+                release(baseline),
                 f"nothing newer than {_TITLES[framework]} {baseline} is used",
             )
         appeared = _appeared(name)
         if appeared is not None and appeared[0] == framework:
-            release = Version(appeared[1])
-            if release > floors[framework][0]:
+            found = release(appeared[1])
+            if found > floors[framework][0]:
                 why = f"`{name}` ({_TITLES[framework]} {appeared[1]})"
-                floors[framework] = (release, why)
+                floors[framework] = (found, why)
     return floors
 
 

@@ -23,13 +23,12 @@ import functools
 import os
 from collections.abc import Iterable
 
-from codemods.screen import search_order
-
 TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
 if TYPE_CHECKING:
     from typing import Optional
 
     from codemods.registry import Rule
+    from codemods.screen import search_order
 
     #: One rule's row: its filter's ``roots``, ``names`` (``(P, X, middle)`` of each old
     #: name ``root.middle.P.X``), ``word`` and ``pattern`` (the bytes of its source), and,
@@ -85,6 +84,7 @@ def row(rule: Rule) -> Row:
 
 def shared_words(rules: Iterable[Rule]) -> dict[bytes, int]:
     """How many of the old names of ``rules`` need each word (:func:`search_order.word_counts`)."""
+    from codemods.screen import search_order  # here: keys() (a plain file's answer) never asks
     from codemods.screen.needs import needs
 
     each = [{*needs(rule).names, *needs(rule).calls} for rule in rules]

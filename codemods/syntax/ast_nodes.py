@@ -9,7 +9,12 @@ from __future__ import annotations
 import ast
 import functools
 import re
-from typing import Any, Protocol
+
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
+if TYPE_CHECKING:
+    from typing import Any, Protocol
+else:
+    Protocol = object  # the checkers' protocols are plain classes at run time
 
 
 class SourceView(Protocol):

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import functools
-from typing import Any
 
 from codemods.syntax.lazy_libcst import cst
+
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def dotted(node: cst.BaseExpression) -> str | None:

@@ -10,9 +10,12 @@ fixture and rule example).
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 from codemods.syntax.lazy_libcst import cst
+
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["child_nodes", "parent_map"]
 

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
-from typing import Any
 
 from codemods.syntax.lazy_libcst import cst
+
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def ast_exports(tree: ast.Module) -> frozenset[str]:

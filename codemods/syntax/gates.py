@@ -23,11 +23,14 @@ import ast
 import functools
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from codemods.syntax.ast_nodes import dotted as ast_dotted
 from codemods.syntax.cst_nodes import dotted
 from codemods.syntax.lazy_libcst import cst
+
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
+if TYPE_CHECKING:
+    from typing import Any
 
 #: The exceptions whose handler makes a ``try`` an import fallback.
 IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError"}

@@ -8,11 +8,14 @@ states the old or new value has a module of its own (see ``codemods.rules.fsdp10
 from __future__ import annotations
 
 import ast
-from typing import ClassVar
 
 from codemods.rules.api import Behaviour, Detector, Engine
 from codemods.syntax.cst_nodes import is_plain_positional, keyword
 from codemods.syntax.lazy_libcst import cst
+
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
+if TYPE_CHECKING:
+    from typing import ClassVar
 
 
 class DefaultChange(Behaviour):

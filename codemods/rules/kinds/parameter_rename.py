@@ -12,7 +12,6 @@ old keyword is renamed with it, all or nothing. Lambdas count as definitions.
 from __future__ import annotations
 
 import ast
-from typing import Any
 
 from codemods.registry import Rule
 from codemods.registry.names import (
@@ -27,6 +26,10 @@ from codemods.rules.api import PARTIAL, Detector, Engine
 from codemods.rules.assignments import assign_of, ast_assigns
 from codemods.syntax.cst_nodes import keyword
 from codemods.syntax.lazy_libcst import cst
+
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Callables that hand ``auto_wrap_policy=`` to torch's FSDP, which calls it with
 #: ``nonwrapped_numel=`` (torch >= 2.0) or adapts it (compat).

@@ -14,7 +14,6 @@ for a human.
 from __future__ import annotations
 
 import ast
-from typing import Any
 
 from codemods.registry import Rule
 from codemods.rules.api import Behaviour, Detector, Engine
@@ -22,6 +21,10 @@ from codemods.rules.assignments import assign_of, ast_assigns
 from codemods.rules.parametrize import ast_values, cst_values
 from codemods.syntax.cst_nodes import keyword, literal, string_like
 from codemods.syntax.lazy_libcst import cst
+
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _old_value(value: Any, mapping: dict) -> bool:
