@@ -208,6 +208,20 @@ def run_without_torch():
 
 
 @pytest.fixture
+def quick_matcher_visitors(monkeypatch):
+    """libcst's matcher visitors, each class's decorated methods looked for once.
+
+    For the tests whose oracle is libcst's import visitors (tests/matcher_visitors.py).
+    """
+    from libcst.matchers import _visitors
+
+    from tests.matcher_visitors import QUICK
+
+    for name, quick in QUICK.items():
+        monkeypatch.setattr(_visitors, name, quick)
+
+
+@pytest.fixture
 def current_releases(tmp_path):
     """``tmp_path`` as a project that declares the current releases (see CURRENT_RELEASES)."""
     from tests.scratch_projects import CURRENT_RELEASES

@@ -59,22 +59,59 @@ def test_check_mode_detects_a_stale_file(tmp_path, capsys):
     assert main([str(stale), "--check"]) == 0
 
 
-def _sphinx(builder: str, out: Path, doctrees: Path) -> subprocess.CompletedProcess[str]:
+#: Both builds in one interpreter: the doctest builder after the HTML one, reading the
+#: pages it parsed. A second ``python -m sphinx`` imported Sphinx, torch and compat
+#: again, about 3.5 s of its 5 s. Each build's messages end with a line of its own.
+_BUILDS = """\
+import sys
+from sphinx.cmd.build import build_main
+
+docs, doctrees, *builds = sys.argv[1:]
+for builder, out in zip(builds[::2], builds[1::2]):
+    code = build_main(["-W", "-q", "-b", builder, "-d", doctrees, docs, out])
+    sys.stdout.flush()
+    print(f"{END} {builder} {code}", file=sys.stderr, flush=True)
+"""
+END = "--- the sphinx build ended:"
+
+
+def _sphinx(doctrees: Path, **outs: Path) -> dict[str, tuple[int | None, str]]:
+    """Each builder's exit status and messages, the builds run in ``outs``'s order."""
     # The `docs` and `test` extras install both; a machine with only torch may lack them.
     pytest.importorskip("sphinx", reason="Sphinx is not installed")
     pytest.importorskip("myst_parser", reason="myst-parser is not installed")
-    command = [sys.executable, "-m", "sphinx", "-W", "-q", "-b", builder, "-d", str(doctrees)]
-    return subprocess.run(
-        [*command, str(DOCS), str(out)], capture_output=True, text=True, timeout=600
+    command = [sys.executable, "-c", f"END = {END!r}\n{_BUILDS}", str(DOCS), str(doctrees)]
+    for builder, out in outs.items():
+        command += [builder, str(out)]
+    run = subprocess.run(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900
     )
+    results: dict[str, tuple[int | None, str]] = {}
+    messages = run.stdout
+    for builder in outs:
+        before, found, messages = messages.partition(f"{END} {builder} ")
+        if not found:  # the process ended first: what it said is this build's
+            results[builder] = (None, f"exit status {run.returncode}\n{before}")
+            break
+        code, _, messages = messages.partition("\n")
+        results[builder] = (int(code), before)
+    return results
 
 
 @pytest.fixture(scope="module")
-def html(tmp_path_factory) -> Path:
-    """The HTML site, built from the sources; its parsed pages are kept in ``../doctrees``."""
-    out = tmp_path_factory.mktemp("sphinx") / "html"
-    build = _sphinx("html", out, out.parent / "doctrees")
-    assert build.returncode == 0, build.stdout + build.stderr
+def builds(tmp_path_factory) -> dict[str, tuple[Path, tuple[int | None, str]]]:
+    """The HTML site and the guides' doctests, built from the sources in one process."""
+    base = tmp_path_factory.mktemp("sphinx")
+    outs = {"html": base / "html", "doctest": base / "doctest"}
+    done = _sphinx(base / "doctrees", **outs)
+    return {builder: (out, done.get(builder, (None, "not run"))) for builder, out in outs.items()}
+
+
+@pytest.fixture(scope="module")
+def html(builds) -> Path:
+    """The HTML site, built from the sources."""
+    out, (code, messages) = builds["html"]
+    assert code == 0, messages
     return out
 
 
@@ -113,10 +150,10 @@ def test_the_api_reference_documents_compat(html):
 
 
 @pytest.mark.slow
-def test_the_guides_examples_run_as_doctests(html, tmp_path):
-    # The HTML build's parsed pages (the same sources and configuration): Sphinx reads
-    # none of them again, about half of this build's time.
-    build = _sphinx("doctest", tmp_path, html.parent / "doctrees")
-    assert build.returncode == 0, build.stdout + build.stderr
-    summary = (tmp_path / "output.txt").read_text(encoding="utf-8")
+def test_the_guides_examples_run_as_doctests(builds):
+    # Built after the HTML site, from its parsed pages (the same sources and
+    # configuration): Sphinx reads none of them again, about half of this build's time.
+    out, (code, messages) = builds["doctest"]
+    assert code == 0, messages
+    summary = (out / "output.txt").read_text(encoding="utf-8")
     assert " 0 failures in tests" in summary and "tests" in summary

@@ -15,12 +15,17 @@ import itertools
 import random
 
 import libcst as cst
+import libcst.matchers as m
 import pytest
 from libcst.codemod import CodemodContext
-from libcst.codemod.visitors import AddImportsVisitor
+from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 
 from codemods.engine.imports.adding import _from_module, add_imports, is_import_line
 from tests.realistic_tree import build_tree
+
+# libcst's visitors, the oracle here, each look over their class's methods when built:
+# once a class is enough (tests/matcher_visitors.py).
+pytestmark = pytest.mark.usefixtures("quick_matcher_visitors")
 
 
 def _visitor_adds(tree: cst.Module, wanted: list) -> cst.Module:
@@ -245,3 +250,24 @@ def test_one_import_wanted_twice_under_one_alias_is_added_once():
     tree = cst.parse_module("import os\n\nx = 1\n")
     wanted = [("m", "P", "P_"), ("m", "Q", None), ("m", "P", "P_")]
     assert add_imports(tree, wanted).code == "import os\nfrom m import P as P_, Q\n\nx = 1\n"
+
+
+class _Decorated(m.MatcherDecoratableVisitor):
+    @m.visit(m.Name("x"))
+    def _saw_x(self, node: cst.Name) -> None:
+        self.seen.append(node.value)
+
+
+def test_the_oracles_are_built_as_libcst_builds_them():
+    """The visitors built under ``quick_matcher_visitors`` gather what libcst gathers: a
+    class with decorated methods is asked each time (its methods are the instance's)."""
+    for visitor in (AddImportsVisitor(CodemodContext()), RemoveImportsVisitor(CodemodContext())):
+        assert visitor._extra_visit_funcs == visitor._extra_leave_funcs == {}
+    firsts = []
+    for _ in range(2):
+        decorated = _Decorated()
+        decorated.seen = []
+        cst.parse_module("x = x + y\n").visit(decorated)
+        assert decorated.seen == ["x", "x"]
+        firsts.append(next(iter(decorated._extra_visit_funcs.values()))[0].__self__)
+        assert firsts[-1] is decorated

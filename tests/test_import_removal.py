@@ -22,6 +22,10 @@ from libcst.metadata import Assignment, MetadataWrapper, ScopeProvider
 from codemods.engine.imports.removal import queue_forgotten, without_unused
 from tests.realistic_tree import build_tree
 
+# libcst's visitors, the oracle here, each look over their class's methods when built:
+# once a class is enough (tests/matcher_visitors.py).
+pytestmark = pytest.mark.usefixtures("quick_matcher_visitors")
+
 LINES = [
     "import os\n",
     "import os, sys\n",
