@@ -8,6 +8,7 @@ it missed would hide a use of an old name from the pre-filter and the detector a
 from __future__ import annotations
 
 import ast
+import sys
 
 import pytest
 
@@ -35,7 +36,7 @@ class K(Base, metaclass=Meta):
             yield from k
 try:
     pass
-except* (ValueError, TypeError) as error:
+except (ValueError, TypeError) as error:
     raise Other() from error
 else:
     del a[1:2:3], b.c
@@ -50,6 +51,10 @@ x = a if b else -c @ d ** ~e
 print(*args, sep="", **kw)
 while (n := n - 1) > 0 and not done: break
 """
+if sys.version_info >= (3, 11):  # `except*` (TryStar) parses from Python 3.11
+    SHAPES += (
+        "try:\n    pass\nexcept* (ValueError, TypeError) as group:\n    raise Other() from group\n"
+    )
 
 
 def _expected(node: ast.AST) -> list[ast.AST]:

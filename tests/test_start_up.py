@@ -179,7 +179,8 @@ def test_a_project_configuration_loads_no_dataclasses_nor_argparse(tmp_path):
     (tmp_path / "train.py").write_text(LEGACY)
     modules, output = _modules_after(["codemods.lint", "--force-exclude", "train.py"], tmp_path)
     assert "train.py:2:41: FSDP101 [*]" in output  # torch 2.6.. from the configuration
-    assert {"tomllib", "codemods.registry.deprecations"} <= modules
+    toml = "tomllib" if sys.version_info >= (3, 11) else "tomli"  # before 3.11: the backport
+    assert {toml, "codemods.registry.deprecations"} <= modules
     assert not modules & {"dataclasses", "inspect", "argparse"}
 
 
