@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import re
 
-from codemods.screen.import_lines import IDENTIFIER_BYTES
+from codemods.screen.import_lines import IDENTIFIER_BYTES, whole_words
 
 __all__ = ["alias", "aliases", "assigned", "assigns"]
 
@@ -36,11 +36,6 @@ _SPACE = frozenset(b" \t\n\r\f\v")
 _ASSIGNS = re.compile(rb"[ \t]*=(?!=)")
 
 
-@functools.cache
-def _word_ending(name: bytes) -> re.Pattern[bytes]:
-    return re.compile(re.escape(name) + rb"\b")
-
-
 def aliases(name: bytes, source: bytes) -> bool:
     r"""Whether :func:`alias` finds ``name`` in ``source``.
 
@@ -57,9 +52,10 @@ def aliases(name: bytes, source: bytes) -> bool:
         >>> aliases(b"FSDP", b"if FSDP == 1: pass\nclass_FSDP = 2\n")
         False
     """
-    for match in _word_ending(name).finditer(source):
-        start = match.start()
-        if (start == 0 or source[start - 1] == 0x0A) and _ASSIGNS.match(source, match.end()):
+    # Both branches need the name whole: after a line's start or a blank, before a
+    # non-identifier byte.
+    for start in whole_words(source, name):
+        if (start == 0 or source[start - 1] == 0x0A) and _ASSIGNS.match(source, start + len(name)):
             return True
         before = start - 1
         while before >= 0 and source[before] in _SPACE:

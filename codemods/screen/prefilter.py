@@ -102,6 +102,12 @@ class _Scan:
                 return True
         return False
 
+    def _import_lines(self) -> bytes:
+        """The file's import lines (:func:`import_text`), found once."""
+        if self._imports is None:
+            self._imports = import_text(self.source)
+        return self._imports
+
     def imports_root(self, root: bytes) -> bool:
         """The package ``root`` is named on an import's line.
 
@@ -113,18 +119,14 @@ class _Scan:
         """
         found = self._imported_root.get(root)
         if found is None:
-            if self._imports is None:
-                self._imports = import_text(self.source)
-            found = self._imported_root[root] = whole(self._imports, root)
+            found = self._imported_root[root] = whole(self._import_lines(), root)
         return found
 
     def imported(self, word: bytes) -> bool:
         """``word`` is on an import's line (:func:`import_text`) or a module-level alias's."""
         found = self._imported.get(word)
         if found is None:
-            if self._imports is None:
-                self._imports = import_text(self.source)
-            found = self._imported[word] = whole(self._imports, word) or (
+            found = self._imported[word] = whole(self._import_lines(), word) or (
                 self.contains(word) and assigns(word, self.source)
             )
         return found
