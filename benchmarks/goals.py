@@ -11,10 +11,13 @@ the ratios of the medians against the goal:
 - ``fsdp-lint`` on one legacy file (what a pre-commit hook or an editor pays per call),
   in a folder with no project file and in one whose ``pyproject.toml`` declares its
   releases, against a bare ``python -c pass`` (goal: 2.5x); and, with ``--installed``,
-  as pre-commit runs it: the ``fsdp-lint`` script of a fresh environment where the
+  as pre-commit runs it: the ``fsdp-lint-hook`` script of a fresh environment where the
   project is installed, not editable (an editable install's import hook makes every
   start of this environment's Python, the yardstick's too, about 10 ms slower), on the
-  legacy file and on a module that names nothing legacy (most of a hook's calls);
+  legacy file and on a module that names nothing legacy (most of a hook's calls),
+  answered by its resident server (whose own CPU time a line below the table gives:
+  benchmarks/resident_rows.py); on the legacy file with no server (a session's first
+  call), and by the ``fsdp-lint`` console script;
 - ``fsdp-lint`` on the installed torch package's source tree (or ``--tree``) against
   ``ruff check --select UP --no-cache`` (goal: 2x);
 - ``fsdp-lint`` on the realistic 60-file tree of ``tests/realistic_tree.py`` and on a
@@ -49,6 +52,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import resident_rows  # noqa: E402
 from hit_dense_tree import ENV, PARSE_EVERY_FILE, ROOT, ruff, write_tree  # noqa: E402
 from tool_speed import torch_tree  # noqa: E402
 
@@ -140,9 +144,10 @@ def installed(scratch: Path) -> Path:
     ).stdout.strip()
     # A path a .pth names is only added: the editable install's own .pth there is not run.
     Path(site, "fsdp_compat_installed.pth").write_text(f"{target}\n{packages}\n", encoding="utf-8")
-    script = (target / "bin" / "fsdp-lint").read_text(encoding="utf-8").split("\n", 1)[1]
-    (bin_dir / "fsdp-lint").write_text(f"#!{python}\n{script}", encoding="utf-8")
-    (bin_dir / "fsdp-lint").chmod(0o755)
+    for name in ("fsdp-lint", "fsdp-lint-hook"):
+        script = (target / "bin" / name).read_text(encoding="utf-8").split("\n", 1)[1]
+        (bin_dir / name).write_text(f"#!{python}\n{script}", encoding="utf-8")
+        (bin_dir / name).chmod(0o755)
     env = {name: value for name, value in ENV.items() if name != "PYTHONPATH"}
     subprocess.run([str(python), "-m", "compileall", "-q", str(target)], env=env, check=True)
     return bin_dir
@@ -194,19 +199,25 @@ def rows(
         ),
     ]
     if installed_bin is not None:
+        plain = {name: value for name, value in ENV.items() if name != "PYTHONPATH"}
+        resident = resident_rows.environment(scratch, plain)
+        hook, console = str(installed_bin / "fsdp-lint-hook"), str(installed_bin / "fsdp-lint")
+        legacy, off = HOOK_FILE.name, "FSDP_COMPAT_RESIDENT"
         found[2:2] = [
             Row(
                 label,
-                [str(installed_bin / "fsdp-lint"), "--force-exclude", file],
+                [script, "--force-exclude", file],
                 "its python -c pass",
                 [str(installed_bin / "python"), "-c", "pass"],
                 2.5,
                 bare,
-                env={name: value for name, value in ENV.items() if name != "PYTHONPATH"},
+                env=env,
             )
-            for label, file in (
-                ("fsdp-lint, 1 file, installed (pre-commit's)", HOOK_FILE.name),
-                ("fsdp-lint, 1 plain file, installed", PLAIN_FILE.name),
+            for label, script, file, env in (
+                ("fsdp-lint-hook, 1 file, installed (pre-commit)", hook, legacy, resident),
+                ("fsdp-lint-hook, 1 plain file, installed", hook, PLAIN_FILE.name, resident),
+                ("fsdp-lint-hook, 1 file, no server", hook, legacy, {**plain, off: "0"}),
+                ("fsdp-lint (console script), 1 file", console, legacy, plain),
             )
         ]
     if corpus is not None:
@@ -354,8 +365,18 @@ def main(argv: list[str] | None = None) -> int:
         bin_dir = installed(Path(scratch)) if args.installed else None
         found = rows(Path(scratch), args.tree or torch_tree(), args.corpus, bin_dir)
         found = [row for row in found if args.only in row.label]
-        measure(found, args.repeat, Path(scratch), args.before)
-        table = report(found, args.repeat)
+        served = [row for row in found if "FSDP_COMPAT_RUNTIME_DIR" in (row.env or {})]
+        if served:
+            started = resident_rows.start(served[0].command, served[0].cwd, served[0].env)
+        try:
+            measure(found, args.repeat, Path(scratch), args.before)
+            table = report(found, args.repeat)
+            if served:
+                requests = len(served) * (args.repeat + 1)
+                folder = Path(scratch, resident_rows.FOLDER)
+                table += "\n" + resident_rows.server_note(folder, started, requests)
+        finally:
+            resident_rows.stop(Path(scratch, resident_rows.FOLDER))
         print(table)
     if args.tests:
         table += "\n" + test_command()

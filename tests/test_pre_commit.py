@@ -18,6 +18,8 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -50,7 +52,23 @@ def _git(repo: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
 
 
-def test_hooks_fail_on_legacy_code_and_pass_after_migrate(tmp_path):
+@pytest.fixture
+def sockets():
+    """The folder of the hooks' resident server's socket (codemods/cli/resident/), short
+    as a socket's path must be; its servers are stopped at the end."""
+    folder = Path(tempfile.mkdtemp(prefix="fcr-", dir="/tmp"))
+    yield folder
+    for lock in folder.glob("*.lock"):
+        pid = lock.read_text().strip()
+        if pid:
+            try:
+                os.kill(int(pid), 15)
+            except OSError:
+                pass
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_hooks_fail_on_legacy_code_and_pass_after_migrate(tmp_path, sockets):
     """One run of every hook (each builds its environment, the suite's costliest step:
     one run serves all that a first commit shows), then the migrated files pass in the
     environment it built (a second one, as ``try-repo`` builds each time, cost as much
@@ -80,7 +98,14 @@ def test_hooks_fail_on_legacy_code_and_pass_after_migrate(tmp_path):
     config = CONFIG.format(repo=hooks_repo, rev=rev, hooks=_ids(every_hook))
     (repo / ".pre-commit-config.yaml").write_text(config)
     _git(repo, "add", "-A")
-    env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "cache"), "PRE_COMMIT_COLOR": "never"}
+    env = {
+        **os.environ,
+        "PRE_COMMIT_HOME": str(tmp_path / "cache"),
+        "PRE_COMMIT_COLOR": "never",
+        "FSDP_COMPAT_RUNTIME_DIR": str(sockets),
+        "FSDP_COMPAT_RESIDENT_IDLE": "60",
+    }
+    env.pop("FSDP_COMPAT_RESIDENT", None)
 
     # Every hook of the repository, in its order: fsdp-lint reports, then fsdp-migrate
     # rewrites.
@@ -106,6 +131,11 @@ def test_hooks_fail_on_legacy_code_and_pass_after_migrate(tmp_path):
 
     # fsdp-lint again, from the environment pre-commit built above (pre-commit finds it
     # by the repository and rev): it passes on the migrated files, and there is no torch.
+    # The first run's hooks started a resident server there, which answers now.
+    deadline = time.monotonic() + 30
+    while not list(sockets.glob("*.sock")):
+        assert time.monotonic() < deadline, "the hooks started no resident server"
+        time.sleep(0.1)
     (environment,) = (tmp_path / "cache").glob("repo*/py_env-*")
     config = CONFIG.format(repo=hooks_repo, rev=rev, hooks=_ids(["fsdp-lint"]))
     (repo / ".pre-commit-config.yaml").write_text(config + NO_TORCH.format(env=environment))

@@ -154,5 +154,9 @@ def test_the_pre_commit_snippets_pin_this_versions_tag(page):
     assert "pre-commit autoupdate --freeze" in text  # and what to pin before the tag exists
     hooks = (ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8")
     entries = re.findall(r"^  entry: (.+)$", hooks, flags=re.MULTILINE)
-    assert entries == ["fsdp-lint --force-exclude", "fsdp-migrate --force-exclude"]
+    # the tools' resident-server scripts (codemods/cli/resident/), which pip installs
+    assert entries == ["fsdp-lint-hook --force-exclude", "fsdp-migrate-hook --force-exclude"]
+    project = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    for tool in ("lint", "migrate"):
+        assert f'"codemods/cli/resident/scripts/fsdp-{tool}-hook"' in project
     assert hooks.count("types_or: [python, pyi, jupyter]") == 2

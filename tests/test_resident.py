@@ -1,0 +1,252 @@
+"""The hook scripts' resident server (codemods/cli/resident/).
+
+Every answer the server gives must be the one the command gives in the caller's own
+process: each case runs the client against a running server and ``python -m
+codemods.lint`` (or ``migrate``) in a fresh process, with the same folder, environment,
+arguments and standard input, and compares exit status, stdout and stderr. The client
+here is the hook script's two lines plus a note of whether the lint's modules were
+loaded in its own process (they are where it ran the command itself, not where the
+server answered). Then the server's life: started by a first call, stopped when idle
+or when a file of the package changes, not used where it is switched off or where its
+folder is open to others.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+LEGACY = (ROOT / "examples" / "legacy" / "fairscale_script.py").read_text(encoding="utf-8")
+PLAIN = "def add(a, b):\n    return a + b\n"
+#: The hook script's body, and where the command ran: ``here`` or ``server``.
+CLIENT = """\
+import sys
+from codemods.cli.resident.client import run
+tool, mark = sys.argv.pop(1), sys.argv.pop(1)
+status = run(tool)
+ran_here = any(name in sys.modules for name in ("codemods.lint", "codemods.migrate"))
+with open(mark, "w") as file:
+    file.write("here" if ran_here else "server")
+sys.exit(status)
+"""
+
+pytestmark = pytest.mark.skipif(
+    os.name != "posix" or not hasattr(os, "fork"), reason="the server needs fork and Unix sockets"
+)
+
+
+class Runtime:
+    """A socket folder of its own (short: a socket's path is limited to ~100 bytes)."""
+
+    def __init__(self, idle: float = 60.0, package: Path = ROOT) -> None:
+        self.folder = Path(tempfile.mkdtemp(prefix="fcr-", dir="/tmp"))
+        os.chmod(self.folder, 0o700)
+        self.env = {
+            **os.environ,
+            "PYTHONPATH": str(package),
+            "FSDP_COMPAT_RUNTIME_DIR": str(self.folder),
+            "FSDP_COMPAT_RESIDENT_IDLE": str(idle),
+        }
+        self.env.pop("FSDP_COMPAT_RESIDENT", None)
+
+    def sockets(self) -> list[Path]:
+        return sorted(self.folder.glob("*.sock"))
+
+    def servers(self) -> list[int]:
+        """The pids of the servers still running, from their lock files."""
+        found = []
+        for lock in self.folder.glob("*.lock"):
+            text = lock.read_text().strip()
+            if text and _alive(int(text)):
+                found.append(int(text))
+        return found
+
+    def wait_for(self, condition, seconds: float = 20.0) -> None:
+        deadline = time.monotonic() + seconds
+        while not condition():
+            assert time.monotonic() < deadline, "timed out"
+            time.sleep(0.05)
+
+    def close(self) -> None:
+        for pid in self.servers():
+            os.kill(pid, 15)
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    # A zombie (ended, not yet collected) counts as gone.
+    try:
+        with open(f"/proc/{pid}/stat") as file:
+            return file.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def client(runtime: Runtime, tool: str, args: list[str], cwd: Path, **kw) -> tuple:
+    """The client's (status, stdout, stderr) and where the command ran."""
+    mark = runtime.folder / "mark"
+    result = subprocess.run(
+        [sys.executable, "-c", CLIENT, tool, str(mark), *args],
+        cwd=cwd,
+        env={**runtime.env, **kw.pop("env", {})},
+        capture_output=True,
+        text=True,
+        **kw,
+    )
+    return (result.returncode, result.stdout, result.stderr), mark.read_text()
+
+
+def direct(runtime: Runtime, tool: str, args: list[str], cwd: Path, **kw) -> tuple:
+    """The same command in a fresh process of its own."""
+    result = subprocess.run(
+        [sys.executable, "-m", f"codemods.{tool}", *args],
+        cwd=cwd,
+        env={**runtime.env, "FSDP_COMPAT_RESIDENT": "0", **kw.pop("env", {})},
+        capture_output=True,
+        text=True,
+        **kw,
+    )
+    return result.returncode, result.stdout, result.stderr
+
+
+@pytest.fixture(scope="module")
+def served():
+    """A running server, started by a first call as a hook's first call starts it."""
+    runtime = Runtime()
+    folder = runtime.folder / "warm"
+    folder.mkdir()
+    (folder / "x.py").write_text(PLAIN)
+    _, where = client(runtime, "lint", ["x.py"], folder)
+    assert where == "here"  # nothing answered the first call: it started the server
+    runtime.wait_for(runtime.sockets)
+    yield runtime
+    runtime.close()
+
+
+@pytest.fixture
+def project(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "legacy.py").write_text(LEGACY)
+    (tmp_path / "pkg" / "plain.py").write_text(PLAIN)
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "extra"),
+    [
+        ("lint", ["pkg/legacy.py"], {}),
+        ("lint", ["--force-exclude", "pkg/plain.py"], {}),
+        ("lint", ["--output-format", "json", "pkg/legacy.py"], {}),
+        ("lint", ["--statistics", "--select", "FSDP2", "pkg"], {}),
+        ("lint", ["pkg/missing.py"], {}),  # exit 2, the error on stderr
+        ("lint", ["--no-such-option"], {}),  # argparse's usage and exit 2
+        ("lint", ["--stdin-filename", "pkg/legacy.py", "-"], {"input": LEGACY}),
+        ("lint", ["--help"], {"env": {"COLUMNS": "52"}}),  # the caller's environment
+        ("lint", ["legacy.py"], {"cwd": "pkg"}),  # the caller's folder
+        ("migrate", ["--diff", "pkg/legacy.py"], {}),
+        ("migrate", ["pkg"], {}),  # writes the caller's files
+    ],
+)
+def test_the_server_answers_as_the_command_does(served, project, tool, args, extra):
+    cwd = project / extra.pop("cwd", ".")
+    before = (project / "pkg" / "legacy.py").read_text()
+    answer, where = client(served, tool, args, cwd, **dict(extra))
+    written = (project / "pkg" / "legacy.py").read_text()
+    (project / "pkg" / "legacy.py").write_text(before)
+    assert where == "server"
+    assert answer == direct(served, tool, args, cwd, **dict(extra))
+    assert (project / "pkg" / "legacy.py").read_text() == written  # the same rewrite
+
+
+def test_callers_at_once_are_each_answered(served, project):
+    command = [sys.executable, "-c", CLIENT, "lint"]
+    processes = [
+        subprocess.Popen(
+            [*command, str(project / f"mark{i}"), "pkg/legacy.py"],
+            cwd=project,
+            env=served.env,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(4)
+    ]
+    outputs = {p.communicate()[0] for p in processes}
+    assert len(outputs) == 1 and [p.returncode for p in processes] == [1] * 4
+    assert {(project / f"mark{i}").read_text() for i in range(4)} == {"server"}
+    assert outputs == {direct(served, "lint", ["pkg/legacy.py"], project)[1]}
+
+
+def test_switched_off_no_server_starts(project):
+    runtime = Runtime()
+    try:
+        env = {"FSDP_COMPAT_RESIDENT": "0"}
+        answer, where = client(runtime, "lint", ["pkg/legacy.py"], project, env=env)
+        assert where == "here" and answer[0] == 1
+        time.sleep(1.0)  # a server would have taken its lock by now
+        assert list(runtime.folder.iterdir()) == [runtime.folder / "mark"]
+    finally:
+        runtime.close()
+
+
+def test_a_folder_open_to_others_is_not_used(project):
+    runtime = Runtime()
+    try:
+        os.chmod(runtime.folder, 0o755)
+        answer, where = client(runtime, "lint", ["pkg/legacy.py"], project)
+        assert where == "here" and answer == direct(runtime, "lint", ["pkg/legacy.py"], project)
+        time.sleep(1.0)
+        assert runtime.sockets() == [] and runtime.servers() == []
+    finally:
+        runtime.close()
+
+
+def test_an_idle_server_stops(project):
+    runtime = Runtime(idle=1.0)
+    try:
+        client(runtime, "lint", ["pkg/plain.py"], project)
+        runtime.wait_for(runtime.sockets)
+        (pid,) = runtime.servers()
+        runtime.wait_for(lambda: not _alive(pid))
+        assert runtime.sockets() == []  # removed on the way out
+    finally:
+        runtime.close()
+
+
+def test_a_changed_package_is_not_served(tmp_path, project):
+    """A file of the package changes under the server: the next caller runs the command
+    itself (the new code), the server stops, and that call starts a fresh one."""
+    copy = tmp_path / "copy"
+    shutil.copytree(
+        ROOT / "codemods", copy / "codemods", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    runtime = Runtime(package=copy)
+    try:
+        client(runtime, "lint", ["pkg/legacy.py"], project)
+        runtime.wait_for(runtime.sockets)
+        (first,) = runtime.servers()
+        assert client(runtime, "lint", ["pkg/legacy.py"], project)[1] == "server"
+        changed = copy / "codemods" / "cli" / "output.py"
+        changed.write_text(changed.read_text().replace("Found ", "Now found "))
+        stamp = time.time() + 5
+        os.utime(changed, (stamp, stamp))
+        answer, where = client(runtime, "lint", ["pkg/legacy.py"], project)
+        assert where == "here" and "Now found " in answer[1]
+        runtime.wait_for(lambda: not _alive(first))
+        runtime.wait_for(lambda: runtime.servers() not in ([], [first]))
+        runtime.wait_for(runtime.sockets)
+        answer, where = client(runtime, "lint", ["pkg/legacy.py"], project)
+        assert where == "server" and "Now found " in answer[1]
+    finally:
+        runtime.close()
