@@ -250,3 +250,16 @@ def test_a_changed_package_is_not_served(tmp_path, project):
         assert where == "server" and "Now found " in answer[1]
     finally:
         runtime.close()
+
+
+def test_a_socket_path_too_long_to_bind_starts_no_server(project):
+    runtime = Runtime()
+    try:
+        deep = runtime.folder / ("d" * 90)
+        env = {"FSDP_COMPAT_RUNTIME_DIR": str(deep)}
+        answer, where = client(runtime, "lint", ["pkg/legacy.py"], project, env=env)
+        assert where == "here" and answer == direct(runtime, "lint", ["pkg/legacy.py"], project)
+        time.sleep(1.0)
+        assert list(deep.iterdir()) == []  # no socket, no server's lock
+    finally:
+        runtime.close()

@@ -76,7 +76,10 @@ def socket_path() -> str | None:
         return None
     search = os.environ.get("PYTHONPATH", "")
     key = f"{sys.executable}\0{sys.version}\0{ROOT}\0{search}\0{PROTOCOL}"
-    return os.path.join(base, f"{_fnv(key.encode()):016x}.sock")
+    path = os.path.join(base, f"{_fnv(key.encode()):016x}.sock")
+    # A socket's path has room for 104 bytes on macOS, 108 on Linux: a longer one
+    # cannot be bound, and a server started for it would load the lint for nothing.
+    return path if len(os.fsencode(path)) < 104 else None
 
 
 def _fnv(data: bytes) -> int:
