@@ -263,3 +263,24 @@ def test_a_socket_path_too_long_to_bind_starts_no_server(project):
         assert list(deep.iterdir()) == []  # no socket, no server's lock
     finally:
         runtime.close()
+
+
+def test_an_interrupt_reaches_the_run(served, tmp_path):
+    """SIGINT to the caller stops the server's run as it stops the command's own: the
+    files done are listed, and the exit status is 128 + SIGINT."""
+    for i in range(300):
+        (tmp_path / f"m{i:03}.py").write_text(LEGACY)
+    mark = served.folder / "interrupted"
+    process = subprocess.Popen(
+        [sys.executable, "-c", CLIENT, "lint", str(mark), "--jobs", "1", "."],
+        cwd=tmp_path,
+        env=served.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(1.0)  # into the run: 300 files take several seconds in one process
+    process.send_signal(2)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert "stopped by SIGINT" in stderr and mark.read_text() == "server"

@@ -97,43 +97,33 @@ def _ask(path: str, tool: str) -> int | None:
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         sock.connect(path)
-        fds = [fd for fd in _STREAMS if _open(fd)]
-        streams = [_encoding(stream) for stream in (sys.stdin, sys.stdout, sys.stderr)]
-        request = (PROTOCOL, tool, sys.argv, os.getcwd(), dict(os.environ), fds, streams)
-        payload = marshal.dumps(request)
-        rights = b"".join(fd.to_bytes(4, sys.byteorder) for fd in fds)
-        sock.sendmsg(
-            [len(payload).to_bytes(4, "big") + payload],
-            [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, rights)],
-        )
-        answer = _receive(sock, 5)
     except OSError:
         sock.close()
         return None
-    if answer[:1] != b"R" or len(answer) < 5:
-        sock.close()
-        return None  # stale, or gone before it took the request: run it here
-    return _status(sock, int.from_bytes(answer[1:5], "big"))
-
-
-def _status(sock: object, pid: int) -> int:
-    """Wait for the child's exit status, passing it SIGINT and SIGTERM meanwhile."""
-    import _signal
-
-    def forward(signum: int, frame: object) -> None:
+    with _Forwarding() as forwarding:
         try:
-            os.kill(pid, signum)
+            fds = [fd for fd in _STREAMS if _open(fd)]
+            streams = [_encoding(stream) for stream in (sys.stdin, sys.stdout, sys.stderr)]
+            request = (PROTOCOL, tool, sys.argv, os.getcwd(), dict(os.environ), fds, streams)
+            payload = marshal.dumps(request)
+            rights = b"".join(fd.to_bytes(4, sys.byteorder) for fd in fds)
+            sock.sendmsg(
+                [len(payload).to_bytes(4, "big") + payload],
+                [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, rights)],
+            )
+            answer = _receive(sock, 5)
         except OSError:
-            pass
-
-    for signum in (_signal.SIGINT, _signal.SIGTERM):
-        _signal.signal(signum, forward)
-    try:
-        status = _receive(sock, 4)
-    except OSError:
-        status = b""
-    finally:
-        sock.close()  # type: ignore[attr-defined]
+            answer = b""
+        if answer[:1] != b"R" or len(answer) < 5:
+            sock.close()
+            return None  # stale, or gone before it took the request: run it here
+        forwarding.to(int.from_bytes(answer[1:5], "big"))
+        try:
+            status = _receive(sock, 4)
+        except OSError:
+            status = b""
+        finally:
+            sock.close()
     if len(status) < 4:
         sys.stderr.write(
             f"{os.path.basename(sys.argv[0])}: the resident server's run ended "
@@ -141,6 +131,44 @@ def _status(sock: object, pid: int) -> int:
         )
         return 2
     return int.from_bytes(status, "big", signed=True)
+
+
+class _Forwarding:
+    """SIGINT and SIGTERM passed on to the child running the request, once it is known.
+
+    A signal that comes before the server has taken the request waits for the child's
+    pid; on the way out Python's own handlers are back, and a signal that found no
+    child to take it (the caller then runs the command itself) acts as it would have.
+    """
+
+    def __enter__(self) -> _Forwarding:
+        import _signal
+
+        self._signal, self.pid, self.pending = _signal, 0, []
+        self._signals = (_signal.SIGINT, _signal.SIGTERM)
+        self._before = [_signal.signal(signum, self._forward) for signum in self._signals]
+        return self
+
+    def _forward(self, signum: int, frame: object) -> None:
+        if not self.pid:
+            self.pending.append(signum)
+            return
+        try:
+            os.kill(self.pid, signum)
+        except OSError:
+            pass
+
+    def to(self, pid: int) -> None:
+        """Forward to ``pid`` from now on, and what came before it."""
+        self.pid = pid
+        for signum in self.pending:
+            self._forward(signum, None)
+
+    def __exit__(self, *exc_info: object) -> None:
+        for signum, handler in zip(self._signals, self._before):
+            self._signal.signal(signum, handler)
+        if self.pending and not self.pid:
+            os.kill(os.getpid(), self.pending[0])  # nobody took it: as if never caught
 
 
 def _receive(sock: object, size: int) -> bytes:
