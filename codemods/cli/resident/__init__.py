@@ -12,8 +12,8 @@ command exactly as the caller's own process would, and sends back its exit statu
   command in its own process when no server answers (the first call of a session; then
   it starts one for the next call) or when ``FSDP_COMPAT_RESIDENT=0`` turns it off.
 - :mod:`.server`: the server; it stops after ``FSDP_COMPAT_RESIDENT_IDLE`` seconds
-  without a request (default 900), and when a file of the package changes under it
-  (the caller then runs the command itself and starts a fresh server).
+  without a request (default 3600, an hour), and when a file of the package changes
+  under it (the caller then runs the command itself and starts a fresh server).
 - :mod:`.child`: a request's run in the forked child.
 
 The socket lives in a directory only its user can enter: ``$XDG_RUNTIME_DIR/fsdp-compat``,

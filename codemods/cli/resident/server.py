@@ -18,8 +18,9 @@ import sys
 
 from codemods.cli.resident.client import IDLE
 
-#: The server's idle time before it stops, in seconds, where ``IDLE`` says nothing.
-DEFAULT_IDLE = 900.0
+#: The server's idle time before it stops, in seconds, where ``IDLE`` says nothing: an
+#: hour, so that a working session's commits find it (each would pay the start again).
+DEFAULT_IDLE = 3600.0
 #: libcst's modules a migration loads (the lint's ``ast`` path loads none of them).
 _LIBCST = ("libcst", "libcst.metadata", "libcst.matchers", "libcst.codemod")
 
