@@ -284,3 +284,35 @@ def test_an_interrupt_reaches_the_run(served, tmp_path):
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == 130, stderr
     assert "stopped by SIGINT" in stderr and mark.read_text() == "server"
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as file:
+                    fields = file.read().rpartition(")")[2].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid and fields[0] != "Z":
+                found.append(int(entry))
+    return found
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc for the server's children")
+def test_sigterm_ends_the_server_with_its_spare_and_socket(project):
+    runtime = Runtime()
+    try:
+        client(runtime, "lint", ["pkg/plain.py"], project)
+        runtime.wait_for(runtime.sockets)
+        (pid,) = runtime.servers()
+        runtime.wait_for(lambda: _children(pid))  # the spare, waiting for a call
+        (spare,) = _children(pid)
+        os.kill(pid, 15)
+        runtime.wait_for(lambda: not _alive(pid) and not _alive(spare))
+        assert runtime.sockets() == []
+        answer, where = client(runtime, "lint", ["pkg/legacy.py"], project)
+        assert where == "here" and answer == direct(runtime, "lint", ["pkg/legacy.py"], project)
+    finally:
+        runtime.close()

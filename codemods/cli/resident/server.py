@@ -11,6 +11,7 @@ no file of the package changed since it loaded them; if one did it answers ``b"S
 
 from __future__ import annotations
 
+import _signal
 import _socket
 import fcntl
 import os
@@ -35,6 +36,9 @@ def serve(path: str) -> None:
     os.ftruncate(lock, 0)
     os.write(lock, f"{os.getpid()}\n".encode())  # for whoever looks (benchmarks/goals.py)
     os.chdir("/")  # a request's child takes the caller's folder; the server pins none
+    # SIGTERM ends the server through its ``finally`` blocks: the socket removed, the
+    # spare ended (a caller whose request it held runs the command itself).
+    _signal.signal(_signal.SIGTERM, _stop)
     # Loaded before the socket exists: meanwhile callers run their command themselves
     # rather than wait for it.
     stamps = _load()
@@ -55,6 +59,10 @@ def serve(path: str) -> None:
                 os.unlink(path)
         except OSError:
             pass
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise SystemExit(0)
 
 
 def _idle() -> float:
@@ -156,20 +164,31 @@ def _accept(listener: _socket.socket, stamps: dict[str, float], lock: int) -> No
             finally:
                 os._exit(status)
         os.close(tell)
+        word = b""
         try:
             word = os.read(taken, 1)  # b"" where the spare died
         finally:
             os.close(taken)
+            if not word:  # SIGTERM to the server, say: its spare goes with it
+                _end(spare)
         if word in (b"S", b"I"):
             return
         failures = 0 if word == b"T" else failures + 1
         _reap()
 
 
+def _end(spare: int) -> None:
+    try:
+        os.kill(spare, 9)  # SIGKILL
+    except OSError:
+        pass
+
+
 def _spare(listener: _socket.socket, tell: int, stamps: dict[str, float]) -> int:
     """The spare child: take one request and run it, unless the package changed."""
     from codemods.cli.resident.child import run_request
 
+    _signal.signal(_signal.SIGTERM, _signal.SIG_DFL)
     listener.settimeout(_idle())
     try:
         fd, _ = listener._accept()  # the fd: ``socket`` is not imported
