@@ -42,15 +42,18 @@ else:
     del a[1:2:3], b.c
 finally:
     assert x, f"{x!r:>{width}} {y=}"
-match command:
-    case Point(x=0, y=[1, *rest]) | {"k": v, **others} if v > 0:
-        pass
-    case (str() as s) | None:
-        nonlocal_like = (yield)
 x = a if b else -c @ d ** ~e
 print(*args, sep="", **kw)
 while (n := n - 1) > 0 and not done: break
 """
+if sys.version_info >= (3, 10):  # `match` parses from Python 3.10
+    SHAPES += (
+        "match command:\n"
+        '    case Point(x=0, y=[1, *rest]) | {"k": v, **others} if v > 0:\n'
+        "        pass\n"
+        "    case (str() as s) | None:\n"
+        "        nonlocal_like = (yield)\n"
+    )
 if sys.version_info >= (3, 11):  # `except*` (TryStar) parses from Python 3.11
     SHAPES += (
         "try:\n    pass\nexcept* (ValueError, TypeError) as group:\n    raise Other() from group\n"

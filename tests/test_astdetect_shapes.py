@@ -9,11 +9,16 @@ argument, where libcst's argument starts though a node's own position leaves the
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from codemods.astlint.lint import Undecided, lint
 from codemods.engine.run import run
 from codemods.settings import Settings
+
+#: A ``match`` binding ``m`` (Python 3.10+: on 3.9 the case goes without it).
+_MATCH_M = "    match x:\n        case [m]:\n            pass\n" * (sys.version_info >= (3, 10))
 
 _DM = "from torch.distributed.tensor import distribute_module\n"
 _TWO = "def f(a, b): pass\n"
@@ -262,7 +267,7 @@ SHAPES = [
         + "@deco(m := 3)\ndef k(m):\n    fully_shard(m)\n"
         + "    m.set_reduce_scatter_divide_factor(2)\n"
         + "    @deco(m := 3)\n    def k2(): pass\n    m.set_reduce_scatter_divide_factor(3)\n"
-        + "    match x:\n        case [m]:\n            pass\n"
+        + _MATCH_M
         + "    m.set_reduce_scatter_divide_factor(4)\n"
         + "def g(): m = fully_shard(m); m.set_reduce_scatter_divide_factor(4)\n"
         + "async def h(m):\n    fully_shard(m)\n    await m.set_reduce_scatter_divide_factor(4)\n"

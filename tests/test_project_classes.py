@@ -7,6 +7,7 @@ and nowhere a base is not (certainly) a LightningModule.
 
 from __future__ import annotations
 
+import sys
 import textwrap
 from pathlib import Path
 
@@ -168,7 +169,9 @@ def test_the_statement_walk_meets_imports_and_classes_as_ast_walk_does():
     sources = [
         *build_tree(16).values(),
         b"try:\n    import a\nexcept ImportError:\n    import b as a\nelse:\n    pass\n"
-        b"finally:\n    from c import a\nmatch x:\n    case 1:\n        class K(a.M): pass\n"
+        b"finally:\n    from c import a\n"
+        + (b"match x:\n    case 1:\n" if sys.version_info >= (3, 10) else b"if x:\n")
+        + b"        class K(a.M): pass\n"
         b"def f():\n    class L(K): pass\n    import d\nwith g():\n    import a\n",
     ]
     for source in sources:

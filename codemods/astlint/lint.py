@@ -17,6 +17,7 @@ from codemods.findings import Finding
 from codemods.records import Frozen
 from codemods.screen.noqa import Deferred, Suppressions
 from codemods.settings import Settings
+from codemods.syntax.alias_positions import parse
 
 __all__ = ["Detection", "Screened", "Undecided", "detect", "found_on_ast", "lint", "screen"]
 
@@ -90,7 +91,7 @@ def _pass(source: bytes, settings: Settings, tree: ast.Module | None) -> Detecti
         return None
     try:
         if tree is None:
-            tree = ast.parse(source)
+            tree = parse(source)
         # ast accepts some bytes its columns cannot be mapped back from (a latin-1
         # comment without a coding cookie): libcst reports such a file as undecodable
         _decoded(source)
@@ -159,7 +160,7 @@ def detect(
         SyntaxError: Where ``ast`` cannot parse the source.
     """
     if tree is None:
-        tree = ast.parse(source)
+        tree = parse(source)
     detector = Detector(source, tree, settings, suppressions)
     walk = Walk(detector)
     walk.run()

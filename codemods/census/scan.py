@@ -36,6 +36,8 @@ from dataclasses import dataclass
 from importlib.util import find_spec
 from pathlib import Path
 
+from codemods.syntax.alias_positions import parse
+
 #: Categories that are deprecations whatever the text says.
 DEPRECATION_CATEGORIES = frozenset(
     {
@@ -259,7 +261,7 @@ def scan_source(source: str, file: str, package: str) -> list[Finding]:
     Raises:
         SyntaxError: If the source does not parse.
     """
-    module = ast.parse(source, filename=file)
+    module = parse(source, filename=file)
     scanner = _Scanner(file, package, module)
     scanner.visit(module)
     return sorted(scanner.findings, key=lambda f: (f.line, f.message))

@@ -117,8 +117,8 @@ def _resolved_directory(directory: str) -> Path | None:
         return None
 
 
-#: The nodes whose list fields hold statements (with the module and the statements).
-_STATEMENT_HOLDERS = (ast.stmt, ast.excepthandler, ast.match_case)
+#: The nodes whose list fields hold statements (``match_case`` from Python 3.10).
+_STATEMENT_HOLDERS = (ast.stmt, ast.excepthandler, getattr(ast, "match_case", ast.stmt))
 
 
 def _statements(tree: ast.Module) -> Iterator[ast.AST]:

@@ -45,6 +45,7 @@ from codemods.cli.project_bounds import shown as _shown
 from codemods.cli.project_bounds import vendored
 from codemods.cli.project_calls import Unreferred
 from codemods.cli.project_reach import ImportGraph, is_test
+from codemods.syntax.alias_positions import parse
 from codemods.syntax.ast_nodes import dotted
 
 TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
@@ -153,7 +154,7 @@ class ProjectFsdp1Checks:
             if CLASS.encode() not in text:
                 continue
             try:
-                tree = ast.parse(text)
+                tree = parse(text)
             except (SyntaxError, ValueError):
                 continue  # the run reports it
             root = find_project_root(resolved)

@@ -24,6 +24,8 @@ import re
 from collections.abc import Iterable
 from pathlib import Path, PurePath
 
+from codemods.syntax.alias_positions import parse
+
 #: Folder names that hold a project's tests.
 TEST_FOLDERS = frozenset({"test", "tests", "testing", "unittests", "unit_tests"})
 
@@ -82,7 +84,7 @@ def imports_of(source: bytes) -> ast.Module:
             following = source.find(b"\n", end + 1)
             end = len(source) if following < 0 else following
         try:
-            found += ast.parse(source[match.start() : end].strip()).body
+            found += parse(source[match.start() : end].strip()).body
         except (SyntaxError, ValueError):
             continue
     return ast.Module(body=found, type_ignores=[])

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from codemods.registry.names import CHECKPOINT_WRAPPER
 from codemods.rules.api import Behaviour, Detector, Engine
 from codemods.syntax import ast_nodes as on_ast
+from codemods.syntax.alias_positions import parse
 from codemods.syntax.cst_nodes import keep_ending, keyword, literal
 from codemods.syntax.lazy_libcst import cst
 
@@ -154,7 +155,7 @@ class Fsdp133(Behaviour):
 def _taken(engine: Engine) -> bool:
     key = f"{NEW_NAME}:taken"
     if key not in engine.scratch:
-        engine.scratch[key] = name_taken(ast.parse(engine.module.code))
+        engine.scratch[key] = name_taken(parse(engine.module.code))
     return engine.scratch[key]
 
 

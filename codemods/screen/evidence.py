@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator
 from codemods.registry.appearances import APPEARED, BASELINE, PACKAGES
 from codemods.release_numbers import Release, release
 from codemods.settings import Settings
+from codemods.syntax.alias_positions import parse
 from codemods.syntax.ast_nodes import dotted, tree_index
 from codemods.syntax.gates import GATE, catches_import_error
 
@@ -49,7 +50,7 @@ def with_evidence(
         return None
     if tree is None:
         try:
-            tree = ast.parse(source)
+            tree = parse(source)
         except (SyntaxError, ValueError):
             return None
     releases = settings.releases.with_evidence(evidence_floors(tree))

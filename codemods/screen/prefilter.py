@@ -32,6 +32,7 @@ from codemods.screen import filter_table, search_order
 from codemods.screen.alias_text import aliases, assigns
 from codemods.screen.import_lines import IDENTIFIER_BYTES, import_text, whole, whole_words
 from codemods.settings import Settings
+from codemods.syntax.alias_positions import parse
 
 #: What may stand between a dot and the name after it (a line broken inside brackets).
 _BLANKS = frozenset(b" \t\f\r\n\\")
@@ -385,7 +386,7 @@ def screen(source: bytes, settings: Settings, tree: ast.Module | None = None) ->
     from codemods.screen import namescan
 
     try:
-        tree = ast.parse(source) if tree is None else tree
+        tree = parse(source) if tree is None else tree
     except (SyntaxError, ValueError):
         return Passed(None)
     return Passed(tree) if namescan.may_have_findings(tree, settings) else None

@@ -20,6 +20,7 @@ from libcst.metadata import MetadataWrapper
 
 from codemods.engine.imports.adding import add_imports, is_import_line
 from codemods.engine.imports.removal import Queued, queue_forgotten, without_unused
+from codemods.syntax.alias_positions import parse
 from codemods.syntax.lazy_libcst import cst
 
 
@@ -266,7 +267,7 @@ def _read_names(code: str) -> set[str]:
         ['a', 'd']
     """
     try:
-        tree = ast.parse(code)
+        tree = parse(code)
     except (SyntaxError, ValueError):
         return set()
     loads: set[str] = set()
