@@ -22,7 +22,8 @@ the ratios of the medians against the goal:
   ``ruff check --select UP --no-cache`` (goal: 2x);
 - ``fsdp-lint`` on the realistic 60-file tree of ``tests/realistic_tree.py`` and on a
   folder of real legacy files (``--corpus``, kept outside the repository) against one
-  Python process that only ``ast.parse``s every file (goal: 2x);
+  Python process that only ``ast.parse``s every file (goal: 2x in one process, so
+  judged on CPU time: the lint's workers and main process together);
 - ``python -m compat`` running a script that imports nothing, against ``python`` running
   it (goal: a few milliseconds);
 - with ``--tests``, the README's test command (``python -m pytest``) once, against the
@@ -88,6 +89,7 @@ class Row:
         goal: The ratio of wall times the goal allows (``None``: a difference in ms).
         cwd: Where both run (None: the scratch folder).
         env: Their environment (None: this checkout first on ``PYTHONPATH``).
+        on_cpu: The goal is of CPU time (one process's worth), not of wall time.
     """
 
     label: str
@@ -98,6 +100,7 @@ class Row:
     cwd: Path | None = None
     times: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
     env: dict[str, str] | None = None
+    on_cpu: bool = False
 
 
 def timed(
@@ -196,6 +199,7 @@ def rows(
             "ast.parse every file",
             [*parse, str(realistic)],
             2.0,
+            on_cpu=True,
         ),
     ]
     if installed_bin is not None:
@@ -228,6 +232,7 @@ def rows(
                 "ast.parse every file",
                 [*parse, str(corpus)],
                 2.0,
+                on_cpu=True,
             )
         )
     # `python -m` itself costs a start: runpy and what it loads (importlib.util,
@@ -328,7 +333,9 @@ def report(found: list[Row], repeat: int) -> str:
             goal = "a few ms"
         else:
             ratio = f"{wall / base_wall:>7.2f}x{cpu / base_cpu:>6.2f}x"
-            goal = f"{row.goal}x " + ("met" if wall / base_wall <= row.goal else "NOT met")
+            judged = cpu / base_cpu if row.on_cpu else wall / base_wall
+            met = "met" if judged <= row.goal else "NOT met"
+            goal = f"{row.goal}x {'CPU ' if row.on_cpu else ''}{met}"
         line = (
             f"{row.label:<46}{wall:>8.3f}{f'({cpu:.3f})':>8}  {row.yardstick_label:<24}"
             f"{base_wall:>8.3f}{f'({base_cpu:.3f})':>8} {ratio}  {goal:<12}"
