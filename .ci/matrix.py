@@ -274,7 +274,8 @@ def run_tox(env: str, workdir: Path | None = None, tests: tuple[str, ...] = ()) 
     variables = dict(os.environ)
     pyenv = Path.home() / ".pyenv" / "versions"
     if pyenv.is_dir() and "PYENV_VERSION" not in variables:
-        # Let pyenv's shims find python3.10 (torch 1.13) beside the default Python.
+        # Let pyenv's shims find python3.10 (torch 1.13) and python3.9 (torch 2.4) beside
+        # the default Python.
         variables["PYENV_VERSION"] = ":".join(sorted(p.name for p in pyenv.iterdir()))
     print(f"== tox -e {env}", flush=True)
     command = [sys.executable, "-m", "tox", "-e", env]

@@ -127,6 +127,14 @@ def _names(node: ast.expr) -> bool:
     return all(on_ast.dotted(item) is not None for item in items)
 
 
+def _absent_from_line(frame: types.FrameType, code: str) -> bool:
+    """Whether the codemod's lint reports no ``code`` on the line ``frame`` is at."""
+    lines = linecache.getlines(frame.f_code.co_filename, frame.f_globals)
+    releases = file_releases(frame.f_code.co_filename)
+    verdicts = _verdicts("".join(lines).encode(), code, releases) if lines else None
+    return verdicts is not None and all(line != frame.f_lineno for line, _ in verdicts)
+
+
 def _codemods_verdict(code: str, frame: types.FrameType) -> str:
     """What the codemod's lint says of the finding of ``code`` at the call ``frame`` makes.
 
@@ -183,6 +191,8 @@ def migrate_blockers(
         return None
     spelled = call_arguments(frame, code) if frame is not None else None
     if spelled is None:
+        if frame is not None and _absent_from_line(frame, code):
+            return None  # Python < 3.11 knows the line only: no call of `code` is on it
         return None if values is None else decide(values)
     # Module classes: spelled as names in the source, and classes at run time.
     classes = {arg.keyword for arg in values or () if arg.classes}

@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import os
 import sys
@@ -36,8 +37,10 @@ if TYPE_CHECKING:
 # Frames in these packages are library plumbing between the user's line and ours.
 _LIBRARY_PACKAGES = ("torch", *LIGHTNING_PACKAGES, "fairscale")
 _COMPAT_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
-# A legacy context manager warns from inside contextlib's __enter__: not the user's line.
-_PLUMBING_FILES = (contextlib.__file__,)
+# A legacy context manager warns from inside contextlib's __enter__, a legacy class's
+# subclass from inside abc's ABCMeta.__new__ (a file before Python 3.11 froze abc): not
+# the user's line.
+_PLUMBING_FILES = (contextlib.__file__, abc.__file__)
 
 # (code, detail, filename, lineno) of every call site already warned about.
 _warned_sites: set[tuple[str, str | None, str, int]] = set()

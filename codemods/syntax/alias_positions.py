@@ -38,12 +38,22 @@ def place_import_names(tree: ast.AST, source: str | bytes) -> None:
     if not imports:
         return
     if isinstance(source, bytes):
-        from importlib.util import decode_source
-
-        source = decode_source(source)
+        source = _decoded(source)
     lines = source.split("\n")
     for node in imports:
         _place(node, lines)
+
+
+def _decoded(source: bytes) -> str:
+    """``source`` as Python reads it: its declared encoding, universal newlines.
+
+    (``importlib.util.decode_source`` does the same, but on 3.9 loads ``typing``.)
+    """
+    import io
+    import tokenize
+
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
+    return io.TextIOWrapper(io.BytesIO(source), encoding).read()
 
 
 def _place(node: ast.Import | ast.ImportFrom, lines: list[str]) -> None:

@@ -79,7 +79,8 @@ def scan(
         The statements' :class:`Facts`.
 
     Example:
-        >>> facts = scan(ast.parse("import os\ndef f(p):\n    return os.sep + p + x\n").body)
+        >>> from codemods.syntax.alias_positions import parse  # 3.9 places import names too
+        >>> facts = scan(parse("import os\ndef f(p):\n    return os.sep + p + x\n").body)
         >>> sorted(facts.refs), facts.imports
         (['os', 'x'], {'os': (1, 7)})
     """
