@@ -318,3 +318,12 @@ def test_sigterm_ends_the_server_with_its_spare_and_socket(project):
         assert where == "here" and answer == direct(runtime, "lint", ["pkg/legacy.py"], project)
     finally:
         runtime.close()
+
+
+def test_the_server_warms_every_rule_before_it_forks():
+    """Each rule's example screened in memory (a child then finds the rules' filters
+    made): none fails, so none is left cold."""
+    from codemods.cli.resident import server
+    from codemods.registry import REGISTRY
+
+    assert server._warm() == len(REGISTRY)

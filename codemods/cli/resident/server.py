@@ -92,23 +92,28 @@ def _load() -> dict[str, float]:
     return stamps
 
 
-def _warm() -> None:
+def _warm() -> int:
     """Screen every rule's example in memory, so each child finds the caches built.
 
     The rules' text filters, their search orders and the detectors' plans are made on a
     process's first file and kept for the next (a worker of a big run screens many):
     they hold nothing of a file, its folder or its settings. Nothing here reads a file.
+
+    Returns:
+        How many examples were screened (a rule whose example fails is left cold).
     """
     from codemods.batch.runner import _screen_source
     from codemods.registry import REGISTRY
     from codemods.settings import Settings
 
-    settings = Settings()
+    settings, screened = Settings(), 0
     for rule in REGISTRY:
         try:
             _screen_source("<warm-up>", rule.example.before.encode(), settings, True)
         except Exception:  # noqa: BLE001, S112 - a rule whose example fails is left cold
             continue
+        screened += 1
+    return screened
 
 
 def _module(file: str) -> str | None:
