@@ -8,7 +8,7 @@ import pytest
 
 from codemods.engine.run import run
 from codemods.registry import REGISTRY
-from codemods.screen.prefilter import may_have_findings, rule_filter, worth_parsing
+from codemods.screen.prefilter import may_have_findings, names_in_code, rule_filter, worth_parsing
 from codemods.settings import Settings
 from tests.migrate_fixtures import FIXTURES
 
@@ -38,6 +38,8 @@ def test_no_source_with_a_finding_is_filtered_out(rule, codes_found):
     assert found, f"no fixture, example or registry example shows {rule.code}"
     for name in found:  # neither the text test nor the ast scan rules it out
         assert worth_parsing(SOURCES[name], Settings(select=(rule.code,))), name
+        # nor the text test on its code alone (comments and plain strings blanked)
+        assert names_in_code(SOURCES[name], Settings(select=(rule.code,))), name
 
 
 @pytest.mark.parametrize(
@@ -96,7 +98,7 @@ def test_code_that_cannot_have_findings_is_skipped(source):
     ],
 )
 def test_every_way_of_importing_is_seen(source):
-    assert may_have_findings(source, Settings())
+    assert may_have_findings(source, Settings()) and names_in_code(source, Settings())
     assert run(source, Settings()).findings
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from codemods import lint
-from codemods.batch import runner
+from codemods.batch import syntax_errors
 
 VALID = "import os\n\ndef f(x):\n    pass\n"
 BROKEN = "import os\n\ndef f(:):\n    pass\n"  # the same size as VALID
@@ -36,15 +36,15 @@ def _lint(capsys, *argv: str) -> tuple[int, str]:
 
 @pytest.fixture
 def parses(monkeypatch) -> list[str]:
-    """The files the run parsed for their syntax alone (``runner.syntax_error``'s sources)."""
+    """The files the run parsed for their syntax alone (``syntax_errors.compiles``'s sources)."""
     seen: list[str] = []
-    real = runner.syntax_error
+    real = syntax_errors.compiles
 
     def counted(source: bytes):
         seen.append(source.decode())
         return real(source)
 
-    monkeypatch.setattr(runner, "syntax_error", counted)
+    monkeypatch.setattr(syntax_errors, "compiles", counted)
     return seen
 
 

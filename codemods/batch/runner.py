@@ -27,7 +27,7 @@ from codemods.batch.files import ChangedMeanwhile, write_atomic
 from codemods.batch.pool import Work, in_process, in_workers, one
 from codemods.batch.results import FileResult
 from codemods.batch.syntax_errors import (
-    compiled_already,
+    SyntaxCheck,
     from_libcst,
     newer_python,
     syntax_error,
@@ -191,14 +191,13 @@ def _screen_source(
     tree = None
     if prefilter:
         settings, tree = against_declared(source, settings)
-        passed = screen(source, settings, tree)
+        syntax = SyntaxCheck(path, source, on_disk)
+        passed = screen(source, settings, tree, syntax.compiles)
         if passed is None:
             # Nothing to find, but a file Python refuses is reported (see syntax_errors).
             result = FileResult(path, notes=set_aside_notes(path, settings))
-            if on_disk and compiled_already(path, source):
-                return result
-            syntax = syntax_error(source)
-            return result if syntax is None or newer_python(source) else unparsable(result, syntax)
+            error = syntax.error()
+            return result if error is None or newer_python(source) else unparsable(result, error)
         tree = passed.tree
     evidenced = with_evidence(source, settings, tree)
     if evidenced is not None:

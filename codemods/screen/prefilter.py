@@ -29,108 +29,13 @@ import re
 from codemods.records import Frozen, Record
 from codemods.registry import REGISTRY, Rule
 from codemods.screen import filter_table, search_order
-from codemods.screen.alias_text import aliases, assigns
-from codemods.screen.import_lines import IDENTIFIER_BYTES, import_text, whole, whole_words
+from codemods.screen.text_scan import Scan
 from codemods.settings import Settings
 from codemods.syntax.alias_positions import parse
 
-#: What may stand between a dot and the name after it (a line broken inside brackets).
-_BLANKS = frozenset(b" \t\f\r\n\\")
-
-
-class _Scan:
-    """What the rules ask of one file, each answered once."""
-
-    def __init__(self, source: bytes) -> None:
-        self.source = source
-        self._contains: dict[bytes, bool] = {}
-        self._imported: dict[bytes, bool] = {}
-        self._imported_root: dict[bytes, bool] = {}
-        self._imports: bytes | None = None  # the import lines, once asked
-        self._spelled: dict[bytes, bool] = {}
-        self._paths: dict[tuple[bytes, ...], bool] = {}
-
-    def contains(self, text: bytes) -> bool:
-        found = self._contains.get(text)
-        if found is None:
-            found = self._contains[text] = text in self.source
-        return found
-
-    def spelled(self, word: bytes) -> bool:
-        """``word`` appears as a whole identifier (not inside another)."""
-        found = self._spelled.get(word)
-        if found is None:
-            found = self._spelled[word] = self.contains(word) and whole(self.source, word)
-        return found
-
-    def spells_path(self, middle: tuple[bytes, ...]) -> bool:
-        """Every part of a module path is :meth:`spelled` (asked once for each path)."""
-        if middle not in self._paths:
-            self._paths[middle] = all(map(self.spelled, middle))
-        return self._paths[middle]
-
-    def spelled_as_member(self, leaf: bytes, parent: bytes) -> bool:
-        """``leaf`` appears where it can name a member of the module ``parent``.
-
-        That is bare where an import's line spells it too (``from a.parent import leaf
-        as x``: ``x`` is then used bare), or after a dot that follows ``parent``, a local
-        alias (``as m``) or no name (``(p).leaf``): ``torch.distributed.fsdp`` does not
-        spell ``fsdp`` of ``torch.distributed._composable``, ``c.fsdp`` may. A bare use
-        elsewhere names what no import binds (a parameter, a string, a comment's word).
-        A chain may break its line after the dot, inside brackets: where a comment may
-        end the line before, the word counts.
-        """
-        if not self.contains(leaf):
-            return False
-        source = self.source
-        for start in whole_words(source, leaf):
-            dot = start - 1
-            broken = False
-            while dot >= 0 and source[dot] in _BLANKS:
-                broken = broken or source[dot] == 0x0A
-                dot -= 1
-            if broken and b"#" in source[source.rfind(b"\n", 0, dot) + 1 : dot + 1]:
-                return True  # `.  # why` then the word: a comment may sit between
-            if dot < 0 or source[dot] != 0x2E:
-                if self.imported(leaf):
-                    return True  # bare, and an import's line spells it
-                continue  # a bare use of a name no import binds
-            start = dot
-            while start > 0 and source[start - 1] in IDENTIFIER_BYTES:
-                start -= 1
-            owner = source[start:dot]
-            if not owner or owner == parent or aliases(owner, source):
-                return True
-        return False
-
-    def _import_lines(self) -> bytes:
-        """The file's import lines (:func:`import_text`), found once."""
-        if self._imports is None:
-            self._imports = import_text(self.source)
-        return self._imports
-
-    def imports_root(self, root: bytes) -> bool:
-        """The package ``root`` is named on an import's line.
-
-        A name under a package is only ever reached through an import of it (an alias
-        by assignment, ``F = fsdp.X``, needs ``fsdp`` imported first), so unlike
-        :meth:`imported` the rest of the file is not searched: most files of a big tree
-        spell no root, and the search of the whole file for each root was a third of
-        the pre-filter's time on torch's tree.
-        """
-        found = self._imported_root.get(root)
-        if found is None:
-            found = self._imported_root[root] = whole(self._import_lines(), root)
-        return found
-
-    def imported(self, word: bytes) -> bool:
-        """``word`` is on an import's line (:func:`import_text`) or a module-level alias's."""
-        found = self._imported.get(word)
-        if found is None:
-            found = self._imported[word] = whole(self._import_lines(), word) or (
-                self.contains(word) and assigns(word, self.source)
-            )
-        return found
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 class RuleFilter(Record):
@@ -176,7 +81,7 @@ class RuleFilter(Record):
     def admits(
         self,
         source: bytes,
-        scan: _Scan | None = None,
+        scan: Scan | None = None,
         imported: bool = False,
         candidates: list[tuple[bytes, bytes]] | None = None,
     ) -> bool:
@@ -185,7 +90,7 @@ class RuleFilter(Record):
         ``imported``: one of the rule's package roots is known to be imported.
         ``candidates``: the names :meth:`candidates` gives, where the caller has them.
         """
-        scan = scan or _Scan(source)
+        scan = scan or Scan(source)
         if self.roots and not imported and not any(scan.imports_root(root) for root in self.roots):
             return False
         if candidates is None:
@@ -205,7 +110,7 @@ class RuleFilter(Record):
             for parent, leaf in candidates
         )
 
-    def candidates(self, scan: _Scan) -> list[tuple[bytes, bytes]]:
+    def candidates(self, scan: Scan) -> list[tuple[bytes, bytes]]:
         """``(P, X)`` of each old name whose words the file all spells.
 
         Both parts are spelled wherever the name is used, and each part of the module
@@ -298,7 +203,7 @@ class _Group(Frozen):
             gated=tuple((gate, tuple(paths)) for gate, paths in gated.items()),
         )
 
-    def admits(self, source: bytes, scan: _Scan, imported: bool) -> bool:
+    def admits(self, source: bytes, scan: Scan, imported: bool) -> bool:
         """Whether a filter of the group admits ``source`` (as :meth:`RuleFilter.admits`)."""
         contains, spells_path = scan.contains, scan.spells_path
         candidates: dict[int, list[tuple[bytes, bytes]]] = {}
@@ -345,8 +250,11 @@ def may_have_findings(source: bytes, settings: Settings) -> bool:
     """False only where no rule enabled by ``settings`` can find anything in ``source``."""
     if settings.lightning_bases:
         return True  # a base defined in another file of the run: its hooks are looked at
-    scan = _Scan(source)
-    for group in _groups(settings):
+    return _admitted(Scan(source), _groups(settings))
+
+
+def _admitted(scan: Scan, groups: tuple[_Group, ...]) -> bool:
+    for group in groups:
         # Most files hold none of the keys, or only "torch"; a package root counts only
         # where an import may name it ("compatible" or a comment on Lightning do not).
         rooted = group.filters[0].roots != frozenset()  # else the key is a rootless word
@@ -354,10 +262,45 @@ def may_have_findings(source: bytes, settings: Settings) -> bool:
             # a root is looked for among the import lines only: a few hundred bytes
             (scan.imports_root(group.key) if rooted else scan.contains(group.key))
             and all(scan.contains(part) for part in group.shared)
-            and group.admits(source, scan, imported=rooted)
+            and group.admits(scan.source, scan, imported=rooted)
         ):
             return True
     return False
+
+
+@functools.lru_cache(maxsize=16)
+def _name_groups(settings: Settings) -> tuple[_Group, ...]:
+    """:func:`_groups` with each rule's names alone: no rule's word, nor its pattern.
+
+    A parameter rule's word is the name of a parameter (its filter has no roots): kept.
+    """
+    return tuple(
+        _Group(
+            group.key,
+            group.shared,
+            tuple(f if not f.roots else RuleFilter(f.roots, f.names) for f in group.filters),
+        )
+        for group in _groups(settings)
+    )
+
+
+def names_in_code(source: bytes, settings: Settings, scan: Scan | None = None) -> bool:
+    """Whether the code of ``source`` (a file Python compiles) may use an old name.
+
+    The text test on :func:`~codemods.screen.code_text.code_text` (its comments and
+    plain strings blanked), each rule's names alone: False only where the ``ast`` scan
+    would find none of them either (a name it finds is used in the code, and the text
+    test's words of a name are those of its uses). A rule's word (a hook, a keyword)
+    and its pattern are not asked: the scan does not ask them, and a rule whose word is
+    missing may still make it pass (a ``LightningModule`` used, its hook in a string).
+    ``scan``: the text test's scan of ``source``, whose absent words need no search.
+    """
+    if settings.lightning_bases:
+        return True
+    from codemods.screen.code_text import code_text  # a file past the text test only
+
+    code = code_text(source)
+    return code is None or _admitted(Scan(code, within=scan), _name_groups(settings))
 
 
 class Passed(Frozen):
@@ -376,12 +319,24 @@ class Passed(Frozen):
         self._set(tree=tree)
 
 
-def screen(source: bytes, settings: Settings, tree: ast.Module | None = None) -> Passed | None:
+def screen(
+    source: bytes,
+    settings: Settings,
+    tree: ast.Module | None = None,
+    compiles: Callable[[], bool] | None = None,
+) -> Passed | None:
     """Both stages: the text test, then :mod:`codemods.screen.namescan`'s ``ast`` scan.
 
     None: no rule of ``settings`` can find anything in ``source`` (``tree``: parsed already).
+    ``compiles()``, where given, tells whether Python compiles ``source``: a file that
+    it compiles and whose old names are all in comments and strings
+    (:func:`names_in_code`) is ruled out before it is parsed, as the scan would.
     """
-    if not may_have_findings(source, settings):
+    scan = Scan(source)
+    if not (settings.lightning_bases or _admitted(scan, _groups(settings))):
+        return None  # as may_have_findings
+    # Asked last: where no bytecode cache vouches for the file, a parse of its own.
+    if tree is None and compiles and not names_in_code(source, settings, scan) and compiles():
         return None
     from codemods.screen import namescan
 
