@@ -170,7 +170,7 @@ def _main(args: argparse.Namespace) -> int:
         return _finish(args, chosen, [_stdin(args, chosen)], [], stopping.Stop())
     # SIGINT and SIGTERM stop the run between files, and the summary says what it did.
     with stopping.on_signals() as stop:
-        # A run that writes nothing reads the project classes while it screens the files
+        # A run that writes nothing reads the project classes after it screens the files
         # (see cli/later_classes.py); a fixing run needs them before the first write.
         chosen, files, problems = chosen.files(args, classes=args.fix)
         later = None if args.fix else LaterClasses(chosen, files)
@@ -181,7 +181,7 @@ def _main(args: argparse.Namespace) -> int:
             jobs=args.jobs,
             settings_for=chosen.settings_for,
             progress=None if args.quiet or args.silent else progress_printer(len(files)),
-            meanwhile=None if later is None else later.start,
+            hooks=() if later is None else later.hooks,
         )
         if later is not None and not stopping.STATE.requested:
             chosen, results = later.finish(

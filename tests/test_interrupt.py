@@ -394,7 +394,7 @@ path, delay = Path(sys.argv[1]), float(sys.argv[2])
 with stopping.on_signals():
     signal.signal(signal.SIGALRM, lambda *_: os.kill(os.getpid(), signal.SIGINT))
     signal.setitimer(signal.ITIMER_REAL, delay)
-    result = pool.one(_process, (path, Settings(fix=True), True, True, None))
+    result = pool.one(_process, (path, Settings(fix=True), True, True, None, ()))
     signal.setitimer(signal.ITIMER_REAL, 0)
 print("abandoned" if result is None else result.outcome, result and result.error)
 """

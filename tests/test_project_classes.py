@@ -14,7 +14,10 @@ from pathlib import Path
 import pytest
 
 from codemods import lint, migrate
+from codemods.batch.runner import process_files
+from codemods.cli import project_classes
 from codemods.cli.project_classes import ProjectClasses
+from codemods.settings import Settings
 
 FILES = {
     "pkg/__init__.py": "",
@@ -132,16 +135,48 @@ def test_lint_reports_the_hook_where_the_base_is_in_another_file(project, capsys
     assert out.count("FSDP207") == 2  # Plain and Starred are not LightningModules here
 
 
-def test_a_lint_in_worker_processes_relints_the_files_the_classes_change(project, capsys):
-    # Enough bytes for worker processes (runner.POOL_BYTES): they screen every file
-    # while the classes are read on a thread, then gpt.py is linted again with its bases.
+def test_a_lint_in_worker_processes_relints_the_files_the_classes_change(
+    project, capsys, monkeypatch
+):
+    # Enough bytes for worker processes (runner.POOL_BYTES): they screen every file and
+    # say which hold a hook's name; this process reads those alone (not padding.py, nor
+    # base.py until gpt.py's bases lead there), then lints gpt.py again with its bases.
     (project / "pkg" / "padding.py").write_text("# padding\n" * 14_000, encoding="utf-8")
+    searched: list[str] = []
+    real = project_classes._bytes
+    monkeypatch.setattr(project_classes, "_bytes", lambda path: searched.append(path) or real(path))
     argv = ["--select", "FSDP207", "--target-lightning", "2.1", "--output-format", "json"]
     lint.main([*argv, "--jobs", "2", str(project)])
     pooled = capsys.readouterr().out
+    assert sorted(Path(p).name for p in searched) == ["gpt.py", "star.py"]
     lint.main([*argv, "--jobs", "1", str(project)])
     assert pooled == capsys.readouterr().out
     assert pooled.count('"code": "FSDP207"') == 2
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_each_result_says_whether_the_file_holds_a_hooks_name(project, jobs):
+    # As the files are screened (in workers with jobs=2: padding makes it worth a pool),
+    # by the bytes read: a Python file only, the name anywhere (a comment counts).
+    (project / "pkg" / "padding.py").write_text("# configure_sharded_model\n" * 9_000)
+    (project / "pkg" / "notes.ipynb").write_text('{"cells": [], "x": "configure_sharded_model"}')
+    paths = sorted(project.rglob("*.py")) + [project / "pkg" / "notes.ipynb"]
+    hooks = (b"configure_sharded_model", b"synchronize_staging")
+    results = process_files(paths, Settings(), False, jobs=jobs, hooks=hooks)
+    held = {str(p.relative_to(project)) for p, r in zip(paths, results) if r.hook}
+    assert held == {"pkg/models/gpt.py", "pkg/models/star.py", "pkg/padding.py"}
+    assert not any(r.hook for r in process_files(paths, Settings(), False, jobs=jobs))
+
+
+def test_the_files_known_to_hold_a_hook_are_the_only_ones_read_for_it(project):
+    paths = sorted(project.rglob("*.py"))
+    hooks = ["configure_sharded_model"]
+    gpt = project / "pkg/models/gpt.py"
+    classes = ProjectClasses(paths, hooks, holding=[gpt])
+    read = {str(p.relative_to(project)) for p in classes._files}
+    assert read == {"pkg/models/gpt.py", "pkg/models/mid.py", "pkg/base.py"}  # not star.py
+    assert classes.lightning_bases(gpt) == ProjectClasses(paths, hooks).lightning_bases(gpt)
+    assert ProjectClasses(paths, hooks, holding=[])._files == {}
 
 
 def test_migrate_renames_it_and_leaves_the_rest(project):
@@ -184,6 +219,7 @@ def test_a_file_resolves_through_its_directory_as_path_resolve_does(tmp_path, mo
     # The run resolves each directory once: linked directories, a linked file, a
     # relative path, a link loop and a missing file come out as Path.resolve has them.
     from codemods.cli.project_classes import _resolved
+    from codemods.cli.resolved_paths import ResolvedDirectories
 
     real = tmp_path / "real"
     real.mkdir()
@@ -193,7 +229,7 @@ def test_a_file_resolves_through_its_directory_as_path_resolve_does(tmp_path, mo
     (tmp_path / "loop.py").symlink_to(tmp_path / "loop.py")
     monkeypatch.chdir(tmp_path)
     given = ["linked/a.py", "real/a.py", "b.py", "loop.py", "gone.py", "real/../b.py", "a.pyi"]
-    directories: dict[str, Path | None] = {}
+    directories = ResolvedDirectories()
     assert [_resolved(p, directories) for p in given] == [_resolved(p) for p in given]
     assert _resolved("linked/a.py", directories) == real.resolve() / "a.py"
     assert _resolved("a.pyi", directories) is None

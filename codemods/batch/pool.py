@@ -102,14 +102,12 @@ def in_workers(
     finished: Callable[[int, R], None],
     size: int,
     lost: Callable[[int, str], None],
-    meanwhile: Callable[[], None] | None = None,
     prepare: Callable[[Work], Work] | None = None,
 ) -> None:
     """Run ``work`` on ``items`` in ``jobs`` worker processes, ``size`` files a batch.
 
-    ``meanwhile()``, if given, is called once the first batches are handed out (work
-    of this process's own that the workers need not wait for); ``prepare(args)``, if
-    given, completes each item's arguments as its batch is handed out.
+    ``prepare(args)``, if given, completes each item's arguments as its batch is handed
+    out.
 
     ``finished(index, result)`` is called as results arrive, ``lost(index, reason)``
     for the files of a batch whose worker died. Once the run must stop (a signal, or a
@@ -135,7 +133,7 @@ def in_workers(
             initargs=(shared, parent),
         ) as pool:
             try:
-                _hand_out(pool, work, batches, jobs, finished, lost, meanwhile, prepare)
+                _hand_out(pool, work, batches, jobs, finished, lost, prepare)
             except BaseException:  # KeyboardInterrupt where no handler stops the run
                 shared.value = 1  # the workers stop after the file in hand
                 pool.shutdown(wait=True, cancel_futures=True)
@@ -172,7 +170,6 @@ def _hand_out(
     jobs: int,
     finished: Callable[[int, R], None],
     lost: Callable[[int, str], None],
-    meanwhile: Callable[[], None] | None = None,
     prepare: Callable[[Work], Work] | None = None,
 ) -> None:
     """Keep each worker busy with a batch or two until done, or until the run stops."""
@@ -192,9 +189,6 @@ def _hand_out(
                 break
             ready = chunk if prepare is None else [(i, prepare(args)) for i, args in chunk]
             running[pool.submit(batch, work, ready)] = chunk
-        if meanwhile is not None:
-            meanwhile()
-            meanwhile = None
         if not running:
             return
         ready, _ = wait(running, return_when=FIRST_COMPLETED)

@@ -30,6 +30,8 @@ class FileResult(Record):
             (``torch 2.4..latest (floor: evidence: ...); Lightning latest``), or None.
         notes: ``note:`` lines for the run's summary about this file (a declared range
             below what the file uses, set aside for it).
+        hook: The file's bytes hold one of the words the run asked about (a hook
+            rule's method name: see :mod:`codemods.cli.later_classes`).
     """
 
     _fields = (
@@ -45,6 +47,7 @@ class FileResult(Record):
         "syntax",
         "releases",
         "notes",
+        "hook",
     )
 
     def __init__(
@@ -61,6 +64,7 @@ class FileResult(Record):
         syntax: Finding | None = None,
         releases: str | None = None,
         notes: list[str] | None = None,
+        hook: bool = False,
     ) -> None:
         self.path = path
         self.findings = [] if findings is None else findings
@@ -74,6 +78,7 @@ class FileResult(Record):
         self.syntax = syntax
         self.releases = releases
         self.notes = [] if notes is None else notes
+        self.hook = hook
 
     @property
     def outcome(self) -> str:

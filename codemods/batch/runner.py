@@ -33,7 +33,7 @@ from codemods.batch.syntax_errors import (
     syntax_error,
     unparsable,
 )
-from codemods.records import Frozen
+from codemods.batch.to_parse import ToParse
 from codemods.screen.evidence import against_declared, set_aside_notes, with_evidence
 from codemods.screen.prefilter import screen
 from codemods.settings import Settings
@@ -41,7 +41,6 @@ from codemods.settings import Settings
 TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
 if TYPE_CHECKING:
     from codemods.astlint.lint import Detection
-    from codemods.batch.notebooks import Notebook
 
 #: A notebook's suffix: :mod:`codemods.batch.notebooks` loads for a notebook only.
 NOTEBOOK = ".ipynb"
@@ -64,34 +63,6 @@ PARSE_IN_WORKERS_FROM = 8
 @functools.cache
 def _path_parts() -> re.Pattern[str]:
     return re.compile(r"[/\\.\-]+")
-
-
-class ToParse(Frozen):
-    """A screened file that the libcst engine decides.
-
-    Attributes:
-        source: The bytes read.
-        detection: The screening's ``ast`` pass, which the engine's pruning reuses; only
-            within one process (None once the file goes to a worker).
-        settings: The file's settings with its evidence floor filled in, where the
-            screening found one (None: the run's settings for it).
-    """
-
-    __slots__ = _fields = ("source", "detection", "settings", "notebook")
-
-    source: bytes
-    detection: Detection | None
-    settings: Settings | None
-    notebook: Notebook | None
-
-    def __init__(
-        self,
-        source: bytes,
-        detection: Detection | None = None,
-        settings: Settings | None = None,
-        notebook: Notebook | None = None,
-    ) -> None:
-        self._set(source=source, detection=detection, settings=settings, notebook=notebook)
 
 
 def process_source(
@@ -152,12 +123,28 @@ def _not_python(source: bytes) -> str | None:
     return None
 
 
-def _screen(path: Path, settings: Settings, prefilter: bool) -> FileResult | ToParse:
-    """Read and pre-filter one file: its finished result, or what the engine is to parse."""
+def _screen(
+    path: Path, settings: Settings, prefilter: bool, hooks: tuple[bytes, ...] = ()
+) -> FileResult | ToParse:
+    """Read and pre-filter one file: its finished result, or what the engine is to parse.
+
+    ``hooks``: words the answer says whether a Python file's bytes hold (``hook``).
+    """
     try:
         source = path.read_bytes()
     except OSError as exc:
         return FileResult(str(path), error=f"cannot read: {exc.strerror or exc}")
+    screened = _screen_read(path, source, settings, prefilter)
+    if hooks and os.fspath(path).endswith(".py") and any(hook in source for hook in hooks):
+        if isinstance(screened, ToParse):
+            return screened.replace(hook=True)
+        screened.hook = True
+    return screened
+
+
+def _screen_read(
+    path: Path, source: bytes, settings: Settings, prefilter: bool
+) -> FileResult | ToParse:
     error = _not_python(source)
     if error:
         return FileResult(str(path), error=error)
@@ -233,6 +220,7 @@ def _parse(args: Work) -> FileResult:
     result = process_source(
         str(path), source, settings, prefilter=False, on_ast=False, detection=todo.detection
     )
+    result.hook = todo.hook
     if notebook is not None:
         result = into_notebook(result, notebook)
         source = notebook.original  # what the file holds, for the write's check
@@ -254,8 +242,8 @@ def _parse(args: Work) -> FileResult:
 
 def _process(args: Work) -> FileResult:
     """Both stages for one file, in a worker: screen it, and parse it if it passes."""
-    path, settings, prefilter, write, before_write = args
-    screened = _screen(path, settings, prefilter)
+    path, settings, prefilter, write, before_write, hooks = args
+    screened = _screen(path, settings, prefilter, hooks)
     if isinstance(screened, FileResult):
         return screened
     return _parse((path, screened, settings, write, before_write))
@@ -318,7 +306,7 @@ def process_files(
     prefilter: bool = True,
     settings_for: Callable[[Path], Settings] | None = None,
     before_write: Callable[[Path], None] | None = None,
-    meanwhile: Callable[[], None] | None = None,
+    hooks: tuple[bytes, ...] = (),
 ) -> list[FileResult]:
     """Process ``paths`` (in parallel when there are many), results in input order.
 
@@ -334,8 +322,9 @@ def process_files(
     every file, even those the pre-filter rules out (for robustness runs).
     ``settings_for(path)``, if given, chooses each file's settings (``per-file-ignores``).
     ``before_write(path)``, if given, is called right before a file is written (in the
-    process that writes it, so it must be picklable when workers run). ``meanwhile()``,
-    if given, is called once, when the workers have their first files (or at once).
+    process that writes it, so it must be picklable when workers run). ``hooks``: words
+    each Python file's result says whether its bytes hold (:attr:`FileResult.hook`),
+    from the read that screens it.
 
     Inside :func:`codemods.batch.stopping.on_signals`, SIGINT and SIGTERM stop the run: the
     files it did not finish come back with ``reached=False``, unchanged.
@@ -356,21 +345,21 @@ def process_files(
 
     if jobs > 1 and _worth_a_pool(paths):
         # A work item: path, settings (chosen as its batch goes out, so that the workers
-        # start on the first files at once), pre-filter or not, write or not, the hook.
+        # start on the first files at once), pre-filter or not, write or not, the hook,
+        # the words to look for.
         work = [
-            (i, (paths[i], None, prefilter, write, before_write)) for i in likeliest_first(paths)
+            (i, (paths[i], None, prefilter, write, before_write, hooks))
+            for i in likeliest_first(paths)
         ]
         chose = lambda item: (item[0], choose(item[0]), *item[2:])  # noqa: E731
         size = _chunksize(len(work), jobs)
-        in_workers(_process, work, jobs, finished, size, lost, meanwhile, chose)
+        in_workers(_process, work, jobs, finished, size, lost, chose)
     else:
-        if meanwhile is not None:
-            meanwhile()
         todo = []
         for index, (path, s) in enumerate(zip(paths, map(choose, paths))):
             if stopping.STATE.requested:
                 break
-            screened = one(lambda a: _screen(*a), (path, s, prefilter))
+            screened = one(lambda a: _screen(*a), (path, s, prefilter, hooks))
             if screened is None:
                 break
             if isinstance(screened, FileResult):
@@ -384,10 +373,7 @@ def process_files(
         # The parse stage's items hold what the screening made of each file in place of
         # the pre-filter flag; a worker gets the bytes only (it makes its own ast pass).
         if jobs > 1 and len(todo) >= PARSE_IN_WORKERS_FROM:
-            todo = [
-                (i, (p, ToParse(d.source, settings=d.settings, notebook=d.notebook), s, w, h))
-                for i, (p, d, s, w, h) in todo
-            ]
+            todo = [(i, (p, d.replace(detection=None), s, w, h)) for i, (p, d, s, w, h) in todo]
             workers = min(jobs, len(todo))
             in_workers(_parse, todo, workers, finished, _chunksize(len(todo), workers), lost)
         else:

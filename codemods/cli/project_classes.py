@@ -26,6 +26,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from codemods.cli.resolved_paths import ResolvedDirectories
 from codemods.registry import REGISTRY, ChangeKind
 from codemods.syntax.ast_nodes import dotted
 
@@ -88,12 +89,11 @@ def _text(path: Path) -> str | None:
         return None
 
 
-def _resolved(path: str | Path, directories: dict[str, Path | None] | None = None) -> Path | None:
+def _resolved(path: str | Path, directories: ResolvedDirectories | None = None) -> Path | None:
     """``path`` made absolute, or None (not Python source, or a link that loops).
 
-    ``directories``: the directories resolved so far, each once (a file that is not a
-    link resolves to its directory's resolution and its name; the files of a tree share
-    a few hundred directories).
+    ``directories``: the run's directories, each resolved once (a file that is not a
+    link resolves to its directory's resolution and its name).
     """
     text = str(path)
     if not text.endswith(".py"):
@@ -102,18 +102,9 @@ def _resolved(path: str | Path, directories: dict[str, Path | None] | None = Non
         if directories is None or os.path.islink(text):
             return Path(text).resolve()
         directory, name = os.path.split(text)
-        if directory not in directories:
-            directories[directory] = _resolved_directory(directory)
-        found = directories[directory]
+        found = directories(directory)
         return None if found is None else found / name
     except (OSError, RuntimeError):  # RuntimeError: a symlink loop on Python < 3.13
-        return None
-
-
-def _resolved_directory(directory: str) -> Path | None:
-    try:
-        return Path(directory or os.curdir).resolve()
-    except (OSError, RuntimeError):
         return None
 
 
@@ -157,7 +148,12 @@ def hook_names(settings: Settings) -> set[str]:
 class ProjectClasses:
     """The project's LightningModule subclasses among ``paths``, and each file's bases."""
 
-    def __init__(self, paths: Iterable[Path], hooks: Iterable[str] | None = None) -> None:
+    def __init__(
+        self,
+        paths: Iterable[Path],
+        hooks: Iterable[str] | None = None,
+        holding: Iterable[Path] | None = None,
+    ) -> None:
         """Read the classes of ``paths``.
 
         Args:
@@ -167,14 +163,17 @@ class ProjectClasses:
                 the files those are defined in (a file without the text of a hook has
                 nothing a hook rule reports; of 489 real files this parses 7 instead
                 of 95). None: every file's classes.
+            holding: With ``hooks``, the files seen to hold one of them (by the
+                workers that screened the run): no other is read. None: every file.
         """
         self._hooks = None if hooks is None else tuple(hooks)
         self._given_paths = list(paths)
+        self._holding = None if holding is None else list(holding)
         # Each path as the run gives it, resolved once, and only where needed: on a
         # tree no hook leads into (torch's 2,328 files), resolving every path cost more
         # than reading the few files a hook names.
         self._given: dict[str, Path | None] = {}
-        self._directories: dict[str, Path | None] = {}
+        self._directories = ResolvedDirectories()
         self._files: dict[Path, _File] = {}
         self._bases: dict[Path, set[str]] = {}
         self._read()
@@ -292,7 +291,8 @@ class ProjectClasses:
         hooks = [hook.encode() for hook in self._hooks or ()]
         texts: dict[Path, str | None] = {}
         queue: deque[Path] = deque()
-        for given in dict.fromkeys(map(str, self._given_paths)):
+        searched = self._given_paths if self._holding is None else self._holding
+        for given in dict.fromkeys(map(str, searched)):
             if not given.endswith(".py"):
                 continue
             data = _bytes(given)
