@@ -714,6 +714,24 @@ def test_root_of_a_path_that_does_not_exist(tmp_path):
     assert find_project_root(tmp_path / "not" / "there.py") == tmp_path.resolve()
 
 
+def test_a_runs_files_find_the_roots_find_project_root_finds_through_links(tmp_path, monkeypatch):
+    # A run resolves each directory once, through its parent's resolution: a linked
+    # directory and a relative path reach the same roots.
+    from codemods.cli.targets import ProjectTargets
+
+    write(tmp_path, {"proj/pyproject.toml": "", "proj/pkg/sub/a.py": "", "other/setup.py": ""})
+    (tmp_path / "other" / "linked").symlink_to(tmp_path / "proj" / "pkg", target_is_directory=True)
+    monkeypatch.chdir(tmp_path)
+    given = ["other/linked/sub/a.py", "proj/pkg/sub/a.py", "other/setup.py"]
+    for path in given:
+        targets = ProjectTargets()
+        targets.for_file(path)
+        assert [project.root for project in targets.projects] == [find_project_root(path)]
+    assert (
+        find_project_root(given[0]) == find_project_root(given[1]) == (tmp_path / "proj").resolve()
+    )
+
+
 def test_no_root(tmp_path, monkeypatch):
     # Only markers above tmp_path could be found; make sure there are none by pretending
     # every directory is empty.

@@ -19,6 +19,7 @@ import os
 from pathlib import Path
 
 from codemods.cli.floors import DeclaredFloors, declared_floors, is_project_root
+from codemods.cli.resolved_paths import ResolvedDirectories
 from codemods.records import Frozen, Record
 from codemods.releases import TITLES, Releases, Span
 
@@ -85,6 +86,7 @@ class ProjectTargets(Record):
         self.config_path = config_path
         self._roots: dict[Path, Path | None] = {}
         self._directories: dict[str, Path | None] = {}
+        self._resolved = ResolvedDirectories()
         self._given: dict[str, Path | None] = {}
         self._settings: dict[int, tuple[Settings, Settings]] = {}
         self._projects: dict[Path | None, ProjectTarget] = {}
@@ -129,7 +131,8 @@ class ProjectTargets(Record):
 
     def _absolute_root(self, directory: str) -> Path | None:
         if directory not in self._directories:
-            self._directories[directory] = self._walk(Path(directory).resolve())
+            resolved = self._resolved(directory)
+            self._directories[directory] = None if resolved is None else self._walk(resolved)
         return self._directories[directory]
 
     def _walk(self, start: Path) -> Path | None:
