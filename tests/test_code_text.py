@@ -108,7 +108,7 @@ MENTIONS = [
     b'"""See torch.utils.checkpoint.checkpoint."""\nimport torch\n',
     b"import torch  # torch.distributed._tensor.DTensor\n",
     b"import torch\nHOP = 'torch.utils.checkpoint.checkpoint'\n",
-    b"from torch.distributed.fsdp import api\nraise ValueError('FSDP.state_dict_type is old')\n",
+    b"import torch.distributed as dist\nraise ValueError('dist._shard.checkpoint is gone')\n",
 ]
 
 

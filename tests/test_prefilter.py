@@ -67,10 +67,14 @@ def test_no_source_with_a_finding_is_filtered_out(rule, codes_found):
         b"from lightning.pytorch import LightningDataModule\n# Trainer(precision=16)\n",
         # prose that begins "from ...": no line says `import`
         b'"""Wrappers.\n\nfrom torch.distributed.fsdp.wrap: default_auto_wrap_policy\n"""\n',
+        # Lightning's old name spelled where only torch is imported (FSDP118 has both)
+        b"import torch\nfrom mylib import strategies\n"
+        b"strategies.FSDPStrategy(sharding_strategy='NO_SHARD')\n",
     ],
 )
 def test_code_that_cannot_have_findings_is_skipped(source):
     assert not may_have_findings(source, Settings())
+    assert run(source, Settings()).findings == []
 
 
 @pytest.mark.parametrize(

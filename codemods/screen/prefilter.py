@@ -52,6 +52,8 @@ class RuleFilter(Record):
             a definition rule's parameter.
         pattern: For value rules: a regular expression (its source, compiled when a
             file first gets that far) one of the old values matches.
+        shared: How many old names need each word, which orders the searches (see
+            :mod:`~codemods.screen.search_order`); None: the registry's counts.
     """
 
     _fields = ("roots", "names", "word", "pattern")
@@ -62,11 +64,13 @@ class RuleFilter(Record):
         names: tuple[tuple[bytes, bytes, tuple[bytes, ...]], ...] = (),
         word: bytes | None = None,
         pattern: bytes | None = None,
+        shared: dict[bytes, int] | None = None,
     ) -> None:
         self.roots = roots
         self.names = names
         self.word = word
         self.pattern = pattern
+        self._shared = shared
 
     def __hash__(self) -> int:
         return hash(self._values())
@@ -76,7 +80,7 @@ class RuleFilter(Record):
         self,
     ) -> tuple[tuple[bytes, tuple[bytes, ...], tuple[tuple[bytes, ...], ...]], ...]:
         """:attr:`names` by module path, in search order (:func:`search_order.by_path`)."""
-        return search_order.by_path(self.names, _shared_words())
+        return search_order.by_path(self.names, self._shared or _shared_words())
 
     def admits(
         self,
@@ -229,20 +233,59 @@ class _Group(Frozen):
 def _groups(settings: Settings) -> tuple[_Group, ...]:
     """The enabled rules' filters, grouped by key, keys in a fixed order."""
     rules = [rule for rule in REGISTRY if settings.enabled(rule)]
-    grouped: dict[bytes, list[RuleFilter]] = {}
+    grouped: dict[bytes, list[tuple[RuleFilter, tuple[search_order.Name, ...]]]] = {}
     paths: dict[bytes, list[frozenset[bytes]]] = {}  # root -> each old name's middle parts
     for rule, f in zip(rules, _filters(settings)):
+        rooted = filter_table.row_for(rule)[4]  # a rule with roots only
         for key in f.roots or {f.word}:
-            grouped.setdefault(key, []).append(f)
-        for root, middle in filter_table.row_for(rule)[4]:  # a rule with roots only
+            names = _names_under(f, rooted, key) if f.roots else ()
+            if names or not f.names:
+                grouped.setdefault(key, []).append((f, names))
+        for root, middle in rooted:
             paths.setdefault(root, []).append(middle)
     return tuple(
         _Group(
             key,
             tuple(sorted(frozenset.intersection(*paths.get(key, [frozenset()])))),
-            tuple(filters),
+            _ordered(filters),
         )
         for key, filters in sorted(grouped.items())
+    )
+
+
+def _ordered(
+    filters: list[tuple[RuleFilter, tuple[search_order.Name, ...]]],
+) -> tuple[RuleFilter, ...]:
+    """One group's filters, each with its names under the group's root (``filters``).
+
+    Their words are searched in the order of the group's own names: in the files that
+    import torch, ``distributed`` (which torch's FSDP names all spell) before ``fsdp``
+    (which ``compat``'s share), a file without the first not searched for the second.
+    """
+    counts = search_order.word_counts(name for _, names in filters for name in names)
+    return tuple(
+        RuleFilter(f.roots, names, f.word, f.pattern, shared=counts) if names else f
+        for f, names in filters
+    )
+
+
+def _names_under(
+    f: RuleFilter, rooted: tuple[tuple[bytes, frozenset[bytes]], ...], root: bytes
+) -> tuple[search_order.Name, ...]:
+    """The old names of ``f`` under the package ``root``.
+
+    A use of ``root.middle.P.X`` needs ``root`` imported, so the group of another root
+    need not search a file for its words (``strategies`` of Lightning's names, in the
+    many files that import torch alone). ``rooted``: each old name's root and the parts
+    of its path (:func:`filter_table.row`); a name it does not place is in every group.
+    """
+    roots: dict[frozenset[bytes], set[bytes]] = {}
+    for owner, parts in rooted:
+        roots.setdefault(parts, set()).add(owner)
+    return tuple(
+        name
+        for name in f.names
+        if root in roots.get(frozenset(name[2]).union((name[0],) if name[0] else ()), f.roots)
     )
 
 
@@ -278,7 +321,10 @@ def _name_groups(settings: Settings) -> tuple[_Group, ...]:
         _Group(
             group.key,
             group.shared,
-            tuple(f if not f.roots else RuleFilter(f.roots, f.names) for f in group.filters),
+            tuple(
+                f if not f.roots else RuleFilter(f.roots, f.names, shared=f._shared)
+                for f in group.filters
+            ),
         )
         for group in _groups(settings)
     )
