@@ -7,6 +7,7 @@ same tree, so a pattern it reads differently from git fails here.
 from __future__ import annotations
 
 import fnmatch
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -151,6 +152,22 @@ def test_the_gitignore_matcher_agrees_with_git(tmp_path):
         if git.ignored(tmp_path / name, is_dir=False):
             ours.add(name)
     assert ours == by_git
+
+
+@pytest.mark.parametrize("top", [".", "./", "src/..", "ABSOLUTE"])
+def test_a_walks_question_is_answered_as_the_paths(tmp_path, monkeypatch, top):
+    # ignored_in(directory, name) makes each directory relative once: the same verdict
+    # as ignored(Path(directory, name)) for every entry of a walk, however it starts.
+    _repository(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    git = ignorer(tmp_path)
+    assert git is not None
+    asked = 0
+    for root, dirs, names in os.walk(str(tmp_path) if top == "ABSOLUTE" else top):
+        for name, is_dir in [*((d, True) for d in dirs), *((n, False) for n in names)]:
+            asked += 1
+            assert git.ignored_in(root, name, is_dir) == git.ignored(Path(root, name), is_dir)
+    assert asked > 20
 
 
 @needs_git

@@ -68,13 +68,14 @@ def discover(
                     for d in dirs
                     if not excluded(d, exclude)
                     and not (skip and skip(Path(root, d)))
-                    and not (git and git.ignored(Path(root, d), is_dir=True))
+                    and not (git and git.ignored_in(root, d, is_dir=True))
                 )
+                here = Path(root)  # each file a child of it: quicker than a Path of its own
                 for name in names:
                     if name.endswith(SUFFIXES) and not excluded(name, exclude):
-                        found = Path(root, name)
+                        found = here / name
                         if not (skip and skip(found)) and not (
-                            git and git.ignored(found, is_dir=False)
+                            git and git.ignored_in(root, name, is_dir=False)
                         ):
                             files.setdefault(os.path.normpath(found), found)
         elif path.exists() or path.is_symlink():

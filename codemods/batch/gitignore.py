@@ -140,13 +140,31 @@ class GitIgnore:
         self._prefix = os.path.join(os.path.abspath(root), "")
         self._info = _read(root / ".git" / "info" / "exclude")
         self._levels: dict[str, tuple[tuple[int, tuple[_Rule, ...]], ...]] = {}
+        self._directories: dict[str, str | None] = {}  # a walk's, relative to the root
 
     def ignored(self, path: Path, is_dir: bool) -> bool:
         """Whether git ignores ``path`` (its parent directories are not looked at)."""
         absolute = os.path.abspath(path)
         if not absolute.startswith(self._prefix):
             return False
-        relative = absolute[len(self._prefix) :].replace(os.sep, "/")
+        return self._ignored(absolute[len(self._prefix) :].replace(os.sep, "/"), is_dir)
+
+    def ignored_in(self, directory: str, name: str, is_dir: bool) -> bool:
+        """:meth:`ignored` of the entry ``name`` of a walk's ``directory``.
+
+        The directory is made relative to the root once, not with each of its files.
+        """
+        inside = self._directories.get(directory, self)
+        if inside is self:
+            absolute = os.path.join(os.path.abspath(directory), "")
+            inside = self._directories[directory] = (
+                absolute[len(self._prefix) :].replace(os.sep, "/")
+                if absolute.startswith(self._prefix)
+                else None
+            )
+        return inside is not None and self._ignored(inside + name, is_dir)  # type: ignore[operator]
+
+    def _ignored(self, relative: str, is_dir: bool) -> bool:
         if not relative or relative == ".git" or relative.startswith(".git/"):
             return False
         verdict = None
