@@ -164,6 +164,20 @@ def test_a_file_deleted_after_discovery(tmp_path):
     assert kept.written and paths[1].read_text() == MIGRATED
 
 
+def test_a_file_is_read_as_path_read_bytes_reads_it(tmp_path):
+    # The runner reads through os.open (and keeps the time its cache is checked against).
+    from codemods.batch.files import read_file
+
+    for name, data in [("empty.py", b""), ("big.py", b"x = 1\n" * 50_000), ("crlf.py", b"a\r\n")]:
+        path = tmp_path / name
+        path.write_bytes(data)
+        assert read_file(path) == (path.read_bytes(), os.stat(path).st_mtime_ns)
+    folder = tmp_path / "folder.py"
+    folder.mkdir()
+    (result,) = process_files([folder], Settings(), write=False)
+    assert result.error == "cannot read: Is a directory"
+
+
 def test_a_read_only_file_is_reported_and_the_others_processed(tmp_path, capsys):
     locked = tmp_path / "locked.py"
     locked.write_text(LEGACY)

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from codemods.batch import stopping
-from codemods.batch.files import ChangedMeanwhile, write_atomic
+from codemods.batch.files import ChangedMeanwhile, read_file, write_atomic
 from codemods.batch.pool import Work, in_process, in_workers, one
 from codemods.batch.results import FileResult
 from codemods.batch.syntax_errors import (
@@ -131,10 +131,10 @@ def _screen(
     ``hooks``: words the answer says whether a Python file's bytes hold (``hook``).
     """
     try:
-        source = path.read_bytes()
+        source, modified = read_file(path)
     except OSError as exc:
         return FileResult(str(path), error=f"cannot read: {exc.strerror or exc}")
-    screened = _screen_read(path, source, settings, prefilter)
+    screened = _screen_read(path, source, modified, settings, prefilter)
     if hooks and os.fspath(path).endswith(".py") and any(hook in source for hook in hooks):
         if isinstance(screened, ToParse):
             return screened.replace(hook=True)
@@ -143,13 +143,14 @@ def _screen(
 
 
 def _screen_read(
-    path: Path, source: bytes, settings: Settings, prefilter: bool
+    path: Path, source: bytes, modified: int, settings: Settings, prefilter: bool
 ) -> FileResult | ToParse:
     error = _not_python(source)
     if error:
         return FileResult(str(path), error=error)
     if path.suffix != NOTEBOOK:
-        return _screen_source(str(path), source, settings, prefilter, on_disk=path.suffix == ".py")
+        cached = modified if path.suffix == ".py" else None  # a stub's cache is its module's
+        return _screen_source(str(path), source, settings, prefilter, modified=cached)
     from codemods.batch.notebooks import NotANotebook, Notebook, fixing, in_cells
 
     try:
@@ -163,12 +164,13 @@ def _screen_read(
 
 
 def _screen_source(
-    path: str, source: bytes, settings: Settings, prefilter: bool, on_disk: bool = False
+    path: str, source: bytes, settings: Settings, prefilter: bool, modified: int | None = None
 ) -> FileResult | ToParse:
     """The result of a file the pre-filter or the ``ast`` detector settles, else libcst's part.
 
-    ``on_disk``: ``source`` is what the file ``path`` holds (not standard input, nor a
-    notebook's cells), so its bytecode cache can vouch for its syntax.
+    ``modified``: the modification time of the file ``path`` whose bytes ``source`` are
+    (None: standard input, a notebook's cells), so its bytecode cache can vouch for its
+    syntax.
 
     Both pre-filter stages first (they rule out most files of most trees without loading
     the rules' behaviours, and so libcst); then the ``ast`` detector on the tree the
@@ -178,7 +180,7 @@ def _screen_source(
     tree = None
     if prefilter:
         settings, tree = against_declared(source, settings)
-        syntax = SyntaxCheck(path, source, on_disk)
+        syntax = SyntaxCheck(path, source, modified)
         passed = screen(source, settings, tree, syntax.compiles)
         if passed is None:
             # Nothing to find, but a file Python refuses is reported (see syntax_errors).

@@ -80,19 +80,22 @@ def compiles(source: bytes) -> tuple[bool, tuple[int, int, str] | None]:
 class SyntaxCheck:
     """Whether a file compiles, and where Python refuses it: found once, when first asked.
 
-    ``on_disk``: ``source`` is what the file ``path`` holds, so its bytecode cache can
-    vouch for it (:func:`compiled_already`).
+    ``modified``: the modification time of the file ``path`` whose bytes ``source`` are,
+    so that its bytecode cache can vouch for it (:func:`compiled_already`); None: they
+    are no file's (standard input, a notebook's cells).
     """
 
-    __slots__ = ("_answer", "on_disk", "path", "source")
+    __slots__ = ("_answer", "modified", "path", "source")
 
-    def __init__(self, path: str, source: bytes, on_disk: bool) -> None:
-        self.path, self.source, self.on_disk = path, source, on_disk
+    def __init__(self, path: str, source: bytes, modified: int | None) -> None:
+        self.path, self.source, self.modified = path, source, modified
         self._answer: tuple[bool, tuple[int, int, str] | None] | None = None
 
     def _checked(self) -> tuple[bool, tuple[int, int, str] | None]:
         if self._answer is None:
-            if self.on_disk and compiled_already(self.path, self.source):
+            if self.modified is not None and compiled_already(
+                self.path, self.source, self.modified
+            ):
                 self._answer = (True, None)
             else:
                 self._answer = compiles(self.source)
@@ -107,7 +110,7 @@ class SyntaxCheck:
         return self._checked()[1]
 
 
-def compiled_already(path: str, source: bytes) -> bool:
+def compiled_already(path: str, source: bytes, modified: int | None = None) -> bool:
     r"""Whether this Python compiled ``source``, the bytes ``path`` holds, into its cache.
 
     Python writes ``__pycache__/NAME.cpython-XY.pyc`` only for a file it compiled
@@ -117,7 +120,8 @@ def compiled_already(path: str, source: bytes) -> bool:
     hash of its bytes. That test, and a cache written after the source was last
     modified (a rewrite within the second the header records shows there), tell here
     that ``source`` has no syntax error without parsing it: 16 bytes read against about
-    1.5 ms a file.
+    1.5 ms a file. ``modified``: the source's modification time (ns) as it was read
+    (None: asked of the file).
 
     Example:
         >>> import py_compile, tempfile, time
@@ -136,10 +140,13 @@ def compiled_already(path: str, source: bytes) -> bool:
         False
     """
     try:
-        cache = cache_from_source(path)
-        with open(cache, "rb") as file:
-            header = file.read(16)
-            cached = os.fstat(file.fileno()).st_mtime_ns
+        # Read without a file object: a third of this check over torch's 2,292 caches.
+        descriptor = os.open(cache_from_source(path), os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        try:
+            header = os.read(descriptor, 16)
+            cached = os.fstat(descriptor).st_mtime_ns
+        finally:
+            os.close(descriptor)
         if len(header) < 16 or header[:4] != MAGIC_NUMBER:
             return False
         flags = int.from_bytes(header[4:8], "little")
@@ -149,7 +156,8 @@ def compiled_already(path: str, source: bytes) -> bool:
             return header[8:16] == importlib.util.source_hash(source)
         if flags:
             return False
-        modified = os.stat(path).st_mtime_ns
+        if modified is None:
+            modified = os.stat(path).st_mtime_ns
     except (OSError, ValueError, NotImplementedError):  # no cache, no cache tag, no file
         return False
     # The size is of the bytes read: a file rewritten since has another time anyway.
