@@ -121,6 +121,14 @@ _OLD = "from torch.distributed.fsdp.wrap import default_auto_wrap_policy as p\n"
         ('import torch\nf = torch.distributed.fsdp.X(\n    sharding="a" "b")\n', False),
         ("def f():\n    " + _OLD + "    def g():\n        nonlocal p\n        p(m)\n", True),
         (_OLD + "class C:\n    def m(self):\n        p(m)\n        p = 1\n", True),
+        # `torch.x` where `import torch.<a module with a rule>` binds torch too: each use
+        # asks (the answer kept for the name's binder, asked again by the second use)
+        (
+            "import torch\nimport torch.distributed._composable.fsdp\nf = lambda: torch.ones(1)\n"
+            "torch.zeros(1)\n",
+            True,
+        ),
+        ("import torch\nimport torch.distributed.fsdp\ntorch.ones(1)\ntorch.zeros(1)\n", False),
     ],
     ids=[
         "plain",
@@ -130,6 +138,8 @@ _OLD = "from torch.distributed.fsdp.wrap import default_auto_wrap_policy as p\n"
         "concatenated",
         "imported-nonlocal",
         "method-reads-before-binding",
+        "dotted-module-with-a-rule",
+        "dotted-module-without",
     ],
 )
 def test_what_goes_to_libcst(source: str, undecided: bool):

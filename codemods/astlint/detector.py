@@ -75,6 +75,9 @@ class Detector:
         self.reported: list[tuple[ast.AST, str]] = []  # each report's node and rule
         self._text: str | None = None
         self._lines: list[bytes] | None = None
+        # Each (binder, name)'s answer in _dotted_access: a module's hundreds of
+        # ``torch.x`` uses each went over every ``import torch.y`` (_dynamo/utils.py).
+        self._dotted: dict[tuple[int, str], str | None] = {}
 
     # What hooks ask --------------------------------------------------------------------
 
@@ -226,14 +229,12 @@ class Detector:
         binder = self.names.lookup(scope, node.id)
         if binder is None:
             return
-        start = node.id + "."
-        for key, statements in binder.imports.items():
-            if key.startswith(start):
-                for statement in statements:
-                    from codemods.astlint.scopes import import_names
-
-                    if any(INDEX.reference(n, module=True) for n in import_names(statement, key)):
-                        raise Undecided(f"`{key}` is imported as a module with a rule")
+        asked = (id(binder), node.id)
+        if asked not in self._dotted:
+            self._dotted[asked] = _module_with_a_rule(binder.imports, node.id)
+        key = self._dotted[asked]
+        if key is not None:
+            raise Undecided(f"`{key}` is imported as a module with a rule")
 
     def answered_by_import(self, node: ast.AST, rule: Rule) -> bool:
         """``Engine.answered_by_import``: a use whose finding is at its import."""
@@ -300,3 +301,16 @@ class Detector:
             if match is not None:
                 found.append((alias, match[1], match[0]))
         return found
+
+
+def _module_with_a_rule(imports: dict[str, list[ast.stmt]], name: str) -> str | None:
+    """The first ``name.x`` of ``imports`` imported as a module a rule looks for, or None."""
+    start = name + "."
+    for key, statements in imports.items():
+        if key.startswith(start):
+            for statement in statements:
+                from codemods.astlint.scopes import import_names
+
+                if any(INDEX.reference(n, module=True) for n in import_names(statement, key)):
+                    return key
+    return None
