@@ -46,7 +46,7 @@ class Settings(Frozen):
             conversion stands with it did not convert (:mod:`codemods.cli.project_writes`).
     """
 
-    __slots__ = _fields = (
+    _fields = (
         "select",
         "ignore",
         "fix",
@@ -61,6 +61,7 @@ class Settings(Frozen):
         "fsdp1_tests_elsewhere",
         "fsdp1_held",
     )
+    __slots__ = (*_fields, "_hash")
 
     select: tuple[str, ...]
     ignore: tuple[str, ...]
@@ -107,6 +108,15 @@ class Settings(Frozen):
             fsdp1_tests_elsewhere=fsdp1_tests_elsewhere,
             fsdp1_held=fsdp1_held,
         )
+
+    def __hash__(self) -> int:
+        # Kept once made: every file of a run asks its settings' caches (the pre-filter's
+        # groups, the scan's targets), each hashing all the fields and the releases.
+        try:
+            return self._hash  # type: ignore[no-any-return]
+        except AttributeError:
+            object.__setattr__(self, "_hash", super().__hash__())
+            return self._hash  # type: ignore[no-any-return]
 
     def enabled(self, rule: Rule) -> bool:
         """Whether ``rule`` is reported under these settings."""
