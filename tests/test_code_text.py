@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import re
+import sys
 import tokenize
 from pathlib import Path
 
@@ -47,10 +48,24 @@ def tokenized(source: bytes) -> bytes:
     return bytes(out)
 
 
+def assert_blanked_as_tokenized(source: bytes) -> None:
+    """:func:`code_text` blanks what the tokenizer finds (from Python 3.12, at most that).
+
+    From 3.12 on, the rest of a file after an f-string with a field is kept as it is (its
+    fields may hold its own quote): there, a byte is the tokenizer's or the source's.
+    """
+    code, expected = code_text(source), tokenized(source)
+    assert code is not None and len(code) == len(source)
+    if sys.version_info < (3, 12):
+        assert code == expected
+    else:
+        assert all(c in (e, s) for c, e, s in zip(code, expected, source))
+
+
 SOURCES = [
     b"x = 1  # torch.distributed.fsdp\n",
     b'def f():\n    """Use torch.utils.checkpoint.checkpoint("x").\n\n    More.\n    """\n',
-    b"s = '''a \\''' b ''' + \"\"\"c\"\"\"\"\" \"\n",
+    b"s = '''a \\''' b ''' + \"\"\"c\"\"\"\"\"\n",
     b"s = 'a\\\nb'  # a line joined inside the literal\n",
     b"s = 'a\\\r\nb'\r\nt = 1  # CRLF\r\n",
     b"x = rb'\\'' + BR\"y\" + u'z' + Rb'''w'''\n",
@@ -64,17 +79,16 @@ SOURCES = [
 
 @pytest.mark.parametrize("source", SOURCES)
 def test_comments_and_plain_strings_are_blanked_as_pythons_tokenizer_finds_them(source):
-    code = code_text(source)
-    assert code == tokenized(source)
-    assert len(code) == len(source) and code.count(b"\n") == source.count(b"\n")
+    compile(source, "<source>", "exec")  # code_text is asked of files Python compiles
+    assert_blanked_as_tokenized(source)
+    assert code_text(source).count(b"\n") == source.count(b"\n")  # type: ignore[union-attr]
 
 
 def test_the_projects_own_modules_are_blanked_as_the_tokenizer_finds_them():
     files = [*ROOT.glob("codemods/screen/*.py"), *ROOT.glob("examples/legacy/*.py")]
     assert len(files) > 10
     for path in files:
-        source = path.read_bytes()
-        assert code_text(source) == tokenized(source), path
+        assert_blanked_as_tokenized(path.read_bytes())
 
 
 def test_an_f_strings_fields_are_kept():
@@ -99,8 +113,7 @@ def test_a_source_in_another_encoding_is_not_split(source):
 
 
 def test_a_declared_utf8_is_split():
-    source = "# coding: utf-8\nx = 'é'  # é\n".encode()
-    assert code_text(source) == tokenized(source)
+    assert_blanked_as_tokenized("# coding: utf-8\nx = 'é'  # é\n".encode())
 
 
 MENTIONS = [
