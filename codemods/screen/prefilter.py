@@ -258,9 +258,10 @@ def _ordered(
 ) -> tuple[RuleFilter, ...]:
     """One group's filters, each with its names under the group's root (``filters``).
 
-    Their words are searched in the order of the group's own names: in the files that
-    import torch, ``distributed`` (which torch's FSDP names all spell) before ``fsdp``
-    (which ``compat``'s share), a file without the first not searched for the second.
+    Their words are searched in the order of the group's own names: in a file whose
+    imports name torch, ``distributed`` (which torch's FSDP names all spell) before
+    ``fsdp`` (which ``compat``'s share), a file without the first not searched for the
+    second.
     """
     counts = search_order.word_counts(name for _, names in filters for name in names)
     return tuple(
