@@ -160,6 +160,7 @@ def rule_filter(rule: Rule) -> RuleFilter:
 _made: dict[Rule, RuleFilter] = {}
 
 
+@functools.lru_cache(maxsize=16)
 def _enabled(settings: Settings) -> tuple[str, ...]:
     # The groups' key: made once (4 ms) for all settings enabling the same rules.
     return tuple(rule.code for rule in REGISTRY if settings.enabled(rule))
