@@ -14,6 +14,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from codemods.cli.resident.server import pids
+
 #: Where the server's socket lives during a run of goals.py (inside its scratch folder).
 FOLDER = "resident"
 
@@ -41,15 +43,11 @@ def start(command: list[str], cwd: Path, env: dict[str, str]) -> float:
     return cpu_seconds(folder)
 
 
-def _pids(folder: Path) -> list[int]:
-    return [int(t) for lock in folder.glob("*.lock") if (t := lock.read_text().strip())]
-
-
 def cpu_seconds(folder: Path) -> float:
     """The CPU seconds of the server and of its children it has collected."""
     ticks = os.sysconf("SC_CLK_TCK")
     total = 0.0
-    for pid in _pids(folder):
+    for pid in pids(str(folder)):
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
         except OSError:
@@ -71,7 +69,7 @@ def server_note(folder: Path, started: float, requests: int) -> str:
 
 def stop(folder: Path) -> None:
     """Stop the servers whose socket is in ``folder``."""
-    for pid in _pids(folder):
+    for pid in pids(str(folder)):
         try:
             os.kill(pid, 15)
         except OSError:

@@ -56,15 +56,15 @@ def _git(repo: Path, *args: str) -> None:
 def sockets():
     """The folder of the hooks' resident server's socket (codemods/cli/resident/), short
     as a socket's path must be; its servers are stopped at the end."""
+    from codemods.cli.resident.server import pids
+
     folder = Path(tempfile.mkdtemp(prefix="fcr-", dir="/tmp"))
     yield folder
-    for lock in folder.glob("*.lock"):
-        pid = lock.read_text().strip()
-        if pid:
-            try:
-                os.kill(int(pid), 15)
-            except OSError:
-                pass
+    for pid in pids(str(folder)):
+        try:
+            os.kill(pid, 15)
+        except OSError:
+            pass
     shutil.rmtree(folder, ignore_errors=True)
 
 

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from codemods.cli.resident import server
+
 ROOT = Path(__file__).resolve().parents[1]
 LEGACY = (ROOT / "examples" / "legacy" / "fairscale_script.py").read_text(encoding="utf-8")
 PLAIN = "def add(a, b):\n    return a + b\n"
@@ -62,12 +64,7 @@ class Runtime:
 
     def servers(self) -> list[int]:
         """The pids of the servers still running, from their lock files."""
-        found = []
-        for lock in self.folder.glob("*.lock"):
-            text = lock.read_text().strip()
-            if text and _alive(int(text)):
-                found.append(int(text))
-        return found
+        return [pid for pid in server.pids(str(self.folder)) if _alive(pid)]
 
     def wait_for(self, condition, seconds: float = 20.0) -> None:
         deadline = time.monotonic() + seconds
@@ -323,7 +320,6 @@ def test_sigterm_ends_the_server_with_its_spare_and_socket(project):
 def test_the_server_warms_every_rule_before_it_forks():
     """Each rule's example screened in memory (a child then finds the rules' filters
     made): none fails, so none is left cold."""
-    from codemods.cli.resident import server
     from codemods.registry import REGISTRY
 
     assert server._warm() == len(REGISTRY)

@@ -299,7 +299,8 @@ def _import(self: Scanner, node: ast.AST, scope: Scope) -> bool:
             continue
         local = alias.asname or alias.name.partition(".")[0]
         scope.bound.add(local)
-        # Python 3.9's aliases have no position: the statement's stands in.
+        # On Python 3.9 an alias has a position only from codemods.syntax.alias_positions:
+        # in a tree ast.parse made, the statement's stands in.
         scope.imports.setdefault(local, self.pos(alias if hasattr(alias, "lineno") else node))
     return False
 

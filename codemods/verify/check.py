@@ -41,12 +41,11 @@ from __future__ import annotations
 import ast
 import builtins
 import io
-import re
-import sys
 import tokenize
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from codemods.syntax.alias_positions import parse
 from codemods.verify.guards import unguarded_imports
 from codemods.verify.scopes import Facts, Pos
 from codemods.verify.statement_diff import Split
@@ -108,7 +107,7 @@ def breakages(
     if old_text == new_text and not renamed:
         return []
     try:
-        old_tree = ast.parse(old_text)
+        old_tree = parse(old_text)
     except (SyntaxError, ValueError):
         return []
     pair = _Pair(old_text, old_tree, new_text, frozenset(renamed))
@@ -231,13 +230,11 @@ class _Pair:
             if self.old.imported(name) is None and name in origin:
                 was = origin[name]
             if self.old.imported(was) is None or self._used(self.old, was):
-                pos = self._import_position(pos, name)
                 found.append((pos, name, f"`{name}` imported at {{where}} but unused"))
         before = self.old.local_imports()
         for (scope, name), (pos, used) in self.new.local_imports().items():
             was = before.get((scope, name)) or before.get((scope, origin.get(name, name)))
             if not used and (was is None or was[1]):
-                pos = self._import_position(pos, name)
                 found.append(
                     (pos, name, f"`{name}` imported at {{where}} but unused (in `{scope}`)")
                 )
@@ -274,23 +271,6 @@ class _Pair:
                 pos = min(added or new)
                 found.append((pos, name, f"`{name}`{kind} undefined at {{where}}{note}"))
         return found
-
-    def _import_position(self, pos: Pos, name: str) -> Pos:
-        """Python 3.9's ast places an import, not its names: find ``name`` in it."""
-        if sys.version_info >= (3, 10):
-            return pos
-        text = self.new_text
-        line_start = sum(len(line) + 1 for line in text.split("\n", pos[0])[: pos[0] - 1])
-        head = text[line_start:].encode()[: pos[1]].decode(errors="ignore")
-        keyword = re.compile(r"\bimport\b").search(text, line_start + len(head))
-        found = keyword and re.compile(rf"\b{re.escape(name)}\b").search(text, keyword.end())
-        if not found:
-            return pos
-        at = found.start()
-        alias = re.search(r"[\w.]+\s+as\s+$", text[keyword.end() : at])  # type: ignore[union-attr]
-        at = keyword.end() + alias.start() if alias else at  # type: ignore[union-attr]
-        start = text.rfind("\n", 0, at) + 1
-        return text.count("\n", 0, at) + 1, len(text[start:at].encode())
 
     @staticmethod
     def _used(side: _Module, name: str) -> bool:

@@ -21,6 +21,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from codemods.syntax.alias_positions import parse
 from codemods.verify.scopes import Facts, class_level, scan
 
 MODULE_LEVEL, HEADER, BODY, LAST = range(4)
@@ -129,7 +130,7 @@ class Split:
         line = self.new.count("\n", 0, start)
         indent = code[: len(code) - len(code.lstrip(" \t"))]
         if inside is not None and indent == inside.indent:
-            body = ast.parse(f"class _:\n{text}").body
+            body = parse(f"class _:\n{text}").body
             if resumes and len(body) != 1:
                 raise ValueError("the class body ends before its next statement")
             added.setdefault(id(inside), []).extend(body[0].body)  # type: ignore[attr-defined]
@@ -137,7 +138,7 @@ class Split:
             return [(inner, line - 1, inside), (body[1:], line - 1, None)]
         if indent or resumes or (before is not None and before.kind in (HEADER, BODY)):
             raise ValueError("not at the indentation its place needs")
-        return [(ast.parse(text).body, line, None)]
+        return [(parse(text).body, line, None)]
 
     def _classes(self) -> dict[_Class, list[int]]:
         """Each split class, with the indexes of its body units."""
@@ -152,7 +153,7 @@ class Split:
         self.new_changed = []
         self.old_changed = self._scan_old(range(len(self.units)), 0, old=True)
         try:
-            self.new_changed.append(scan(ast.parse(self.new).body, 0, self.watch))
+            self.new_changed.append(scan(parse(self.new).body, 0, self.watch))
         except (SyntaxError, ValueError) as error:
             self.error = error if isinstance(error, SyntaxError) else SyntaxError(str(error))
 

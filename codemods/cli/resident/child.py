@@ -15,7 +15,7 @@ import marshal
 import os
 import sys
 
-from codemods.cli.resident.client import PROTOCOL, TOOLS
+from codemods.cli.resident.client import PROTOCOL, TOOLS, tool_main
 
 #: The most bytes of file descriptors a request carries (three ints).
 _RIGHTS_SPACE = _socket.CMSG_SPACE(3 * 4)
@@ -98,8 +98,7 @@ def _run(tool: str, argv: list[str]) -> int:
     import traceback
 
     try:
-        __import__(TOOLS[tool])
-        status = sys.modules[TOOLS[tool]].main()
+        status = tool_main(tool)()
     except SystemExit as stop:
         status = _exit_code(stop.code)
     except KeyboardInterrupt:

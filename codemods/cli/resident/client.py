@@ -16,6 +16,10 @@ import marshal
 import os
 import sys
 
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 #: Changes whenever the request's or the answer's layout does.
 PROTOCOL = 1
 #: ``0`` runs every command in the caller's process.
@@ -202,9 +206,14 @@ def _encoding(stream: object) -> tuple[str, str] | None:
 
 def _run_here(tool: str) -> int:
     """Run ``tool`` in this process, as its console script would."""
+    return tool_main(tool)()
+
+
+def tool_main(tool: str) -> Callable[[], int]:
+    """The ``main`` of ``tool`` (a key of :data:`TOOLS`), its module loaded."""
     module = TOOLS[tool]
     __import__(module)  # the ``importlib`` package is not loaded yet, nor needed
-    return sys.modules[module].main()
+    return sys.modules[module].main
 
 
 _SERVE = (

@@ -15,9 +15,8 @@ import _signal
 import _socket
 import fcntl
 import os
-import sys
 
-from codemods.cli.resident.client import IDLE
+from codemods.cli.resident.client import IDLE, ROOT
 
 #: The server's idle time before it stops, in seconds, where ``IDLE`` says nothing: an
 #: hour, so that a working session's commits find it (each would pay the start again).
@@ -61,6 +60,22 @@ def serve(path: str) -> None:
             pass
 
 
+def pids(folder: str) -> list[int]:
+    """The process ids the servers with a socket in ``folder`` wrote into their locks.
+
+    Each server writes its pid into the ``.lock`` beside its socket (docs/guide.md:
+    ``kill`` it to stop the server); a server that ended may have left its lock.
+    """
+    found = []
+    for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else ():
+        if name.endswith(".sock.lock"):
+            with open(os.path.join(folder, name), encoding="ascii") as file:
+                text = file.read().strip()
+            if text.isdigit():
+                found.append(int(text))
+    return found
+
+
 def _stop(signum: int, frame: object) -> None:
     raise SystemExit(0)
 
@@ -83,7 +98,7 @@ def _load() -> dict[str, float]:
     stamps = _stamps()
     with long_lived():
         for file in sorted(stamps):
-            name = _module(file)
+            name = _module(os.path.relpath(file, ROOT))
             if name is not None:
                 _try_import(name)
         for name in _LIBCST:
@@ -116,10 +131,8 @@ def _warm() -> int:
     return screened
 
 
-def _module(file: str) -> str | None:
-    """The dotted name of the package's module ``file``; None for data and ``__main__``."""
-    root = os.path.dirname(os.path.dirname(sys.modules["codemods"].__file__ or ""))
-    relative = os.path.relpath(file, root)
+def _module(relative: str) -> str | None:
+    """The dotted name of the module at ``relative`` (to ``ROOT``); None for data, ``__main__``."""
     if not relative.endswith(".py") or relative.endswith("__main__.py"):
         return None
     parts = relative[:-3].split(os.sep)
@@ -135,9 +148,8 @@ def _try_import(name: str) -> None:
 
 def _stamps() -> dict[str, float]:
     """The modification time of every file of the package (its modules and tables)."""
-    root = os.path.dirname(sys.modules["codemods"].__file__ or "")
     stamps = {}
-    for folder, subfolders, names in os.walk(root):
+    for folder, subfolders, names in os.walk(os.path.join(ROOT, "codemods")):
         subfolders[:] = [name for name in subfolders if name != "__pycache__"]
         for name in names:
             if name.endswith((".py", ".txt")):
