@@ -114,13 +114,13 @@ def hook_files(tree: Path, paths: list[Path]) -> dict[str, list[Path]]:
 def fallbacks(paths: list[Path]) -> tuple[int, int, list[str]]:
     """Files lint parses, and those of them its ``ast`` detector leaves to libcst (why)."""
     from codemods.astlint.lint import Undecided, lint
-    from codemods.screen.prefilter import worth_parsing
+    from codemods.screen.prefilter import screen
     from codemods.settings import Settings
 
     parsed, left, reasons = 0, 0, []
     for path in paths:
         source = path.read_bytes()
-        if not worth_parsing(source, Settings()):
+        if screen(source, Settings()) is None:
             continue
         parsed += 1
         try:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from codemods import lint
+from codemods.batch.syntax_errors import SyntaxCheck
 from codemods.screen.code_text import code_text
 from codemods.screen.prefilter import may_have_findings, names_in_code, screen
 from codemods.settings import Settings
@@ -129,7 +130,9 @@ MENTIONS = [
 def test_a_mention_in_prose_is_ruled_out_before_a_parse(source):
     assert may_have_findings(source, Settings())
     assert not names_in_code(source, Settings())
-    assert screen(source, Settings(), compiles=lambda: True) is None
+    syntax = SyntaxCheck("m.py", source, None)
+    assert screen(source, Settings(), syntax=syntax) is None
+    assert syntax._answer == (True, None)  # asked of the symbol table: no ast parse
 
 
 @pytest.mark.parametrize(
@@ -149,7 +152,9 @@ def test_a_use_in_the_code_goes_on_to_the_ast_scan(source):
 def test_a_file_that_does_not_compile_is_parsed_as_before():
     source = b'"""torch.utils.checkpoint.checkpoint"""\nimport torch\ndef f(:): pass\n'
     assert not names_in_code(source, Settings())
-    assert screen(source, Settings(), compiles=lambda: False) is not None  # on to libcst
+    syntax = SyntaxCheck("m.py", source, None)
+    assert screen(source, Settings(), syntax=syntax) is not None  # on to libcst
+    assert syntax.compiles() is False
 
 
 @pytest.mark.parametrize(

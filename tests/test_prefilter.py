@@ -8,7 +8,7 @@ import pytest
 
 from codemods.engine.run import run
 from codemods.registry import REGISTRY
-from codemods.screen.prefilter import may_have_findings, names_in_code, rule_filter, worth_parsing
+from codemods.screen.prefilter import may_have_findings, names_in_code, rule_filter, screen
 from codemods.settings import Settings
 from tests.migrate_fixtures import FIXTURES
 
@@ -37,7 +37,7 @@ def test_no_source_with_a_finding_is_filtered_out(rule, codes_found):
     found = [name for name, codes in codes_found.items() if rule.code in codes]
     assert found, f"no fixture, example or registry example shows {rule.code}"
     for name in found:  # neither the text test nor the ast scan rules it out
-        assert worth_parsing(SOURCES[name], Settings(select=(rule.code,))), name
+        assert _worth_parsing(SOURCES[name], Settings(select=(rule.code,))), name
         # nor the text test on its code alone (comments and plain strings blanked)
         assert names_in_code(SOURCES[name], Settings(select=(rule.code,))), name
 
@@ -118,12 +118,12 @@ def test_every_way_of_importing_is_seen(source):
     ],
 )
 def test_the_ast_scan_rules_out_mentions_that_are_not_uses(source):
-    assert may_have_findings(source, Settings()) and not worth_parsing(source, Settings())
+    assert may_have_findings(source, Settings()) and not _worth_parsing(source, Settings())
     assert run(source, Settings()).findings == []
 
 
 def test_a_file_the_ast_scan_cannot_parse_goes_on_to_libcst():
-    assert worth_parsing(
+    assert _worth_parsing(
         b"print 'py2'\nfrom fairscale.nn import FullyShardedDataParallel\n", Settings()
     )
 
@@ -150,3 +150,8 @@ def test_a_class_imported_in_a_parenthesized_list_under_an_alias_is_seen(source)
     only = Settings(select=("FSDP115",))
     assert may_have_findings(source, only)
     assert [f.code for f in run(source, only).findings] == ["FSDP115"]
+
+
+def _worth_parsing(source: bytes, settings: Settings) -> bool:
+    """Whether the pre-filter's two stages let ``source`` through."""
+    return screen(source, settings) is not None

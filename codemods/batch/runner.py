@@ -1,8 +1,9 @@
 """Run the engine over files, fast and without letting one bad file stop the rest.
 
 Each file is pre-filtered (a text test, then an ``ast`` scan: see
-:mod:`codemods.screen.prefilter`), so a file with no legacy spelling is not parsed at all and
-its syntax errors are not reported. The files that pass are linted on the same ``ast``
+:mod:`codemods.screen.prefilter`), so a file with no legacy spelling is not parsed for
+the rules (only checked for what Python refuses: :mod:`codemods.batch.syntax_errors`). The
+files that pass are linted on the same ``ast``
 tree (:mod:`codemods.astlint.detector`); only those it leaves undecided, and in a fixing run
 those with a fix to apply, are parsed with libcst. Worker processes start only for
 large runs, and libcst is imported only where a file needs it. Per-file errors are
@@ -181,8 +182,10 @@ def _screen_source(
     if prefilter:
         settings, tree = against_declared(source, settings)
         syntax = SyntaxCheck(path, source, modified)
-        passed = screen(source, settings, tree, syntax.compiles)
+        passed = screen(source, settings, tree, syntax)
         if passed is None:
+            if tree is not None:  # parsed for its evidence (a second ask costs nothing)
+                syntax.parsed(tree)
             # Nothing to find, but a file Python refuses is reported (see syntax_errors).
             result = FileResult(path, notes=set_aside_notes(path, settings))
             error = syntax.error()

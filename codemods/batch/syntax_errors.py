@@ -16,6 +16,8 @@ import re
 
 TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
 if TYPE_CHECKING:
+    import ast
+
     from codemods.batch.results import FileResult
 
 try:  # the C function under symtable.symtable (see syntax_error)
@@ -101,6 +103,19 @@ class SyntaxCheck:
                 self._answer = compiles(self.source)
         return self._answer
 
+    def parsed(self, tree: ast.Module) -> None:
+        """Learn that ``ast`` parsed the file into ``tree``.
+
+        Where the symbol table has nothing in it to refuse
+        (:func:`codemods.syntax.symbol_table.may_refuse`), the file compiles: no parse
+        of its own is needed to know.
+        """
+        if self._answer is None:
+            from codemods.syntax.symbol_table import may_refuse  # files parsed anyway only
+
+            if not may_refuse(tree):
+                self._answer = (True, None)
+
     def compiles(self) -> bool:
         """Whether Python compiles the file (so ``ast`` parses it)."""
         return self._checked()[0]
@@ -179,12 +194,26 @@ def from_libcst(exc: Exception) -> tuple[int, int, str]:
 
 
 def newer_python(source: bytes) -> bool:
-    """Whether libcst parses ``source`` (which this Python refused): a newer grammar.
+    r"""Whether libcst parses ``source`` (which this Python refused): a newer grammar.
 
     A file that only Python 3.12's type parameters keep from parsing here (as in
     ``def f[T](x: T)``; torch ships one) is decided without libcst (about 0.13 s to
-    import): see :func:`codemods.batch.type_parameters.without`.
+    import): see :func:`codemods.batch.type_parameters.without`. A file this Python's
+    parser takes was refused by its symbol table (``nonlocal`` at module level), which
+    libcst's grammar does not check: no newer grammar.
+
+    Example:
+        >>> newer_python(b"def f(a, a):\n    pass\n")
+        False
     """
+    import ast
+
+    try:
+        ast.parse(source)
+    except (SyntaxError, ValueError):
+        pass
+    else:
+        return False
     from codemods.batch import type_parameters
 
     blanked = type_parameters.without(source)

@@ -13,11 +13,10 @@ as Y``, or ``import a.b.P as m`` and then ``m.X``). So, for each rule:
   its hook, a value rule one of its old values.
 
 Every test is a substring search, shared by the rules checking a file; a package or a
-class counts as imported where it is on an import's logical line, searched among those
-lines alone (:func:`~codemods.screen.import_lines.import_text`). Each test only rules a file out
-where no finding can be; the suite checks that no fixture or registry example with a
-finding is ruled out. Files that pass go through a second, ``ast``-based stage
-(:mod:`codemods.screen.namescan`) before libcst parses them.
+class is imported where an import's logical line names it (those lines are searched
+alone: :func:`~codemods.screen.import_lines.import_text`). A test rules a file out only
+where no finding can be (no fixture or registry example with one is, the suite checks);
+what passes goes on to :mod:`codemods.screen.namescan`'s ``ast`` stage, then libcst.
 """
 
 from __future__ import annotations
@@ -35,7 +34,11 @@ from codemods.syntax.alias_positions import parse
 
 TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from typing import Protocol
+
+    class _Syntax(Protocol):  # codemods.batch.syntax_errors.SyntaxCheck, a stage above
+        def compiles(self) -> bool: ...
+        def parsed(self, tree: ast.Module) -> None: ...
 
 
 class RuleFilter(Record):
@@ -117,10 +120,8 @@ class RuleFilter(Record):
     def candidates(self, scan: Scan) -> list[tuple[bytes, bytes]]:
         """``(P, X)`` of each old name whose words the file all spells.
 
-        Both parts are spelled wherever the name is used, and each part of the module
-        path between them. That path first: its few words are shared by many names
-        and answered once a file, while most files spell none of the names at all
-        (see _by_path for the order).
+        Any use spells both, and each part of the module path between them: the path
+        first, whose few words many names share (once a file; see ``_by_path``).
         """
         return [
             (p, x)
@@ -371,20 +372,20 @@ def screen(
     source: bytes,
     settings: Settings,
     tree: ast.Module | None = None,
-    compiles: Callable[[], bool] | None = None,
+    syntax: _Syntax | None = None,
 ) -> Passed | None:
     """Both stages: the text test, then :mod:`codemods.screen.namescan`'s ``ast`` scan.
 
     None: no rule of ``settings`` can find anything in ``source`` (``tree``: parsed already).
-    ``compiles()``, where given, tells whether Python compiles ``source``: a file that
-    it compiles and whose old names are all in comments and strings
-    (:func:`names_in_code`) is ruled out before it is parsed, as the scan would.
+    ``syntax``: whether Python compiles ``source``, where a file whose old names are all
+    in comments and strings (:func:`names_in_code`) is ruled out unparsed; it is told
+    the tree of a file the scan rules out (``SyntaxCheck.parsed``).
     """
     scan = Scan(source)
     if not (settings.lightning_bases or _admitted(scan, _groups(_enabled(settings)))):
         return None  # as may_have_findings
     # Asked last: where no bytecode cache vouches for the file, a parse of its own.
-    if tree is None and compiles and not names_in_code(source, settings, scan) and compiles():
+    if tree is None and syntax and not names_in_code(source, settings, scan) and syntax.compiles():
         return None
     from codemods.screen import namescan
 
@@ -392,9 +393,8 @@ def screen(
         tree = parse(source) if tree is None else tree
     except (SyntaxError, ValueError):
         return Passed(None)
-    return Passed(tree) if namescan.may_have_findings(tree, settings) else None
-
-
-def worth_parsing(source: bytes, settings: Settings) -> bool:
-    """Whether :func:`screen` lets ``source`` through."""
-    return screen(source, settings) is not None
+    if namescan.may_have_findings(tree, settings):
+        return Passed(tree)
+    if syntax is not None:
+        syntax.parsed(tree)
+    return None
