@@ -92,6 +92,7 @@ def _pass(source: bytes, settings: Settings, tree: ast.Module | None) -> Detecti
     try:
         if tree is None:
             tree = parse(source)
+        suppressions.tree = tree  # its strings place the comments, without the tokenizer
         # ast accepts some bytes its columns cannot be mapped back from (a latin-1
         # comment without a coding cookie): libcst reports such a file as undecodable
         _decoded(source)

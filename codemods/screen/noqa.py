@@ -6,17 +6,21 @@
   ``# fsdp-compat: noqa: FSDP3`` those codes in the whole file.
 
 A silenced finding is neither reported nor fixed. Comments are found with the
-tokenizer, so ``"# noqa"`` inside a string is not one. A code a finding had before
-(:data:`FORMER`, as ruff's redirected codes) still silences it where it is named in full.
+tokenizer, so ``"# noqa"`` inside a string is not one (where the module's ``ast`` is
+at hand, its string literals' positions answer that: :func:`_outside_strings`). A code
+a finding had before (:data:`FORMER`, as ruff's redirected codes) still silences it
+where it is named in full.
 """
 
 from __future__ import annotations
 
+import ast
 import functools
 import io
 import re
 
 from codemods.records import Record
+from codemods.syntax.ast_nodes import tree_index
 
 
 @functools.cache
@@ -84,13 +88,17 @@ class Suppressions(Record):
         return "" in self.whole_file
 
 
-def parse(source: bytes) -> Suppressions:
-    """Find the ``noqa`` comments in ``source`` (bytes, in whatever encoding it declares)."""
+def parse(source: bytes, tree: ast.Module | None = None) -> Suppressions:
+    """Find the ``noqa`` comments in ``source`` (bytes, in whatever encoding it declares).
+
+    ``tree``: ``ast.parse(source)``, where it was parsed (it spares the tokenizer).
+    """
     if b"noqa" not in source:
         return Suppressions()
     lines: dict[int, frozenset[str]] = {}
     whole: set[str] = set()
-    for line, alone, comment in _comments(source):
+    found = None if tree is None else _outside_strings(source, tree)
+    for line, alone, comment in _comments(source) if found is None else found:
         file_level = _file().match(comment)
         if file_level and alone:
             whole |= _codes(file_level.group("codes"))
@@ -119,16 +127,17 @@ class Deferred:
     def __init__(self, source: bytes) -> None:
         self._source = source
         self._read: Suppressions | None = None
-        # A whole-file comment spells ``fsdp-compat`` in any case; no other character
-        # matches the letters of ``compat`` regardless of case.
-        if b"noqa" in source and b"compat" in source.lower():
+        self.tree: ast.Module | None = None  # the module's ``ast``, once parsed
+        # A whole-file comment spells ``fsdp-compat:`` in any case; no other character
+        # matches the letters of ``compat`` regardless of case (``ſ`` may be an ``s``).
+        if b"noqa" in source and b"compat:" in source.lower():
             self._read = parse(source)
 
     @property
     def read(self) -> Suppressions:
         """The comments, read now if they were not."""
         if self._read is None:
-            self._read = parse(self._source)
+            self._read = parse(self._source, self.tree)
         return self._read
 
     @property
@@ -158,3 +167,47 @@ def _comments(source: bytes) -> list[tuple[int, bool, str]]:
             for number, line in enumerate(text.splitlines(), start=1)
             if "#" in line
         ]
+
+
+def _outside_strings(source: bytes, tree: ast.Module) -> list[tuple[int, bool, str]] | None:
+    r""":func:`_comments` that can hold ``noqa``, from the positions of ``tree``'s strings.
+
+    Outside a string literal, a ``#`` starts a comment, and a literal on one line holds
+    none (a comment runs to the line's end). A line that spells ``noqa`` in any case
+    (no other can hold a ``noqa`` comment) has its comment from its first ``#`` outside
+    such literals. A ``#`` within a literal over several lines may be a comment between
+    the parts of ``("a"  # ...`` and ``"b")``, which the literal's span covers too: the
+    file is left to the tokenizer (None), as where a byte order mark or a coding
+    cookie is (``ast``'s columns count UTF-8 bytes).
+
+    Example:
+        >>> source = b"x = '# noqa'  # noqa: FSDP1 '#'\ny = 1  # NOQA\n"
+        >>> _outside_strings(source, ast.parse(source))
+        [(1, False, "# noqa: FSDP1 '#'"), (2, False, '# NOQA')]
+        >>> source = b"x = ('a'  # noqa\n     'b')\n"
+        >>> _outside_strings(source, ast.parse(source)) is None
+        True
+    """
+    lines = source.splitlines()
+    wanted = {n for n, line in enumerate(lines, 1) if b"noqa" in line.lower()}
+    if source.startswith(b"\xef\xbb\xbf") or b"coding" in b"\n".join(lines[:2]):
+        return None
+    inside: dict[int, list[tuple[int, int]]] = {n: [] for n in wanted}
+    by_type = tree_index(tree).by_type
+    for node in [*by_type.get(ast.Constant, ()), *by_type.get(ast.JoinedStr, ())]:
+        if type(node) is ast.Constant and type(node.value) not in (str, bytes):  # type: ignore[attr-defined]
+            continue
+        first, last = node.lineno, node.end_lineno  # type: ignore[attr-defined]
+        if first == last:
+            if first in inside:
+                inside[first].append((node.col_offset, node.end_col_offset))  # type: ignore[attr-defined]
+        elif any(first <= n <= last and b"#" in lines[n - 1] for n in wanted):
+            return None
+    found = []
+    for n in sorted(wanted):
+        line = lines[n - 1]
+        marks = [i for i, byte in enumerate(line) if byte == 35]  # b"#"
+        start = next((i for i in marks if not any(a <= i < b for a, b in inside[n])), None)
+        if start is not None:
+            found.append((n, not line[:start].strip(), line[start:].decode("utf-8", "replace")))
+    return found
