@@ -20,6 +20,10 @@ import pytest
 from codemods import lint, migrate
 from codemods.cli import targets
 from codemods.cli.floors import declared_floors, find_project_root
+from codemods.release_numbers import release
+from codemods.releases import Releases, Span
+from codemods.screen.evidence import against_declared
+from codemods.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -345,3 +349,25 @@ def test_a_declared_range_the_evidence_fits_or_an_explicit_one_is_kept(here, cap
     project(here, {"environment.yml": "dependencies:\n" + pin, "train.py": NEEDS_1_12})
     lint.main([*argv, "train.py"])
     assert "is below what the file uses" not in capsys.readouterr().out
+
+
+def test_a_file_with_nothing_to_find_still_says_its_pin_is_set_aside(here, capsys):
+    project(here, {"environment.yml": STALE_PIN, "train.py": "import torch\n" + NEEDS_1_12})
+    Path("plain.py").write_text("from torch.distributed.fsdp import MixedPrecision\n")
+    assert lint.main(["plain.py"]) == 0
+    assert "note: plain.py: torch 1.10.2..<1.10.3 (declared: " in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("source", "parsed"),
+    [
+        (NEEDS_1_12, True),
+        ("import torch.distributed.fsdp as f\n", True),  # the module is 1.11's
+        ("import torch\nx = torch.ones(2)  # fsdp\n", True),  # a comment spells it: parsed
+        ("import torch\nx = torch.ones(2)\n", False),  # nothing newer than 1.10.2 spelled
+    ],
+)
+def test_only_a_file_spelling_a_name_newer_than_the_top_is_parsed_for_its_evidence(source, parsed):
+    pin = Span(release("1.10.2"), release("1.10.2"), declared=True)
+    _, tree = against_declared(source.encode(), Settings(releases=Releases(torch=pin)))
+    assert (tree is not None) is parsed

@@ -23,6 +23,7 @@ Example:
 from __future__ import annotations
 
 import ast
+import functools
 from collections import deque
 from collections.abc import Callable, Iterator
 
@@ -32,6 +33,10 @@ from codemods.settings import Settings
 from codemods.syntax.alias_positions import parse
 from codemods.syntax.ast_nodes import dotted, tree_index
 from codemods.syntax.gates import GATE, catches_import_error
+
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
+if TYPE_CHECKING:
+    from codemods.releases import Span
 
 __all__ = ["against_declared", "evidence_floors", "set_aside_notes", "with_evidence"]
 
@@ -71,8 +76,44 @@ def against_declared(source: bytes, settings: Settings) -> tuple[Settings, ast.M
         return settings, None
     if not any(word in source for word in (b"torch", b"lightning", b"fairscale")):
         return settings, None
+    if not any(
+        any(map(source.__contains__, _above(framework, settings.releases.span(framework))))
+        for framework in _TITLES
+    ):
+        return settings, None  # no evidence can set a top aside: parsed later, if at all
     evidenced = with_evidence(source, settings, None)
     return evidenced if evidenced is not None else (settings, None)
+
+
+@functools.lru_cache(maxsize=16)
+def _above(framework: str, span: Span) -> tuple[bytes, ...]:
+    """Words a file spells one of where its ``framework`` evidence may pass ``span``'s top.
+
+    A name evidences its release, or its nearest module's (:func:`_appeared`), and a
+    name spells each part of itself (in its import or its attribute chain): each entry
+    newer than the top gives its last part. A framework's baseline newer than the top
+    gives its package roots (any use of the framework). Nothing for a span that is
+    not declared with a top.
+
+    Example:
+        >>> from codemods.releases import Span
+        >>> pinned = Span(release("1.10.2"), release("1.10.2"), declared=True)
+        >>> words = _above("torch", pinned)  # torch.distributed.fsdp is 1.11's
+        >>> b"fsdp" in words, b"MixedPrecision" in words, b"torch" in words
+        (True, True, False)
+        >>> _above("torch", Span(release("2.0"), declared=True))
+        ()
+    """
+    if not (span.declared and span.top is not None):
+        return ()
+    found = {
+        key.rpartition(".")[2].encode()
+        for key, (owner, first) in APPEARED.items()
+        if owner == framework and not span.reaches(release(first))
+    }
+    if not span.reaches(release(BASELINE[framework])):
+        found.update(root.encode() for root, owner in PACKAGES.items() if owner == framework)
+    return tuple(sorted(found))
 
 
 def set_aside_notes(path: str, settings: Settings) -> list[str]:
