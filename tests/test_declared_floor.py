@@ -892,6 +892,19 @@ def test_a_matrix_include_repeating_its_releases_lists_each_once(tmp_path):
 
 
 @pytest.mark.parametrize(
+    ("workflow", "problems"),
+    [
+        ("jobs: [unclosed\n", 0),  # names no torch: not parsed, so no problem to report
+        ("jobs: [unclosed\n# PyTorch\n", 1),  # spells it (in any case): parsed, refused
+    ],
+)
+def test_only_a_workflow_spelling_torch_is_parsed(tmp_path, workflow, problems):
+    files = {"setup.py": "from setuptools import setup\nsetup()\n"}
+    floors = declared_floors(write(tmp_path, {**files, ".github/workflows/ci.yml": workflow}))
+    assert len(floors.problems) == problems, floors.problems
+
+
+@pytest.mark.parametrize(
     ("text", "top"),
     [
         ("torch>=1.12,<2.0", ("2.0", True)),

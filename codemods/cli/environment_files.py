@@ -154,7 +154,16 @@ def _read_pipfile(reader: Reader, path: Path) -> None:
 
 
 def _read_workflow(reader: Reader, path: Path) -> None:
-    """A CI workflow's job matrices that list torch releases: their lowest and highest."""
+    """A CI workflow's job matrices that list torch releases: their lowest and highest.
+
+    A workflow that never spells ``torch`` has no such matrix (:data:`_MATRIX_KEY`) and
+    is not parsed: most projects' workflows are of linting and publishing.
+    """
+    try:
+        if b"torch" not in path.read_bytes().lower():
+            return
+    except OSError:
+        pass  # _load_yaml says why it cannot be read
     data = _load_yaml(reader, path)
     jobs = data.get("jobs") if isinstance(data, dict) else None
     if not isinstance(jobs, dict):
