@@ -12,9 +12,8 @@ cycle).
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
-from typing import Any
 
+from codemods.records import Frozen
 from codemods.registry import REGISTRY, Rule
 from codemods.registry.names import COMPAT_FAIRSCALE
 from codemods.rules.api import PARTIAL, Behaviour, Detector, Engine
@@ -44,7 +43,7 @@ def _is_policy_argument(engine: Engine, arg: cst.Arg) -> bool:
     )
 
 
-def _assigned(engine: Engine, value: cst.CSTNode) -> tuple[cst.Name, Any] | None:
+def _assigned(engine: Engine, value: cst.CSTNode) -> tuple[cst.Name, cst.metadata.Scope] | None:
     """The name ``value`` is assigned to alone (``name = value``), with its scope."""
     parent = engine.parent(value)
     if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1):
@@ -56,7 +55,7 @@ def _assigned(engine: Engine, value: cst.CSTNode) -> tuple[cst.Name, Any] | None
     return target, scope
 
 
-def _accesses(target: cst.Name, scope: Any) -> list[Any]:
+def _accesses(target: cst.Name, scope: cst.metadata.Scope) -> list[cst.metadata.Access]:
     """The reads of every binding of ``target``'s name in ``scope``."""
     return [a for assignment in scope.assignments[target.value] for a in assignment.references]
 
@@ -157,8 +156,7 @@ UNREAD, RETURNED, MODULE, CALLED, ELSEWHERE = "unread", "returned", "module", "c
 PASSED = "passed"
 
 
-@dataclass(frozen=True)
-class Site:
+class Site(Frozen):
     """Where a policy partial goes, where it does not certainly reach a consumer.
 
     Attributes:
@@ -173,9 +171,10 @@ class Site:
         line: The first call (``CALLED``), or the use the fix cannot follow.
     """
 
-    kind: str
-    name: str
-    line: int = 0
+    __slots__ = _fields = ("kind", "name", "line")
+
+    def __init__(self, kind: str, name: str, line: int = 0) -> None:
+        self._set(kind=kind, name=name, line=line)
 
 
 def verdict(rule: Rule, site: Site | None, callable_here: bool) -> tuple[bool, bool, str | None]:

@@ -7,8 +7,7 @@ None elsewhere; :func:`unproven` says which plans are unsafe fixes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from codemods.records import Record
 from codemods.rules.api import Engine
 from codemods.syntax.cst_nodes import dotted, find_all, is_plain_positional, keyword, literal
 from codemods.syntax.lazy_libcst import cst
@@ -25,19 +24,47 @@ FSDP_PACKAGE = "torch.distributed.fsdp"
 PARAMETERS = ("module", "state_dict_type", "state_dict_config", "optim_state_dict_config")
 
 
-@dataclass
-class Plan:
-    """One ``with`` block the fix replaces, and the config statement it drops."""
+class Plan(Record):
+    """One ``with`` block the fix replaces, and the config statement it drops.
 
-    with_node: cst.With
-    function: str  # get_model_state_dict / set_model_state_dict
-    options: str  # the StateDictOptions(...) source
-    module: cst.BaseExpression  # original node of the model expression
-    loaded: cst.BaseExpression | None  # original node of the dict loaded, if loading
-    config_statement: cst.CSTNode | None = None  # `name = FullStateDictConfig(...)`
-    config_uses: int = 0  # how many state_dict_type calls pass that name
-    rest: int = 0  # statements after the state-dict call (FSDP401's form), kept after it
-    optim_options: str | None = None  # FSDP401's: the block's optimizer layout, where read
+    Attributes:
+        with_node: The block.
+        function: ``get_model_state_dict`` or ``set_model_state_dict``.
+        options: The ``StateDictOptions(...)`` source.
+        module: The original node of the model expression.
+        loaded: The original node of the dict loaded, if loading.
+        config_statement: ``name = FullStateDictConfig(...)``, where one is dropped.
+        config_uses: How many ``state_dict_type`` calls pass that name.
+        rest: Statements after the state-dict call (FSDP401's form), kept after it.
+        optim_options: FSDP401's: the block's optimizer layout, where read.
+    """
+
+    _fields = (
+        "with_node",
+        "function",
+        "options",
+        "module",
+        "loaded",
+        "config_statement",
+        "config_uses",
+        "rest",
+        "optim_options",
+    )
+
+    def __init__(
+        self,
+        with_node: cst.With,
+        function: str,
+        options: str,
+        module: cst.BaseExpression,
+        loaded: cst.BaseExpression | None,
+    ) -> None:
+        self.with_node, self.function, self.options = with_node, function, options
+        self.module, self.loaded = module, loaded
+        self.config_statement: cst.CSTNode | None = None
+        self.config_uses = 0
+        self.rest = 0
+        self.optim_options: str | None = None
 
 
 def from_fsdp(engine: Engine, node: cst.CSTNode, suffix: str) -> bool:
