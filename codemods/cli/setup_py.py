@@ -13,6 +13,8 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
+from codemods.syntax.ast_nodes import tree_index
+
 __all__ = ["SetupPy", "setup_py_requirements"]
 
 _MUTATORS = {"append", "extend", "insert", "remove", "pop", "clear", "update", "setdefault"}
@@ -46,7 +48,7 @@ def setup_py_requirements(path: Path) -> tuple[list[tuple[str, str]], list[str]]
         problems.append(f"setup.py: cannot parse ({exc}); its requirements are not read")
         return found, problems
     setup_py = SetupPy(tree)
-    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and _is_setup(node.func)]
+    calls = [node for node in _every(tree, ast.Call) if _is_setup(node.func)]  # type: ignore[attr-defined]
     if not calls:
         if "install_requires" in source or "extras_require" in source:
             problems.append("setup.py: no setup(...) call found; its requirements are not read")
@@ -121,19 +123,12 @@ class SetupPy:
         self.mutated: set[str] = set()
         for statement in _module_statements(tree.body):
             self._collect(statement)
-        for node in ast.walk(tree):
-            if (
-                isinstance(node, ast.Attribute)
-                and isinstance(node.value, ast.Name)
-                and node.attr in _MUTATORS
-            ):
-                self.mutated.add(node.value.id)
-            elif (
-                isinstance(node, ast.Subscript)
-                and isinstance(node.ctx, (ast.Store, ast.Del))
-                and isinstance(node.value, ast.Name)
-            ):
-                self.mutated.add(node.value.id)
+        for node in _every(tree, ast.Attribute):
+            if isinstance(node.value, ast.Name) and node.attr in _MUTATORS:  # type: ignore[attr-defined]
+                self.mutated.add(node.value.id)  # type: ignore[attr-defined]
+        for node in _every(tree, ast.Subscript):
+            if isinstance(node.ctx, (ast.Store, ast.Del)) and isinstance(node.value, ast.Name):  # type: ignore[attr-defined]
+                self.mutated.add(node.value.id)  # type: ignore[attr-defined]
 
     def _bind(self, target: ast.AST, value: ast.AST) -> None:
         if isinstance(target, ast.Name):
@@ -238,3 +233,8 @@ def _module_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
                 yield from _module_statements(nested)
         for handler in getattr(statement, "handlers", []) or []:
             yield from _module_statements(handler.body)
+
+
+def _every(tree: ast.Module, kind: type[ast.AST]) -> list[ast.AST]:
+    """Every node of type ``kind`` in ``tree``, in source order, from one walk of it."""
+    return tree_index(tree).by_type.get(kind, [])
