@@ -218,7 +218,7 @@ class TreeIndex:
         below: dict[int, list[ast.AST]] = {}
         stack = [tree]
         pop, push = stack.pop, stack.extend
-        shapes, unread, node_type = _SHAPES, _UNREAD, ast.AST
+        shapes, unread = _SHAPES, _UNREAD
         while stack:
             node = pop()
             kind = type(node)
@@ -232,21 +232,22 @@ class TreeIndex:
                 shape = shapes[kind] = _shape(kind)
             if shape is None:
                 found = _any_children(node)
-            elif not shape:  # a name, a constant: nothing below
-                below[id(node)] = []
+            elif not shape:  # a name, a constant: nothing below (one shared empty tuple)
+                below[id(node)] = ()  # type: ignore[assignment]
                 continue
             else:
+                # A node, None, or (many) nodes with None where ``**`` or a default is not
                 found = []
                 for name, many in shape:
                     value = getattr(node, name, None)
                     if value is None:
                         continue
-                    if many and type(value) is list and None not in value:
-                        found.extend(value)
-                    elif type(value) is list:
-                        found.extend(item for item in value if isinstance(item, node_type))
-                    elif isinstance(value, node_type):
+                    if not many:
                         found.append(value)
+                    elif None not in value:
+                        found.extend(value)
+                    else:
+                        found.extend(item for item in value if item is not None)
             below[id(node)] = found
             push(reversed(found))
         self.by_type = by_type
