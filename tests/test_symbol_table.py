@@ -67,6 +67,10 @@ TAKEN = {
     "from __future__ import division\nx = 1\n",
     "star import at module level": "from os import *\n",
     "lambdas": "key = lambda a, b=1, *c, **d: (a, b)\n",
+    "a generator, a walrus and an await outside comprehensions": (
+        "def gen(xs):\n    for x in xs:\n        yield [y for y in x]\n"
+        "async def run(f):\n    if (n := await f()) > 1:\n        return n\n"
+    ),
 }
 
 
@@ -134,3 +138,33 @@ def test_a_file_parsed_for_its_evidence_and_ruled_out_still_reports_a_refusal(
     assert main([str(tmp_path / "m.py")]) == (1 if name else 0)
     out = capsys.readouterr().out
     assert ("invalid-syntax" in out) is (name is not None), out
+
+
+LEGACY = "from torch.distributed.fsdp.wrap import default_auto_wrap_policy\n"
+
+
+@pytest.mark.parametrize("name", ["nonlocal at module level", "walrus rebinding a loop variable"])
+def test_a_file_with_findings_that_python_refuses_is_reported_and_left(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Past the screen, the detector's tree answers for the symbol table, as it does above."""
+    from codemods import migrate
+
+    path = tmp_path / "m.py"
+    path.write_text(LEGACY + REFUSED[name], encoding="utf-8")
+    assert main([str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "m.py:2:" in out and "invalid-syntax" in out and "FSDP101" not in out, out
+    assert migrate.main([str(path)]) != 0
+    assert path.read_text(encoding="utf-8") == LEGACY + REFUSED[name]
+    assert "cannot parse" in capsys.readouterr().err
+
+
+def test_a_file_with_findings_that_compiles_keeps_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "m.py"
+    path.write_text(LEGACY + "def f(a):\n    global b\n    return a\n", encoding="utf-8")
+    assert main([str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "FSDP101" in out and "invalid-syntax" not in out, out

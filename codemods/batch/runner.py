@@ -191,6 +191,11 @@ def _screen_source(
             error = syntax.error()
             return result if error is None or newer_python(source) else unparsable(result, error)
         tree = passed.tree
+        if tree is not None:  # what the parser takes and the symbol table refuses
+            syntax.parsed(tree)
+            error = syntax.error()
+            if error is not None:
+                return unparsable(FileResult(path, notes=set_aside_notes(path, settings)), error)
     evidenced = with_evidence(source, settings, tree)
     if evidenced is not None:
         settings, tree = evidenced

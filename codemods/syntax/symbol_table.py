@@ -10,8 +10,8 @@ errors is about: :func:`may_refuse` looks, in the tree's index.
 The constructs, from every message of the symbol tables of Python 3.9 to 3.13
 (``tests/test_symbol_table.py`` holds one module per message and asks each Python
 that runs it): ``global`` and ``nonlocal``; a parameter named twice; ``import *``
-below the module's own statements; ``yield``, ``await`` and ``:=`` (in comprehensions,
-annotations, class bodies); a ``__future__`` import after the module's first other
+below the module's own statements; ``yield``, ``await`` and ``:=`` in a comprehension
+or an annotation; a ``__future__`` import after the module's first other
 statement, or of an unknown feature; type parameters and
 ``type`` aliases (3.12). A newer Python may have more: there :func:`may_refuse` says
 yes to every module.
@@ -29,7 +29,7 @@ from __future__ import annotations
 import ast
 import sys
 
-from codemods.syntax.ast_nodes import tree_index
+from codemods.syntax.ast_nodes import TreeIndex, tree_index
 
 __all__ = ["may_refuse"]
 
@@ -42,15 +42,16 @@ _CONSTRUCTS = tuple(
     for kind in (
         ast.Global,
         ast.Nonlocal,
-        ast.Yield,
-        ast.YieldFrom,
-        ast.Await,
-        ast.NamedExpr,
         # Python 3.12's type parameters (the index holds each) and ``type`` aliases
         *(getattr(ast, n, None) for n in ("TypeAlias", "TypeVar", "ParamSpec", "TypeVarTuple")),
     )
     if kind is not None
 )
+#: Node types the symbol table refuses only inside a comprehension or an annotation
+#: (elsewhere ``yield`` outside a function is the compiler's refusal, not the symbol
+#: table's): a generator, a ``:=`` in an ``if`` are everywhere.
+_IN_COMPREHENSIONS = (ast.Yield, ast.YieldFrom, ast.Await, ast.NamedExpr)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 #: ``__future__``'s features (the module's list, without importing it: a start pays
 #: for every module). A name outside it is refused ("future feature ... is not defined").
@@ -77,8 +78,11 @@ def may_refuse(tree: ast.Module) -> bool:
     """
     if sys.version_info[:2] > CHECKED_UP_TO:
         return True
-    by_type = tree_index(tree).by_type
+    index = tree_index(tree)
+    by_type = index.by_type
     if any(kind in by_type for kind in _CONSTRUCTS):
+        return True
+    if any(kind in by_type for kind in _IN_COMPREHENSIONS) and _inside(index):
         return True
     for node in by_type.get(ast.arguments, ()):
         named = [a.arg for a in (*node.posonlyargs, *node.args, *node.kwonlyargs)]  # type: ignore[attr-defined]
@@ -98,6 +102,22 @@ def may_refuse(tree: ast.Module) -> bool:
             return True
         if "*" in names and id(node) not in top:
             return True
+    return False
+
+
+def _inside(index: TreeIndex) -> bool:
+    """Whether a comprehension or an annotation holds a ``yield``, ``await`` or ``:=``."""
+    by_type, below = index.by_type, index.below
+    roots: list[ast.AST] = [node for kind in _COMPREHENSIONS for node in by_type.get(kind, ())]
+    roots += [a.annotation for a in by_type.get(ast.arg, ()) if a.annotation]  # type: ignore[attr-defined]
+    roots += [n.annotation for n in by_type.get(ast.AnnAssign, ())]  # type: ignore[attr-defined]
+    for kind in (ast.FunctionDef, ast.AsyncFunctionDef):
+        roots += [n.returns for n in by_type.get(kind, ()) if n.returns]  # type: ignore[attr-defined]
+    while roots:
+        node = roots.pop()
+        if isinstance(node, _IN_COMPREHENSIONS):
+            return True
+        roots.extend(below[id(node)])
     return False
 
 
