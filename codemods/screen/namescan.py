@@ -73,56 +73,63 @@ def _targets(settings: Settings) -> _Targets:
 
 
 class _Module:
-    """What one walk over a module's ``ast`` collects for the scan."""
+    """What the scan reads of a module's ``ast``: its imports at once, the rest if asked.
 
-    __slots__ = ("bound", "imported", "keywords", "parameters", "uses")
+    A file importing an old name is decided by its imports; only one that does not is
+    asked for its uses, keywords and parameters (node types compared exactly: ``ast``
+    has no subclasses).
+    """
 
-    def __init__(self) -> None:
+    __slots__ = ("_keywords", "bound", "by_type", "imported")
+
+    def __init__(self, tree: ast.AST) -> None:
+        self.by_type = get = tree_index(tree).by_type.get
         self.bound: dict[str, set[str]] = {}
         self.imported: list[str] = []
-        self.uses: list[ast.Name | ast.Attribute] = []
-        self.keywords: set[str | None] = set()
-        self.parameters: set[str] = set()
-
-
-def _collect(tree: ast.AST) -> _Module:
-    """One walk over ``tree`` (node types compared exactly: ``ast`` has no subclasses)."""
-    module = _Module()
-    get = tree_index(tree).by_type.get
-    module.uses = [*get(ast.Name, ()), *get(ast.Attribute, ())]  # type: ignore[list-item]
-    module.keywords = {node.arg for node in get(ast.keyword, ())}  # type: ignore[attr-defined]
-    for node in get(ast.arguments, ()):
-        module.parameters.update(a.arg for a in _all_arguments(node))  # type: ignore[arg-type]
-    for node in get(ast.Import, ()):
-        for alias in node.names:  # type: ignore[attr-defined]
-            local = alias.asname or alias.name.partition(".")[0]
-            module.bound.setdefault(local, set()).add(alias.name if alias.asname else local)
-            module.imported.append(alias.name)
-    for node in get(ast.ImportFrom, ()):
-        if node.level == 0 and node.module:  # type: ignore[attr-defined]
+        self._keywords: set[str | None] | None = None
+        for node in get(ast.Import, ()):
             for alias in node.names:  # type: ignore[attr-defined]
-                if alias.name != "*":
-                    qualified = f"{node.module}.{alias.name}"  # type: ignore[attr-defined]
-                    module.bound.setdefault(alias.asname or alias.name, set()).add(qualified)
-                    module.imported.append(qualified)
-    for statement in getattr(tree, "body", ()):  # `FSDP = FullyShardedDataParallel`
-        found = alias_assignment(statement)
-        if found is not None:
-            root, _, rest = dotted(found[1]).partition(".")  # type: ignore[union-attr]
-            bases = module.bound.get(root, ())
-            targets = {f"{base}.{rest}" if rest else base for base in bases}
-            if targets:
-                module.bound.setdefault(found[0], set()).update(targets)
-    return module
+                local = alias.asname or alias.name.partition(".")[0]
+                self.bound.setdefault(local, set()).add(alias.name if alias.asname else local)
+                self.imported.append(alias.name)
+        for node in get(ast.ImportFrom, ()):
+            if node.level == 0 and node.module:  # type: ignore[attr-defined]
+                for alias in node.names:  # type: ignore[attr-defined]
+                    if alias.name != "*":
+                        qualified = f"{node.module}.{alias.name}"  # type: ignore[attr-defined]
+                        self.bound.setdefault(alias.asname or alias.name, set()).add(qualified)
+                        self.imported.append(qualified)
+        for statement in getattr(tree, "body", ()):  # `FSDP = FullyShardedDataParallel`
+            found = alias_assignment(statement)
+            if found is not None:
+                root, _, rest = dotted(found[1]).partition(".")  # type: ignore[union-attr]
+                bases = self.bound.get(root, ())
+                targets = {f"{base}.{rest}" if rest else base for base in bases}
+                if targets:
+                    self.bound.setdefault(found[0], set()).update(targets)
+
+    def uses(self) -> list[ast.AST]:
+        """Every name and attribute of the module."""
+        return [*self.by_type(ast.Name, ()), *self.by_type(ast.Attribute, ())]
+
+    def keywords(self) -> set[str | None]:
+        """The keyword of every argument passed by keyword (None for ``**``)."""
+        if self._keywords is None:
+            self._keywords = {node.arg for node in self.by_type(ast.keyword, ())}  # type: ignore[attr-defined]
+        return self._keywords
+
+    def parameters(self) -> set[str]:
+        """The name of every parameter of every function and lambda."""
+        return {a.arg for node in self.by_type(ast.arguments, ()) for a in _all_arguments(node)}  # type: ignore[arg-type]
 
 
 def _referenced(module: _Module) -> Iterator[str]:
     yield from module.imported
     bound = module.bound
-    for node in module.uses:
+    for node in module.uses():
         if type(node) is ast.Name:
-            if node.id in bound:
-                yield from bound[node.id]
+            if node.id in bound:  # type: ignore[attr-defined]
+                yield from bound[node.id]  # type: ignore[attr-defined]
             continue
         name = dotted(node)
         parts = name.split(".") if name else None
@@ -145,11 +152,16 @@ def may_have_findings(tree: ast.Module, settings: Settings) -> bool:
     if settings.lightning_bases:
         return True  # a base defined in another file of the run: its hooks are looked at
     targets = _targets(settings)
-    module = _collect(tree)
+    module = _Module(tree)
     for name in _referenced(module):
-        if _refers_to(name, targets.names) or module.keywords & targets.calls.get(name, set()):
+        if _refers_to(name, targets.names):
             return True
-    return bool(targets.parameters & (module.parameters | module.keywords))
+        wanted = targets.calls.get(name)
+        if wanted and module.keywords() & wanted:
+            return True
+    return bool(
+        targets.parameters and targets.parameters & (module.parameters() | module.keywords())
+    )
 
 
 def _all_arguments(node: ast.arguments) -> list[ast.arg]:
