@@ -2,9 +2,9 @@
 
 Each file is pre-filtered (a text test, then an ``ast`` scan: see
 :mod:`codemods.screen.prefilter`), so a file with no legacy spelling is not parsed for
-the rules (only checked for what Python refuses: :mod:`codemods.batch.syntax_errors`). The
-files that pass are linted on the same ``ast``
-tree (:mod:`codemods.astlint.detector`); only those it leaves undecided, and in a fixing run
+the rules (only checked for what Python refuses: :mod:`codemods.batch.syntax_errors`).
+The files that pass are linted on the same ``ast`` tree
+(:mod:`codemods.astlint.detector`); only those it leaves undecided, and in a fixing run
 those with a fix to apply, are parsed with libcst. Worker processes start only for
 large runs, and libcst is imported only where a file needs it. Per-file errors are
 reported, never raised.
