@@ -34,7 +34,7 @@ from codemods.syntax.alias_positions import parse
 
 TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
 if TYPE_CHECKING:
-    from typing import Protocol
+    from typing import Any, Protocol
 
     class _Syntax(Protocol):  # codemods.batch.syntax_errors.SyntaxCheck, a stage above
         def compiles(self) -> bool: ...
@@ -177,20 +177,16 @@ class _Group(Frozen):
             (``distributed`` for torch's): a use of any of them spells each part,
             in its import or its attribute chain.
         filters: The filters themselves.
-        gated: Every filter's module paths (:attr:`RuleFilter._by_path`) by gate word:
-            ``(gate, ((middle, names, index of the filter), ...))``. A gate that many
-            filters share (``fsdp``) is asked once for all of them, not once a filter
-            (a torch file that imports torch asked each of the 28 torch filters).
+        gated: Every filter's module paths (:attr:`RuleFilter._by_path`) by gate word,
+            so a gate many filters share (``fsdp``) is asked once for all of them.
     """
 
-    __slots__ = _fields = ("key", "shared", "filters", "gated")
+    __slots__ = ("key", "shared", "filters", "_gated")
+    _fields = ("key", "shared", "filters")
 
     key: bytes
     shared: tuple[bytes, ...]
     filters: tuple[RuleFilter, ...]
-    gated: tuple[
-        tuple[bytes, tuple[tuple[tuple[bytes, ...], tuple[tuple[bytes, ...], ...], int], ...]], ...
-    ]
 
     def __init__(
         self,
@@ -198,16 +194,19 @@ class _Group(Frozen):
         shared: tuple[bytes, ...],
         filters: tuple[RuleFilter, ...],
     ) -> None:
-        gated: dict[bytes, list[tuple[tuple[bytes, ...], tuple[tuple[bytes, ...], ...], int]]] = {}
-        for index, f in enumerate(filters):
-            for gate, middle, names in f._by_path:
-                gated.setdefault(gate, []).append((middle, names, index))
-        self._set(
-            key=key,
-            shared=shared,
-            filters=filters,
-            gated=tuple((gate, tuple(paths)) for gate, paths in gated.items()),
-        )
+        # ``gated`` waits for a file holding the key: a one-file lint asks few groups.
+        self._set(key=key, shared=shared, filters=filters, _gated=None)
+
+    @property
+    def gated(self) -> tuple[tuple[bytes, tuple[tuple[Any, ...], ...]], ...]:
+        """``(gate, ((middle, names, index of the filter), ...))``, made once."""
+        if self._gated is None:
+            gated: dict[bytes, list[tuple[Any, ...]]] = {}
+            for index, f in enumerate(self.filters):
+                for gate, middle, names in f._by_path:
+                    gated.setdefault(gate, []).append((middle, names, index))
+            self._set(_gated=tuple((gate, tuple(paths)) for gate, paths in gated.items()))
+        return self._gated  # type: ignore[return-value]
 
     def admits(self, source: bytes, scan: Scan, imported: bool) -> bool:
         """Whether a filter of the group admits ``source`` (as :meth:`RuleFilter.admits`)."""
