@@ -74,14 +74,15 @@ def _read_tox(reader: Reader, path: Path) -> None:
             reader.add_pep508(line, f"tox.ini [{section}] deps")
 
 
-def _load_yaml(reader: Reader, path: Path) -> Any:
+def _load_yaml(reader: Reader, path: Path, text: str | None = None) -> Any:
+    """The YAML document of ``path`` (``text``: its text, read already), or None."""
     try:
         import yaml  # libcst's own dependency: always there where the codemods are
     except ImportError:  # pragma: no cover - libcst requires pyyaml
         reader.problems.append(f"{reader._label(path)}: not read: reading YAML needs pyyaml")
         return None
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8") if text is None else text
         try:
             # libyaml's loader where pyyaml was built with it: the pure-Python one took
             # most of the time a run over 53 projects spent reading their workflows.
@@ -160,11 +161,12 @@ def _read_workflow(reader: Reader, path: Path) -> None:
     is not parsed: most projects' workflows are of linting and publishing.
     """
     try:
-        if b"torch" not in path.read_bytes().lower():
-            return
-    except OSError:
-        pass  # _load_yaml says why it cannot be read
-    data = _load_yaml(reader, path)
+        text: str | None = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        text = None  # _load_yaml says why it cannot be read
+    if text is not None and "torch" not in text.lower():
+        return
+    data = _load_yaml(reader, path, text)
     jobs = data.get("jobs") if isinstance(data, dict) else None
     if not isinstance(jobs, dict):
         return

@@ -80,10 +80,10 @@ class _Module:
     has no subclasses).
     """
 
-    __slots__ = ("_keywords", "bound", "by_type", "imported")
+    __slots__ = ("_get", "_keywords", "bound", "imported")
 
     def __init__(self, tree: ast.AST) -> None:
-        self.by_type = get = tree_index(tree).by_type.get
+        self._get = get = tree_index(tree).by_type.get
         self.bound: dict[str, set[str]] = {}
         self.imported: list[str] = []
         self._keywords: set[str | None] | None = None
@@ -110,17 +110,17 @@ class _Module:
 
     def uses(self) -> list[ast.AST]:
         """Every name and attribute of the module."""
-        return [*self.by_type(ast.Name, ()), *self.by_type(ast.Attribute, ())]
+        return [*self._get(ast.Name, ()), *self._get(ast.Attribute, ())]
 
     def keywords(self) -> set[str | None]:
         """The keyword of every argument passed by keyword (None for ``**``)."""
         if self._keywords is None:
-            self._keywords = {node.arg for node in self.by_type(ast.keyword, ())}  # type: ignore[attr-defined]
+            self._keywords = {node.arg for node in self._get(ast.keyword, ())}  # type: ignore[attr-defined]
         return self._keywords
 
     def parameters(self) -> set[str]:
         """The name of every parameter of every function and lambda."""
-        return {a.arg for node in self.by_type(ast.arguments, ()) for a in _all_arguments(node)}  # type: ignore[arg-type]
+        return {a.arg for node in self._get(ast.arguments, ()) for a in _all_arguments(node)}  # type: ignore[arg-type]
 
 
 def _referenced(module: _Module) -> Iterator[str]:

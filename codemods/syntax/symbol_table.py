@@ -25,6 +25,7 @@ Example:
 """
 
 from __future__ import annotations
+import __future__
 
 import ast
 import sys
@@ -53,22 +54,9 @@ _CONSTRUCTS = tuple(
 _IN_COMPREHENSIONS = (ast.Yield, ast.YieldFrom, ast.Await, ast.NamedExpr)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
-#: ``__future__``'s features (the module's list, without importing it: a start pays
-#: for every module). A name outside it is refused ("future feature ... is not defined").
-_FUTURE = frozenset(
-    {
-        "nested_scopes",
-        "generators",
-        "division",
-        "absolute_import",
-        "with_statement",
-        "print_function",
-        "unicode_literals",
-        "barry_as_FLUFL",
-        "generator_stop",
-        "annotations",
-    }
-)
+#: ``__future__``'s features: a name outside them is refused ("future feature ... is not
+#: defined").
+_FUTURE = frozenset(__future__.all_feature_names)
 
 
 def may_refuse(tree: ast.Module) -> bool:
@@ -128,18 +116,10 @@ def _leading_futures(tree: ast.Module) -> set[int]:
     table of Python 3.10 to 3.12, whatever statement comes before it.
     """
     body = tree.body
-    start = 1 if body and _docstring(body[0]) else 0
+    start = 1 if ast.get_docstring(tree, clean=False) is not None else 0
     found = set()
     for statement in body[start:]:
         if type(statement) is not ast.ImportFrom or statement.module != "__future__":
             break
         found.add(id(statement))
     return found
-
-
-def _docstring(statement: ast.stmt) -> bool:
-    return (
-        type(statement) is ast.Expr
-        and type(statement.value) is ast.Constant
-        and type(statement.value.value) is str
-    )
