@@ -118,7 +118,8 @@ class Names:
         self._cache: dict[int, set[str]] = {}
         self._imported: dict[tuple[int, str], set[str]] = {}  # see _bound
         self.loads: dict[str, list[ast.Name]] = {}  # each name's uses (Load context)
-        self.imported_roots: set[str] = set()  # the first part of every name imports bind
+        # The first part of every name imports bind -> the first parts of what they import
+        self.imported_roots: dict[str, set[str]] = {}
         self.deleted: set[str] = set()  # names in `del`: a binding here, an access to libcst
         self._below = tree_index(tree).below
         self.aliases: dict[str, set[str]] = {}  # see _find_aliases
@@ -158,7 +159,11 @@ class Names:
                     keys = [".".join(parts[:n]) for n in range(len(parts), 0, -1)]
                 else:
                     keys = [alias.name]
-                self.imported_roots.add(keys[-1].partition(".")[0])
+                if kind is ast.Import:
+                    source = alias.name.partition(".")[0]
+                else:  # a relative import's names start with a dot: no rule's name does
+                    source = "" if node.level else node.module.partition(".")[0]  # type: ignore[attr-defined,union-attr]
+                self.imported_roots.setdefault(keys[-1].partition(".")[0], set()).add(source)
                 for key in keys:
                     statements = scope.imports.setdefault(key, [])
                     if not statements or statements[-1] is not node:

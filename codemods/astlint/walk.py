@@ -15,6 +15,7 @@ import functools
 from collections.abc import Iterable
 
 from codemods.astlint.detector import Detector, Undecided
+from codemods.astlint.reach import reached
 from codemods.astlint.scopes import dotted
 from codemods.registry import REGISTRY, ChangeKind, Rule
 from codemods.rules.api import PARTIAL, AstSite, Behaviour, unchanged
@@ -59,23 +60,28 @@ class Walk:
 
     def __init__(self, detector: Detector) -> None:
         self.d = detector
-        self.below = tree_index(detector.tree).below
+        index = tree_index(detector.tree)
+        self.below = index.below
         self.events: list[tuple] = []
         self.why_not: dict[str, str] = {}  # see Plan.why_not
         self.admitted: dict[str, bool] = {}  # rule code -> kept by _admitted
         self.definitions = bool(self._admitted(INDEX.definitions))
-        # Names that may refer to something a rule looks at: imported in the file, or
-        # spelled like a package the rules name (a module-level `torch = ...` is
-        # `torch` to libcst), or an alias of an imported name. Any other chain refers to
-        # local names or builtins only.
+        # Names that may refer to what a rule names: imported from a package the rules
+        # name, spelled like one (a module-level `torch = ...`), or an alias. Any other
+        # chain refers to local names, builtins or other packages (`np.zeros`).
         names = detector.names
-        self.relevant = names.imported_roots | _package_roots() | set(names.aliases)
+        packages = _package_roots()
+        imported = [n for n, came in names.imported_roots.items() if came & packages]
+        self.relevant = packages.union(imported, names.aliases)
+        kinds = [ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda] if self.definitions else []
+        self.live = reached(detector.tree, index.by_type, names.parents, self.relevant, kinds)
 
     def run(self) -> None:
         """Walk the module, settle the plan, report."""
         self._no_other_hooks()
         for child in self.d.tree.body:
-            self._visit(child, False)
+            if id(child) in self.live:
+                self._visit(child, False)
         fixable = self._plan()
         d = self.d
         for event in self.events:
@@ -131,7 +137,8 @@ class Walk:
             while type(base) is ast.Attribute:
                 base = base.value  # type: ignore[attr-defined]
             if type(base) is not ast.Name:  # `f().x.y`: only the call can name anything
-                self._visit(base, fallback)
+                if id(base) in self.live:
+                    self._visit(base, fallback)
             elif base.id in self.relevant:  # type: ignore[attr-defined]
                 found = self.d.find(node)
                 if found is not None:
@@ -142,16 +149,19 @@ class Walk:
         if kind is ast.Import or kind is ast.ImportFrom:
             self.events.append(("import", node, fallback))
             return
+        live = self.live  # the subtrees the walk acts in (codemods.astlint.reach)
         if self.definitions and kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda):
             self.events.append(("function", node, fallback))
         if kind is ast.Try or kind is ast.If:
             regions = {id(r) for r in ast_fallback_regions(node, self.d.segment)}
             fallback = fallback or id(node) in regions
             for child in self.below[id(node)]:
-                self._visit(child, fallback or id(child) in regions)
+                if id(child) in live:
+                    self._visit(child, fallback or id(child) in regions)
         else:  # most nodes: no set of regions made and asked for each child
             for child in self.below[id(node)]:
-                self._visit(child, fallback)
+                if id(child) in live:
+                    self._visit(child, fallback)
         if kind is ast.Call:
             self.events.append(("call", node, fallback))
         elif kind is ast.ClassDef:

@@ -1,0 +1,86 @@
+"""The detector's walk skips the subtrees it cannot act in, and acts the same.
+
+:mod:`codemods.astlint.reach` marks the nodes above a name a rule may name, an import,
+a class and (where a rule asks) a function; the walk enters only those. Here each
+source is walked twice, pruned and whole, and the events (kind, node, fallback), the
+findings and the plan's reasons must be the same; the whole walk's calls of names no
+rule looks at (``print(x)``, which the walk meets and passes over) aside.
+"""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from codemods.astlint.detector import Detector, Undecided
+from codemods.astlint.reach import Everything, reached
+from codemods.astlint.walk import Walk
+from codemods.registry import REGISTRY
+from codemods.screen import noqa
+from codemods.settings import Settings
+from codemods.syntax.ast_nodes import dotted, tree_index
+from tests import migrate_fixtures
+from tests.realistic_tree import build_tree
+
+EVERY_RULE = Settings(select=("FSDP",))
+
+
+def _sources() -> list:
+    params = [
+        pytest.param(example.before.encode(), id=f"{rule.code}-{index}")
+        for rule in REGISTRY
+        for index, example in enumerate([rule.example, *rule.cases])
+    ]
+    fixtures = migrate_fixtures.sources(False)
+    params += [pytest.param(p.values[0], id=f"fixture-{p.id}") for p in fixtures]
+    params += [pytest.param(s, id=path) for path, s in sorted(build_tree(8).items())]
+    return params
+
+
+def _walked(source: bytes, tree: ast.Module, whole: bool) -> tuple[list, list, dict]:
+    detector = Detector(source, tree, EVERY_RULE, noqa.Deferred(source))
+    walk = Walk(detector)
+    if whole:
+        walk.live = Everything()
+    walk.run()
+    events = [(e[0], id(e[1]), e[2]) for e in walk.events if e[0] != "call" or _acts(walk, e[1])]
+    return events, sorted(detector.findings), walk.why_not
+
+
+def _acts(walk: Walk, call: ast.Call) -> bool:
+    root = dotted(call.func)
+    return root is not None and root.partition(".")[0] in walk.relevant
+
+
+@pytest.mark.parametrize("source", _sources())
+def test_pruned_walk_acts_as_the_whole_walk(source: bytes) -> None:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        pytest.skip("not Python that ast parses")
+    try:
+        whole = _walked(source, tree, whole=True)
+    except Undecided:
+        with pytest.raises(Undecided):
+            _walked(source, tree, whole=False)
+        return
+    assert _walked(source, tree, whole=False) == whole
+
+
+def test_the_walk_enters_only_what_it_may_act_in() -> None:
+    source = (
+        "import numpy as np\nfrom torch.distributed import fsdp as np2\n"
+        "x = np.zeros(3) + 1\ny = np2.FullyShardedDataParallel\n"
+    )
+    tree = ast.parse(source)
+    walk = Walk(Detector(source.encode(), tree, EVERY_RULE, noqa.Deferred(source.encode())))
+    assert "np" not in walk.relevant  # numpy: no rule names anything in it
+    assert "np2" in walk.relevant
+    assert [id(s) in walk.live for s in tree.body] == [True, True, False, True]
+
+
+def test_a_node_without_a_known_parent_lets_the_walk_reach_everything() -> None:
+    tree = ast.parse("y = torch.x\n")
+    found = reached(tree, tree_index(tree).by_type, {}, {"torch"}, ())
+    assert isinstance(found, Everything) and id(tree.body[0]) in found
