@@ -42,21 +42,20 @@ KNOWN_SUBCLASSES = ("BoringModel", "DemoModel", "BoringFabricModule")
 
 
 class _File:
-    """A parsed file; ``bound``: name -> ``("module", dotted)`` or ``("from", module, name)``."""
+    """A parsed file's imported names and its classes' bases (not its tree: see ``_parse``)."""
 
-    __slots__ = ("bound", "classes", "path", "tree")
+    __slots__ = ("bound", "classes", "path")
 
-    def __init__(self, path: Path, tree: ast.Module) -> None:
-        self.path, self.tree = path, tree
-        self.bound: dict[str, tuple[str, ...]] = {}
-        self.classes: dict[str, list[ast.expr]] = {}
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.bound: dict[str, tuple[str, ...]] = {}  # name -> ("module", m) / ("from", m, name)
+        self.classes: dict[str, list[str | None]] = {}  # name -> bases spelled (None: not a name)
 
 
 def _module_names(path: Path) -> list[str]:
     """The dotted names a file may be imported by (every tail of its path)."""
     parts = list(path.with_suffix("").parts)
-    if parts and parts[-1] == "__init__":
-        parts = parts[:-1]
+    parts = parts[:-1] if parts and parts[-1] == "__init__" else parts
     return [".".join(parts[i:]) for i in range(len(parts)) if parts[i:]]
 
 
@@ -244,9 +243,8 @@ class ProjectClasses:
     # Reading ------------------------------------------------------------------------
 
     def _read(self) -> None:
-        # The cycle collector off while the trees are built: its collections, set off
-        # by ``ast``'s allocations, went over the trees read so far (a third of the
-        # reading on the realistic tree's 16 Lightning modules).
+        # The cycle collector off while the trees are built: ``ast``'s allocations set
+        # off collections that go over the tree being built.
         collecting = gc.isenabled()
         gc.disable()
         try:
@@ -267,7 +265,7 @@ class ProjectClasses:
                 for base in bases:
                     target = self._resolve(file, base)
                     if target is not None and target[0] != "lightning" and target in derived:
-                        spellings.add(dotted(base) or "")
+                        spellings.add(base or "")
 
     def _read_all(self, texts: dict[Path, str]) -> set[tuple[Path, str]]:
         wanted = {LIGHTNING_CLASS, *KNOWN_SUBCLASSES}
@@ -326,7 +324,8 @@ class ProjectClasses:
             tree = ast.parse(text)
         except (SyntaxError, ValueError):
             return
-        file = self._files[path] = _File(path, tree)
+        # Names only: the tree is freed now, not gone over by the collector when it is on
+        file = self._files[path] = _File(path)
         for node in _statements(tree):
             if type(node) is ast.Import:
                 for alias in node.names:
@@ -338,7 +337,7 @@ class ProjectClasses:
                 for alias in node.names:
                     file.bound[alias.asname or alias.name] = ("from", module, alias.name)
             elif type(node) is ast.ClassDef:
-                file.classes.setdefault(node.name, list(node.bases))
+                file.classes.setdefault(node.name, [dotted(base) for base in node.bases])
 
     def _module_file(self, importer: Path, module: str) -> Path | None:
         """The run file ``module`` names, seen from ``importer`` (None: not one of them)."""
@@ -356,9 +355,8 @@ class ProjectClasses:
         found = self._named(dotted)  # a file given twice makes its names ambiguous
         return found[0] if len(found) == 1 else None
 
-    def _resolve(self, file: _File, base: ast.expr) -> tuple[str, ...] | None:
+    def _resolve(self, file: _File, spelled: str | None) -> tuple[str, ...] | None:
         """What a base names: ``("lightning", name)``, ``(path, class)``, or None."""
-        spelled = dotted(base)
         if spelled is None:
             return None
         head, _, rest = spelled.partition(".")
