@@ -147,15 +147,17 @@ class Fsdp133(Behaviour):
             for a in own
         ]
         action = decide(shapes, partial)
-        if action == "offload" and name_taken(detector.tree):
+        if action == "offload" and _taken(detector):
             action = None
         detector.report(flag, self.rule, fixable_here=action is not None)
 
 
-def _taken(engine: Engine) -> bool:
+def _taken(engine: Engine | Detector) -> bool:
+    """:func:`name_taken` of the module, asked once a file (it walks the whole tree)."""
     key = f"{NEW_NAME}:taken"
     if key not in engine.scratch:
-        engine.scratch[key] = name_taken(parse(engine.module.code))
+        tree = getattr(engine, "tree", None)  # the detector's; the engine's is libcst's
+        engine.scratch[key] = name_taken(tree or parse(engine.module.code))  # type: ignore[union-attr]
     return engine.scratch[key]
 
 

@@ -172,8 +172,8 @@ def _ast_bindings(detector: Detector) -> Iterator[tuple[str, bool]]:
     for assign in detector.nodes(ast.Assign):
         targets = assign.targets  # type: ignore[attr-defined]
         single = len(targets) == 1 and type(targets[0]) is ast.Name
-        for target in targets:
-            for name in ast.walk(target):
+        for target in targets:  # most are a name: no walk (ast.walk would yield it and its ctx)
+            for name in (target,) if type(target) is ast.Name else ast.walk(target):
                 if type(name) is ast.Name and type(name.ctx) is ast.Store:  # type: ignore[attr-defined]
                     covered.add(id(name))
                     yield name.id, single and is_trainer_call(assign.value)  # type: ignore[attr-defined]

@@ -274,9 +274,8 @@ def _ast_keyword_calls(detector: Detector, rule: Rule) -> list[ast.keyword]:
         detector.scratch[key] = [
             arg
             for call in detector.nodes(ast.Call)
-            if not detector.qualified(call.func) & torch_callables
-            for arg in call.keywords
-            if arg.arg == rule.argument
+            for arg in call.keywords  # the keyword first: most calls do not pass it
+            if arg.arg == rule.argument and not detector.qualified(call.func) & torch_callables
         ]
         detector.depends_on(detector.scratch[key])
     return detector.scratch[key]
