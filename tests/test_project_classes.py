@@ -197,7 +197,7 @@ def test_the_statement_walk_meets_imports_and_classes_as_ast_walk_does():
     # order (a name bound twice keeps the binding ast.walk's order gives it).
     import ast
 
-    from codemods.cli.project_classes import _statements
+    from codemods.syntax.class_bases import statements
     from tests.realistic_tree import build_tree
 
     kinds = (ast.Import, ast.ImportFrom, ast.ClassDef)
@@ -212,7 +212,7 @@ def test_the_statement_walk_meets_imports_and_classes_as_ast_walk_does():
     for source in sources:
         tree = ast.parse(source)
         walked = [node for node in ast.walk(tree) if isinstance(node, kinds)]
-        assert [node for node in _statements(tree) if isinstance(node, kinds)] == walked
+        assert [node for node in statements(tree) if isinstance(node, kinds)] == walked
 
 
 def test_a_file_resolves_through_its_directory_as_path_resolve_does(tmp_path, monkeypatch):
@@ -254,3 +254,47 @@ def test_a_base_in_a_package_init_and_through_a_linked_module(tmp_path):
     classes = ProjectClasses(paths, ["configure_sharded_model"])
     assert classes.lightning_bases(tmp_path / "model.py") == {"Mid", "Base"}
     assert ProjectClasses(paths).lightning_bases(tmp_path / "model.py") == {"Mid", "Base"}
+
+
+def test_a_file_the_screening_parsed_comes_with_its_names_and_bases(project):
+    # A hook file that imports Lightning passes the pre-filter and is parsed there: its
+    # result holds what the project classes need of it. A file the pre-filter rules out
+    # (gpt.py names no Lightning itself) and a file that is not ASCII say only True.
+    import ast
+
+    from codemods.syntax.class_bases import names_and_bases
+
+    direct = project / "pkg/models/direct.py"
+    direct.write_text(
+        "import lightning.pytorch as pl\nfrom .mid import Mid\n\n\n"
+        "class D(Mid, pl.LightningModule):\n    def configure_sharded_model(self):\n        pass\n",
+        encoding="utf-8",
+    )
+    accented = project / "pkg/models/accented.py"
+    accented.write_text(direct.read_text().replace("pass", "x = 'é'"), encoding="utf-8")
+    paths = sorted(project.rglob("*.py"))
+    results = process_files(paths, Settings(), False, jobs=1, hooks=(b"configure_sharded_model",))
+    hooks = {p.name: r.hook for p, r in zip(paths, results) if r.hook}
+    assert hooks["direct.py"] == names_and_bases(ast.parse(direct.read_bytes()))
+    assert hooks["direct.py"][1] == {"D": ["Mid", "pl.LightningModule"]}
+    assert hooks["accented.py"] is True and hooks["gpt.py"] is True
+
+
+def test_a_known_file_is_not_read_again_and_reads_as_a_read_one(project, monkeypatch):
+    import ast
+
+    from codemods.syntax.class_bases import names_and_bases
+
+    paths = sorted(project.rglob("*.py"))
+    hooks = ["configure_sharded_model"]
+    gpt, star = project / "pkg/models/gpt.py", project / "pkg/models/star.py"
+    read = ProjectClasses(paths, hooks, holding=[gpt, star])
+    searched: list[str] = []
+    real = project_classes._bytes
+    monkeypatch.setattr(project_classes, "_bytes", lambda path: searched.append(path) or real(path))
+    known = {str(gpt): names_and_bases(ast.parse(gpt.read_bytes()))}
+    given = ProjectClasses(paths, hooks, holding=[gpt, star], known=known)
+    assert [Path(p).name for p in searched] == ["star.py"]  # gpt.py's bases are still followed
+    assert set(given._files) == set(read._files)
+    for path in paths:
+        assert given.lightning_bases(path) == read.lightning_bases(path)

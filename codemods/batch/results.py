@@ -30,8 +30,10 @@ class FileResult(Record):
             (``torch 2.4..latest (floor: evidence: ...); Lightning latest``), or None.
         notes: ``note:`` lines for the run's summary about this file (a declared range
             below what the file uses, set aside for it).
-        hook: The file's bytes hold one of the words the run asked about (a hook
-            rule's method name: see :mod:`codemods.cli.later_classes`).
+        hook: Whether the file's bytes hold one of the words the run asked about (a
+            hook rule's method name: see :mod:`codemods.cli.later_classes`); where the
+            screening parsed such a file, its names and classes' bases instead of True
+            (:func:`~codemods.syntax.class_bases.names_and_bases`).
     """
 
     _fields = (
@@ -64,7 +66,7 @@ class FileResult(Record):
         syntax: Finding | None = None,
         releases: str | None = None,
         notes: list[str] | None = None,
-        hook: bool = False,
+        hook: bool | tuple = False,
     ) -> None:
         self.path = path
         self.findings = [] if findings is None else findings

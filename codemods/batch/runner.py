@@ -38,6 +38,7 @@ from codemods.batch.to_parse import ToParse
 from codemods.screen.evidence import against_declared, set_aside_notes, with_evidence
 from codemods.screen.prefilter import screen
 from codemods.settings import Settings
+from codemods.syntax.class_bases import names_and_bases
 
 TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
 if TYPE_CHECKING:
@@ -88,7 +89,7 @@ def process_source(
             return screened
         detection = screened.detection
         settings = screened.settings or settings
-    result.releases = _releases_note(settings)
+    result.releases = settings.releases.line()  # for --report: torch 2.4..latest (floor: ...)
     result.notes = set_aside_notes(path, settings)
     if len(source) > MAX_PARSE_BYTES:
         result.error = (
@@ -135,8 +136,9 @@ def _screen(
         source, modified = read_file(path)
     except OSError as exc:
         return FileResult(str(path), error=f"cannot read: {exc.strerror or exc}")
-    screened = _screen_read(path, source, modified, settings, prefilter)
-    if hooks and os.fspath(path).endswith(".py") and any(hook in source for hook in hooks):
+    hook = bool(hooks) and os.fspath(path).endswith(".py") and any(h in source for h in hooks)
+    screened = _screen_read(path, source, modified, settings, prefilter, hook)
+    if hook and not screened.hook:
         if isinstance(screened, ToParse):
             return screened.replace(hook=True)
         screened.hook = True
@@ -144,14 +146,14 @@ def _screen(
 
 
 def _screen_read(
-    path: Path, source: bytes, modified: int, settings: Settings, prefilter: bool
+    path: Path, source: bytes, modified: int, settings: Settings, prefilter: bool, hook: bool
 ) -> FileResult | ToParse:
     error = _not_python(source)
     if error:
         return FileResult(str(path), error=error)
     if path.suffix != NOTEBOOK:
         cached = modified if path.suffix == ".py" else None  # a stub's cache is its module's
-        return _screen_source(str(path), source, settings, prefilter, modified=cached)
+        return _screen_source(str(path), source, settings, prefilter, cached, hook)
     from codemods.batch.notebooks import NotANotebook, Notebook, fixing, in_cells
 
     try:
@@ -165,13 +167,19 @@ def _screen_read(
 
 
 def _screen_source(
-    path: str, source: bytes, settings: Settings, prefilter: bool, modified: int | None = None
+    path: str,
+    source: bytes,
+    settings: Settings,
+    prefilter: bool,
+    modified: int | None = None,
+    hook: bool = False,
 ) -> FileResult | ToParse:
     """The result of a file the pre-filter or the ``ast`` detector settles, else libcst's part.
 
     ``modified``: the modification time of the file ``path`` whose bytes ``source`` are
     (None: standard input, a notebook's cells), so its bytecode cache can vouch for its
-    syntax.
+    syntax. ``hook``: the file holds a hook's name; where it is ASCII (read as the
+    project classes read it) and parsed here, its result's ``hook`` is its names and bases.
 
     Both pre-filter stages first (they rule out most files of most trees without loading
     the rules' behaviours, and so libcst); then the ``ast`` detector on the tree the
@@ -205,16 +213,13 @@ def _screen_source(
         return ToParse(source, settings=settings)
     from codemods.astlint import lint  # not before a file passes the pre-filter
 
+    named = hook and tree is not None and source.isascii() and names_and_bases(tree)
     screened = lint.screen(source, settings, tree)
     if screened.findings is not None:
-        notes = set_aside_notes(path, settings)
-        return FileResult(path, screened.findings, releases=_releases_note(settings), notes=notes)
-    return ToParse(source, screened.detection, settings)
-
-
-def _releases_note(settings: Settings) -> str:
-    """The file's range for ``--report``: ``torch 2.4..latest (floor: evidence: ...); ...``."""
-    return settings.releases.line()
+        found = FileResult(path, screened.findings, releases=settings.releases.line(), hook=named)
+        found.notes = set_aside_notes(path, settings)
+        return found
+    return ToParse(source, screened.detection, settings, hook=named)
 
 
 def _parse(args: Work) -> FileResult:

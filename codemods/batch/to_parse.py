@@ -30,7 +30,7 @@ class ToParse(Frozen):
     detection: Detection | None
     settings: Settings | None
     notebook: Notebook | None
-    hook: bool
+    hook: bool | tuple
 
     def __init__(
         self,
@@ -38,7 +38,7 @@ class ToParse(Frozen):
         detection: Detection | None = None,
         settings: Settings | None = None,
         notebook: Notebook | None = None,
-        hook: bool = False,
+        hook: bool | tuple = False,
     ) -> None:
         self._set(
             source=source, detection=detection, settings=settings, notebook=notebook, hook=hook

@@ -11,7 +11,8 @@ every file without them, the workers, which read every file anyway, say in each 
 whether its bytes hold a hook's name (:attr:`~codemods.batch.results.FileResult.hook`),
 and then only those files (3 of torch's) and the files their bases lead to are read,
 and the files whose settings the classes change linted again. The results are those of
-a run that read them first.
+a run that read them first. A file the screening parsed is not parsed again: its result
+holds its names and its classes' bases (:func:`~codemods.syntax.class_bases.names_and_bases`).
 """
 
 from __future__ import annotations
@@ -69,7 +70,9 @@ class LaterClasses:
         from codemods.cli.project_classes import ProjectClasses
 
         holding = [path for path, result in zip(self._paths, results) if result.hook]
-        classes = ProjectClasses(self._paths, self._names, holding=holding)
+        # A file the screening parsed came with its names and bases: not parsed again
+        known = {str(p): r.hook for p, r in zip(self._paths, results) if type(r.hook) is tuple}
+        classes = ProjectClasses(self._paths, self._names, holding=holding, known=known)
         chosen = chosen._replace(classes=classes)
         redo = [i for i, path in enumerate(self._paths) if classes.lightning_bases(path)]
         if redo:

@@ -23,16 +23,17 @@ import gc
 import os
 import re
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 
 from codemods.cli.resolved_paths import ResolvedDirectories
 from codemods.registry import REGISTRY, ChangeKind
-from codemods.syntax.ast_nodes import dotted
+from codemods.syntax.class_bases import names_and_bases
 
 TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
 if TYPE_CHECKING:
     from codemods.settings import Settings
+    from codemods.syntax.class_bases import Bases, Bound
 
 #: What a class must derive from: Lightning's class, and Lightning's test models that
 #: are LightningModules (the hook rule's own list).
@@ -42,14 +43,12 @@ KNOWN_SUBCLASSES = ("BoringModel", "DemoModel", "BoringFabricModule")
 
 
 class _File:
-    """A parsed file's imported names and its classes' bases (not its tree: see ``_parse``)."""
+    """A file's imported names and its classes' bases (:func:`names_and_bases`), not its tree."""
 
     __slots__ = ("bound", "classes", "path")
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.bound: dict[str, tuple[str, ...]] = {}  # name -> ("module", m) / ("from", m, name)
-        self.classes: dict[str, list[str | None]] = {}  # name -> bases spelled (None: not a name)
+    def __init__(self, path: Path, bound: Bound, classes: Bases) -> None:
+        self.path, self.bound, self.classes = path, bound, classes
 
 
 def _module_names(path: Path) -> list[str]:
@@ -107,33 +106,6 @@ def _resolved(path: str | Path, directories: ResolvedDirectories | None = None) 
         return None
 
 
-#: The nodes whose list fields hold statements (``match_case`` from Python 3.10).
-_STATEMENT_HOLDERS = (ast.stmt, ast.excepthandler, getattr(ast, "match_case", ast.stmt))
-
-
-def _statements(tree: ast.Module) -> Iterator[ast.AST]:
-    r"""Every statement of ``tree``, its handlers and match cases, in ``ast.walk``'s order.
-
-    Imports and class definitions are statements, and a statement sits only in a list
-    field of a statement, a handler or a match case: the walk never enters the
-    expressions, most of a module's nodes. Breadth first, fields in order, as
-    ``ast.walk``, so that a name bound twice keeps the same binding.
-
-    Example:
-        >>> tree = ast.parse("import a\nif x:\n    class C(B): pass\nf(lambda: 1)")
-        >>> [type(n).__name__ for n in _statements(tree)]
-        ['Module', 'Import', 'If', 'Expr', 'ClassDef', 'Pass']
-    """
-    queue = deque([tree])
-    while queue:
-        node = queue.popleft()
-        yield node
-        for name in node._fields:
-            value = getattr(node, name, None)
-            if type(value) is list:
-                queue.extend(item for item in value if isinstance(item, _STATEMENT_HOLDERS))
-
-
 def hook_names(settings: Settings) -> set[str]:
     """The hooks the rules ``settings`` enables look for (``configure_sharded_model``)."""
     return {
@@ -152,6 +124,7 @@ class ProjectClasses:
         paths: Iterable[Path],
         hooks: Iterable[str] | None = None,
         holding: Iterable[Path] | None = None,
+        known: dict[str, tuple[Bound, Bases]] | None = None,
     ) -> None:
         """Read the classes of ``paths``.
 
@@ -164,10 +137,13 @@ class ProjectClasses:
                 of 95). None: every file's classes.
             holding: With ``hooks``, the files seen to hold one of them (by the
                 workers that screened the run): no other is read. None: every file.
+            known: Of those, the files whose names and bases the screening read from
+                its tree (:func:`names_and_bases`), by path as given: not read again.
         """
         self._hooks = None if hooks is None else tuple(hooks)
         self._given_paths = list(paths)
         self._holding = None if holding is None else list(holding)
+        self._known = known or {}
         # Each path as the run gives it, resolved once, and only where needed: on a
         # tree no hook leads into (torch's 2,328 files), resolving every path cost more
         # than reading the few files a hook names.
@@ -293,24 +269,28 @@ class ProjectClasses:
         for given in dict.fromkeys(map(str, searched)):
             if not given.endswith(".py"):
                 continue
-            data = _bytes(given)
-            if data is None:
-                continue
-            if any(hook in data for hook in hooks):
+            named = self._known.get(given)
+            data = None if named is not None else _bytes(given)
+            if named is not None or (data is not None and any(h in data for h in hooks)):
                 path = self._resolved_given(given)
                 if path is not None and path not in texts:
-                    texts[path] = _decoded(data)
+                    texts[path] = None if data is None else _decoded(data)
                     queue.append(path)
+                    if named is not None and path not in self._files:
+                        self._files[path] = _File(path, *named)
+        followed: set[Path] = set()
         while queue:
             path = queue.popleft()
-            if path in self._files:
+            if path in followed:
                 continue
-            if path not in texts:
-                texts[path] = _text(path)
-            text = texts[path]
-            if text is None or "class" not in text:
-                continue
-            self._parse(path, text)
+            followed.add(path)
+            if path not in self._files:
+                if path not in texts:
+                    texts[path] = _text(path)
+                text = texts[path]
+                if text is None or "class" not in text:
+                    continue
+                self._parse(path, text)
             file = self._files.get(path)
             for bases in file.classes.values() if file is not None else ():
                 for base in bases:
@@ -325,19 +305,7 @@ class ProjectClasses:
         except (SyntaxError, ValueError):
             return
         # Names only: the tree is freed now, not gone over by the collector when it is on
-        file = self._files[path] = _File(path)
-        for node in _statements(tree):
-            if type(node) is ast.Import:
-                for alias in node.names:
-                    local = alias.asname or alias.name.partition(".")[0]
-                    module = alias.name if alias.asname else local
-                    file.bound[local] = ("module", module)
-            elif type(node) is ast.ImportFrom:
-                module = "." * node.level + (node.module or "")
-                for alias in node.names:
-                    file.bound[alias.asname or alias.name] = ("from", module, alias.name)
-            elif type(node) is ast.ClassDef:
-                file.classes.setdefault(node.name, [dotted(base) for base in node.bases])
+        self._files[path] = _File(path, *names_and_bases(tree))
 
     def _module_file(self, importer: Path, module: str) -> Path | None:
         """The run file ``module`` names, seen from ``importer`` (None: not one of them)."""
