@@ -19,6 +19,7 @@ from codemods.astlint.walk import Walk
 from codemods.registry import REGISTRY
 from codemods.screen import noqa
 from codemods.settings import Settings
+from codemods.syntax.alias_positions import parse
 from codemods.syntax.ast_nodes import dotted, tree_index
 from tests import migrate_fixtures
 from tests.realistic_tree import build_tree
@@ -56,7 +57,7 @@ def _acts(walk: Walk, call: ast.Call) -> bool:
 @pytest.mark.parametrize("source", _sources())
 def test_pruned_walk_acts_as_the_whole_walk(source: bytes) -> None:
     try:
-        tree = ast.parse(source)
+        tree = parse(source)
     except SyntaxError:
         pytest.skip("not Python that ast parses")
     try:
@@ -73,7 +74,7 @@ def test_the_walk_enters_only_what_it_may_act_in() -> None:
         "import numpy as np\nfrom torch.distributed import fsdp as np2\n"
         "x = np.zeros(3) + 1\ny = np2.FullyShardedDataParallel\n"
     )
-    tree = ast.parse(source)
+    tree = parse(source)
     walk = Walk(Detector(source.encode(), tree, EVERY_RULE, noqa.Deferred(source.encode())))
     assert "np" not in walk.relevant  # numpy: no rule names anything in it
     assert "np2" in walk.relevant
@@ -81,6 +82,6 @@ def test_the_walk_enters_only_what_it_may_act_in() -> None:
 
 
 def test_a_node_without_a_known_parent_lets_the_walk_reach_everything() -> None:
-    tree = ast.parse("y = torch.x\n")
+    tree = parse("y = torch.x\n")
     found = reached(tree, tree_index(tree).by_type, {}, {"torch"}, ())
     assert isinstance(found, Everything) and id(tree.body[0]) in found
