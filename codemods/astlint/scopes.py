@@ -40,6 +40,14 @@ __all__ = ["Names", "Scope", "Undecided", "dotted", "import_names"]
 _BUILTINS = frozenset(dir(builtins))
 MODULE, CLASS, FUNCTION, COMPREHENSION = "module", "class", "function", "comprehension"
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+#: What ``Names._visit`` does more for than walk its children (``match``: 3.10+, types: 3.12+)
+_BINDING = frozenset(
+    getattr(ast, name)
+    for name in "Import ImportFrom FunctionDef AsyncFunctionDef Lambda ClassDef ListComp SetComp "
+    "DictComp GeneratorExp Global Nonlocal ExceptHandler NamedExpr MatchAs MatchStar "
+    "MatchMapping TypeAlias TypeVar ParamSpec TypeVarTuple".split()
+    if hasattr(ast, name)
+)
 
 
 class Scope:
@@ -56,17 +64,7 @@ class Scope:
         nonclass: Names bound here other than by an import or a class statement.
     """
 
-    __slots__ = (
-        "kind",
-        "parent",
-        "prefix",
-        "imports",
-        "others",
-        "declared",
-        "nonclass",
-        "count",
-        "nonlocals",
-    )
+    __slots__ = tuple("kind parent prefix imports others declared nonclass count nonlocals".split())
 
     def __init__(self, kind: str, parent: Scope | None, name: str | None = None) -> None:
         self.kind = kind
@@ -145,9 +143,14 @@ class Names:
             else:
                 self.loads.setdefault(node.id, []).append(node)  # type: ignore[arg-type,attr-defined]
             return
-        if kind is ast.Attribute or kind is ast.Call:
-            self.scope_of[id(node)] = scope
-        elif kind is ast.Import or kind is ast.ImportFrom:
+        if kind not in _BINDING:  # most nodes: their children walked, one lookup in
+            if kind is ast.Attribute or kind is ast.Call:
+                self.scope_of[id(node)] = scope
+            for child in self._below[id(node)]:
+                self.parents[id(child)] = node
+                self._visit(child, scope)
+            return
+        if kind is ast.Import or kind is ast.ImportFrom:
             self.scope_of[id(node)] = scope
             for alias in node.names:  # type: ignore[attr-defined]
                 if alias.name == "*":
@@ -369,8 +372,7 @@ class Names:
     def references(self, scope: Scope, name: str) -> list[ast.Name]:
         """The uses of ``name`` that read a binding ``scope`` makes (libcst's references).
 
-        A use in ``scope`` itself before the first binding there reads the enclosing
-        scopes' (libcst orders uses and bindings within a scope).
+        A use in ``scope`` before its first binding there reads the enclosing scopes'.
         """
         if name in scope.imports and name in scope.others:
             raise Undecided(f"`{name}` is imported and assigned in one scope")
