@@ -125,8 +125,13 @@ class Detector:
     def lines(self) -> list[bytes]:
         """The module's lines, UTF-8 encoded (as ``ast`` counts columns)."""
         if self._lines is None:
-            text = self.source.decode() if self.source.isascii() else self.text()
-            self._lines = [line.encode() for line in re.split(r"\r\n|\r|\n", text)]
+            if self.source.isascii():  # bytes split at \r\n, \r and \n alone, as ast counts
+                lines = self.source.splitlines()
+                last = not lines or self.source.endswith((b"\n", b"\r"))  # an empty last line
+                self._lines = [*lines, b""] if last else lines
+            else:
+                text = self.text()
+                self._lines = [line.encode() for line in re.split(r"\r\n|\r|\n", text)]
         return self._lines
 
     def target_at_least(self, release: str) -> bool:

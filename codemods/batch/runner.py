@@ -3,11 +3,10 @@
 Each file is pre-filtered (a text test, then an ``ast`` scan: see
 :mod:`codemods.screen.prefilter`), so a file with no legacy spelling is not parsed for
 the rules (only checked for what Python refuses: :mod:`codemods.batch.syntax_errors`).
-The files that pass are linted on the same ``ast`` tree
-(:mod:`codemods.astlint.detector`); only those it leaves undecided, and in a fixing run
-those with a fix to apply, are parsed with libcst. Worker processes start only for
-large runs, and libcst is imported only where a file needs it. Per-file errors are
-reported, never raised.
+The files that pass are linted on the same ``ast`` tree (:mod:`codemods.astlint.detector`);
+only those it leaves undecided, and in a fixing run those with a fix to apply, are parsed
+with libcst. Workers start for large runs only, and libcst is imported only where a file
+needs it. Per-file errors are reported, never raised.
 
 A run stops cleanly (see :mod:`codemods.batch.stopping`): work goes to the workers a few
 batches at a time, so that on SIGINT or SIGTERM no more is handed out; each worker looks
@@ -38,6 +37,7 @@ from codemods.batch.to_parse import ToParse
 from codemods.screen.evidence import against_declared, set_aside_notes, with_evidence
 from codemods.screen.prefilter import screen
 from codemods.settings import Settings
+from codemods.syntax.ast_nodes import tree_index
 from codemods.syntax.class_bases import names_and_bases
 
 TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
@@ -142,6 +142,8 @@ def _screen(
         if isinstance(screened, ToParse):
             return screened.replace(hook=True)
         screened.hook = True
+    if isinstance(screened, FileResult):  # done: its tree is freed before the next file
+        tree_index.cache_clear()
     return screened
 
 
@@ -225,9 +227,7 @@ def _screen_source(
 def _parse(args: Work) -> FileResult:
     """Run the engine on a screened file and (with ``write``) atomically rewrite it."""
     path, todo, settings, write, before_write = args
-    source = todo.source
-    notebook = todo.notebook
-    settings = todo.settings or settings
+    source, notebook, settings = todo.source, todo.notebook, todo.settings or settings
     if notebook is not None:
         from codemods.batch.notebooks import fixing, into_notebook
 
@@ -334,8 +334,8 @@ def process_files(
     to workers only when there are several.
 
     ``progress(done, total)`` is called as results come in. ``prefilter=False`` parses
-    every file, even those the pre-filter rules out (for robustness runs).
-    ``settings_for(path)``, if given, chooses each file's settings (``per-file-ignores``).
+    every file (robustness runs). ``settings_for(path)``, if given, chooses each file's
+    settings (``per-file-ignores``).
     ``before_write(path)``, if given, is called right before a file is written (in the
     process that writes it, so it must be picklable when workers run). ``hooks``: words
     each Python file's result says whether its bytes hold (:attr:`FileResult.hook`),
