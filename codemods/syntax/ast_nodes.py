@@ -218,18 +218,18 @@ class TreeIndex:
         below: dict[int, list[ast.AST]] = {}
         stack = [tree]
         pop, push = stack.pop, stack.extend
-        shapes, unread = _SHAPES, _UNREAD
+        kinds: dict[type, tuple] = {}  # a type -> (its list's append, its shape): one lookup
         while stack:
             node = pop()
             kind = type(node)
-            same = by_type.get(kind)
-            if same is None:
-                by_type[kind] = [node]
-            else:
-                same.append(node)
-            shape = shapes.get(kind, unread)
-            if shape is unread:
-                shape = shapes[kind] = _shape(kind)
+            known = kinds.get(kind)
+            if known is None:
+                shape = _SHAPES.get(kind, _UNREAD)
+                if shape is _UNREAD:
+                    shape = _SHAPES[kind] = _shape(kind)
+                known = kinds[kind] = (by_type.setdefault(kind, []).append, shape)
+            known[0](node)
+            shape = known[1]
             if shape is None:
                 found = _any_children(node)
             elif not shape:  # a name, a constant: nothing below (one shared empty tuple)
