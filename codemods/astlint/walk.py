@@ -137,8 +137,7 @@ class Walk:
             while type(base) is ast.Attribute:
                 base = base.value  # type: ignore[attr-defined]
             if type(base) is not ast.Name:  # `f().x.y`: only the call can name anything
-                if id(base) in self.live:
-                    self._visit(base, fallback)
+                self._visit(base, fallback)  # live: the chain is, and its base holds why
             elif base.id in self.relevant:  # type: ignore[attr-defined]
                 found = self.d.find(node)
                 if found is not None:
@@ -297,9 +296,10 @@ class Walk:
         """``Planner._shadowed``: renames whose new name the file binds otherwise."""
         from codemods.rules.plan_shadows import import_binding, shadowed_renames
 
+        if not codes:  # nothing to ask: the scopes are not gathered (every node's, below)
+            return set()
         names = self.d.names
-        scopes = {id(s): s for s in names.scope_of.values()}
-        scopes[id(names.module)] = names.module
+        scopes = {id(s): s for s in names.scope_of.values()} | {id(names.module): names.module}
 
         def bindings(name: str) -> list[str | None]:
             found: list[str | None] = []

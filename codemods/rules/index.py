@@ -196,6 +196,7 @@ class Index:
         self.classes = Behaviours()
         self.blocks = Behaviours()
         self.modules = Behaviours()
+        self._found: dict[tuple[str, bool], tuple[str, Rule] | None] = {}  # see reference
         for rule, what, name in (*entries(rules), *found):
             if what == "references":
                 references[name] = rule
@@ -232,14 +233,20 @@ class Index:
             >>> INDEX.reference("fairscale.nn.wrap", module=True) is None
             True
         """
+        key = (qualified, module)
+        if key in self._found:  # a run asks the same names in file after file
+            return self._found[key]
+        found = None
         probe = qualified
         while probe:
             shadowed = probe in MODULES_NAMED_LIKE_FUNCTIONS and (module or probe != qualified)
             rule = self.references.rules.get(probe)
             if rule is not None and not shadowed:
-                return probe, rule
+                found = probe, rule
+                break
             probe = probe.rpartition(".")[0]
-        return None
+        self._found[key] = found
+        return found
 
 
 def _shipped() -> Index:
