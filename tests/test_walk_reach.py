@@ -71,14 +71,37 @@ def test_pruned_walk_acts_as_the_whole_walk(source: bytes) -> None:
 
 def test_the_walk_enters_only_what_it_may_act_in() -> None:
     source = (
-        "import numpy as np\nfrom torch.distributed import fsdp as np2\n"
-        "x = np.zeros(3) + 1\ny = np2.FullyShardedDataParallel\n"
+        "import numpy as np\nfrom torch.distributed import fsdp as np2\nfrom torch import nn\n"
+        "x = np.zeros(3) + nn.Linear(2, 2)\ny = np2.FullyShardedDataParallel\n"
     )
     tree = parse(source)
     walk = Walk(Detector(source.encode(), tree, EVERY_RULE, noqa.Deferred(source.encode())))
     assert "np" not in walk.relevant  # numpy: no rule names anything in it
-    assert "np2" in walk.relevant
-    assert [id(s) in walk.live for s in tree.body] == [True, True, False, True]
+    assert "nn" not in walk.relevant  # nor anything that starts `torch.nn`
+    assert {"np2", "torch"} <= walk.relevant
+    assert [id(s) in walk.live for s in tree.body] == [True, True, True, False, True]
+
+
+@pytest.mark.parametrize(
+    ("imports", "looked_up"),
+    [
+        ("import torch", set()),  # looked up anyway: a package root
+        ("import torch.nn.functional as F", set()),
+        ("import torch.distributed as dist", {"dist"}),
+        ("from torch.distributed.fsdp import FullyShardedDataParallel as FSDP", {"FSDP"}),
+        ("from torch.distributed.fsdp.wrap import default_auto_wrap_policy as w", {"w"}),
+        ("from torch.distributed.fsdp.wrap import enable_wrap as ew", set()),  # kept in 2.x
+        ("from functools import partial as p", {"p"}),
+        ("from . import fsdp", set()),  # a relative import names no rule's module
+        ("import os.path as torch_path", set()),
+    ],
+)
+def test_a_name_is_looked_up_where_its_import_may_lead_to_a_rule(imports, looked_up):
+    from codemods.astlint.reach import package_roots
+
+    source = f"{imports}\n".encode()
+    walk = Walk(Detector(source, parse(source), EVERY_RULE, noqa.Deferred(source)))
+    assert walk.relevant - package_roots() == looked_up
 
 
 def test_a_node_without_a_known_parent_lets_the_walk_reach_everything() -> None:

@@ -1,5 +1,11 @@
 r"""The nodes the detector's walk must reach: those above anything it may act on.
 
+The names it looks up (:func:`relevant`) are those that may refer to what a rule
+names: imported from where a rule's name starts (``torch.distributed``, not
+``torch.nn`` nor ``numpy``), spelled like a package the rules name (a module-level
+``torch = ...``), or a module-level alias of an import. Any other chain refers to local
+names, builtins or other modules (``nn.Linear``, ``np.zeros``), which no rule names.
+
 The walk (:class:`codemods.astlint.walk.Walk`) acts on a name or attribute chain whose
 first name may refer to something a rule looks at, an import, and (where a rule of
 the run asks) a function or a class; a call acts only where its callee's first name
@@ -23,7 +29,48 @@ Example:
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterable
+
+from codemods.rules.api import PARTIAL
+from codemods.rules.index import INDEX
+
+
+def relevant(imported: dict[str, set[str]], aliases: Iterable[str]) -> frozenset[str]:
+    """The names whose chains the walk looks up (see the module docstring).
+
+    Args:
+        imported: Each first part of a name the module's imports bind -> what a use of
+            it names first (:attr:`~codemods.astlint.scopes.Names.imported_roots`).
+        aliases: The module-level aliases (:attr:`~codemods.astlint.scopes.Names.aliases`).
+    """
+    kept = [name for name, came in imported.items() if any(map(_related, came))]
+    return package_roots().union(kept, aliases)
+
+
+@functools.cache
+def package_roots() -> frozenset[str]:
+    """The first parts of the names the rules look at (``torch``, ``lightning`` ...)."""
+    return frozenset(name.partition(".")[0] for name in _rule_names()[0])
+
+
+@functools.cache
+def _rule_names() -> tuple[frozenset[str], frozenset[str]]:
+    """The names the rules look at, and every dotted start of them (``torch.nn`` ...)."""
+    names = frozenset([*INDEX.references, *INDEX.calls, *INDEX.partials, PARTIAL])
+    return names, frozenset(n.rsplit(".", k)[0] for n in names for k in range(n.count(".") + 1))
+
+
+@functools.cache
+def _related(imported: str) -> bool:
+    """Whether a use of what an import binds may name what a rule looks at.
+
+    ``torch.nn`` (``from torch import nn``) starts no rule's name and no rule's name
+    starts it: ``nn.Linear`` is not looked up.
+    """
+    names, starts = _rule_names()
+    parts = imported.split(".")
+    return imported in starts or any(".".join(parts[:n]) in names for n in range(1, len(parts)))
 
 
 def reached(

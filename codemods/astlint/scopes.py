@@ -116,7 +116,7 @@ class Names:
         self._cache: dict[int, set[str]] = {}
         self._imported: dict[tuple[int, str], set[str]] = {}  # see _bound
         self.loads: dict[str, list[ast.Name]] = {}  # each name's uses (Load context)
-        # The first part of every name imports bind -> the first parts of what they import
+        # The first part of every name imports bind -> what a use of it names first
         self.imported_roots: dict[str, set[str]] = {}
         self.deleted: set[str] = set()  # names in `del`: a binding here, an access to libcst
         self._below = tree_index(tree).below
@@ -162,10 +162,10 @@ class Names:
                     keys = [".".join(parts[:n]) for n in range(len(parts), 0, -1)]
                 else:
                     keys = [alias.name]
-                if kind is ast.Import:
-                    source = alias.name.partition(".")[0]
+                if kind is ast.Import:  # what a use's name starts with: `a.b` of `import a.b as x`
+                    source = alias.name if alias.asname else keys[-1]
                 else:  # a relative import's names start with a dot: no rule's name does
-                    source = "" if node.level else node.module.partition(".")[0]  # type: ignore[attr-defined,union-attr]
+                    source = "" if node.level else f"{node.module}.{alias.name}"  # type: ignore[attr-defined]
                 self.imported_roots.setdefault(keys[-1].partition(".")[0], set()).add(source)
                 for key in keys:
                     statements = scope.imports.setdefault(key, [])

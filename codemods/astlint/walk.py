@@ -11,11 +11,10 @@ behaviour's ``ast`` half is called.
 from __future__ import annotations
 
 import ast
-import functools
 from collections.abc import Iterable
 
 from codemods.astlint.detector import Detector, Undecided
-from codemods.astlint.reach import reached
+from codemods.astlint.reach import reached, relevant
 from codemods.astlint.scopes import dotted
 from codemods.registry import REGISTRY, ChangeKind, Rule
 from codemods.rules.api import PARTIAL, AstSite, Behaviour, unchanged
@@ -66,13 +65,8 @@ class Walk:
         self.why_not: dict[str, str] = {}  # see Plan.why_not
         self.admitted: dict[str, bool] = {}  # rule code -> kept by _admitted
         self.definitions = bool(self._admitted(INDEX.definitions))
-        # Names that may refer to what a rule names: imported from a package the rules
-        # name, spelled like one (a module-level `torch = ...`), or an alias. Any other
-        # chain refers to local names, builtins or other packages (`np.zeros`).
         names = detector.names
-        packages = _package_roots()
-        imported = [n for n, came in names.imported_roots.items() if came & packages]
-        self.relevant = packages.union(imported, names.aliases)
+        self.relevant = relevant(names.imported_roots, names.aliases)
         kinds = [ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda] if self.definitions else []
         self.live = reached(detector.tree, index.by_type, names.parents, self.relevant, kinds)
 
@@ -379,12 +373,6 @@ class Walk:
         if _first(call) is not node or PARTIAL not in self.d.qualified(call.func):  # type: ignore[arg-type]
             return None
         return call  # type: ignore[return-value]
-
-
-@functools.cache
-def _package_roots() -> frozenset[str]:
-    names = [*INDEX.references, *INDEX.calls, *INDEX.partials, PARTIAL]
-    return frozenset(name.partition(".")[0] for name in names)
 
 
 def _first(call: ast.Call) -> ast.AST | None:
