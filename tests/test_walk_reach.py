@@ -2,9 +2,10 @@
 
 :mod:`codemods.astlint.reach` marks the nodes above a name a rule may name, an import,
 a class and (where a rule asks) a function; the walk enters only those. Here each
-source is walked twice, pruned and whole, and the events (kind, node, fallback), the
-findings and the plan's reasons must be the same; the whole walk's calls of names no
-rule looks at (``print(x)``, which the walk meets and passes over) aside.
+source is walked twice, pruned and whole (every node reached, and every chain whose
+first name is looked up at all looked up, ``torch.zeros`` too), and the events (kind,
+node, fallback), the findings and the plan's reasons must be the same; the whole walk's
+calls of names no rule looks at (``print(x)``, which the walk meets and passes over) aside.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ import ast
 
 import pytest
 
+from codemods.astlint import walk as walk_module
 from codemods.astlint.detector import Detector, Undecided
-from codemods.astlint.reach import Everything, reached
+from codemods.astlint.reach import Everything, names_nothing, reached
 from codemods.astlint.walk import Walk
 from codemods.registry import REGISTRY
 from codemods.screen import noqa
@@ -42,9 +44,13 @@ def _sources() -> list:
 def _walked(source: bytes, tree: ast.Module, whole: bool) -> tuple[list, list, dict]:
     detector = Detector(source, tree, EVERY_RULE, noqa.Deferred(source))
     walk = Walk(detector)
-    if whole:
+    if whole:  # every node reached, every chain of a name in `relevant` looked up
         walk.live = Everything()
-    walk.run()
+        walk_module.names_nothing = lambda *_: False
+    try:
+        walk.run()
+    finally:
+        walk_module.names_nothing = names_nothing
     events = [(e[0], id(e[1]), e[2]) for e in walk.events if e[0] != "call" or _acts(walk, e[1])]
     return events, sorted(detector.findings), walk.why_not
 
@@ -108,3 +114,26 @@ def test_a_node_without_a_known_parent_lets_the_walk_reach_everything() -> None:
     tree = parse("y = torch.x\n")
     found = reached(tree, tree_index(tree).by_type, {}, {"torch"}, ())
     assert isinstance(found, Everything) and id(tree.body[0]) in found
+
+
+@pytest.mark.parametrize(
+    ("source", "nothing"),
+    [
+        ("import torch\ntorch.zeros(3)\n", True),
+        ("import torch\nimport torch.distributed._tensor\ntorch.zeros(3)\n", False),  # find
+        ("import torch\ntorch.distributed.fsdp.FullyShardedDataParallel.x\n", False),
+        ("from torch.distributed import fsdp as zeros\nzeros.FullyShardedDataParallel\n", False),
+        ("from torch import distributed as d\nF = d.fsdp\nF.FullyShardedDataParallel\n", False),
+        ("def f(torch):\n    torch.distributed.fsdp.FullyShardedDataParallel\n", False),
+        ("import numpy as torch\ntorch.zeros(3)\n", True),
+    ],
+)
+def test_a_chain_is_passed_over_where_no_reading_of_it_names_a_rule(source, nothing):
+    from codemods.astlint.scopes import Names
+
+    tree = parse(source)
+    chain = tree.body[-1]
+    chain = chain.body[0] if type(chain) is ast.FunctionDef else chain
+    chain = chain.value.func if type(chain.value) is ast.Call else chain.value
+    root = dotted(chain).partition(".")[0]
+    assert names_nothing(Names(tree), root, chain) is nothing

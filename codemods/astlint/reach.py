@@ -4,7 +4,9 @@ The names it looks up (:func:`relevant`) are those that may refer to what a rule
 names: imported from where a rule's name starts (``torch.distributed``, not
 ``torch.nn`` nor ``numpy``), spelled like a package the rules name (a module-level
 ``torch = ...``), or a module-level alias of an import. Any other chain refers to local
-names, builtins or other modules (``nn.Linear``, ``np.zeros``), which no rule names.
+names, builtins or other modules (``nn.Linear``, ``np.zeros``), which no rule names; and
+a chain of such a name is passed over whole where no reading of it starts with a rule's
+name (``torch.zeros``: :func:`names_nothing`).
 
 The walk (:class:`codemods.astlint.walk.Walk`) acts on a name or attribute chain whose
 first name may refer to something a rule looks at, an import, and (where a rule of
@@ -34,6 +36,11 @@ from collections.abc import Iterable
 
 from codemods.rules.api import PARTIAL
 from codemods.rules.index import INDEX
+from codemods.syntax.ast_nodes import dotted
+
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
+if TYPE_CHECKING:
+    from codemods.astlint.scopes import Names
 
 
 def relevant(imported: dict[str, set[str]], aliases: Iterable[str]) -> frozenset[str]:
@@ -59,6 +66,37 @@ def _rule_names() -> tuple[frozenset[str], frozenset[str]]:
     """The names the rules look at, and every dotted start of them (``torch.nn`` ...)."""
     names = frozenset([*INDEX.references, *INDEX.calls, *INDEX.partials, PARTIAL])
     return names, frozenset(n.rsplit(".", k)[0] for n in names for k in range(n.count(".") + 1))
+
+
+def names_nothing(names: Names, root: str, chain: ast.AST) -> bool:
+    """Whether an attribute chain, and each chain inside it, names nothing a rule names.
+
+    Whatever binds ``root`` where the chain is, the chain names what one of the file's
+    imports or aliases of ``root`` names, or ``root`` itself (bound in the module, or a
+    package's name), followed by the chain's rest; or a local name, which no rule names.
+    Not where ``import root.x`` binds it: :meth:`Detector.find
+    <codemods.astlint.detector.Detector.find>` may refuse such a chain.
+    """
+    if root in names.dotted_roots:
+        return False
+    rest = dotted(chain)[len(root) :]  # type: ignore[index]
+    bound = (*names.imported_roots.get(root, ()), *names.aliases.get(root, ()), root)
+    return not any(starts_a_rule(target + rest) for target in bound)
+
+
+@functools.cache
+def starts_a_rule(qualified: str) -> bool:
+    """Whether a name a rule looks at is ``qualified`` or a dotted start of it.
+
+    Example:
+        >>> starts_a_rule("torch.distributed.fsdp.wrap.default_auto_wrap_policy.x")
+        True
+        >>> starts_a_rule("torch.nn.Linear"), starts_a_rule("torch.distributed")
+        (False, False)
+    """
+    names = _rule_names()[0]
+    parts = qualified.split(".")
+    return any(".".join(parts[:n]) in names for n in range(1, len(parts) + 1))
 
 
 @functools.cache

@@ -118,6 +118,7 @@ class Names:
         self.loads: dict[str, list[ast.Name]] = {}  # each name's uses (Load context)
         # The first part of every name imports bind -> what a use of it names first
         self.imported_roots: dict[str, set[str]] = {}
+        self.dotted_roots: set[str] = set()  # `a` of `import a.b` (see Detector.find)
         self.deleted: set[str] = set()  # names in `del`: a binding here, an access to libcst
         self._below = tree_index(tree).below
         self.aliases: dict[str, set[str]] = {}  # see _find_aliases
@@ -167,6 +168,8 @@ class Names:
                 else:  # a relative import's names start with a dot: no rule's name does
                     source = "" if node.level else f"{node.module}.{alias.name}"  # type: ignore[attr-defined]
                 self.imported_roots.setdefault(keys[-1].partition(".")[0], set()).add(source)
+                if len(keys) > 1:  # `import a.b`: libcst reads `a` of `a.x` as `a.b` too
+                    self.dotted_roots.add(keys[-1])
                 for key in keys:
                     statements = scope.imports.setdefault(key, [])
                     if not statements or statements[-1] is not node:

@@ -14,7 +14,7 @@ import ast
 from collections.abc import Iterable
 
 from codemods.astlint.detector import Detector, Undecided
-from codemods.astlint.reach import reached, relevant
+from codemods.astlint.reach import names_nothing, reached, relevant
 from codemods.astlint.scopes import dotted
 from codemods.registry import REGISTRY, ChangeKind, Rule
 from codemods.rules.api import PARTIAL, AstSite, Behaviour, unchanged
@@ -133,6 +133,8 @@ class Walk:
             if type(base) is not ast.Name:  # `f().x.y`: only the call can name anything
                 self._visit(base, fallback)  # live: the chain is, and its base holds why
             elif base.id in self.relevant:  # type: ignore[attr-defined]
+                if kind is ast.Attribute and names_nothing(self.d.names, base.id, node):  # type: ignore[attr-defined]
+                    return
                 found = self.d.find(node)
                 if found is not None:
                     self.events.append(("ref", node, fallback, found))
