@@ -112,10 +112,10 @@ class Reader:
         except ValueError:
             return Path(os.path.relpath(path, self.root)).as_posix()
 
-    def add_pep508(self, text: str, where: str) -> None:
-        """Count one PEP 508 requirement string; ``where`` prefixes its source."""
+    def add_pep508(self, text: str, where: str, parsed: Requirement | None = None) -> None:
+        """Count one PEP 508 requirement string (``parsed``: it, read); ``where``: its source."""
         try:
-            requirement = Requirement(text)
+            requirement = parsed or Requirement(text)
         except InvalidRequirement as exc:
             self.problems.append(f"{where}: cannot parse requirement {text!r}: {exc}")
             return
@@ -330,16 +330,14 @@ class Reader:
             return
         requirement = _TRAILING_OPTIONS.split(line, maxsplit=1)[0].strip()
         try:
-            Requirement(requirement)
+            parsed: Requirement | None = Requirement(requirement)  # parsed once, not again
         except InvalidRequirement:
-            if (
-                _URL.match(requirement)
-                or requirement.startswith((".", "/", "~"))
-                or (requirement.lower().endswith(_ARCHIVE))
-            ):
+            parsed = None
+            archive = requirement.lower().endswith(_ARCHIVE)
+            if _URL.match(requirement) or requirement.startswith((".", "/", "~")) or archive:
                 self._url_or_path(requirement, f"{where}: {requirement}")
                 return
-        self.add_pep508(requirement, where)
+        self.add_pep508(requirement, where, parsed)
 
     def _url_or_path(self, text: str, source: str, name: str | None = None) -> None:
         """A URL, path or editable install: a framework's pin where it installs one.
