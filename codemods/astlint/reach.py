@@ -58,14 +58,17 @@ def relevant(imported: dict[str, set[str]], aliases: Iterable[str]) -> frozenset
 @functools.cache
 def package_roots() -> frozenset[str]:
     """The first parts of the names the rules look at (``torch``, ``lightning`` ...)."""
-    return frozenset(name.partition(".")[0] for name in _rule_names()[0])
+    return frozenset(_rule_names()[1])
 
 
 @functools.cache
-def _rule_names() -> tuple[frozenset[str], frozenset[str]]:
-    """The names the rules look at, and every dotted start of them (``torch.nn`` ...)."""
+def _rule_names() -> tuple[frozenset[str], dict[str, list[str]]]:
+    """The names the rules look at, as a set and by their first parts."""
     names = frozenset([*INDEX.references, *INDEX.calls, *INDEX.partials, PARTIAL])
-    return names, frozenset(n.rsplit(".", k)[0] for n in names for k in range(n.count(".") + 1))
+    by_root: dict[str, list[str]] = {}
+    for name in names:
+        by_root.setdefault(name.partition(".")[0], []).append(name)
+    return names, by_root
 
 
 def names_nothing(names: Names, root: str, chain: ast.AST) -> bool:
@@ -106,9 +109,12 @@ def _related(imported: str) -> bool:
     ``torch.nn`` (``from torch import nn``) starts no rule's name and no rule's name
     starts it: ``nn.Linear`` is not looked up.
     """
-    names, starts = _rule_names()
+    names, by_root = _rule_names()
     parts = imported.split(".")
-    return imported in starts or any(".".join(parts[:n]) in names for n in range(1, len(parts)))
+    if any(".".join(parts[:n]) in names for n in range(1, len(parts) + 1)):
+        return True  # a rule's name is it or starts it
+    start = imported + "."
+    return any(name.startswith(start) for name in by_root.get(parts[0], ()))
 
 
 def reached(
