@@ -109,12 +109,10 @@ def _related(imported: str) -> bool:
     ``torch.nn`` (``from torch import nn``) starts no rule's name and no rule's name
     starts it: ``nn.Linear`` is not looked up.
     """
-    names, by_root = _rule_names()
-    parts = imported.split(".")
-    if any(".".join(parts[:n]) in names for n in range(1, len(parts) + 1)):
-        return True  # a rule's name is it or starts it
-    start = imported + "."
-    return any(name.startswith(start) for name in by_root.get(parts[0], ()))
+    if starts_a_rule(imported):
+        return True
+    start = imported + "."  # or it starts a rule's name
+    return any(name.startswith(start) for name in _rule_names()[1].get(start.partition(".")[0], ()))
 
 
 def reached(

@@ -118,7 +118,7 @@ class Names:
         self.loads: dict[str, list[ast.Name]] = {}  # each name's uses (Load context)
         # The first part of every name imports bind -> what a use of it names first
         self.imported_roots: dict[str, set[str]] = {}
-        self.dotted_roots: set[str] = set()  # `a` of `import a.b` (see Detector.find)
+        self.dotted_roots: set[str] = set()  # `a` of `import a.b` (see reach.names_nothing)
         self.deleted: set[str] = set()  # names in `del`: a binding here, an access to libcst
         self._below = tree_index(tree).below
         self.aliases: dict[str, set[str]] = {}  # see _find_aliases
