@@ -64,10 +64,12 @@ class Fsdp223(Behaviour):
         if engine.scratch.setdefault(self.rule.code, False):
             return
         engine.scratch[self.rule.code] = True
-        trainers = _trainers(_cst_bindings(engine))
+        trainers: set[str] | None = None  # read only where the attribute is: most files lack it
         for node in engine.nodes(cst.Attribute):
             if node.attr.value != ATTRIBUTE or _cst_written(engine, node):
                 continue
+            if trainers is None:
+                trainers = _trainers(_cst_bindings(engine))
             receiver = node.value
             visible = (
                 isinstance(receiver, cst.Attribute) and receiver.attr.value == "trainer"
@@ -90,11 +92,13 @@ class Fsdp223(Behaviour):
         if detector.scratch.setdefault(self.rule.code, False):
             return
         detector.scratch[self.rule.code] = True
-        trainers = _trainers(_ast_bindings(detector))
+        trainers: set[str] | None = None  # as the libcst half: only where the attribute is
         regions = lambda n: ast_fallback_regions(n, detector.segment)  # noqa: E731
         for node in detector.nodes(ast.Attribute):
             if node.attr != ATTRIBUTE or type(node.ctx) is not ast.Load:  # type: ignore[attr-defined]
                 continue
+            if trainers is None:
+                trainers = _trainers(_ast_bindings(detector))
             receiver = node.value  # type: ignore[attr-defined]
             visible = (type(receiver) is ast.Attribute and receiver.attr == "trainer") or (
                 type(receiver) is ast.Name and receiver.id in trainers
