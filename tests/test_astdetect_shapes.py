@@ -452,3 +452,23 @@ def test_a_call_of_an_old_name_read_through_an_attribute_is_one_finding(unsafe):
     found = [(f.line, f.col, f.code) for f in run(source, settings).findings]
     assert found == [(1, 26, "FSDP301"), (3, 12, "FSDP301")]
     assert found == [(f.line, f.col, f.code) for f in lint(source, settings)]
+
+
+@pytest.mark.parametrize(
+    ("binding", "taken"),
+    [
+        ("", False),
+        ("def offload_wrapper(m):\n    return m\n", True),
+        ("from mine import offload_wrapper\n", True),
+        # NFKC folds the fullwidth letter into `o`: Python binds `offload_wrapper`
+        ("\uff4fffload_wrapper = None\n", True),
+        ("# offload_wrapper, named in a comment only\n", False),
+    ],
+)
+def test_offload_to_cpu_is_fixed_only_where_offload_wrapper_is_free(binding, taken):
+    """FSDP133 writes ``offload_wrapper`` only where the module binds no other; a module
+    that does not spell the name (in ASCII) is not walked to learn so."""
+    source = (_CK + binding + "checkpoint_wrapper(m, offload_to_cpu=True)\n").encode()
+    for findings in (run(source, Settings()).findings, lint(source, Settings())):
+        fixable = [f.fixable for f in findings if f.code == "FSDP133"]
+        assert fixable == [not taken]

@@ -153,11 +153,20 @@ class Fsdp133(Behaviour):
 
 
 def _taken(engine: Engine | Detector) -> bool:
-    """:func:`name_taken` of the module, asked once a file (it walks the whole tree)."""
+    """:func:`name_taken` of the module, asked once a file (it walks the whole tree).
+
+    An ASCII module that does not spell the name does not bind it (elsewhere NFKC may
+    fold other letters into it): most files, which are not walked.
+    """
     key = f"{NEW_NAME}:taken"
     if key not in engine.scratch:
         tree = getattr(engine, "tree", None)  # the detector's; the engine's is libcst's
-        engine.scratch[key] = name_taken(tree or parse(engine.module.code))  # type: ignore[union-attr]
+        text = engine.source if tree is not None else engine.module.code  # type: ignore[union-attr]
+        spelled = NEW_NAME.encode() if isinstance(text, bytes) else NEW_NAME
+        if text.isascii() and spelled not in text:
+            engine.scratch[key] = False
+        else:
+            engine.scratch[key] = name_taken(tree or parse(engine.module.code))  # type: ignore[union-attr]
     return engine.scratch[key]
 
 
