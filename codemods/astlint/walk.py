@@ -22,6 +22,7 @@ from codemods.rules.index import INDEX, Behaviours, behaviour_for, fix_for
 from codemods.rules.plan import Planner, new_name, why_not, why_not_settled
 from codemods.rules.unread_imports import UNREAD_IMPORT, unread_imports
 from codemods.screen.prefilter import rule_filter
+from codemods.screen.text_scan import Scan
 from codemods.syntax.ast_nodes import tree_index
 from codemods.syntax.gates import ast_fallback_regions
 
@@ -64,7 +65,10 @@ class Walk:
         self.events: list[tuple] = []
         self.why_not: dict[str, str] = {}  # see Plan.why_not
         self.admitted: dict[str, bool] = {}  # rule code -> kept by _admitted
-        self.definitions = bool(self._admitted(INDEX.definitions))
+        self.scan = Scan.of(detector.source)  # the pre-filter's: its answers are known
+        self.definers = self._admitted(INDEX.definitions)
+        self.definitions = bool(self.definers)
+        self._classes: list[Behaviour] | None = None  # _admitted(INDEX.classes), once asked
         names = detector.names
         self.relevant = relevant(names.imported_roots, names.aliases)
         kinds = [ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda] if self.definitions else []
@@ -98,10 +102,12 @@ class Walk:
             elif kind == "call":
                 self._call(node)
             elif kind == "function":
-                for behaviour in self._admitted(INDEX.definitions):
+                for behaviour in self.definers:
                     hook(behaviour, "ast_function")(d, node)
             else:
-                for behaviour in self._admitted(INDEX.classes):
+                if self._classes is None:
+                    self._classes = self._admitted(INDEX.classes)
+                for behaviour in self._classes:
                     hook(behaviour, "ast_class_def")(d, node)
 
     def _no_other_hooks(self) -> None:
@@ -114,7 +120,7 @@ class Walk:
         """
         d = self.d
         for rule in INDEX.blocks.rules:
-            if not d.settings.enabled(rule) or not rule_filter(rule).admits(d.source):
+            if not d.settings.enabled(rule) or not rule_filter(rule).admits(d.source, self.scan):
                 continue
             behaviour = behaviour_for(rule)
             try:
@@ -226,13 +232,13 @@ class Walk:
         would load for every file; a rule whose filter refuses the file finds nothing
         in it. A hook rule is kept: its classes may derive from another file's.
         """
-        d = self.d
-        cache = self.admitted
+        d, scan = self.d, self.scan
+        cache, source = self.admitted, self.d.source
 
         def wanted(rule: Rule) -> bool:
             if rule.code not in cache:
                 cache[rule.code] = d.settings.enabled(rule) and (
-                    rule.kind is ChangeKind.METHOD_RENAME or rule_filter(rule).admits(d.source)
+                    rule.kind is ChangeKind.METHOD_RENAME or rule_filter(rule).admits(source, scan)
                 )
             return cache[rule.code]
 

@@ -380,7 +380,7 @@ def screen(
     in comments and strings (:func:`names_in_code`) is ruled out unparsed; it is told
     the tree of a file the scan rules out (``SyntaxCheck.parsed``).
     """
-    scan = Scan(source)
+    scan = Scan.of(source)  # the detector's walk asks it too
     if not (settings.lightning_bases or _admitted(scan, _groups(_enabled(settings)))):
         return None  # as may_have_findings
     # Asked last: where no bytecode cache vouches for the file, a parse of its own.

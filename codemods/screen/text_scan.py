@@ -38,6 +38,26 @@ class Scan:
                     (word, False) for word, found in known.items() if not found and b" " not in word
                 )
 
+    @classmethod
+    def of(cls, source: bytes) -> Scan:
+        """The scan last made by :meth:`of` if it was of this very object, else a new one.
+
+        The pre-filter's scan of a file it passes then answers the detector's walk
+        too (the same bytes go on to it): each question once a file, not once a pass.
+
+        Example:
+            >>> source = b"import torch"
+            >>> Scan.of(source) is Scan.of(source)
+            True
+            >>> copy = bytes(bytearray(source))  # equal, not the same object
+            >>> Scan.of(copy) is Scan.of(source)
+            False
+        """
+        last = _LAST[0]
+        if last is None or last.source is not source:
+            last = _LAST[0] = cls(source)
+        return last
+
     def contains(self, text: bytes) -> bool:
         """``text`` appears anywhere in the source."""
         found = self._contains.get(text)
@@ -120,3 +140,7 @@ class Scan:
                 self.contains(word) and assigns(word, self.source)
             )
         return found
+
+
+#: The scan :meth:`Scan.of` made last (one: a file's passes follow each other).
+_LAST: list[Scan | None] = [None]
