@@ -131,11 +131,14 @@ def _referenced(module: _Module) -> Iterator[str]:
             if node.id in bound:  # type: ignore[attr-defined]
                 yield from bound[node.id]  # type: ignore[attr-defined]
             continue
-        name = dotted(node)
-        parts = name.split(".") if name else None
-        if parts and parts[0] in bound:
-            for base in bound[parts[0]]:
-                yield ".".join([base, *parts[1:]])
+        base = node
+        while type(base) is ast.Attribute:
+            base = base.value  # type: ignore[attr-defined]
+        if type(base) is not ast.Name or base.id not in bound:  # type: ignore[attr-defined]
+            continue  # most chains start at a local name (`self.x`): not written out
+        rest = dotted(node).partition(".")[2]  # type: ignore[union-attr]
+        for start in bound[base.id]:  # type: ignore[attr-defined]
+            yield f"{start}.{rest}"
 
 
 def _refers_to(name: str, targets: frozenset[str]) -> bool:
