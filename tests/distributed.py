@@ -20,7 +20,9 @@ import datetime
 import io
 import os
 import queue
+import signal
 import traceback
+import warnings
 from typing import Any, Callable
 
 import pytest
@@ -120,14 +122,14 @@ def _worker(rank, world_size, port, backend, fn, args, results, environment) -> 
         results.put((rank, True, _to_bytes(value)))
     except BaseException:  # noqa: BLE001 - every failure goes back to the test
         results.put((rank, False, traceback.format_exc()))
-    finally:
-        if dist.is_initialized():
-            dist.destroy_process_group()
-    # Leave without the interpreter's teardown: torch's background threads sometimes
-    # abort there ("terminate called without an active exception", seen with FSDP2 on
-    # gloo, torch 2.13) after the rank's work is done and reported. Flush the result first.
+    # The report flushed before the teardown, where torch can crash (see run).
     results.close()
     results.join_thread()
+    if dist.is_initialized():
+        dist.destroy_process_group()
+    # Leave without the interpreter's teardown: torch's background threads sometimes
+    # abort there ("terminate called without an active exception", seen with FSDP2 on
+    # gloo, torch 2.13) after the rank's work is done and reported.
     os._exit(0)
 
 
@@ -164,20 +166,37 @@ def run(
         Each rank's return value, in rank order.
 
     Raises:
-        AssertionError: If a rank raised (its traceback is in the message) or the run
-            timed out.
+        AssertionError: If a rank raised (its traceback is in the message), the run
+            timed out, or a rank was killed by a signal before it reported, twice: a
+            first such crash (torch's native code, not the test's) is said in a
+            warning and the ranks run once more; one after every rank reported is
+            said and its results stand (see ``compat.portcheck.launch``).
     """
     if backend is None:
         world_size = world_size or 2
         backend = choose_backend(world_size)
     world_size = world_size or world_size_for(backend)
+    RUNS.append((backend, "cuda" if backend == "nccl" else "cpu"))
+    try:
+        return _run_once(fn, args, world_size, backend, timeout)
+    except _Crashed as crash:  # torch's native code, not the test's: once more, said
+        warnings.warn(f"{crash}; the ranks run once more", RuntimeWarning, stacklevel=2)
+    return _run_once(fn, args, world_size, backend, timeout)
+
+
+class _Crashed(AssertionError):
+    """A rank was killed by a signal before it reported (as compat.portcheck.launch)."""
+
+
+def _run_once(
+    fn: Callable[..., Any], args: tuple, world_size: int, backend: str, timeout: float
+) -> list[Any]:
     ctx = _context()
     results = ctx.Queue()
     port = free_port()
     environment = dict(os.environ)
     if backend == "gloo":  # the CPU: see the module's docstring
         environment["CUDA_VISIBLE_DEVICES"] = ""
-    RUNS.append((backend, "cuda" if backend == "nccl" else "cpu"))
     procs = [
         ctx.Process(
             target=_worker,
@@ -193,20 +212,33 @@ def run(
         deadline = datetime.datetime.now() + datetime.timedelta(seconds=timeout)
         while len(outcomes) < world_size:
             remaining = (deadline - datetime.datetime.now()).total_seconds()
-            try:
-                rank, ok, value = results.get(timeout=max(remaining, 0.1))
-            except queue.Empty:
+            if remaining <= 0:
                 failure = f"timed out after {timeout:.0f}s; ranks done: {sorted(outcomes)}"
                 break
+            try:
+                rank, ok, value = results.get(timeout=min(remaining, 1.0))
+            except queue.Empty:
+                # A rank killed by a signal never reports: its peers wait in a collective.
+                if any(r not in outcomes and _signal(p) for r, p in enumerate(procs)):
+                    break
+                continue
             outcomes[rank] = (ok, value)
             if not ok:  # a failed rank may leave its peers blocked in a collective
                 break
     finally:
-        for proc in procs:
-            proc.join(timeout=10 if not failure and all(o[0] for o in outcomes.values()) else 2)
+        settled = len(outcomes) == world_size and all(o[0] for o in outcomes.values())
+        stopped = set()  # the ranks killed here (left blocked by a failed peer)
+        for rank, proc in enumerate(procs):
+            proc.join(timeout=10 if settled else 2)
             if proc.is_alive():
                 proc.kill()
                 proc.join()
+                stopped.add(rank)
+    unreported = [
+        r for r, p in enumerate(procs) if r not in outcomes and r not in stopped and _signal(p)
+    ]
+    if unreported and not failure:  # the others' errors follow from it (a closed connection)
+        raise _Crashed(f"rank {unreported[0]} was killed by {_signal(procs[unreported[0]])}")
     errors = [
         f"rank {rank} failed:\n{value}" for rank, (ok, value) in sorted(outcomes.items()) if not ok
     ]
@@ -214,8 +246,23 @@ def run(
         raise AssertionError("\n".join([failure, *errors]).strip())
     exit_codes = [proc.exitcode for proc in procs]
     if any(code != 0 for code in exit_codes):
-        raise AssertionError(f"ranks exited with codes {exit_codes}")
+        # Every rank reported its work: a crash in the teardown after it is torch's.
+        killed = [f"rank {r}: {_signal(p)}" for r, p in enumerate(procs) if _signal(p)]
+        if len(killed) != sum(code != 0 for code in exit_codes):
+            raise AssertionError(f"ranks exited with codes {exit_codes}")
+        warnings.warn(f"after its work, {', '.join(killed)}", RuntimeWarning, stacklevel=3)
     return [_from_bytes(outcomes[rank][1]) for rank in range(world_size)]
+
+
+def _signal(proc: Any) -> str | None:
+    """The name of the signal that killed ``proc``, or None (running, or exited)."""
+    code = proc.exitcode
+    if code is None or code >= 0:
+        return None
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f"signal {-code}"
 
 
 def world_size_for(backend: str) -> int:

@@ -1,7 +1,8 @@
-"""The port checker's ranks when one is killed by a signal (a crash in torch's native code).
+"""Ranks killed by a signal (a crash in torch's native code): the port checker's and the tests'.
 
-Each run starts two real gloo ranks (:func:`compat.portcheck.launch.on_ranks`); the
-crash is a real ``SIGSEGV`` the rank sends itself, where torch's crash would come.
+Each run starts two real gloo ranks (:func:`compat.portcheck.launch.on_ranks`, and
+``tests.distributed.run``); the crash is a real ``SIGSEGV`` the rank sends itself,
+where torch's crash would come.
 """
 
 from __future__ import annotations
@@ -71,3 +72,36 @@ def test_a_second_crash_is_an_error_with_the_stacks():
 def test_a_crash_after_every_rank_finished_keeps_the_result():
     with pytest.warns(RuntimeWarning, match="its result stands"):
         assert on_ranks(_crash_in_teardown, world_size=2, backend="gloo", timeout=120) == 3.0
+
+
+@pytest.mark.distributed
+def test_the_tests_harness_runs_the_ranks_again_after_a_crash(tmp_path):
+    """``tests.distributed.run``, which most distributed tests use, does the same."""
+    from tests.distributed import run
+
+    marker = str(tmp_path / "crashed")
+    with pytest.warns(RuntimeWarning, match="rank 1 was killed by SIGSEGV"):
+        assert run(_crash_once, marker, world_size=2, backend="gloo", timeout=120) == [3.0, 3.0]
+
+
+@pytest.mark.distributed
+def test_the_tests_harness_keeps_results_after_a_crash_in_the_teardown():
+    from tests.distributed import run
+
+    with pytest.warns(RuntimeWarning, match="after its work, rank 1: SIGSEGV"):
+        assert run(_crash_in_teardown, world_size=2, backend="gloo", timeout=120) == [3.0, 3.0]
+
+
+def _raise_on_rank_1(rank: int, world_size: int) -> float:
+    if rank == 1:
+        raise ValueError("rank 1 gives up")
+    return _summed(rank)  # rank 0 waits in the collective: it is killed, not crashed
+
+
+@pytest.mark.distributed
+def test_the_tests_harness_does_not_run_again_where_a_rank_raised(recwarn):
+    from tests.distributed import run
+
+    with pytest.raises(AssertionError, match="rank 1 gives up"):
+        run(_raise_on_rank_1, world_size=2, backend="gloo", timeout=120)
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
