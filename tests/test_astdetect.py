@@ -14,8 +14,8 @@ from collections import Counter
 
 import pytest
 
+from codemods.astlint.hooks import hook
 from codemods.astlint.lint import Undecided, lint
-from codemods.astlint.walk import hook
 from codemods.batch.runner import process_source
 from codemods.engine.run import run
 from codemods.registry import REGISTRY

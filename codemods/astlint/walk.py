@@ -14,6 +14,7 @@ import ast
 from collections.abc import Iterable
 
 from codemods.astlint.detector import Detector, Undecided
+from codemods.astlint.hooks import hook
 from codemods.astlint.reach import names_nothing, reached, relevant
 from codemods.astlint.scopes import dotted
 from codemods.registry import REGISTRY, ChangeKind, Rule
@@ -25,34 +26,6 @@ from codemods.screen.prefilter import rule_filter
 from codemods.screen.text_scan import Scan
 from codemods.syntax.ast_nodes import tree_index
 from codemods.syntax.gates import ast_fallback_regions
-
-TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
-if TYPE_CHECKING:
-    from typing import Any, Callable
-
-
-def hook(behaviour: Behaviour, name: str) -> Callable[..., Any]:
-    """``behaviour``'s ``ast`` hook ``name``.
-
-    Raises:
-        Undecided: Where it has none that answers for its libcst hooks (one of them is
-            overridden below the class that defines the ``ast`` half).
-    """
-    cls = type(behaviour)
-    owner = _owner(cls, name)
-    mirrors = cls.AST_MIRRORS[name]
-    if owner is None or getattr(cls, name) is None:
-        raise Undecided(f"{behaviour.rule.code} has no {name}", behaviour.rule.code)
-    for method in mirrors:
-        defined = _owner(cls, method)
-        if defined is not None and not issubclass(owner, defined):
-            code = behaviour.rule.code
-            raise Undecided(f"{code}: {name} does not answer for {method}", code)
-    return getattr(behaviour, name)
-
-
-def _owner(cls: type, name: str) -> type | None:
-    return next((c for c in cls.__mro__ if name in c.__dict__), None)
 
 
 class Walk:
@@ -69,6 +42,7 @@ class Walk:
         self.definers = self._admitted(INDEX.definitions)
         self.definitions = bool(self.definers)
         self._classes: list[Behaviour] | None = None  # _admitted(INDEX.classes), once asked
+        self.callers: dict[str, list[Behaviour]] = {}  # a callee's enabled behaviours
         names = detector.names
         self.relevant = relevant(names.imported_roots, names.aliases)
         kinds = [ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda] if self.definitions else []
@@ -212,8 +186,12 @@ class Walk:
                 for behaviour in self._enabled(found):
                     hook(behaviour, "ast_partial")(d, call)
         else:
+            callers = self.callers
             for name in names:
-                for behaviour in self._enabled(INDEX.calls.get(name, ())):
+                found = callers.get(name)
+                if found is None:
+                    found = callers[name] = self._enabled(INDEX.calls.get(name, ()))
+                for behaviour in found:
                     hook(behaviour, "ast_call")(d, call)
 
     def _enabled(self, behaviours: Iterable[Behaviour]) -> list[Behaviour]:
