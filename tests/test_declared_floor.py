@@ -929,3 +929,50 @@ def test_one_declaration_without_a_top_leaves_the_range_open(tmp_path):
 def test_environment_files_mark_a_project_root(tmp_path, name):
     (tmp_path / name).write_text("")
     assert find_project_root(tmp_path / "src" / "train.py") == tmp_path.resolve()
+
+
+_STEPS_WITH_A_TAG = "    steps:\n      - run: !custom echo\n"  # the safe loader refuses the tag
+
+
+@pytest.mark.parametrize(
+    ("workflow", "listed", "problems"),
+    [
+        # Only each job's matrix is built: a tag the safe loader refuses elsewhere is
+        # not read, so not reported (the whole document's reading refused it).
+        (
+            "jobs:\n  test:\n    strategy:\n      matrix:\n        torch: ['2.1', '2.4']\n"
+            + _STEPS_WITH_A_TAG,
+            "2.1, 2.4",
+            0,
+        ),
+        # A merge key on the way to a matrix: the whole document is read (and resolves it).
+        (
+            "x: &base\n  strategy:\n    matrix:\n      torch: ['1.13', '2.0']\n"
+            "jobs:\n  test:\n    <<: *base\n    runs-on: ubuntu-latest\n",
+            "1.13, 2.0",
+            0,
+        ),
+        # A key given twice: the last, as the loader keeps it.
+        (
+            "jobs:\n  test:\n    strategy:\n      matrix:\n        torch: ['1.9']\n"
+            "    strategy:\n      matrix:\n        torch: ['2.2']\n",
+            "2.2",
+            0,
+        ),
+        # A merge key inside the matrix: built by the loader, which resolves it.
+        (
+            "x: &rows\n  torch: ['2.3']\njobs:\n  test:\n    strategy:\n      matrix:\n"
+            "        <<: *rows\n",
+            "2.3",
+            0,
+        ),
+    ],
+    ids=["a tag outside the matrix", "merged job", "repeated key", "merged matrix"],
+)
+def test_a_workflow_matrix_is_read_as_the_whole_document_reads_it(
+    tmp_path, workflow, listed, problems
+):
+    files = {"setup.py": "from setuptools import setup\nsetup()\n"}
+    floors = declared_floors(write(tmp_path, {**files, ".github/workflows/ci.yml": workflow}))
+    assert floors.sources["torch"].partition("matrix: ")[2] == listed, floors
+    assert len(floors.problems) == problems, floors.problems

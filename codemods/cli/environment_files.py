@@ -166,8 +166,10 @@ def _read_workflow(reader: Reader, path: Path) -> None:
         text = None  # _load_yaml says why it cannot be read
     if text is not None and "torch" not in text.lower():
         return
-    data = _load_yaml(reader, path, text)
-    jobs = data.get("jobs") if isinstance(data, dict) else None
+    jobs = _matrices(text) if text is not None else None
+    if jobs is None:  # not read so: the whole document (a YAML error is reported there)
+        data = _load_yaml(reader, path, text)
+        jobs = data.get("jobs") if isinstance(data, dict) else None
     if not isinstance(jobs, dict):
         return
     for job, body in jobs.items():
@@ -182,6 +184,59 @@ def _read_workflow(reader: Reader, path: Path) -> None:
                     releases += [str(v) for v in (value if isinstance(value, list) else [value])]
         # An `include` row often repeats a release to add values to it: list each once.
         _matrix(reader, list(dict.fromkeys(releases)), f"{reader._label(path)} jobs.{job} matrix")
+
+
+def _matrices(text: str) -> dict[Any, Any] | None:
+    """A workflow's ``jobs``, each with its ``strategy.matrix`` alone built; or None.
+
+    libyaml composes the document (in C) and only each job's matrix is made into Python
+    values: the steps, most of a workflow, are never built. None where that reading does
+    not answer as the whole document's would (no libyaml, a merge key ``<<`` on the way,
+    a YAML error): the caller reads the whole document. A value the safe loader refuses
+    outside the matrices (an unknown tag) goes unremarked here.
+    """
+    import yaml
+
+    loader_class = getattr(yaml, "CSafeLoader", None)
+    if loader_class is None:
+        return None
+    loader = loader_class(text)
+    try:
+        jobs = _member(loader.get_single_node(), "jobs")
+        if not isinstance(jobs, yaml.MappingNode):
+            return None if jobs is False else {}
+        found: dict[Any, Any] = {}
+        for name, body in jobs.value:
+            strategy = _member(body, "strategy")
+            matrix = _member(strategy, "matrix")
+            if False in (strategy, matrix):
+                return None
+            built = {} if matrix is None else {"matrix": loader.construct_document(matrix)}
+            found[loader.construct_document(name)] = {"strategy": built}
+        return found
+    except yaml.YAMLError:
+        return None
+    finally:
+        loader.dispose()
+
+
+def _member(node: Any, key: str) -> Any:
+    """The value node of ``key`` in a YAML mapping node (the last, as the loader keeps).
+
+    None where ``node`` is not a mapping or lacks the key; False where it merges
+    another mapping in (``<<``), which only the whole document's reading resolves.
+    """
+    import yaml
+
+    if not isinstance(node, yaml.MappingNode):
+        return None
+    found = None
+    for name, value in node.value:
+        if name.tag == "tag:yaml.org,2002:merge":
+            return False
+        if isinstance(name, yaml.ScalarNode) and name.value == key:
+            found = value
+    return found
 
 
 def _matrix(reader: Reader, values: list[str], where: str) -> None:
