@@ -171,10 +171,10 @@ class Walk:
     def _call(self, call: ast.Call) -> None:
         d = self.d
         root = dotted(call.func)
-        first = root.partition(".")[0] if root is not None else None
-        if first not in self.relevant:
+        head = root.partition(".")[0] if root is not None else None
+        if head not in self.relevant:
             return  # calls of local names or builtins: no behaviour looks at them
-        if type(call.func) is ast.Attribute and names_nothing(d.names, first, call.func):  # type: ignore[arg-type]
+        if type(call.func) is ast.Attribute and names_nothing(d.names, head, call.func):  # type: ignore[arg-type]
             return  # `torch.zeros(...)`: passed over by _visit too, and no rule calls it
         names = d.qualified(call.func)
         if PARTIAL in names:
