@@ -81,4 +81,4 @@ def test_the_index_holds_every_node_once():
     assert sorted(map(id, walked)) == sorted(
         id(n) for nodes in index.by_type.values() for n in nodes
     )
-    assert all(list(index.below[id(n)]) == _expected(n) for n in walked)
+    assert all(list(index.below[n]) == _expected(n) for n in walked)

@@ -92,7 +92,7 @@ class Detector:
 
     def parent(self, node: ast.AST) -> ast.AST | None:
         """The parent of a node (arguments' parent is the ``keyword`` or the call)."""
-        return self.parents.get(id(node))
+        return self.parents.get(node)
 
     def applies(self, code: str) -> bool:
         """``Engine.applies``: whether rule ``code``'s fix is part of this (or a fixing) run."""
@@ -140,7 +140,7 @@ class Detector:
 
     def scope(self, node: ast.AST) -> Any:
         """The :class:`codemods.astlint.scopes.Scope` a name, attribute or call is in."""
-        return self.names.scope_of.get(id(node))
+        return self.names.scope_of.get(node)
 
     def class_set(self, node: ast.AST) -> ast.AST | None:
         """``Engine.class_set``: a set display, a non-empty list or tuple, or a class name."""
@@ -155,7 +155,7 @@ class Detector:
     def _names_a_class(self, node: ast.AST) -> bool:
         """``Engine._names_a_class``: the name is bound only by classes and imports."""
         name = dotted(node)
-        scope = self.names.scope_of.get(id(node))
+        scope = self.names.scope_of.get(node)
         if name is None or scope is None:
             return False
         root = name.split(".")[0]
@@ -217,7 +217,7 @@ class Detector:
     def find(self, node: ast.AST) -> tuple[str, Rule, str] | None:
         """``Engine.find``: the old name, rule and qualified name ``node`` refers to."""
         found = None
-        parent = self.parents.get(id(node))
+        parent = self.parents.get(node)
         namespace = type(parent) is ast.Attribute and parent.value is node  # type: ignore[attr-defined]
         if namespace and type(node) is ast.Name:
             self._dotted_access(node)
@@ -230,7 +230,7 @@ class Detector:
 
     def _dotted_access(self, node: ast.Name) -> None:
         """Libcst resolves ``a`` of ``a.b.c`` to ``import a.b`` too: refuse where that matters."""
-        scope = self.names.scope_of[id(node)]
+        scope = self.names.scope_of[node]
         binder = self.names.lookup(scope, node.id)
         if binder is None:
             return
@@ -252,7 +252,7 @@ class Detector:
             return False
         name = root.id  # type: ignore[attr-defined]
         bare = self._bare(node) if root is node else None
-        binder = self.names.lookup(self.names.scope_of[id(root)], name)
+        binder = self.names.lookup(self.names.scope_of[root], name)
         if binder is self.names.module and name in self.names.aliases:
             return answered_by_alias(self.names.aliases[name], rule, bare)
         if binder is None or binder.others.get(name) or not binder.imports.get(name):

@@ -24,7 +24,7 @@ Example:
     >>> tree = ast.parse("x = 1 + 2\nimport torch\ny = torch.a\n")
     >>> names = Names(tree)
     >>> live = reached(tree, tree_index(tree).by_type, names.parents, {"torch"}, ())
-    >>> [type(s).__name__ for s in tree.body if id(s) in live]
+    >>> [type(s).__name__ for s in tree.body if s in live]
     ['Import', 'Assign']
 """
 
@@ -118,11 +118,11 @@ def _related(imported: str) -> bool:
 def reached(
     tree: ast.Module,
     by_type: dict[type, list[ast.AST]],
-    parents: dict[int, ast.AST],
+    parents: dict[ast.AST, ast.AST],
     relevant: set[str] | frozenset[str],
     kinds: Iterable[type],
-) -> set[int] | Everything:
-    """The ids of the nodes at or above a name in ``relevant``, an import, a class or ``kinds``.
+) -> set[ast.AST] | Everything:
+    """The nodes at or above a name in ``relevant``, an import, a class or ``kinds``.
 
     Classes are always reached: a class hook's rules are asked for only where the
     walk meets a class (there are few, and their rules' modules load when asked).
@@ -135,22 +135,22 @@ def reached(
         kinds: The further node types the walk acts on (functions, classes).
 
     Returns:
-        The ids, the module's among them; :class:`Everything` where a node's parent
+        The nodes, the module among them; :class:`Everything` where a node's parent
         is not known, so that the walk reaches every node rather than miss one.
     """
-    live = {id(tree)}
+    live: set[ast.AST] = {tree}
     seeds = [n for n in by_type.get(ast.Name, ()) if n.id in relevant]  # type: ignore[attr-defined]
     for kind in (ast.Import, ast.ImportFrom, ast.ClassDef, *kinds):
         seeds += by_type.get(kind, ())
     add = live.add
     for node in seeds:
-        key = id(node)
+        key = node
         while key not in live:
             add(key)
             above = parents.get(key)
             if above is None:
                 return Everything()
-            key = id(above)
+            key = above
     return live
 
 

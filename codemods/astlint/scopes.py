@@ -111,9 +111,9 @@ class Names:
 
     def __init__(self, tree: ast.Module) -> None:
         self.module = Scope(MODULE, None)
-        self.scope_of: dict[int, Scope] = {}  # id of a Name/Attribute/Call -> its scope
-        self.parents: dict[int, ast.AST] = {}
-        self._cache: dict[int, set[str]] = {}
+        self.scope_of: dict[ast.AST, Scope] = {}  # a Name/Attribute/Call/... -> its scope
+        self.parents: dict[ast.AST, ast.AST] = {}
+        self._cache: dict[ast.AST, set[str]] = {}
         self._imported: dict[tuple[int, str], set[str]] = {}  # see _bound
         self.loads: dict[str, list[ast.Name]] = {}  # each name's uses (Load context)
         # The first part of every name imports bind -> what a use of it names first
@@ -129,14 +129,14 @@ class Names:
 
     def _walk(self, node: ast.AST, scope: Scope) -> None:
         parents = self.parents
-        for child in self._below[id(node)]:
-            parents[id(child)] = node
+        for child in self._below[node]:
+            parents[child] = node
             self._visit(child, scope)
 
     def _visit(self, node: ast.AST, scope: Scope) -> None:
         kind = type(node)
         if kind is ast.Name:
-            self.scope_of[id(node)] = scope
+            self.scope_of[node] = scope
             if type(node.ctx) is not ast.Load:  # type: ignore[attr-defined]
                 if type(node.ctx) is ast.Del:  # type: ignore[attr-defined]
                     self.deleted.add(node.id)  # type: ignore[attr-defined]
@@ -146,13 +146,13 @@ class Names:
             return
         if kind not in _BINDING:  # most nodes: their children walked, one lookup in
             if kind is ast.Attribute or kind is ast.Call:
-                self.scope_of[id(node)] = scope
-            for child in self._below[id(node)]:
-                self.parents[id(child)] = node
+                self.scope_of[node] = scope
+            for child in self._below[node]:
+                self.parents[child] = node
                 self._visit(child, scope)
             return
         if kind is ast.Import or kind is ast.ImportFrom:
-            self.scope_of[id(node)] = scope
+            self.scope_of[node] = scope
             for alias in node.names:  # type: ignore[attr-defined]
                 if alias.name == "*":
                     continue
@@ -177,7 +177,7 @@ class Names:
                     scope.count[key] = scope.count.get(key, 0) + 1
             return
         elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef or kind is ast.Lambda:
-            self.scope_of[id(node)] = scope
+            self.scope_of[node] = scope
             self._function(node, scope)
             return
         elif kind is ast.ClassDef:
@@ -215,12 +215,12 @@ class Names:
             value = getattr(node, field, None)
             for child in value if isinstance(value, list) else [value]:
                 if child is not None:
-                    parents[id(child)] = node
+                    parents[child] = node
                     self._visit(child, scope)
 
     def _function(self, node: ast.AST, scope: Scope) -> None:
         args: ast.arguments = node.args  # type: ignore[attr-defined]
-        self.parents[id(args)] = node
+        self.parents[args] = node
         if type(node) is not ast.Lambda:
             if getattr(node, "type_params", None):
                 raise Undecided("type parameters")
@@ -230,9 +230,9 @@ class Names:
         every = [*args.posonlyargs, *args.args, *args.kwonlyargs]
         every += [a for a in (args.vararg, args.kwarg) if a is not None]
         for arg in every:
-            self.parents[id(arg)] = args
+            self.parents[arg] = args
             if arg.annotation is not None:
-                self.parents[id(arg.annotation)] = arg
+                self.parents[arg.annotation] = arg
                 self._visit(arg.annotation, scope)
         inner = Scope(FUNCTION, scope, getattr(node, "name", None))
         for arg in every:
@@ -243,7 +243,7 @@ class Names:
         generators: list[ast.comprehension] = node.generators  # type: ignore[attr-defined]
         inner = Scope(COMPREHENSION, scope)
         for index, generator in enumerate(generators):
-            self.parents[id(generator)] = node
+            self.parents[generator] = node
             self._each(generator, ("iter",), scope if index == 0 else inner)
             self._each(generator, ("target", "ifs"), inner)
         self._each(node, ("key", "value", "elt"), inner)
@@ -302,13 +302,13 @@ class Names:
 
     def qualified(self, node: ast.AST) -> set[str]:
         """The qualified names ``node`` may refer to (empty for other expressions)."""
-        found = self._cache.get(id(node))
+        found = self._cache.get(node)
         if found is None:
-            found = self._cache[id(node)] = self._qualified(node)
+            found = self._cache[node] = self._qualified(node)
         return found
 
     def _qualified(self, node: ast.AST) -> set[str]:
-        scope = self.scope_of.get(id(node))
+        scope = self.scope_of.get(node)
         full = dotted(node)
         if scope is None or full is None:
             return set()
@@ -382,7 +382,7 @@ class Names:
         first = scope.others.get(name, [(0, 0)])[0]
         found = []
         for use in self.loads.get(name, ()):
-            own = self.scope_of[id(use)]
+            own = self.scope_of[use]
             if self.lookup(own, name) is not scope:
                 continue
             if own is scope and (use.lineno, use.col_offset) < first:
@@ -392,4 +392,4 @@ class Names:
 
     def scope_of_definition(self, node: ast.AST) -> Scope | None:
         """The scope a ``def`` binds its name in."""
-        return self.scope_of.get(id(node))
+        return self.scope_of.get(node)

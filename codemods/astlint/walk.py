@@ -52,7 +52,7 @@ class Walk:
         """Walk the module, settle the plan, report."""
         self._no_other_hooks()
         for child in self.d.tree.body:
-            if id(child) in self.live:
+            if child in self.live:
                 self._visit(child, False)
         fixable = self._plan()
         d = self.d
@@ -128,14 +128,14 @@ class Walk:
         if self.definitions and kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda):
             self.events.append(("function", node, fallback))
         if kind is ast.Try or kind is ast.If:
-            regions = {id(r) for r in ast_fallback_regions(node, self.d.segment)}
-            fallback = fallback or id(node) in regions
-            for child in self.below[id(node)]:
-                if id(child) in live:
-                    self._visit(child, fallback or id(child) in regions)
+            regions = set(ast_fallback_regions(node, self.d.segment))
+            fallback = fallback or node in regions
+            for child in self.below[node]:
+                if child in live:
+                    self._visit(child, fallback or child in regions)
         else:  # most nodes: no set of regions made and asked for each child
-            for child in self.below[id(node)]:
-                if id(child) in live:
+            for child in self.below[node]:
+                if child in live:
                     self._visit(child, fallback)
         if kind is ast.Call:
             self.events.append(("call", node, fallback))
@@ -149,7 +149,7 @@ class Walk:
         if alias.asname is None and type(node) is ast.Import:
             return None
         names = self.d.names
-        scope = names.scope_of[id(node)]
+        scope = names.scope_of[node]
         try:
             uses = names.references(scope, alias.asname or alias.name)
         except Undecided:
@@ -157,8 +157,7 @@ class Walk:
         start = (node.lineno, node.col_offset)
         # as libcst: a use in the import's own scope before it does not read it
         return any(
-            names.scope_of[id(use)] is not scope or (use.lineno, use.col_offset) > start
-            for use in uses
+            names.scope_of[use] is not scope or (use.lineno, use.col_offset) > start for use in uses
         )
 
     def _renaming(self, node: ast.AST, rule: Rule, fixable: set[str], quiet: bool = False) -> None:
@@ -310,7 +309,7 @@ class Walk:
     def _rebound(self, node: ast.Import | ast.ImportFrom) -> set[str]:
         """``Planner.rebound``: old names imported under a name the scope binds otherwise."""
         d = self.d
-        scope = d.names.scope_of[id(node)]
+        scope = d.names.scope_of[node]
         codes: set[str] = set()
         for alias in node.names:
             if alias.name == "*" or (type(node) is ast.Import and alias.asname is None):

@@ -211,7 +211,7 @@ class _Pruner(TreeReads):
         for statement in body:
             kind = type(statement)
             if kind in FUNCTIONS:
-                into.append((statement, self.names.scope_of.get(id(statement))))
+                into.append((statement, self.names.scope_of.get(statement)))
             elif kind is ast.ClassDef:
                 first, last = _first_line(statement), statement.end_lineno
                 if not self._hit(first, last) and outer is self.names.module:

@@ -25,7 +25,7 @@ class TreeReads:
     """Walks over the ``ast`` detector's record of a module's tree, and the names code reads.
 
     Attributes:
-        below: Each node's children as the detector recorded them (by ``id``), where it
+        below: Each node's children as the detector recorded them, where it
             still keeps them.
         names: The detector's scopes.
     """
@@ -46,7 +46,7 @@ class TreeReads:
         todo = deque([node])
         while todo:
             node = todo.popleft()
-            found = below.get(id(node))
+            found = below.get(node)
             todo.extend(_children(node) if found is None else found)
             yield node
 
@@ -57,7 +57,7 @@ class TreeReads:
         while stack:
             node = stack.pop()
             yield node
-            found = below.get(id(node))
+            found = below.get(node)
             for child in _children(node) if found is None else found:
                 if not isinstance(child, (ast.stmt, ast.Lambda, ast.ExceptHandler)):
                     stack.append(child)
@@ -91,7 +91,7 @@ class TreeReads:
             for node in self.walk(statement):
                 kind = type(node)
                 if kind is ast.Name and type(node.ctx) is ast.Load:
-                    scope = names.scope_of.get(id(node))
+                    scope = names.scope_of.get(node)
                     if scope is None:
                         return None
                     try:
@@ -107,9 +107,9 @@ class TreeReads:
     def annotation(self, node: ast.AST) -> bool:
         """Whether a string sits in a type annotation (libcst reads the names in it)."""
         parents = self.names.parents
-        child, parent = node, parents.get(id(node))
+        child, parent = node, parents.get(node)
         while isinstance(parent, (ast.Subscript, ast.Tuple, ast.BinOp, ast.Attribute, ast.List)):
-            child, parent = parent, parents.get(id(parent))
+            child, parent = parent, parents.get(parent)
         if type(parent) is ast.AnnAssign or type(parent) is ast.arg:
             return parent.annotation is child
         return type(parent) in FUNCTIONS and parent.returns is child

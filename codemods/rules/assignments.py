@@ -39,7 +39,7 @@ def ast_assigns(detector: Detector, scope: Any, name: str) -> list[ast.Assign] |
     for node in detector.nodes(ast.Name):
         if node.id != name or type(node.ctx) is not ast.Store:  # type: ignore[attr-defined]
             continue
-        if names.lookup(names.scope_of[id(node)], name) is not scope:
+        if names.lookup(names.scope_of[node], name) is not scope:
             continue
         statement = detector.parent(node)
         if type(statement) is not ast.Assign or statement.targets != [node]:  # type: ignore[attr-defined]

@@ -221,7 +221,7 @@ class Fsdp125(Behaviour):
         later = [i for at in bindings if (i := _ast_at(block, lines, at)) is not None and i > here]
         for use in names.loads.get(name, ()):
             attribute = detector.parent(use)
-            if names.scope_of.get(id(use)) is not scope or not (
+            if names.scope_of.get(use) is not scope or not (
                 type(attribute) is ast.Attribute
                 and attribute.value is use
                 and attribute.attr == OLD_METHOD

@@ -126,7 +126,7 @@ def ast_values(detector: Detector, name: ast.Name) -> list[ast.expr] | None:
     that has a parameter of that name.
     """
     names = detector.names
-    binder = names.lookup(names.scope_of[id(name)], name.id)
+    binder = names.lookup(names.scope_of[name], name.id)
     node: Any = detector.parent(name)
     while node is not None and type(node) not in (ast.FunctionDef, ast.AsyncFunctionDef):
         node = detector.parent(node)

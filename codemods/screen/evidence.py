@@ -242,7 +242,7 @@ def _last_first(attributes: list[ast.AST]) -> list[ast.AST]:
 
 
 def _ungated(
-    by_type: dict[type, list[ast.AST]], below: dict[int, list[ast.AST]]
+    by_type: dict[type, list[ast.AST]], below: dict[ast.AST, list[ast.AST]]
 ) -> Callable[[ast.AST], bool]:
     """Whether a node is outside import fallbacks and release-gated ``if`` blocks.
 
@@ -269,7 +269,7 @@ def _ungated(
     return outside
 
 
-def _gate(test: ast.expr, below: dict[int, list[ast.AST]] | None = None) -> bool:
+def _gate(test: ast.expr, below: dict[ast.AST, list[ast.AST]] | None = None) -> bool:
     """Whether ``GATE`` finds a release gate in the ``if`` test ``test``'s code.
 
     ``ast.unparse`` writes the code back, a visitor that costs more than the whole
@@ -304,10 +304,10 @@ def _gate(test: ast.expr, below: dict[int, list[ast.AST]] | None = None) -> bool
     return GATE.search(" ".join(words)) is not None and GATE.search(ast.unparse(test)) is not None
 
 
-def _breadth_first(node: ast.AST, below: dict[int, list[ast.AST]]) -> Iterator[ast.AST]:
+def _breadth_first(node: ast.AST, below: dict[ast.AST, list[ast.AST]]) -> Iterator[ast.AST]:
     """``ast.walk(node)`` through the index's children (its order: breadth first)."""
     queue = deque([node])
     while queue:
         node = queue.popleft()
-        queue.extend(below[id(node)])
+        queue.extend(below[node])
         yield node

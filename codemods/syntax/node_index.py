@@ -106,7 +106,7 @@ class TreeIndex:
 
     Attributes:
         by_type: Every node (the root too) by exact type, in source order per type.
-        below: ``id(node)`` -> the node's children (:func:`children`), in source order
+        below: Each node -> its children (:func:`children`), in source order
             (a list, or a tuple where there is at most one).
 
     Example:
@@ -121,7 +121,7 @@ class TreeIndex:
         # :func:`children` written out here: a call per node, and a push per leaf, were
         # about a tenth of the index (which a screened file pays in full).
         by_type: dict[type, list[ast.AST]] = {}
-        below: dict[int, Sequence[ast.AST]] = {}
+        below: dict[ast.AST, Sequence[ast.AST]] = {}
         stack = [tree]
         pop, push, append = stack.pop, stack.extend, stack.append
         # A type -> (its list's append, its shape, its one field where it has one node
@@ -141,16 +141,16 @@ class TreeIndex:
             if known[2] is not None:  # `a.b`, `f(x=1)`'s keyword: a tuple (no list) of one
                 value = getattr(node, known[2])
                 if value is None:
-                    below[id(node)] = ()
+                    below[node] = ()
                 else:
-                    below[id(node)] = (value,)
+                    below[node] = (value,)
                     append(value)
                 continue
             shape = known[1]
             if shape is None:
                 found = _any_children(node)
             elif not shape:  # a name, a constant: nothing below (one shared empty tuple)
-                below[id(node)] = ()  # type: ignore[assignment]
+                below[node] = ()  # type: ignore[assignment]
                 continue
             else:
                 # A node, None, or (many) nodes with None where ``**`` or a default is not
@@ -165,7 +165,7 @@ class TreeIndex:
                         found.extend(value)
                     else:
                         found.extend(item for item in value if item is not None)
-            below[id(node)] = found
+            below[node] = found
             push(reversed(found))
         self.by_type = by_type
         self.below = below

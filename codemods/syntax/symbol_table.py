@@ -105,7 +105,7 @@ def _inside(index: TreeIndex) -> bool:
         node = roots.pop()
         if isinstance(node, _IN_COMPREHENSIONS):
             return True
-        roots.extend(below[id(node)])
+        roots.extend(below[node])
     return False
 
 

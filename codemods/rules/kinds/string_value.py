@@ -140,7 +140,7 @@ class StringValue(Behaviour):
 def _ast_bound_values(detector: Detector, name: ast.Name, rule: Rule) -> tuple[list[ast.expr], int]:
     """The ``ast`` half of :func:`_bound_values`."""
     names = detector.names
-    binder = names.lookup(names.scope_of[id(name)], name.id)
+    binder = names.lookup(names.scope_of[name], name.id)
     if binder is None:
         return [], 0
     references = names.references(binder, name.id)
