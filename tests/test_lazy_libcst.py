@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from tests.realistic_tree import write_tree
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(autouse=True)
@@ -80,3 +83,57 @@ def test_the_realistic_tree_lints_without_libcst(tmp_path):
     loaded, output = _loads_libcst(tmp_path, "", "--jobs", "1", str(tree))
     assert "FSDP103" in output and "FSDP115" in output
     assert not loaded, output
+
+
+def test_libcst_imported_past_the_stand_in_keeps_its_submodules():
+    """``from libcst.metadata import ...`` after the stand-in is made: libcst whole.
+
+    (``importlib.util.LazyLoader``'s stand-in left ``libcst.metadata`` without its
+    ``scope_provider`` attribute, which libcst's own unused-import pass reads.)
+    """
+    code = (
+        "from codemods.syntax.lazy_libcst import cst\n"
+        "from libcst.metadata import scope_provider\n"
+        "import libcst, libcst.metadata\n"
+        "assert libcst.metadata.scope_provider is scope_provider\n"
+        "assert cst.metadata is libcst.metadata and cst.Name is libcst.Name\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+
+
+# A file with nothing to fix, then one whose FSDP1 wrapper the opt-in FSDP401 looks at and
+# whose signature holds a string annotation (libcst's unused-import pass reads those with
+# ``libcst.metadata.scope_provider``): libcst is loaded in the middle of the run.
+_SECOND = (
+    "from typing import List\n"
+    "\n"
+    "try:\n"
+    "    from torch.distributed.fsdp import FullyShardedDataParallel, StateDictType\n"
+    "except ImportError:\n"
+    "    pass\n"
+    "\n"
+    "\n"
+    "class Runner:\n"
+    "    def __init__(self, net, devices: List['torch.device']):\n"
+    "        self.net = FullyShardedDataParallel(net)\n"
+    "\n"
+    "    def restore(self, state):\n"
+    "        with FullyShardedDataParallel.state_dict_type("
+    "self.net, StateDictType.FULL_STATE_DICT):\n"
+    "            self.net.load_state_dict(state)\n"
+)
+
+
+def test_a_migration_over_several_files_loads_libcst_whole(tmp_path):
+    (tmp_path / "a.py").write_text("")
+    (tmp_path / "b.py").write_text(_SECOND)
+    run = subprocess.run(
+        [sys.executable, "-m", "codemods.migrate", "--diff", "--unsafe-fixes", "--jobs", "1"]
+        + ["--extend-select", "FSDP4", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert "internal error" not in run.stderr, run.stderr
+    assert "FSDP401" in run.stderr and "FSDP115" in run.stderr, run.stderr
+    assert "0 errors" in run.stderr, run.stderr
