@@ -181,6 +181,8 @@ class Names:
             self._function(node, scope)
             return
         elif kind is ast.ClassDef:
+            if getattr(node, "type_params", None):  # `class C[T]`: as a function's, below
+                raise Undecided("type parameters")
             self._other(scope, node.name, node)  # type: ignore[attr-defined]
             self._each(node, ("decorator_list", "bases", "keywords"), scope)
             inner = Scope(CLASS, scope, node.name)  # type: ignore[attr-defined]
