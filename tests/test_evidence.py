@@ -103,7 +103,7 @@ def test_the_floor_names_what_evidences_it():
 #: release, and examples that also import a newer API evidence that.
 OLD_FORM_FLOORS = {
     "FSDP101": {"torch": "1.11"},
-    "FSDP102": {},
+    "FSDP102": {"torch": "1.11"},
     "FSDP103": {"torch": "1.11"},
     "FSDP104": {"torch": "1.11"},
     "FSDP105": {"torch": "1.11"},

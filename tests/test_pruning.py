@@ -176,6 +176,7 @@ def inner(layer):
 
 _LONG_TRAINING_FUNCTION = """\
 from pytorch_lightning.plugins import DDPFullyShardedPlugin
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 from torch.distributed.fsdp.wrap import default_auto_wrap_policy
 
 
@@ -199,6 +200,10 @@ def train(model, steps):
             log("large")
     policy = default_auto_wrap_policy
     return model, policy, total
+
+
+def shard(net):
+    return FSDP(net, auto_wrap_policy=policy_of)
 """
 
 _SHAPES = {

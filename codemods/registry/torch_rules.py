@@ -113,12 +113,24 @@ RULES = (
         ),
         example=Example(
             before=(
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "\n"
+                "\n"
                 "def policy(module, recurse, unwrapped_params):\n"
                 "    return recurse or unwrapped_params >= 100_000\n"
+                "\n"
+                "\n"
+                "model = FSDP(model, auto_wrap_policy=policy)\n"
             ),
             after=(
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "\n"
+                "\n"
                 "def policy(module, recurse, nonwrapped_numel):\n"
                 "    return recurse or nonwrapped_numel >= 100_000\n"
+                "\n"
+                "\n"
+                "model = FSDP(model, auto_wrap_policy=policy)\n"
             ),
         ),
         fix=FixSafety.SAFE,
@@ -155,6 +167,12 @@ RULES = (
                     "nonwrapped_numel > 10**6,\n"
                     ")\n"
                 ),
+            ),
+            # A module-level policy the file does not use: another module's to use (it
+            # may pass `unwrapped_params=`, as FairScale's `auto_wrap` does).
+            Example.reported_only(
+                "def policy(module, recurse, unwrapped_params):\n"
+                "    return recurse or unwrapped_params >= 100_000\n"
             ),
             Example(
                 before=(

@@ -5,8 +5,11 @@ written with ``unwrapped_params`` breaks there. But FairScale's ``enable_wrap`` 
 ``auto_wrap`` / FSDP and torch before 2.0 call the same policy with
 ``unwrapped_params=``, and a call in the file may pass it by that keyword too. So the
 parameter is renamed only where every use of the callable is certain to reach a torch
-consumer, or where the file does not use it at all; a call in the file that passes the
-old keyword is renamed with it, all or nothing. Lambdas count as definitions.
+consumer, or where nothing but this file can use it (a nested function the file does
+not use); a call in the file that passes the old keyword is renamed with it, all or
+nothing. A module-level policy the file does not use is another module's to use, which
+this file does not show: its fix is withheld and the finding says why. Lambdas count as
+definitions.
 """
 
 from __future__ import annotations
@@ -152,6 +155,14 @@ def _keyword_calls(engine: Engine, rule: Rule) -> list[cst.Arg]:
     return engine.scratch[key]
 
 
+def _imported_elsewhere(name: str, rule: Rule) -> str:
+    """Why a module-level policy the file does not use keeps its parameter."""
+    return (
+        f"`{name}` is not used in this file: a module that imports it may pass "
+        f"`{rule.argument}=` to it, as FairScale's `auto_wrap` does"
+    )
+
+
 def _is_method(engine: Engine, node: cst.CSTNode) -> bool:
     block = engine.parent(node)
     return isinstance(block, cst.IndentedBlock) and isinstance(engine.parent(block), cst.ClassDef)
@@ -166,6 +177,7 @@ def ast_rename_parameter(detector: Detector, rule: Rule, node: ast.AST) -> None:
         return
     param = params[sorted(names - {"recurse"})[0]]
     parent = detector.parent(node)
+    why_not = None
     if type(node) is not ast.Lambda and type(parent) is ast.ClassDef:
         uses: list[tuple] = [(UNKNOWN, node)]  # a method: its uses are its instances'
     else:
@@ -177,12 +189,14 @@ def ast_rename_parameter(detector: Detector, rule: Rule, node: ast.AST) -> None:
             references = _ast_references(detector, scope, name)
             if references is None:
                 uses = [(UNKNOWN, node)]
+            elif not references and scope is detector.names.module:
+                uses, why_not = [(UNKNOWN, node)], _imported_elsewhere(name, rule)
             else:
                 uses = [d for use in references for d in _ast_destinations(detector, use, rule)]
     renamed_here = {id(arg) for kind, arg in uses if kind == KEYWORD_CALL}
     others = [a for a in _ast_keyword_calls(detector, rule) if id(a) not in renamed_here]
     certain = not others and all(kind in (TORCH, KEYWORD_CALL, "call") for kind, _ in uses)
-    detector.report(param, rule, fixable_here=certain)
+    detector.report(param, rule, fixable_here=certain, why_not=None if others else why_not)
 
 
 def _ast_bound_name(detector: Detector, node: ast.AST, parent: ast.AST | None) -> tuple[Any, Any]:
@@ -287,6 +301,7 @@ def rename_parameter(engine: Engine, rule: Rule, node: cst.FunctionDef | cst.Lam
     if param is None:
         return
     name = _bound_name(engine, node)
+    why_not = None
     if _is_method(engine, node):  # `__call__` of a policy class: its uses are its instances'
         uses: list[tuple] = [(UNKNOWN, node)]
     elif isinstance(node, cst.Lambda) and name is None:
@@ -297,6 +312,8 @@ def rename_parameter(engine: Engine, rule: Rule, node: cst.FunctionDef | cst.Lam
         references = _references(engine, name)
         if references is None:
             uses = [(UNKNOWN, node)]
+        elif not references and isinstance(engine.scope(name), cst.metadata.GlobalScope):
+            uses, why_not = [(UNKNOWN, node)], _imported_elsewhere(name.value, rule)
         else:
             uses = [d for use in references for d in destinations(engine, use, rule)]
     # Certain: every use reaches torch or is a call here (its keyword renamed with it),
@@ -305,7 +322,8 @@ def rename_parameter(engine: Engine, rule: Rule, node: cst.FunctionDef | cst.Lam
     renamed_here = {id(arg) for kind, arg in uses if kind == KEYWORD_CALL}
     others = [a for a in _keyword_calls(engine, rule) if id(a) not in renamed_here]
     certain = not others and all(kind in (TORCH, KEYWORD_CALL, "call") for kind, _ in uses)
-    if not engine.report(param, rule, fixable_here=certain) or not certain:
+    why_not = None if others else why_not
+    if not engine.report(param, rule, fixable_here=certain, why_not=why_not) or not certain:
         return
     new = rule.new_argument
     engine.rename_name(param.name, new)
