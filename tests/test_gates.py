@@ -11,12 +11,8 @@ from codemods.astlint.lint import lint
 from codemods.engine.run import run
 from codemods.releases import Releases
 from codemods.settings import Settings
-from codemods.syntax.gates import (
-    ast_fallback_regions,
-    fallback_regions,
-    newer_branch,
-    newer_release,
-)
+from codemods.syntax.gate_releases import newer_release
+from codemods.syntax.gates import ast_fallback_regions, fallback_regions, newer_branch
 
 OLD = "from torch.distributed.fsdp.wrap import default_auto_wrap_policy as policy\n"
 NEW = "from torch.distributed.fsdp.wrap import size_based_auto_wrap_policy as policy\n"
@@ -48,13 +44,40 @@ def test_which_branch_is_for_the_newer_release(test, newer):
     assert newer_branch(test) is newer
 
 
+@pytest.mark.parametrize(
+    ("test", "newer"),
+    [
+        ("full and torch.__version__ >= '2.0'", True),
+        ("_TORCH_GREATER_EQUAL_2_0 and world_size > 1", True),
+        ("a and b and _TORCH_GREATER_EQUAL_2_0", True),
+        ("full or _TORCH_LESS_THAN_2_1", False),
+        ("not (full and _TORCH_GREATER_EQUAL_2_0)", False),
+        # an older gate joined with `and` (its else runs on every release), a newer with
+        # `or`, two gates pointing apart, a gate that names no direction: not said
+        ("full and _TORCH_LESS_THAN_2_1", None),
+        ("full or _TORCH_GREATER_EQUAL_2_0", None),
+        ("_TORCH_GREATER_EQUAL_2_0 and _TORCH_LESS_THAN_2_4", None),
+        ("HAVE_FAIRSCALE and _TORCH_GREATER_EQUAL_2_0", None),
+    ],
+)
+def test_a_gate_joined_with_other_tests_says_one_branch(test, newer):
+    """Only the fallback regions ask this (``combined``); without it a join says nothing."""
+    assert newer_branch(test, combined=True) is newer
+    assert newer_branch(test) is None
+
+
 SHAPES = {
     # The branch for the newer release is current code: only the older one is left alone.
     "newer-body": ("if _TORCH_GREATER_EQUAL_2_0:\n    " + OLD + "else:\n    " + OLD, [2]),
     "newer-else": ("if torch_version() < (2, 0):\n    " + OLD + "else:\n    " + OLD, [4]),
     "elif-older": ("if _TORCH_GREATER_EQUAL_2_1:\n    " + OLD + "elif x:\n    " + OLD, [2]),
+    # A newer gate joined with `and`: its body runs on the newer releases alone (checked),
+    # its else on any (left alone); an older one joined with `or` the other way round.
+    "and-newer": ("if full and _TORCH_GREATER_EQUAL_2_0:\n    " + OLD + "else:\n    " + OLD, [2]),
+    "or-older": ("if full or _TORCH_LESS_THAN_2_0:\n    " + OLD + "else:\n    " + OLD, [4]),
     # A test that does not say which is newer: the whole `if` is left alone.
     "undirected": ("if HAVE_FAIRSCALE:\n    " + OLD + "else:\n    " + NEW, []),
+    "and-older": ("if full and _TORCH_LESS_THAN_2_0:\n    " + OLD + "else:\n    " + OLD, []),
     # try: new / except ImportError: old -- two real implementations: left alone.
     "fallback": ("try:\n    " + OLD + "except ImportError:\n    " + NEW, []),
     # An optional dependency (None, a flag, a stub, a warning): current code, reported.
@@ -124,6 +147,7 @@ if _TORCH_GREATER_EQUAL_2_0:
         ("torch_version() >= (2, 1)", None),  # a tuple: not read
         ("Version(torch.__version__) == Version('2.1')", None),  # no newer branch
         ("version.parse('2.0') <= torch_ver < version.parse('2.2')", None),  # two numbers
+        ("full and _TORCH_GREATER_EQUAL_2_1", None),  # its else runs before and after 2.1
     ],
 )
 def test_the_release_a_gates_newer_branch_runs_on(test, release):

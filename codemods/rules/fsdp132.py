@@ -16,7 +16,7 @@ import re
 
 from codemods.rules.api import Behaviour, Detector, Engine
 from codemods.syntax.cst_nodes import is_plain_positional, keyword_arg
-from codemods.syntax.gates import ast_gate_floor, cst_gate_floor
+from codemods.syntax.gate_releases import ast_gate_floor, cst_gate_floor
 from codemods.syntax.lazy_libcst import cst
 
 #: The release whose order is ``(model, optim, optim_state_dict)``.

@@ -10,7 +10,11 @@ Two shapes, and only these, are such bridges:
   the test says which branch is for the newer release (``>=``, ``_GREATER_EQUAL_``,
   ``hasattr(torch...)``, ``<`` and ``_LESS_THAN_`` the other way round, ``not`` turning
   it), that branch is current code and only the older one (with its ``elif``\ s) is left
-  alone; where it does not say (``==``, ``HAVE_FAIRSCALE``, ``and``), the whole ``if`` is.
+  alone; where it does not say (``==``, ``HAVE_FAIRSCALE``), the whole ``if`` is. A test
+  that joins a newer gate with ``and`` (``if full and torch_2_0:``) says it of its ``if``
+  branch, which runs on the newer releases alone; its ``else``, which runs on every
+  release where the other part is false, is left alone as an older branch (and the other
+  way round for an older gate joined with ``or``).
 
 The libcst engine asks :func:`fallback_regions`, the ``ast`` detector
 :func:`ast_fallback_regions`: the parts of a node inside which code is left alone. One
@@ -20,7 +24,6 @@ definition of a bridge for both trees.
 from __future__ import annotations
 
 import ast
-import functools
 import re
 from collections.abc import Callable, Sequence
 
@@ -71,7 +74,7 @@ def fallback_regions(node: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
     test = cst.Module([]).code_for_node(node.test)
     if GATE.search(test) is None:
         return ()
-    newer = newer_branch(test)
+    newer = newer_branch(test, combined=True)
     if newer is None:
         return (node,)
     older = node.orelse if newer else node.body
@@ -165,7 +168,7 @@ def ast_fallback_regions(node: ast.AST, segment: Callable[[ast.AST], str]) -> tu
     test = segment(node.test)  # type: ignore[attr-defined]
     if GATE.search(test) is None:
         return ()
-    newer = newer_branch(test)
+    newer = newer_branch(test, combined=True)
     if newer is None:
         return (node,)
     return tuple(node.orelse if newer else node.body)  # type: ignore[attr-defined]
@@ -211,107 +214,16 @@ def catches_import_error(handler: ast.ExceptHandler) -> bool:
     return any(ast_dotted(t) in IMPORT_ERRORS for t in types)
 
 
-#: A release number in a gate's test: ``"2.1.0"``, ``_GREATER_EQUAL_2_1``.
-@functools.cache
-def _release() -> re.Pattern[str]:
-    return re.compile(r"(?<![\d.])(\d+)[._](\d+)")
-
-
-def newer_release(test: str) -> tuple[int, int] | None:
-    """The release a directed gate's newer branch runs on, as ``(major, minor)``, or None.
-
-    Example:
-        >>> newer_release("version.parse(torch.__version__) < version.parse('2.1.0')")
-        (2, 1)
-        >>> newer_release("_TORCH_GREATER_EQUAL_2_1"), newer_release("world_size > 1")
-        ((2, 1), None)
-        >>> newer_release("torch_version() >= (2, 1)") is None  # a tuple is not read
-        True
-    """
-    if GATE.search(test) is None or newer_branch(test) is None:
-        return None
-    found = _release().findall(test)
-    if len({tuple(map(int, f)) for f in found}) != 1:
-        return None  # none, or several numbers: which one is the threshold is not certain
-    major, minor = found[0]
-    return int(major), int(minor)
-
-
-def cst_gate_floor(
-    parent: Callable[[cst.CSTNode], cst.CSTNode | None], node: cst.CSTNode
-) -> tuple[int, int] | None:
-    """The highest release a gate around ``node`` says its branch runs on (libcst).
-
-    ``node`` is in the newer branch of ``if <torch >= X>:`` (or the ``else`` of
-    ``if <torch < X>:``): that code only runs on ``X`` or later, whatever the project's
-    target. ``parent`` gives an original node's parent.
-    """
-    best: tuple[int, int] | None = None
-    child, current = node, parent(node)
-    while current is not None:
-        if isinstance(current, cst.If):
-            test = cst.Module([]).code_for_node(current.test)
-            release = newer_release(test)
-            newer = newer_branch(test) if release is not None else None
-            branch = current.body if newer else current.orelse
-            if release is not None and branch is child and (best is None or release > best):
-                best = release
-        child, current = current, parent(current)
-    return best
-
-
-def cst_gate_ceiling(
-    parent: Callable[[cst.CSTNode], cst.CSTNode | None], node: cst.CSTNode
-) -> tuple[int, int] | None:
-    """The lowest release a torch gate around ``node`` says its branch runs below (libcst).
-
-    ``node`` is in the older branch of ``if <torch >= X>:`` (the body of ``if <torch <
-    X>:``): that code only runs before torch ``X``. Gates on Lightning or FairScale
-    releases say nothing about torch's and are passed over.
-    """
-    best: tuple[int, int] | None = None
-    child, current = node, parent(node)
-    while current is not None:
-        if isinstance(current, cst.If):
-            test = cst.Module([]).code_for_node(current.test)
-            release = newer_release(test) if _torch_only().search(test) else None
-            newer = newer_branch(test) if release is not None else None
-            branch = current.orelse if newer else current.body
-            if release is not None and branch is child and (best is None or release < best):
-                best = release
-        child, current = current, parent(current)
-    return best
-
-
-#: A gate on torch's own release, not Lightning's or FairScale's.
-@functools.cache
-def _torch_only() -> re.Pattern[str]:
-    return re.compile(r"(?i)^(?!.*(?:lightning|\bpl\b|_pl_|fairscale)).*torch")
-
-
-def ast_gate_floor(
-    parent: Callable[[ast.AST], ast.AST | None], segment: Callable[[ast.AST], str], node: ast.AST
-) -> tuple[int, int] | None:
-    """:func:`cst_gate_floor` on ``ast``: a branch is a list of statements there."""
-    best: tuple[int, int] | None = None
-    child, current = node, parent(node)
-    while current is not None:
-        if type(current) is ast.If:
-            test = segment(current.test)  # type: ignore[attr-defined]
-            release = newer_release(test)
-            newer = newer_branch(test) if release is not None else None
-            branch = current.body if newer else current.orelse  # type: ignore[attr-defined]
-            if release is not None and child in branch and (best is None or release > best):
-                best = release
-        child, current = current, parent(current)
-    return best
-
-
-def newer_branch(test: str) -> bool | None:
+def newer_branch(test: str, combined: bool = False) -> bool | None:
     """Whether a gate's ``if`` branch is the newer release's (True), its ``else`` (False).
 
     None where the test does not say: an equality, a flag that names no direction
-    (``HAVE_FAIRSCALE``), a combination with ``and``/``or``.
+    (``HAVE_FAIRSCALE``), a combination with ``and``/``or``. With ``combined``, also
+    ``a and <newer>`` (True: the ``if`` branch runs on the newer releases alone) and
+    ``a or <older>`` (False: the ``else`` does), where every part that reads a version
+    points that way; the other branch then runs on every release (where ``a`` says
+    so), so only the fallback regions ask this (they leave that branch alone), not a
+    gate's floor or ceiling.
 
     Example:
         >>> newer_branch("version.parse(torch.__version__) >= version.parse('2.0')")
@@ -322,18 +234,29 @@ def newer_branch(test: str) -> bool | None:
         True
         >>> newer_branch("Version(torch.__version__) == Version('1.12.0')") is None
         True
+        >>> test = "full and torch.__version__ >= '2.0'"
+        >>> newer_branch(test), newer_branch(test, combined=True)
+        (None, True)
     """
     try:
         expression = ast.parse(test.strip(), mode="eval").body
     except SyntaxError:
         return None
-    return _direction(expression)
+    return _direction(expression, combined)
 
 
-def _direction(node: ast.expr) -> bool | None:
+def _direction(node: ast.expr, combined: bool = False) -> bool | None:
     if type(node) is ast.UnaryOp and type(node.op) is ast.Not:
-        inner = _direction(node.operand)
+        inner = _direction(node.operand, combined)
         return None if inner is None else not inner
+    if type(node) is ast.BoolOp:
+        if not combined:
+            return None
+        # `a and <newer>`: the body runs on the newer releases alone; `a or <older>`: the
+        # else does. Each part that reads a version must point that way.
+        wanted = type(node.op) is ast.And
+        parts = [v for v in node.values if GATE.search(ast.unparse(v)) is not None]
+        return wanted if parts and all(_direction(v, combined) is wanted for v in parts) else None
     if type(node) is ast.Compare and len(node.ops) == 1:
         # The running release is the side without constants; the other is the threshold
         # (`version.parse(torch.__version__) >= version.parse("2.0")`).

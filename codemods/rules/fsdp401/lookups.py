@@ -13,7 +13,8 @@ from typing import Any
 from codemods.registry.names import COMPOSABLE_FSDP, TORCH_FSDP, TORCH_FSDP_CLASSES
 from codemods.rules.api import Engine
 from codemods.syntax.cst_nodes import find_all, keyword
-from codemods.syntax.gates import cst_gate_ceiling, fallback_regions, is_fallback
+from codemods.syntax.gate_releases import cst_gate_ceiling
+from codemods.syntax.gates import fallback_regions, is_fallback
 from codemods.syntax.lazy_libcst import cst
 
 #: The builtin whose class argument FSDP2 spells ``FSDPModule``.
