@@ -163,6 +163,14 @@ def _imported_elsewhere(name: str, rule: Rule) -> str:
     )
 
 
+def _passes_it(line: int, rule: Rule) -> str:
+    """Why a policy beside a call passing the old keyword to a given policy keeps it."""
+    return (
+        f"line {line} passes `{rule.argument}=` to a policy it is given, as FairScale's "
+        "`auto_wrap` does: that call and the policies it calls change together, by hand"
+    )
+
+
 def _is_method(engine: Engine, node: cst.CSTNode) -> bool:
     block = engine.parent(node)
     return isinstance(block, cst.IndentedBlock) and isinstance(engine.parent(block), cst.ClassDef)
@@ -196,7 +204,9 @@ def ast_rename_parameter(detector: Detector, rule: Rule, node: ast.AST) -> None:
     renamed_here = {id(arg) for kind, arg in uses if kind == KEYWORD_CALL}
     others = [a for a in _ast_keyword_calls(detector, rule) if id(a) not in renamed_here]
     certain = not others and all(kind in (TORCH, KEYWORD_CALL, "call") for kind, _ in uses)
-    detector.report(param, rule, fixable_here=certain, why_not=None if others else why_not)
+    if others:
+        why_not = _passes_it(detector.position(others[0])[0], rule)
+    detector.report(param, rule, fixable_here=certain, why_not=why_not)
 
 
 def _ast_bound_name(detector: Detector, node: ast.AST, parent: ast.AST | None) -> tuple[Any, Any]:
@@ -322,7 +332,8 @@ def rename_parameter(engine: Engine, rule: Rule, node: cst.FunctionDef | cst.Lam
     renamed_here = {id(arg) for kind, arg in uses if kind == KEYWORD_CALL}
     others = [a for a in _keyword_calls(engine, rule) if id(a) not in renamed_here]
     certain = not others and all(kind in (TORCH, KEYWORD_CALL, "call") for kind, _ in uses)
-    why_not = None if others else why_not
+    if others:
+        why_not = _passes_it(engine.position(others[0]).start.line, rule)
     if not engine.report(param, rule, fixable_here=certain, why_not=why_not) or not certain:
         return
     new = rule.new_argument
