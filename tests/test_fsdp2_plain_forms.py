@@ -128,6 +128,41 @@ def test_units_wrapped_by_hand_cast_no_inputs_the_root_does():
     assert "model = fully_shard(model, mp_policy=MixedPrecisionPolicy(param_dtype=" in new
 
 
+@pytest.mark.parametrize(
+    ("body", "inner"),
+    [
+        # two models kept on one object: two roots, each casting its inputs
+        (
+            "self.actor = FSDP(self.actor, mixed_precision=mp)\n"
+            "self.critic = FSDP(self.critic, mixed_precision=mp)\n",
+            None,
+        ),
+        # a unit stored into the model wrapped next: that model is its root
+        (
+            "self.model.encoder = FSDP(self.model.encoder, mixed_precision=mp)\n"
+            "self.model = FSDP(self.model, mixed_precision=mp)\n",
+            "self.model",
+        ),
+        (
+            "self.model.layers[0] = FSDP(self.model.layers[0], mixed_precision=mp)\n"
+            "self.model = FSDP(self.model, mixed_precision=mp)\n",
+            "self.model",
+        ),
+    ],
+    ids=["siblings", "attribute-of-the-root", "item-of-the-root"],
+)
+def test_a_model_on_an_object_is_a_unit_only_of_what_it_hangs_on(body, inner):
+    new, findings = _migrate(
+        "class Trainer:\n    def shard(self):\n"
+        "        mp = torch.distributed.fsdp.MixedPrecision(param_dtype=torch.bfloat16)\n"
+        + textwrap.indent(body, "        ")
+    )
+    assert all(f.fixed for f in findings)
+    said = [f"a unit wrapped by hand inside `{inner}`" in f.message for f in findings]
+    assert said == [inner is not None, False]
+    assert new.count("cast_forward_inputs=False") == (inner is not None)
+
+
 TRAINER = (
     "class Trainer:\n"
     "    def __init__(self, model):\n        self.model = FSDP(model)\n\n"

@@ -11,6 +11,8 @@ once the model around it is wrapped; so such a call gets the units' policy
 
 from __future__ import annotations
 
+import ast
+
 from codemods.rules.api import Engine
 from codemods.rules.fsdp401.lookups import line_of
 from codemods.rules.fsdp401.outcome import Conversion
@@ -22,30 +24,45 @@ INNER = (
 )
 
 
-def _base(node: cst.BaseExpression) -> str | None:
-    """``model`` for ``model.layers[i]`` or ``model.encoder``: the name the target hangs on."""
+def _holders(node: cst.BaseExpression) -> set[str] | None:
+    """What ``node`` hangs on, each as :func:`_same` spells it.
+
+    ``model.layers`` and ``model`` for ``model.layers[i]``; None where the chain does not
+    start at a name (a call's result).
+    """
+    found = set()
     while isinstance(node, (cst.Subscript, cst.Attribute)):
         node = node.value
-    return node.value if isinstance(node, cst.Name) else None
+        found.add(_same(cst.Module([]).code_for_node(node)))
+    return found if isinstance(node, cst.Name) else None
+
+
+def _same(code: str) -> str:
+    """One spelling of an expression's code, whatever its spaces and brackets."""
+    return ast.dump(ast.parse(code.strip(), mode="eval"))
 
 
 def wrapping_root(engine: Engine, conversion: Conversion, conversions: list) -> Conversion | None:
     """The later conversion in the same scope that wraps the module this call's unit is in.
 
     Only for a call whose result is stored into that module (``model.layers[i] = FSDP(...)``,
-    ``self.model.encoder = FSDP(...)``), the root's call coming after it.
+    ``self.model.encoder = FSDP(...)``), the root's call coming after it: its model is
+    an expression the target hangs on (``model``, ``self.model``). Two models kept on
+    one object (``self.actor``, then ``self.critic``) are two roots.
     """
     statement = conversion.line.body[0]
     targets = getattr(statement, "targets", ())
     if len(targets) != 1 or not isinstance(targets[0].target, (cst.Subscript, cst.Attribute)):
         return None
-    base = _base(targets[0].target)
+    holders = _holders(targets[0].target)
+    if not holders:
+        return None
     scope, line = engine.scope(conversion.call), line_of(engine, conversion.call)
     for other in conversions:
         if (
             isinstance(other, Conversion)
             and other is not conversion
-            and _base(cst.parse_expression(other.root)) == base
+            and _same(other.root) in holders
             and engine.scope(other.call) is scope
             and line_of(engine, other.call) > line
         ):
