@@ -60,7 +60,7 @@ def test_a_full_block_becomes_fsdp115s_form_without_fsdp115_selected():
         "        model, options=StateDictOptions(full_state_dict=True, cpu_offload=True)\n"
         "    )\n    return state\n"
     )
-    assert "an empty dict on other ranks" in finding.message
+    assert "an empty dict on all but the global rank 0" in finding.message
 
 
 def test_a_full_block_written_once_with_fsdp115_selected_too():

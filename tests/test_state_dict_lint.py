@@ -129,3 +129,46 @@ def test_fsdp115_fixes_follow_the_target_torch(target, rewritten):
     assert new.count("state_dict_type(") == 2 - len(rewritten)
     assert len(outcome.findings) == 2
     assert sum(f.fixed for f in outcome.findings) == len(rewritten)
+
+
+_SUBGROUP_SAVE = """\
+from torch.distributed.fsdp import FullStateDictConfig, StateDictType
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+
+def save(model, group):
+    model = {wrap}
+    cfg = FullStateDictConfig(offload_to_cpu=True, rank0_only=True)
+    with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT, cfg):
+        state = model.state_dict()
+    return state
+"""
+
+
+@pytest.mark.parametrize(
+    ("wrap", "withheld"),
+    [
+        ("FSDP(model, process_group=group)", True),
+        ("FSDP(model, device_mesh=group)", True),
+        ("FSDP(model, sharding_strategy=fsdp.ShardingStrategy.HYBRID_SHARD)", True),
+        ("FSDP(model)", False),
+    ],
+)
+def test_a_rank0_only_save_on_a_subgroup_is_left_for_a_human(wrap, withheld):
+    """FSDP1's rank0_only is rank 0 of the model's group; cpu_offload=True the global one."""
+    from codemods.astlint.lint import lint
+
+    source = _SUBGROUP_SAVE.format(wrap=wrap).encode()
+    settings = Settings(
+        select=("FSDP115",), fix=True, unsafe_fixes=True, releases=Releases.parse(torch="2.4")
+    )
+    outcome = run(source, settings)
+    (finding,) = outcome.findings
+    assert finding.fixed is not withheld
+    assert ("the model is sharded on a group of its own (line 6)" in (finding.no_fix or "")) is (
+        withheld
+    )
+    assert (
+        lint(source, settings.replace(fix=False))
+        == run(source, settings.replace(fix=False)).findings
+    )

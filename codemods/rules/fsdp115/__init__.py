@@ -22,6 +22,12 @@ on two gloo ranks (``tests/test_state_dict_fix_runs.py``):
   (``--unsafe-fixes``);
 - loading with either of those configs is ``full_state_dict=True``: the model ends equal.
 
+FSDP1's ``rank0_only`` means rank 0 of the model's process group; ``cpu_offload=True``
+gathers on the global rank 0 alone (torch's ``_gather_state_dict``). In a file that
+shards a model on a group of its own (``process_group=`` or ``device_mesh=`` to the
+wrapper, or hybrid sharding), each other group's rank 0 would save an empty dict: there
+the save is reported, its fix withheld with that reason.
+
 Everything else (sharded types, the mixed configs, ``set_state_dict_type``, an
 optimizer state dict in the block, more statements in the block) is reported.
 
@@ -35,10 +41,12 @@ from __future__ import annotations
 import ast
 from collections.abc import Sequence
 
+from codemods.registry.names import COMPAT_FSDP_CLASSES, TORCH_FSDP_CLASSES
 from codemods.rules.api import Behaviour, Detector, Engine
 from codemods.rules.fsdp115.ast_plan import ast_plan_for
 from codemods.rules.fsdp115.plan import DCP_STATE_DICT, Plan, call_arguments, plan_for, unproven
 from codemods.rules.layout import indentation, wrapped_call
+from codemods.syntax.cst_nodes import keyword
 from codemods.syntax.lazy_libcst import cst
 
 
@@ -53,8 +61,17 @@ class Fsdp115(Behaviour):
     def call(self, engine: Engine, original: cst.Call, updated: cst.Call) -> cst.Call:
         plan = plan_for(engine, original)
         unsafe = plan is not None and unproven(plan.function, plan.options)
+        why_not = None
+        if unsafe:
+            line = _cst_subgroup_line(engine)
+            if line is not None:
+                plan, why_not = None, SUBGROUP.format(line=line)
         applies = engine.report(
-            original, self.rule, fixable_here=plan is not None, unsafe_here=unsafe
+            original,
+            self.rule,
+            fixable_here=plan is not None,
+            unsafe_here=unsafe and plan is not None,
+            why_not=why_not,
         )
         if applies and plan is not None:
             adopt(engine, plan, original)
@@ -63,7 +80,18 @@ class Fsdp115(Behaviour):
     def ast_call(self, detector: Detector, call: ast.Call) -> None:
         plan = ast_plan_for(detector, call)
         unsafe = plan is not None and unproven(*plan)
-        detector.report(call, self.rule, fixable_here=plan is not None, unsafe_here=unsafe)
+        why_not = None
+        if unsafe:
+            line = _ast_subgroup_line(detector)
+            if line is not None:
+                plan, why_not = None, SUBGROUP.format(line=line)
+        detector.report(
+            call,
+            self.rule,
+            fixable_here=plan is not None,
+            unsafe_here=unsafe and plan is not None,
+            why_not=why_not,
+        )
 
     def ast_block(self, detector: Detector, statements: list[ast.stmt]) -> None:
         """Nothing to report: :meth:`block` applies the plans a fixing run made in ``call``."""
@@ -102,6 +130,45 @@ class Fsdp115(Behaviour):
                 carried = []
             out += [statement, *rest]
         return out
+
+
+SUBGROUP = (
+    "the model is sharded on a group of its own (line {line}): FSDP1's `rank0_only` gave "
+    "each group's rank 0 the full dict, `cpu_offload=True` gives it to the global rank 0 "
+    "alone, and every other group's rank 0 an empty dict"
+)
+#: FSDP1's wrapper keywords that shard on a group other than every rank.
+_GROUP_KEYWORDS = frozenset({"process_group", "device_mesh"})
+_HYBRID = frozenset({"HYBRID_SHARD", "_HYBRID_SHARD_ZERO2"})
+_WRAPPERS = frozenset({*TORCH_FSDP_CLASSES, *COMPAT_FSDP_CLASSES})
+
+
+def _cst_subgroup_line(engine: Engine) -> int | None:
+    """The first line where the file shards on a group of its own (libcst), or None."""
+    lines = [
+        engine.position(call).start.line
+        for call in engine.nodes(cst.Call)
+        if any(keyword(arg) in _GROUP_KEYWORDS for arg in call.args)
+        and engine.qualified(call.func) & _WRAPPERS
+    ]
+    lines += [
+        engine.position(node).start.line
+        for node in engine.nodes(cst.Attribute)
+        if node.attr.value in _HYBRID
+    ]
+    return min(lines, default=None)
+
+
+def _ast_subgroup_line(detector: Detector) -> int | None:
+    """:func:`_cst_subgroup_line` on ``ast``."""
+    lines = [
+        call.lineno
+        for call in detector.nodes(ast.Call)
+        if any(k.arg in _GROUP_KEYWORDS for k in call.keywords)  # type: ignore[attr-defined]
+        and detector.qualified(call.func) & _WRAPPERS  # type: ignore[attr-defined]
+    ]
+    lines += [n.lineno for n in detector.nodes(ast.Attribute) if n.attr in _HYBRID]  # type: ignore[attr-defined]
+    return min(lines, default=None)
 
 
 def _aligned(

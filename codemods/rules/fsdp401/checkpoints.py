@@ -17,7 +17,6 @@ file that converts may pass any module to them:
   full on every rank) becomes ``get_optimizer_state_dict(model, optim,
   options=StateDictOptions(full_state_dict=True))``: the same FQN-keyed state; in such a
   sharded block, ``get_optimizer_state_dict(model, optim)`` (sharded, FQN-keyed).
-
 - a ``FULL_STATE_DICT`` block whose first statement FSDP115 would rewrite, and whose
   other statements do not name the model, becomes that statement followed by the others;
   in the dual stack where DCP's functions do not run on FSDP1 (before torch 2.2, loading
@@ -68,7 +67,8 @@ DIFFERENCES = {
         "its `FSDP.state_dict_type(FULL_STATE_DICT)` block becomes `get_model_state_dict` / "
         "`set_model_state_dict` with `full_state_dict=True` (a plain `dict`, no `_metadata`; "
         "with `offload_to_cpu=True, rank0_only=True`: `cpu_offload=True`, every tensor on "
-        "the CPU and an empty dict on other ranks)"
+        "the CPU and an empty dict on all but the global rank 0, where FSDP1's `rank0_only` "
+        "meant rank 0 of the model's process group: on a subgroup, each group's rank 0)"
     ),
     "sharded": (
         "its `FSDP.state_dict_type(SHARDED_STATE_DICT)` block loses its `with`: FSDP2's "

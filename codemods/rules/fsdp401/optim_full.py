@@ -34,7 +34,8 @@ DIFFERENCE = (
     "`FSDP.optim_state_dict(model, optim)` in its `FULL_STATE_DICT` block becomes "
     "`get_optimizer_state_dict(model, optim, options=...)` with the block's optimizer "
     "config as options (`offload_to_cpu=True, rank0_only=True`: `cpu_offload=True`, the "
-    "full state on rank 0's CPU and `{}` on other ranks, as FSDP1 gave): keyed by FQN "
+    "full state on the global rank 0's CPU and `{}` on other ranks, as FSDP1 gave for a "
+    "model sharded on every rank; on a subgroup it gave each group's rank 0): keyed by FQN "
     "both ways (its `param_groups` list the names in the optimizer's order, FSDP1's by "
     "flat parameter)"
 )
