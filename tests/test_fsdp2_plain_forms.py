@@ -261,3 +261,17 @@ def test_a_class_policy_whose_classes_come_at_run_time_is_asked_at_run_time(poli
     flat = re.sub(r",(?=\))", "", re.sub(r"\s", "", new))
     assert re.sub(r"\s", "", f"shard_like_fsdp1(model,{policy},model,None)") in flat
     assert "the policy picks the units at run time" in finding.message
+
+
+@pytest.mark.parametrize("orig", ["", ", use_orig_params=True"])
+def test_every_conversion_names_dtensor_parameters_and_gradients(orig):
+    """FSDP1 gave plain tensors (flat, or views of the shard): a norm summed by hand breaks."""
+    new, (finding,) = _migrate(
+        f"model = FSDP(model{orig})\n"
+        "total = torch.zeros(())\n"
+        "for p in model.parameters():\n"
+        "    total += p.grad.norm() ** 2\n"
+    )
+    assert finding.fixed
+    assert "parameters and their gradients are DTensors where FSDP1 gave plain" in finding.message
+    assert ("gave it flat ones" in finding.message) is (orig == "")

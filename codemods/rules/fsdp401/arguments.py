@@ -167,6 +167,12 @@ FLAT_PARAMETERS = (
     "name (no weight decay on biases and norms) now find the parameters FSDP1's flat "
     "ones hid, and train differently"
 )
+DTENSOR_PARAMETERS = (
+    "the model's parameters and their gradients are DTensors where FSDP1 gave plain "
+    "tensors (flat ones, or with `use_orig_params=True` views of the local shard): "
+    "arithmetic that mixes one with a plain tensor (a gradient norm summed by hand) "
+    "raises, and `.to_local()` gives the local shard"
+)
 SHARDED_STATE = (
     "the model's `state_dict()` gives DTensor shards where FSDP1's gave full tensors "
     "(`get_model_state_dict(model, options=StateDictOptions(full_state_dict=True))` "
@@ -202,7 +208,7 @@ def translate(engine: Engine, args: list[cst.Arg]) -> Keywords:
     out.notes += setup_notes(out.setup)
     if not any(keyword(a) == "use_orig_params" and literal(a.value) is True for a in args):
         out.notes.append(FLAT_PARAMETERS)
-    out.notes.append(SHARDED_STATE)
+    out.notes += [DTENSOR_PARAMETERS, SHARDED_STATE]
     return out
 
 
