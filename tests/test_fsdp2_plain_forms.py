@@ -275,3 +275,33 @@ def test_every_conversion_names_dtensor_parameters_and_gradients(orig):
     assert finding.fixed
     assert "parameters and their gradients are DTensors where FSDP1 gave plain" in finding.message
     assert ("gave it flat ones" in finding.message) is (orig == "")
+
+
+@pytest.mark.parametrize(
+    ("device", "kind"),
+    [("", '"cuda"'), (", device_id=local_rank", "torch.device(local_rank).type")],
+)
+def test_a_process_group_becomes_a_mesh_of_the_named_device(device, kind):
+    """Without ``device_id`` the mesh is CUDA's, and the finding says so; no import of
+    torch is written for a mesh that does not name it (it withheld the fix before)."""
+    new, (finding,) = _migrate(
+        f"def shard(model, group):\n    return FSDP(model, process_group=group{device})\n"
+    )
+    assert finding.fixed, finding.withheld
+    assert f"DeviceMesh.from_group(group, {kind})" in new
+    assert ("on CUDA devices" in finding.message) is (device == "")
+    assert "an optimizer's own `state_dict()` holds DTensors" in finding.message
+
+
+def test_a_mesh_on_cuda_needs_no_import_of_torch():
+    source = (
+        "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+        "\n"
+        "\n"
+        "def shard(model, group):\n"
+        "    return FSDP(model, process_group=group)\n"
+    )
+    outcome = run(source.encode(), SETTINGS)
+    (finding,) = outcome.findings
+    assert finding.fixed, finding.withheld
+    assert b"import torch\n" not in outcome.new_source

@@ -145,7 +145,9 @@ MAPPING = (
     ),
     (
         "process_group=pg",
-        "`mesh=DeviceMesh.from_group(pg, torch.device(device_id).type)`",
+        "`mesh=DeviceMesh.from_group(pg, torch.device(device_id).type)`; without "
+        '`device_id`, `DeviceMesh.from_group(pg, "cuda")`, which the finding names (FSDP1 '
+        "took the module's device or the current accelerator)",
     ),
     ("device_mesh=mesh", "`mesh=mesh` (a 2-D mesh needs dimension names)"),
 )
@@ -171,7 +173,9 @@ DTENSOR_PARAMETERS = (
     "the model's parameters and their gradients are DTensors where FSDP1 gave plain "
     "tensors (flat ones, or with `use_orig_params=True` views of the local shard): "
     "arithmetic that mixes one with a plain tensor (a gradient norm summed by hand) "
-    "raises, and `.to_local()` gives the local shard"
+    "raises, and `.to_local()` gives the local shard; an optimizer's own `state_dict()` "
+    "holds DTensors in each parameter's shape where FSDP1's held flat shards, so its "
+    "files saved by FSDP1 runs do not load into it"
 )
 SHARDED_STATE = (
     "the model's `state_dict()` gives DTensor shards where FSDP1's gave full tensors "
@@ -202,7 +206,8 @@ def translate(engine: Engine, args: list[cst.Arg]) -> Keywords:
         device = out.setup.device
         kind = f"torch.device({device}).type" if device else '"cuda"'
         out.code.append(f"mesh=DeviceMesh.from_group({out.setup.group}, {kind})")
-        out.more_imports += [(DEVICE_MESH, "DeviceMesh"), ("torch", None)]
+        # `torch` only where the code names it: an import nothing uses withheld the fix
+        out.more_imports += [(DEVICE_MESH, "DeviceMesh"), *([("torch", None)] if device else [])]
     if reasons:
         raise Untranslatable(*reasons)
     out.notes += setup_notes(out.setup)

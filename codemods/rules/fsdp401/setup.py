@@ -36,6 +36,12 @@ GROUP = (
     "`process_group` becomes a 1-D mesh made of it (`DeviceMesh.from_group`): the same "
     "ranks, and `state_dict()`'s DTensors carry that mesh"
 )
+#: Without ``device_id`` the mesh's device type is written as CUDA's, where FSDP1 took
+#: the module's or the current accelerator's.
+GROUP_ON_CUDA = (
+    ', on CUDA devices (`"cuda"`, where FSDP1 took the module\'s device or the current '
+    "accelerator: write yours on another, or pass `device_id` to FSDP1 first)"
+)
 
 
 def take_setup(engine: Engine, name: str, value: cst.BaseExpression, out: Keywords) -> None:
@@ -59,7 +65,7 @@ def setup_notes(setup: Setup) -> list[str]:
     if setup.sync is not None:
         notes.append(BROADCAST)
     if setup.group is not None:
-        notes.append(GROUP)
+        notes.append(GROUP if setup.device else GROUP + GROUP_ON_CUDA)
     return notes
 
 
