@@ -94,7 +94,11 @@ RULES = (
         name="checkpoint-wrapper-implicit-impl",
         framework=Framework.TORCH,
         kind=ChangeKind.DEFAULT_CHANGE,
-        old=(f"{CHECKPOINT_WRAPPER}.checkpoint_wrapper",),
+        old=(
+            f"{CHECKPOINT_WRAPPER}.checkpoint_wrapper",
+            # which wraps with `checkpoint_wrapper`'s default unless told otherwise
+            f"{CHECKPOINT_WRAPPER}.apply_activation_checkpointing",
+        ),
         new=f"{CHECKPOINT_WRAPPER}.checkpoint_wrapper",
         argument="checkpoint_impl",
         message=(
@@ -151,6 +155,14 @@ RULES = (
                     "wrapper = partial(checkpoint_wrapper, checkpoint_fn=my_checkpoint, "
                     "checkpoint_impl=CheckpointImpl.NO_REENTRANT)\n"
                 ),
+            ),
+            # `apply_activation_checkpointing` with its default wrapper (or torch's
+            # `checkpoint_wrapper` itself): reported, for a human to pass a partial.
+            Example.reported_only(
+                "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (\n"
+                "    apply_activation_checkpointing,\n"
+                ")\n"
+                "apply_activation_checkpointing(model, check_fn=is_block)\n"
             ),
             # Imported inside a function: CheckpointImpl joins that import.
             Example(

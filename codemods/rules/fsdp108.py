@@ -4,6 +4,12 @@ The unsafe fix states the implementation torch 2.2 and later use by default,
 ``CheckpointImpl.NO_REENTRANT`` (before 2.2 the default was reentrant, so the fix
 changes behaviour there). ``checkpoint_impl`` is the second parameter.
 
+``apply_activation_checkpointing`` wraps with ``checkpoint_wrapper`` and its default
+where the call leaves ``checkpoint_wrapper_fn`` out (or passes torch's
+``checkpoint_wrapper`` itself): such a call is reported, with what to pass
+(``functools.partial(checkpoint_wrapper, checkpoint_impl=...)``), and not rewritten.
+A partial of it is not reported (its call may pass the wrapper).
+
 Where ``checkpoint_wrapper`` is imported inside a function (code that keeps
 ``torch.distributed`` out of its module's import time), ``CheckpointImpl`` joins that
 import (the engine's ``need_import_beside``); where that import is not a ``from``
@@ -17,7 +23,7 @@ import ast
 from codemods.registry.names import CHECKPOINT_WRAPPER
 from codemods.rules.api import Detector, Engine
 from codemods.rules.kinds.default_change import DefaultChange
-from codemods.syntax.cst_nodes import append_arg, dotted, keyword, new_keyword
+from codemods.syntax.cst_nodes import append_arg, dotted, is_plain_positional, keyword, new_keyword
 from codemods.syntax.lazy_libcst import cst
 
 TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
@@ -25,6 +31,15 @@ if TYPE_CHECKING:
     from typing import Any
 
 _OFFLOAD = "offload_to_cpu"
+_APPLY = f"{CHECKPOINT_WRAPPER}.apply_activation_checkpointing"
+_WRAPPER = f"{CHECKPOINT_WRAPPER}.checkpoint_wrapper"
+#: ``apply_activation_checkpointing``'s parameter for the wrapper, and its position.
+_WRAPPER_FN, _WRAPPER_AT = "checkpoint_wrapper_fn", 1
+APPLY_WHY = (
+    "`apply_activation_checkpointing` wraps with `checkpoint_wrapper`'s default here: pass "
+    "`checkpoint_wrapper_fn=functools.partial(checkpoint_wrapper, "
+    "checkpoint_impl=CheckpointImpl.NO_REENTRANT)`"
+)
 
 
 class Fsdp108(DefaultChange):
@@ -39,6 +54,22 @@ class Fsdp108(DefaultChange):
     def ast_passes(self, arguments: list) -> bool:
         found = any(type(a) is ast.keyword and a.arg == _OFFLOAD for a in arguments)
         return found or DefaultChange.ast_passes(self, arguments)
+
+    def call(self, engine: Engine, original: cst.Call, updated: cst.Call) -> cst.Call:
+        if _APPLY not in engine.qualified(original.func):
+            return DefaultChange.call(self, engine, original, updated)
+        args = list(original.args)
+        if not any(a.star for a in args):
+            given = [a.value for a in args if keyword(a) == _WRAPPER_FN]
+            given += [a.value for a in args if is_plain_positional(a)][_WRAPPER_AT:][:1]
+            if not given or _WRAPPER in engine.qualified(given[0]):
+                engine.report(original, self.rule, fixable_here=False, why_not=APPLY_WHY)
+        return updated
+
+    def partial(self, engine: Engine, original: cst.Call, updated: cst.Call) -> cst.Call:
+        if original.args and _APPLY in engine.qualified(original.args[0].value):
+            return updated  # the partial's call may pass the wrapper
+        return DefaultChange.partial(self, engine, original, updated)
 
     def fix(self, engine: Engine, original: cst.Call, updated: cst.Call, start: int) -> cst.Call:
         callee = original.func if start == 0 else original.args[0].value
@@ -58,6 +89,16 @@ class Fsdp108(DefaultChange):
     def ast_call(self, detector: Detector, call: ast.Call) -> None:
         from codemods.syntax.ast_nodes import arguments
 
+        if _APPLY in detector.qualified(call.func):
+            if any(type(a) is ast.Starred for a in call.args) or any(
+                k.arg is None for k in call.keywords
+            ):
+                return
+            given = [k.value for k in call.keywords if k.arg == _WRAPPER_FN]
+            given += call.args[_WRAPPER_AT:][:1]
+            if not given or _WRAPPER in detector.qualified(given[0]):
+                detector.report(call, self.rule, fixable_here=False, why_not=APPLY_WHY)
+            return
         if not self.ast_passes(arguments(call)):
             self._ast_report(detector, call, call.func)
 
@@ -65,6 +106,8 @@ class Fsdp108(DefaultChange):
         from codemods.syntax.ast_nodes import arguments
 
         found = arguments(call)
+        if found and _APPLY in detector.qualified(found[0]):
+            return  # the partial's call may pass the wrapper
         if found and not self.ast_passes(found[1:]):
             self._ast_report(detector, call, found[0])
 
