@@ -32,7 +32,7 @@ def _old_value(value: Any, mapping: dict) -> bool:
     return value in mapping and type(value) in (str, int)
 
 
-def _bound_values(
+def bound_values(
     engine: Engine, name: cst.Name, rule: Rule
 ) -> tuple[list[cst.BaseExpression], int]:
     """The values ``name`` may hold where it is passed, and how many uses it has.
@@ -97,7 +97,7 @@ class StringValue(Behaviour):
             if not named or not engine.qualified(call.func) & old_names:
                 continue
             for arg in named:
-                values, uses = _bound_values(engine, arg.value, self.rule)
+                values, uses = bound_values(engine, arg.value, self.rule)
                 old = [value for value in values if _old_value(literal(value), mapping)]
                 if not old or uses != 1 or not engine.report(arg, self.rule, quiet=True):
                     continue
@@ -115,7 +115,7 @@ class StringValue(Behaviour):
                 value = string_like(arg.value, mapping[old])
                 args[index] = args[index].with_changes(value=value)
             elif isinstance(arg.value, cst.Name):
-                values, uses = _bound_values(engine, arg.value, self.rule)
+                values, uses = bound_values(engine, arg.value, self.rule)
                 if values and any(_old_value(literal(value), mapping) for value in values):
                     # The literals were rewritten as the visit began (:meth:`module`).
                     engine.report(arg, self.rule, fixable_here=uses == 1)
@@ -132,13 +132,13 @@ class StringValue(Behaviour):
             if _old_value(old, mapping):
                 detector.report(arg, self.rule)
             elif type(arg.value) is ast.Name:
-                values, uses = _ast_bound_values(detector, arg.value, self.rule)
+                values, uses = ast_bound_values(detector, arg.value, self.rule)
                 if any(_old_value(literal(detector, value), mapping) for value in values):
                     detector.report(arg, self.rule, fixable_here=uses == 1)
 
 
-def _ast_bound_values(detector: Detector, name: ast.Name, rule: Rule) -> tuple[list[ast.expr], int]:
-    """The ``ast`` half of :func:`_bound_values`."""
+def ast_bound_values(detector: Detector, name: ast.Name, rule: Rule) -> tuple[list[ast.expr], int]:
+    """The ``ast`` half of :func:`bound_values`."""
     names = detector.names
     binder = names.lookup(names.scope_of[name], name.id)
     if binder is None:
