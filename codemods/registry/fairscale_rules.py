@@ -382,7 +382,9 @@ RULES = (
         ),
         new="torch.distributed.algorithms._checkpoint.checkpoint_wrapper.checkpoint_wrapper",
         message=(
-            "use torch's `checkpoint_wrapper` (and `offload_wrapper` for `offload_to_cpu=True`)"
+            "use torch's `checkpoint_wrapper` (and `offload_wrapper` for `offload_to_cpu=True`); "
+            "its fix checkpoints without reentry, and wraps where FairScale patched: names "
+            "from a parent's `named_parameters()` gain `._checkpoint_wrapped_module.`"
         ),
         why=(
             "FairScale's wrapper is reentrant-style and takes `offload_to_cpu`; torch's takes "
