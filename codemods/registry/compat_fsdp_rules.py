@@ -150,7 +150,11 @@ RULES = (
         kind=ChangeKind.CALL_REWRITE,
         old=COMPAT_FSDP,
         new=TORCH_FSDP_CLASSES[0],
-        message="compat's `FullyShardedDataParallel` is torch's; import it from torch",
+        message=(
+            "compat's `FullyShardedDataParallel` is torch's; import it from torch (on a host "
+            "without an accelerator compat passed `device_id=torch.device('cpu')`, which "
+            "torch's then needs from you)"
+        ),
         why=(
             "compat's FSDP builds torch's `FullyShardedDataParallel` after translating "
             "legacy arguments; code that no longer passes them can use torch's class "

@@ -164,7 +164,8 @@ RULES = (
         new="lightning.fabric",
         message=(
             "Lightning Lite is now Fabric: import from `lightning_fabric` (`lightning.fabric` "
-            "for `lightning.lite`)"
+            "for `lightning.lite`); the current Fabric differs from Lite 1.8 in places (a "
+            "strategy's `reduce` became `all_reduce`)"
         ),
         why=(
             "Lightning 1.9 renamed the `lightning_lite` package (the unified package's "

@@ -101,7 +101,8 @@ RULES = (
         new="lightning.pytorch.strategies.FSDPStrategy",
         message=(
             "the FairScale `DDPFullyShardedStrategy` was removed in Lightning 2.0; use "
-            "`FSDPStrategy` (torch FSDP) with translated arguments"
+            "`FSDPStrategy` (torch FSDP) with translated arguments: another sharding backend, "
+            "with its own checkpoint format"
         ),
         why=(
             "Lightning deprecated its FairScale integration in 1.9 and removed it in 2.0; "
@@ -250,7 +251,7 @@ RULES = (
         new="lightning.pytorch.strategies.FSDPStrategy",
         message=(
             "compat's `DDPFullyShardedNativeStrategy` is Lightning's `FSDPStrategy`; "
-            "import that instead"
+            "import that instead (Lightning's refuses the CPU runs compat's allowed)"
         ),
         why=(
             "compat keeps the Lightning 1.x name working on Lightning 2.x, translating its "
