@@ -305,3 +305,20 @@ def test_a_mesh_on_cuda_needs_no_import_of_torch():
     (finding,) = outcome.findings
     assert finding.fixed, finding.withheld
     assert b"import torch\n" not in outcome.new_source
+
+
+def test_a_call_inside_another_lays_out_under_itself():
+    """``torch.compile(\\n    FSDP(...))``: the arguments one level past the call's own line."""
+    new, (finding,) = _migrate(
+        "def wrap(model, strategy):\n"
+        "    return torch.compile(\n"
+        "        FSDP(\n"
+        "            model,\n"
+        "            sharding_strategy=strategy,\n"
+        "        )\n"
+        "    )\n"
+    )
+    assert finding.fixed, finding.withheld
+    body = new[new.index("def wrap") :]
+    assert "        fully_shard(\n            model,\n            reshard_after_forward=" in body
+    assert "\n        )\n    )\n" in body

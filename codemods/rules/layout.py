@@ -61,3 +61,18 @@ def wrapped_call(
     if inner_line and len(indent) + len(base) + len(one) + len(inner) <= LINE_LENGTH:
         return f"{function}(\n{base}{one}{inner}\n{base})"
     return f"{function}(\n" + "".join(f"{base}{one}{arg},\n" for arg in args) + f"{base})"
+
+
+def inner_indent(engine: Engine, node: cst.CSTNode, indent: str) -> str:
+    r"""The indentation past the statement's ``indent`` of the line ``node`` starts.
+
+    For an expression that starts a line inside another one
+    (``torch.compile(\n    FSDP(...))``), so that its own lines, written as text, line
+    up under it; empty where it follows other code on its line.
+    """
+    start = engine.position(node).start
+    line = engine.module.code.splitlines()[start.line - 1]
+    lead = line[: len(line) - len(line.lstrip())]
+    if start.column != len(lead) or not lead.startswith(indent):
+        return ""
+    return lead[len(indent) :]

@@ -36,7 +36,7 @@ from codemods.rules.fsdp401.kept import FSDP1_API, LEAVING_THE_BRIDGE, unit_modu
 from codemods.rules.fsdp401.lookups import ISINSTANCE, fresh, imported_here, line_of
 from codemods.rules.fsdp401.nested import INNER, as_unit, wrapping_root
 from codemods.rules.fsdp401.recipes import BRIDGE_OPTION, HAND_PORT
-from codemods.rules.layout import indentation, wrapped_call
+from codemods.rules.layout import indentation, inner_indent, wrapped_call
 from codemods.syntax import ast_nodes as on_ast
 from codemods.syntax.ast_nodes import Undecided
 from codemods.syntax.cst_nodes import find_all
@@ -141,7 +141,9 @@ class Fsdp401(Behaviour):
             engine.insert_before(conversion.line, spaced(engine, statements, conversion.line))
         one = engine.module.default_indent
         taken = len(indent + conversion.root + " = ")  # most often `model = fully_shard(...)`
-        text = wrapped_call("fully_shard", [conversion.root, *keywords], one, "", taken, "", False)
+        base = inner_indent(engine, original, indent)
+        args = [conversion.root, *keywords]
+        text = wrapped_call("fully_shard", args, one, "", taken + len(base), base, False)
         return cst.parse_expression(text, engine.module.config_for_parsing)
 
     def module(self, engine: Engine, node: cst.Module) -> None:
