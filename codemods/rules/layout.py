@@ -71,7 +71,10 @@ def inner_indent(engine: Engine, node: cst.CSTNode, indent: str) -> str:
     up under it; empty where it follows other code on its line.
     """
     start = engine.position(node).start
-    line = engine.module.code.splitlines()[start.line - 1]
+    lines = engine.scratch.get("layout:lines")
+    if lines is None:  # the module's text, rendered once a file
+        lines = engine.scratch["layout:lines"] = engine.module.code.splitlines()
+    line = lines[start.line - 1]
     lead = line[: len(line) - len(line.lstrip())]
     if start.column != len(lead) or not lead.startswith(indent):
         return ""

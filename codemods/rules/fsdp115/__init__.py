@@ -145,6 +145,12 @@ _WRAPPERS = frozenset({*TORCH_FSDP_CLASSES, *COMPAT_FSDP_CLASSES})
 
 def _cst_subgroup_line(engine: Engine) -> int | None:
     """The first line where the file shards on a group of its own (libcst), or None."""
+    if "FSDP115:subgroup" not in engine.scratch:  # once a file, not once a block
+        engine.scratch["FSDP115:subgroup"] = _cst_subgroup_lines(engine)
+    return engine.scratch["FSDP115:subgroup"]
+
+
+def _cst_subgroup_lines(engine: Engine) -> int | None:
     lines = [
         engine.position(call).start.line
         for call in engine.nodes(cst.Call)
@@ -161,6 +167,12 @@ def _cst_subgroup_line(engine: Engine) -> int | None:
 
 def _ast_subgroup_line(detector: Detector) -> int | None:
     """:func:`_cst_subgroup_line` on ``ast``."""
+    if "FSDP115:subgroup" not in detector.scratch:
+        detector.scratch["FSDP115:subgroup"] = _ast_subgroup_lines(detector)
+    return detector.scratch["FSDP115:subgroup"]
+
+
+def _ast_subgroup_lines(detector: Detector) -> int | None:
     lines = [
         call.lineno
         for call in detector.nodes(ast.Call)
