@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from codemods.cli.floors import find_project_root
+from codemods.cli.fsdp1_instance_uses import instance_uses, may_use
 from codemods.cli.fsdp2_dispatch import aware, dispatched, paired_checks
 from codemods.cli.fsdp_spellings import (
     CLASS,
@@ -140,6 +141,9 @@ class ProjectFsdp1Checks:
         self._answered: dict[Path, Uses] = {}
         # Companions whose own code cannot follow FSDP2 models (FSDP1's internals).
         self._refused: set[Path] = set()
+        # FSDP1-only methods called in files that never name the class (a training loop):
+        # no rule visits them, so they only keep back the wrappers whose models reach them.
+        self._instance: dict[Path, Uses] = {}
         self._unreferred = Unreferred(self._run, self._import_graph)
         parsed: list[tuple[Path, Path | None, ast.Module]] = []
         for path in paths:
@@ -151,7 +155,8 @@ class ProjectFsdp1Checks:
             except (OSError, RuntimeError):  # unreadable, or a symlink loop
                 continue
             self._run.append(resolved)
-            if CLASS.encode() not in text:
+            named = CLASS.encode() in text
+            if not named and not may_use(text):
                 continue
             try:
                 tree = parse(text)
@@ -160,7 +165,13 @@ class ProjectFsdp1Checks:
             root = find_project_root(resolved)
             if vendored(resolved, root):
                 continue  # someone else's code, copied in: not the project's
-            parsed.append((resolved, root, tree))
+            if named:
+                parsed.append((resolved, root, tree))
+                continue
+            uses = instance_uses(tree)
+            if uses:
+                self._instance[resolved], self._root[resolved] = uses, root
+                self._unreferred.note(resolved, tree, [line for line, _ in uses])
         known = versions(tree for _, _, tree in parsed)
         for resolved, root, tree in parsed:
             wraps, checks, calls, answered = scan(tree, known)
@@ -197,13 +208,25 @@ class ProjectFsdp1Checks:
     def elsewhere_why(self, path: str | Path) -> str | None:
         """Why the file of the first of :meth:`elsewhere`'s checks stays FSDP1."""
         found = self._kept_elsewhere(path, api=False)
-        return self._why.get(found[0][0]) if found else None
+        if not found:
+            return None
+        other, _, uses = found[0]
+        if other not in self._instance:
+            return self._why.get(other)
+        from codemods.rules.fsdp401.kept import KEPT_RECIPES  # not on lint's path otherwise
+
+        recipe = KEPT_RECIPES.get(uses[0][1].rpartition(".")[2])
+        what = f"write {recipe} there" if recipe else "port it by hand"
+        return (
+            "FSDP2 models lack the method, and that file names no FSDP class for a rule to "
+            f"rewrite: {what}, and convert them together"
+        )
 
     def _kept_elsewhere(
         self, path: str | Path, api: bool, tests: bool = False
     ) -> list[tuple[Path, Path | None, list[tuple[int, str]]]]:
         """:meth:`elsewhere`'s files in order, each with its project root and its uses."""
-        by_file = {**self._by_file, **self._api_by_file}
+        by_file = {**self._by_file, **self._api_by_file, **self._instance}
         if not by_file:
             return []
         try:
@@ -227,6 +250,7 @@ class ProjectFsdp1Checks:
                 continue  # a test's FSDP1 uses hold no code of the project's own
             else:  # FSDP1's own class calls take no bridged model (nothing is patched)
                 own = self._by_file.get(other, []) + self._api_by_file.get(other, [])
+                own += self._instance.get(other, [])
                 uses = [] if converted else sorted(own)
                 if other not in self._refused:  # what FSDP2 models answer is in no one's way
                     uses = [use for use in uses if use not in self._answered.get(other, ())]

@@ -340,7 +340,7 @@ def survey(engine: Engine, rule_code: str) -> Survey:
     if elsewhere and any(isinstance(c, (Conversion, Bridged)) for c in conversions.values()):
         more = f" (and {len(elsewhere) - 1} more)" if len(elsewhere) > 1 else ""
         blockers.append(
-            f"{elsewhere[0]}{more} checks for FSDP1's class in another file of this project, "
+            f"{elsewhere[0]}{more} expects an FSDP1 model in another file of this project, "
             f"which stays FSDP1: {engine.settings.fsdp1_elsewhere_why or 'convert them together'}"
         )
     calls_elsewhere = engine.settings.fsdp1_api_elsewhere
