@@ -162,6 +162,7 @@ OLD_FORM_FLOORS = {
     "FSDP221": {"lightning": "1.9"},
     "FSDP222": {"lightning": "1.0"},
     "FSDP223": {"lightning": "1.0"},
+    "FSDP224": {"lightning": "1.0"},
     "FSDP301": {"torch": "1.0"},
     "FSDP302": {"torch": "1.11"},
     "FSDP303": {"torch": "1.11"},

@@ -371,4 +371,61 @@ RULES = (
             ),
         ),
     ),
+    Rule(
+        code="FSDP224",
+        name="fsdp-strategy-meaning",
+        framework=Framework.LIGHTNING,
+        # The same string means another implementation from 2.0 on, with no warning.
+        kind=ChangeKind.DEFAULT_CHANGE,
+        old=trainer_paths("Trainer", "trainer.Trainer", "trainer.trainer.Trainer")
+        + (f"{LIGHTNING}.Trainer",),
+        new=TRAINER_AND_FABRIC[0],
+        argument="strategy",
+        message=(
+            "`Trainer(strategy=\"fsdp\")` is FairScale's FSDP on Lightning 1.x and torch's from "
+            "2.0, and the releases this code runs on hold both: name the strategy "
+            "(`FSDPStrategy()`, 2.0 on) or declare the Lightning releases it runs on"
+        ),
+        why=(
+            "Lightning 1.x registered the Trainer's `\"fsdp\"` for FairScale's fully sharded "
+            'strategy (`DDPFullyShardedStrategy`; torch\'s was `"fsdp_native"`). Lightning 2.0 '
+            "removed FairScale and gave the name to torch's FSDP (`FSDPStrategy`), without a "
+            "warning: the same line needs FairScale installed and wraps with FairScale before "
+            "2.0, and shards with torch's FSDP after, whose checkpoints and wrapping (an "
+            "`auto_wrap_policy`, `configure_model`) differ. Reported where the releases the "
+            "code runs on hold both sides of 2.0; Fabric's and Lite's `\"fsdp\"` was always "
+            "torch's. Nothing is fixed: which of the two the project means is its authors' call."
+        ),
+        example=Example(
+            before=(
+                "from pytorch_lightning import Trainer\n"
+                'trainer = Trainer(strategy="fsdp", accelerator="gpu", devices=4)\n'
+            ),
+            after=(
+                "from pytorch_lightning import Trainer\n"
+                "from pytorch_lightning.strategies import FSDPStrategy\n"
+                'trainer = Trainer(strategy=FSDPStrategy(), accelerator="gpu", devices=4)\n'
+            ),
+        ),
+        fix=FixSafety.MANUAL,
+        introduced="2.0",
+        references=(
+            "https://github.com/Lightning-AI/pytorch-lightning/pull/16400",
+            "https://github.com/Lightning-AI/pytorch-lightning/pull/16490",
+        ),
+        cases=(
+            Example.reported_only(
+                "import pytest\n"
+                "import pytorch_lightning as pl\n"
+                '@pytest.mark.parametrize("strategy", ["ddp", "fsdp"])\n'
+                "def test_fit(strategy):\n"
+                "    pl.Trainer(strategy=strategy, devices=2)\n"
+            ),
+        ),
+        untouched=(
+            'from lightning.fabric import Fabric\nfabric = Fabric(strategy="fsdp")\n',
+            'from lightning.pytorch import Trainer\ntrainer = Trainer(strategy="ddp")\n',
+            'from my_project import Trainer\ntrainer = Trainer(strategy="fsdp")\n',
+        ),
+    ),
 )

@@ -20,7 +20,13 @@ from codemods.syntax.lazy_libcst import cst
 
 
 class Fsdp215(Behaviour):
-    """Report the removed strategy strings."""
+    """Report the removed strategy strings.
+
+    Attributes:
+        strings: The strategy names reported.
+    """
+
+    strings: tuple[str, ...] = SHARDED_STRINGS
 
     def calls(self) -> tuple[str, ...]:
         return self.rule.old
@@ -32,7 +38,7 @@ class Fsdp215(Behaviour):
             values = [arg.value]
             if isinstance(arg.value, cst.Name):
                 values = bound_values(engine, arg.value, self.rule)[0]
-            if any(_removed(literal(value)) for value in values):
+            if any(self._named(literal(value)) for value in values):
                 engine.report(arg, self.rule, fixable_here=False)
         return updated
 
@@ -43,12 +49,11 @@ class Fsdp215(Behaviour):
             values = [arg.value]
             if type(arg.value) is ast.Name:
                 values = ast_bound_values(detector, arg.value, self.rule)[0]
-            if any(_removed(on_ast.literal(detector, value)) for value in values):
+            if any(self._named(on_ast.literal(detector, value)) for value in values):
                 detector.report(arg, self.rule, fixable_here=False)
 
-
-def _removed(value: object) -> bool:
-    return type(value) is str and value in SHARDED_STRINGS
+    def _named(self, value: object) -> bool:
+        return type(value) is str and value in self.strings
 
 
 BEHAVIOUR = Fsdp215
