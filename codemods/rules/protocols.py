@@ -95,6 +95,9 @@ class Engine(Resolver, Protocol):
     def need_import_beside(self, statement: cst.ImportFrom, name: str) -> None:
         """Import ``name`` in the original ``from m import`` ``statement``, where it is."""
 
+    def insert_in_function(self, line: cst.SimpleStatementLine, statements: list[Any]) -> bool:
+        """Put ``statements`` before ``line``, an original line in a function (False: none)."""
+
     def spelling(self, home: str, name: str) -> str | None:
         """How new code spells ``home``'s ``name`` (None: the module binds that object)."""
 

@@ -45,6 +45,46 @@ class LocalImports:
 
         self.replace(function, add)  # type: ignore[attr-defined]
 
+    def insert_in_function(self, line: cst.SimpleStatementLine, statements: list[Any]) -> bool:
+        """Put ``statements`` before ``line`` (an original line in a function) as it is left.
+
+        The line is met before the code below it that asks (``insert_before`` would come
+        too late), so the statements go in as the visit leaves the function, before the
+        line's copy there. False where ``line`` is in no function (nothing is queued).
+        """
+        function = self.parent(line)  # type: ignore[attr-defined]
+        while function is not None and not isinstance(function, cst.FunctionDef):
+            function = self.parent(function)  # type: ignore[attr-defined]
+        if function is None:
+            return False
+        before = self._replacements.get(id(function))
+
+        def add(updated: cst.FunctionDef) -> Any:
+            if before is not None:
+                updated = before(updated) if callable(before) else before
+            return updated.visit(_Inserting(line, statements))
+
+        self.replace(function, add)  # type: ignore[attr-defined]
+        return True
+
+
+class _Inserting(cst.CSTTransformer):
+    """Insert statements before the first line equal to ``line`` (its blank lines first)."""
+
+    def __init__(self, line: cst.SimpleStatementLine, statements: list[Any]) -> None:
+        super().__init__()
+        self._line, self._statements = line, statements
+
+    def leave_SimpleStatementLine(
+        self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
+    ) -> Any:
+        if not self._statements or not original_node.deep_equals(self._line):
+            return updated_node
+        first, *rest = self._statements
+        self._statements = []
+        first = first.with_changes(leading_lines=updated_node.leading_lines)
+        return cst.FlattenSentinel([first, *rest, updated_node.with_changes(leading_lines=())])
+
 
 def _with_name(function: Any, statement: cst.ImportFrom, name: str) -> Any:
     """``function`` with ``name`` in its copy of ``statement`` (left as it is if it changed).

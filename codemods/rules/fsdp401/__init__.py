@@ -33,6 +33,7 @@ from codemods.registry import Rule
 from codemods.registry.names import COMPOSABLE_FSDP, TORCH_FSDP, TORCH_FSDP_CLASSES
 from codemods.rules.api import Behaviour, Detector, Engine
 from codemods.rules.fsdp401.kept import FSDP1_API, LEAVING_THE_BRIDGE, unit_modules
+from codemods.rules.fsdp401.local_imports import ConversionImports
 from codemods.rules.fsdp401.lookups import ISINSTANCE, fresh, imported_here, line_of
 from codemods.rules.fsdp401.nested import INNER, as_unit, wrapping_root
 from codemods.rules.fsdp401.recipes import BRIDGE_OPTION, HAND_PORT
@@ -121,17 +122,18 @@ class Fsdp401(Behaviour):
             dual_call(engine, found, conversion, original, root is not None)
             return updated
         home = TORCH_FSDP if engine.target_at_least("2.6") else COMPOSABLE_FSDP
+        imports = ConversionImports(engine, original)
         for name in ("fully_shard", *conversion.keywords.imports):
-            engine.need_import(home, name)
+            imports.need_import(home, name)
         for module, name in conversion.keywords.more_imports:
             if not imported_here(engine, original, module, name):
-                engine.need_import(module, name)
+                imports.need_import(module, name)
         _forget_fsdp1_names(engine, original)
         for use in found.uses.get(id(original), ()):
             # Later in the same scope than this call: visited after it.
             engine.replace(use.call, use.replacement())
             for module, name in use.imports:
-                engine.need_import(module, name)
+                imports.need_import(module, name)
         indent = indentation(engine, conversion.line)
         bindings, keywords, unit_keywords = bound_first(engine, conversion, indent)
         if root is not None:  # itself a unit of the root wrapped later
@@ -139,6 +141,7 @@ class Fsdp401(Behaviour):
         statements = statements_before(engine, conversion, indent, bindings, unit_keywords)
         if statements:
             engine.insert_before(conversion.line, spaced(engine, statements, conversion.line))
+        imports.write()  # once the helpers the conversion wants are known
         one = engine.module.default_indent
         taken = len(indent + conversion.root + " = ")  # most often `model = fully_shard(...)`
         base = inner_indent(engine, original, indent)
