@@ -59,7 +59,7 @@ from codemods.rules.fsdp401.lookups import (
 from codemods.rules.fsdp401.meta import materialise
 from codemods.rules.fsdp401.outcome import Bridged, Conversion, Survey
 from codemods.rules.fsdp401.policy import RUNTIME_UNITS, RuntimePolicy, unit_classes
-from codemods.rules.fsdp401.reach import reached_models
+from codemods.rules.fsdp401.reach import method_model_reads, reached_models
 from codemods.rules.fsdp401.sharding import strategy_mesh
 from codemods.rules.fsdp401.spread import named_arguments
 from codemods.rules.fsdp401.subclasses import subclass_calls
@@ -230,6 +230,7 @@ def survey(engine: Engine, rule_code: str) -> Survey:
             if getattr(statement, "value", None) is call:
                 key = (id(engine.scope(call)), name)
                 bound.setdefault(key, []).append((line_of(engine, call), id(call)))
+    blockers += method_model_reads(engine, conversions)  # a method's model on `self`
     for name, site, line, key in reached_models(engine, conversions):  # beyond its name
         wrapped.add(name)
         sites.setdefault(name, []).append(site)

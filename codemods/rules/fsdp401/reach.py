@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from codemods.rules.api import Engine
+from codemods.rules.fsdp401.fsdp1_only import CHANGED_MEANING, FSDP1_ONLY
 from codemods.rules.fsdp401.lookups import in_loop, line_of
 from codemods.rules.fsdp401.outcome import Conversion
 from codemods.syntax.cst_nodes import find_all
@@ -144,3 +145,72 @@ def reached_models(
     """Both: the names a setup function's result is bound to, and ``self.name``."""
     yield from returned_models(engine, conversions)
     yield from attribute_models(engine, conversions)
+
+
+def method_model_reads(engine: Engine, conversions: dict[int, Any]) -> list[str]:
+    """FSDP1-only reads of ``self.name`` where a method's wrapped model may be bound to it.
+
+    A benchmark's ``setup_distributed(self, model)`` returns ``FSDP(model, ...)``, the
+    class binds ``self.model = self.setup_distributed(self.model)`` (among other
+    values: DDP's model, a compiled one) and its training loop reads
+    ``self.model.no_sync`` (lightning-thunder). The read may be FSDP1's method on the
+    converted model, which FSDP2 lacks, or another wrapper's: it is not rewritten, and
+    the file stays FSDP1 (each read is a reason).
+    """
+    found = []
+    code = engine.module.code_for_node
+    for conversion in conversions.values():
+        if not isinstance(conversion, Conversion):
+            continue
+        method = _method(engine, conversion.call)
+        statement = conversion.line.body[0]
+        if method is None or not (
+            _returns(method, conversion.root, engine) or isinstance(statement, cst.Return)
+        ):
+            continue
+        owner = engine.parent(engine.parent(method))
+        called = f"self.{method.name.value}"
+        names = {
+            code(target.target)
+            for node in find_all(owner, lambda n: isinstance(n, cst.Assign))
+            if isinstance(node.value, cst.Call) and code(node.value.func) == called
+            for target in node.targets
+            if code(target.target).startswith("self.")  # a local is another method's own
+        }
+        for node in find_all(owner, lambda n: isinstance(n, cst.Attribute)):
+            attr = node.attr.value
+            if attr in CHANGED_MEANING and _in_state_dict_type(engine, node):
+                continue  # the checkpoint block's own FSDP2 form covers it (checkpoints.py)
+            if code(node.value) in names and (attr in FSDP1_ONLY or attr in CHANGED_MEANING):
+                why = CHANGED_MEANING.get(attr, f"an FSDP2 model has no `{attr}`")
+                found.append(
+                    f"`{code(node)}` at line {line_of(engine, node)} reads what "
+                    f"`{called}` returns (line {line_of(engine, conversion.call)}'s FSDP1 "
+                    f"model): {why}"
+                )
+    return found
+
+
+def _method(engine: Engine, node: cst.CSTNode) -> cst.FunctionDef | None:
+    """The method (of a class, taking ``self``) ``node`` is in, if any."""
+    while node is not None and not isinstance(node, cst.FunctionDef):
+        node = engine.parent(node)
+    owner = engine.parent(engine.parent(node)) if node is not None else None
+    params = node.params.params if node is not None else ()
+    if not isinstance(owner, cst.ClassDef) or not params or params[0].name.value != "self":
+        return None
+    return node
+
+
+def _in_state_dict_type(engine: Engine, node: cst.CSTNode) -> bool:
+    """Whether ``node`` is in the body of ``with FSDP.state_dict_type(...):``."""
+    while node is not None:
+        node = engine.parent(node)
+        if isinstance(node, cst.With) and any(
+            isinstance(item.item, cst.Call)
+            and isinstance(item.item.func, cst.Attribute)
+            and item.item.func.attr.value == "state_dict_type"
+            for item in node.items
+        ):
+            return True
+    return False
