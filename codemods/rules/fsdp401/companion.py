@@ -18,7 +18,7 @@ from typing import Any
 
 from codemods.rules.api import Engine
 from codemods.rules.fsdp401.kept import BRIDGE_KEEPS
-from codemods.rules.fsdp401.lookups import fsdp1_reference, line_of, source_order
+from codemods.rules.fsdp401.lookups import fsdp1_reference, in_module, line_of, source_order
 from codemods.rules.fsdp401.values import shown
 from codemods.syntax.cst_nodes import find_all
 from codemods.syntax.lazy_libcst import cst
@@ -82,7 +82,7 @@ def reads_behind_checks(
         Each read, with its attribute, in the order of the file.
     """
     found: dict[int, tuple[cst.Attribute, str]] = {}
-    for ref in find_all(engine.module, lambda n: id(n) in checks):
+    for ref in in_module(engine, lambda n: id(n) in checks):
         subject = branch_of(engine, ref) or _annotated_parameter(engine, ref)
         if subject is None:
             continue
@@ -123,9 +123,9 @@ def companion_anchor(engine: Engine, rewritten: set[int], blocked: bool) -> cst.
     Where nothing is rewritten but the file stays FSDP1 (``blocked``), its first FSDP1
     reference, so that a finding says why; None where neither is.
     """
-    nodes = find_all(engine.module, lambda n: id(n) in rewritten)
+    nodes = in_module(engine, lambda n: id(n) in rewritten)
     if not nodes and blocked:
-        nodes = find_all(engine.module, lambda n: fsdp1_reference(engine, n))
+        nodes = in_module(engine, lambda n: fsdp1_reference(engine, n))
     return min(nodes, key=lambda n: source_order(engine, n), default=None)
 
 

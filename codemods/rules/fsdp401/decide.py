@@ -49,6 +49,7 @@ from codemods.rules.fsdp401.lookups import (
     gated,
     in_import,
     in_loop,
+    in_module,
     line_of,
     local_name,
     module_list,
@@ -65,7 +66,7 @@ from codemods.rules.fsdp401.spread import named_arguments
 from codemods.rules.fsdp401.subclasses import subclass_calls
 from codemods.rules.fsdp401.uses import Use, rewrite
 from codemods.rules.fsdp401.values import shown
-from codemods.syntax.cst_nodes import dotted, find_all, keyword
+from codemods.syntax.cst_nodes import dotted, keyword
 from codemods.syntax.lazy_libcst import cst
 
 
@@ -244,7 +245,7 @@ def survey(engine: Engine, rule_code: str) -> Survey:
     api_calls = set()
     # What only the bridge's model answers: where, its kind, why it blocks without it.
     kept: list[tuple[str, str, str]] = []
-    for node in find_all(module, lambda n: isinstance(n, (cst.Name, cst.Attribute))):
+    for node in in_module(engine, lambda n: isinstance(n, (cst.Name, cst.Attribute))):
         if id(node) in funcs or in_import(engine, node):
             continue
         # FSDP1 code in a torch gate's branch for releases without FSDP2 is never run

@@ -27,11 +27,10 @@ from packaging.version import Version
 from codemods.registry.appearances import APPEARED
 from codemods.registry.names import COMPOSABLE_FSDP, TORCH_FSDP
 from codemods.rules.api import Engine
-from codemods.rules.fsdp401.lookups import fresh, line_of
+from codemods.rules.fsdp401.lookups import fresh, in_module, line_of
 from codemods.rules.fsdp401.outcome import Conversion
 from codemods.rules.fsdp401.values import shown
 from codemods.rules.layout import LINE_LENGTH
-from codemods.syntax.cst_nodes import find_all
 from codemods.syntax.lazy_libcst import cst
 
 #: The oldest torch with FSDP2, and the one that made its home public.
@@ -64,7 +63,7 @@ def dual_blockers(
     span = engine.settings.releases.torch.text()
     keep = f"FSDP1's spelling must stay for torch {span} before 2.4"
     why = []
-    for node in find_all(engine.module, lambda n: id(n) in others) if others else ():
+    for node in in_module(engine, lambda n: id(n) in others) if others else ():
         where = f"`{shown(engine, node)}` at line {line_of(engine, node)}"
         why.append(f"{where}: {keep}, and the dual stack does not dispatch it")
     # (A precision bound to a name is converted at run time there, not rebound.)
@@ -93,7 +92,7 @@ def _fsdp2_import(engine: Engine, name: str) -> bool:
     code = engine.module.code_for_node
     return any(
         isinstance(node.names, Sequence) and any(code(alias.name) == name for alias in node.names)
-        for node in find_all(engine.module, lambda n: isinstance(n, cst.ImportFrom))
+        for node in in_module(engine, lambda n: isinstance(n, cst.ImportFrom))
         if node.module is not None and code(node.module) in (TORCH_FSDP, COMPOSABLE_FSDP)
     )
 

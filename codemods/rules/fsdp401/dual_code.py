@@ -22,7 +22,7 @@ from codemods.registry import Rule
 from codemods.registry.names import COMPOSABLE_FSDP
 from codemods.rules.api import Engine
 from codemods.rules.fsdp401.helpers import helper_names, write_helpers
-from codemods.rules.fsdp401.lookups import imported_here
+from codemods.rules.fsdp401.lookups import imported_here, in_module
 from codemods.rules.fsdp401.uses import Use
 from codemods.rules.layout import LINE_LENGTH, indentation, wrapped_call
 from codemods.syntax.cst_nodes import find_all
@@ -120,7 +120,7 @@ def uses_note(engine: Engine, found: Survey, original: cst.Call) -> str | None:
         said.append(f"`{shown(engine, node)}` at line {line_of(engine, use.call)} ({how})")
     first = next((c for c in found.conversions.values() if not isinstance(c, str)), None)
     if found.module_lists and first is not None and first.call is original:  # the file's
-        for listing in find_all(engine.module, lambda n: id(n) in found.module_lists):
+        for listing in in_module(engine, lambda n: id(n) in found.module_lists):
             where = f"`{shown(engine, listing)}` at line {line_of(engine, listing)}"
             said.append(f"{where} (on FSDP2 the sharded modules themselves, not wrappers)")
     if not said:

@@ -253,11 +253,27 @@ def tested_class(engine: Engine, node: cst.CSTNode) -> bool:
     )
 
 
+def in_module(engine: Engine, keep: Any) -> list[cst.CSTNode]:
+    """``find_all(engine.module, keep)``, from one walk of the module a file.
+
+    The survey asks the whole module several times (its names, its imports, its
+    references): libcst's visit of a large module (a 290 kB test file) is seconds.
+    """
+    nodes = engine.scratch.get("FSDP401-nodes")
+    if nodes is None:
+        nodes = engine.scratch["FSDP401-nodes"] = find_all(engine.module, _every)
+    return [node for node in nodes if keep(node)]
+
+
+def _every(node: cst.CSTNode) -> bool:
+    return True
+
+
 def fresh(engine: Engine, wanted: str) -> str:
     """``wanted``, with ``_`` appended until no name in the module is spelled so."""
     used = engine.scratch.get("FSDP401-names")
     if used is None:
-        nodes = find_all(engine.module, lambda n: isinstance(n, cst.Name))
+        nodes = in_module(engine, lambda n: isinstance(n, cst.Name))
         used = engine.scratch["FSDP401-names"] = {n.value for n in nodes}
     while wanted in used:
         wanted += "_"
@@ -277,7 +293,7 @@ FSDP2_HOMES = (TORCH_FSDP, COMPOSABLE_FSDP)
 def other_fully_shard(engine: Engine) -> bool:
     """Whether the file's name ``fully_shard`` is another API's (the old composable one)."""
     homes = {f"{home}.fully_shard" for home in FSDP2_HOMES}
-    names = find_all(engine.module, lambda n: isinstance(n, cst.Name) and n.value == "fully_shard")
+    names = in_module(engine, lambda n: isinstance(n, cst.Name) and n.value == "fully_shard")
     return any(not engine.qualified(n) & homes for n in names if engine.qualified(n))
 
 
