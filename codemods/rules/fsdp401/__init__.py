@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from codemods.registry import Rule
 from codemods.registry.names import COMPOSABLE_FSDP, TORCH_FSDP, TORCH_FSDP_CLASSES
 from codemods.rules.api import Behaviour, Detector, Engine
+from codemods.rules.fsdp401.inference import inference_note
 from codemods.rules.fsdp401.kept import FSDP1_API, LEAVING_THE_BRIDGE, unit_modules
 from codemods.rules.fsdp401.local_imports import ConversionImports
 from codemods.rules.fsdp401.lookups import ISINSTANCE, fresh, imported_here, line_of
@@ -105,7 +106,7 @@ class Fsdp401(Behaviour):
             return _bridge(engine, self.rule, found, original, updated, conversion)
         root = wrapping_root(engine, conversion, list(found.conversions.values()))
         inner = [INNER.format(root=root.root, line=line_of(engine, root.call))] if root else []
-        notes = "; ".join([*inner, *conversion.keywords.notes]) or None
+        notes = "; ".join([*inner, *conversion.keywords.notes, *inference_note(engine)]) or None
         if found.dual is not None:
             from codemods.rules.fsdp401.dual import WHY_DUAL
             from codemods.rules.fsdp401.dual_code import uses_note
