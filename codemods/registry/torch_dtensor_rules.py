@@ -214,7 +214,8 @@ _ACTIVATION_RULES = (
         argument="use_reentrant",
         message=(
             "pass `use_reentrant` to `torch.utils.checkpoint`: `False` is recommended, "
-            "`True` keeps today's behaviour"
+            "`True` keeps today's behaviour (the fix writes `True`; with `--unsafe-fixes`, "
+            "`False`: the non-reentrant implementation, which recomputes otherwise)"
         ),
         why=(
             "`checkpoint` and `checkpoint_sequential` without `use_reentrant` warn on every "
