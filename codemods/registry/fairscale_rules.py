@@ -394,7 +394,10 @@ RULES = (
             "module in place; torch's wraps it, so seen from a parent `named_parameters()` "
             "names gain `._checkpoint_wrapped_module.` (`layers.0._checkpoint_wrapped_module"
             ".weight`), while state-dict keys stay as they were (the wrapper strips the "
-            "prefix): code that picks parameters by their full name needs a look."
+            "prefix): code that picks parameters by their full name needs a look. The fix "
+            "needs torch 1.13: on 1.12 the wrapped module's keyword arguments "
+            "(`self.attn(x, need_weights=False)`) reach `torch.utils.checkpoint`, which "
+            "refuses them in either mode until 1.13, where FairScale's took them."
         ),
         example=Example(
             before=(
@@ -408,7 +411,7 @@ RULES = (
             ),
         ),
         fix=FixSafety.UNSAFE,
-        introduced="1.12",
+        introduced="1.13",  # keyword inputs through the non-reentrant form: 1.13 on
         cases=(
             Example.reported_only(
                 "from fairscale.nn.checkpoint import checkpoint_wrapper\n"

@@ -54,7 +54,8 @@ RULES = (
         new=TRAINER_AND_FABRIC[0],
         argument="strategy",
         message=(
-            'the FairScale strategy `"ddp_sharded"` was removed in Lightning 2.0: choose '
+            'FairScale\'s sharded strategies (`"ddp_sharded"`, `"ddp_sharded_spawn"` and their '
+            "`_find_unused_parameters_false` forms) were removed in Lightning 2.0: choose "
             '`"fsdp"` with `sharding_strategy="SHARD_GRAD_OP"`, `"deepspeed_stage_2"` or `"ddp"`'
         ),
         why=_SHARDED_WHY,
