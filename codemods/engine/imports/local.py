@@ -29,21 +29,9 @@ class LocalImports:
         A statement outside any function is left to ``need_import``, which adds to the
         module's own imports.
         """
-        function = self.parent(statement)  # type: ignore[attr-defined]
-        while function is not None and not isinstance(function, cst.FunctionDef):
-            function = self.parent(function)  # type: ignore[attr-defined]
-        if function is None:
+        if not self._edit_function(statement, lambda updated: _with_name(updated, statement, name)):
             module = cst.Module([]).code_for_node(statement.module)  # type: ignore[arg-type]
             self.need_import(module, name)  # type: ignore[attr-defined]
-            return
-        before = self._replacements.get(id(function))
-
-        def add(updated: cst.FunctionDef) -> Any:
-            if before is not None:
-                updated = before(updated) if callable(before) else before
-            return _with_name(updated, statement, name)
-
-        self.replace(function, add)  # type: ignore[attr-defined]
 
     def insert_in_function(self, line: cst.SimpleStatementLine, statements: list[Any]) -> bool:
         """Put ``statements`` before ``line`` (an original line in a function) as it is left.
@@ -52,19 +40,28 @@ class LocalImports:
         too late), so the statements go in as the visit leaves the function, before the
         line's copy there. False where ``line`` is in no function (nothing is queued).
         """
-        function = self.parent(line)  # type: ignore[attr-defined]
+        inserting = _Inserting(line, statements)
+        return self._edit_function(line, lambda updated: updated.visit(inserting))
+
+    def _edit_function(self, node: cst.CSTNode, edit: Any) -> bool:
+        """Apply ``edit`` to the function holding ``node`` as the visit leaves it.
+
+        After any replacement already queued for that function. False where ``node`` is
+        in no function (nothing is queued).
+        """
+        function = self.parent(node)  # type: ignore[attr-defined]
         while function is not None and not isinstance(function, cst.FunctionDef):
             function = self.parent(function)  # type: ignore[attr-defined]
         if function is None:
             return False
         before = self._replacements.get(id(function))
 
-        def add(updated: cst.FunctionDef) -> Any:
+        def edited(updated: cst.FunctionDef) -> Any:
             if before is not None:
                 updated = before(updated) if callable(before) else before
-            return updated.visit(_Inserting(line, statements))
+            return edit(updated)
 
-        self.replace(function, add)  # type: ignore[attr-defined]
+        self.replace(function, edited)  # type: ignore[attr-defined]
         return True
 
 

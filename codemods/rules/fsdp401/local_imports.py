@@ -52,21 +52,17 @@ class ConversionImports:
         written = self._engine.scratch.setdefault(_WRITTEN, {}).setdefault(id(self._line), set())
         statements = []
         for module, names in sorted(self._wanted.items()):
-            aliases = []
+            listed = []
             for name in names:
                 spelled = self._engine.spelled_import(module, name, None)  # type: ignore[attr-defined]
                 if spelled is None or spelled in written:
                     continue
                 written.add(spelled)
-                asname = spelled[2]
-                aliases.append(
-                    cst.ImportAlias(
-                        cst.Name(name), asname=cst.AsName(cst.Name(asname)) if asname else None
-                    )
-                )
-            if aliases:
-                statement = cst.ImportFrom(module=_dotted(module), names=_commas(aliases))
-                statements.append(cst.SimpleStatementLine([statement]))
+                listed.append((name, spelled[2]))
+            if listed:  # as the module's own import lines are written (imports/adding.py)
+                text = ", ".join(n if a is None else f"{n} as {a}" for n, a in sorted(listed))
+                config = self._engine.module.config_for_parsing
+                statements.append(cst.parse_statement(f"from {module} import {text}", config))
         if statements:
             self._engine.insert_in_function(self._line, statements)
 
@@ -89,15 +85,3 @@ def _local_import_line(engine: Engine, func: cst.BaseExpression) -> cst.SimpleSt
         return None  # the module's own import: the new ones go beside it, at the top
     line = engine.parent(node)
     return line if isinstance(line, cst.SimpleStatementLine) else None
-
-
-def _dotted(module: str) -> cst.Attribute | cst.Name:
-    head, _, last = module.rpartition(".")
-    return cst.Attribute(_dotted(head), cst.Name(last)) if head else cst.Name(last)
-
-
-def _commas(aliases: list[cst.ImportAlias]) -> list[cst.ImportAlias]:
-    """In the order the module's own imports are written (``MixedPrecisionPolicy, fully_shard``)."""
-    aliases = sorted(aliases, key=lambda alias: alias.name.value)  # type: ignore[union-attr]
-    comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-    return [alias.with_changes(comma=comma) for alias in aliases[:-1]] + aliases[-1:]
