@@ -7,7 +7,6 @@ behaviour there (a path, a pipe, standard input), and through ``main()`` otherwi
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -19,6 +18,7 @@ import pytest
 from codemods import lint, migrate
 from codemods.cli.config import newest_known
 from codemods.registry import REGISTRY
+from tests.checkout_env import checkout_env
 from tests.notebook_files import notebook
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,7 +55,7 @@ def script(name: str, *argv: str, cwd: Path, stdin: str | None = None):
     path = shutil.which(name)
     module = {"fsdp-lint": "codemods.lint", "fsdp-migrate": "codemods.migrate"}[name]
     command = [path] if path else [sys.executable, "-m", module]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = checkout_env()
     return subprocess.run(
         [*command, *argv],
         cwd=cwd,
@@ -528,7 +528,7 @@ def test_a_closed_pipe_ends_quietly(tmp_path, name, argv):
         f"{command} {argv} | head -1",
         shell=True,
         cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env=checkout_env(),
         capture_output=True,
         text=True,
         timeout=120,

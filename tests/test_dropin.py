@@ -23,6 +23,7 @@ import codemods.registry
 import compat
 from codemods.registry import ChangeKind, Example, FixSafety, Framework, Registry, Rule
 from compat import FSDPDeprecationWarning
+from tests.checkout_env import checkout_env
 
 ROOT = Path(__file__).resolve().parents[1]
 #: torch 2.0 has ``_FSDPPolicy`` itself (2.1 renamed it): read before anything installs.
@@ -483,7 +484,7 @@ def test_list_shows_what_is_installed_with_its_rule():
     run = subprocess.run(
         [sys.executable, "-m", "compat", "--list"],
         cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env=checkout_env(),
         capture_output=True,
         text=True,
         timeout=300,

@@ -10,12 +10,13 @@ packages count as imported too.
 from __future__ import annotations
 
 import ast
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.checkout_env import checkout_env
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("compat", "codemods")
@@ -176,7 +177,7 @@ def test_a_warning_about_a_call_loads_no_libcst(tmp_path):
         [sys.executable, str(script)],
         capture_output=True,
         text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env=checkout_env(),
         timeout=120,
     )
     assert run.returncode == 0, run.stderr

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import stat
 import subprocess
 import sys
@@ -12,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from codemods.migrate import main
+from tests.checkout_env import checkout_env
 
 
 @pytest.fixture(autouse=True)
@@ -192,7 +192,7 @@ def test_stdin_to_stdout(tmp_path):
     run = subprocess.run(
         [sys.executable, "-m", "codemods.migrate", "-"],
         cwd=tmp_path,  # its [tool.fsdp-compat] names the current releases
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env=checkout_env(),
         input=LEGACY.encode(),
         capture_output=True,
         timeout=60,

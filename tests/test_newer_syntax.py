@@ -7,7 +7,6 @@ libcst's grammar, as before. Both ways give libcst's answer.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +16,7 @@ import pytest
 
 from codemods.batch import type_parameters
 from codemods.batch.syntax_errors import newer_python, syntax_error
+from tests.checkout_env import checkout_env
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -78,7 +78,7 @@ def test_a_run_over_a_newer_file_reports_nothing_and_loads_no_libcst(tmp_path):
         capture_output=True,
         text=True,
         cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env=checkout_env(),
         timeout=120,
     )
     assert run.returncode == 0, run.stdout + run.stderr

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.checkout_env import checkout_env
 from tests.scratch_projects import CURRENT_RELEASES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -112,10 +113,6 @@ def test_pip_install_without_torch_pulls_no_torch(tmp_path):
     assert run.returncode == 1 and 'precision="16-mixed"' in legacy.read_text(), run.stderr
 
 
-def _with_root(pythonpath: str | None) -> str:
-    return os.pathsep.join(entry for entry in (str(ROOT), pythonpath) if entry)
-
-
 @pytest.mark.slow
 def test_readme_python_examples_run(tmp_path):
     """Every ```python block of the README runs (with a Block class defined).
@@ -134,7 +131,7 @@ def test_readme_python_examples_run(tmp_path):
         run = subprocess.run(
             [sys.executable, str(script)],
             cwd=tmp_path,  # what an example writes stays out of the checkout
-            env={**os.environ, "PYTHONPATH": _with_root(os.environ.get("PYTHONPATH"))},
+            env=checkout_env(),
             capture_output=True,
             text=True,
             timeout=120,

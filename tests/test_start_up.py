@@ -26,6 +26,7 @@ from codemods.rules import index
 from codemods.screen import filter_table
 from codemods.screen.prefilter import rule_filter
 from compat.dropin.plan import TABLE, from_table, plan, table
+from tests.checkout_env import checkout_env
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -85,7 +86,7 @@ def _modules_after(argv: list[str], cwd: Path) -> tuple[set[str], str]:
         "    pass\n"
         "print('MODULES', ' '.join(sorted(sys.modules)))\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = checkout_env()
     run = subprocess.run(
         [sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True, check=True
     )
@@ -101,16 +102,23 @@ def test_a_one_file_lint_without_a_project_imports_only_what_it_needs(tmp_path):
     assert "codemods.astlint.detector" in modules
     # What this Python's runpy loads by itself (typing and re on 3.9) is not the lint's;
     # on 3.9 the import names' positions are read from the statements' tokens.
-    unwanted = set(NOT_FOR_ONE_FILE) - _runpy_loads()
+    unwanted = set(NOT_FOR_ONE_FILE) - _runpy_loads(tmp_path)
     if sys.version_info < (3, 10):
         unwanted.discard("tokenize")
     assert not modules & unwanted, sorted(modules & unwanted)
 
 
-def _runpy_loads() -> set[str]:
-    """The modules ``import runpy`` loads in a fresh process without ``site``."""
+def _runpy_loads(cwd: Path, site: bool = True) -> set[str]:
+    """The modules ``import runpy`` loads in a fresh process, as the tested one starts.
+
+    With ``site``, what an environment's ``.pth`` files import at every start (on the GPU
+    leg's image, ``inspect``, ``shutil``, ``tokenize`` and ``typing``) is not the lint's.
+    """
+    flags = [] if site else ["-S"]
     run = subprocess.run(
-        [sys.executable, "-S", "-c", "import runpy, sys; print(' '.join(sys.modules))"],
+        [sys.executable, *flags, "-c", "import runpy, sys; print(' '.join(sys.modules))"],
+        cwd=cwd,
+        env=checkout_env(),
         capture_output=True,
         text=True,
         check=True,
@@ -198,7 +206,7 @@ def test_a_project_configuration_loads_no_dataclasses_nor_argparse(tmp_path):
     assert "train.py:2:41: FSDP101 [*]" in output  # torch 2.6.. from the configuration
     toml = "tomllib" if sys.version_info >= (3, 11) else "tomli"  # before 3.11: the backport
     assert {toml, "codemods.registry.deprecations"} <= modules
-    assert not modules & {"dataclasses", "inspect", "argparse"}
+    assert not modules & ({"dataclasses", "inspect", "argparse"} - _runpy_loads(tmp_path))
 
 
 def test_two_files_load_the_project_scanners(tmp_path):
@@ -247,7 +255,7 @@ def test_python_m_compat_loads_no_typing_pathlib_nor_re_for_a_program_that_impor
         timeout=60,
     )
     # On Python 3.9 runpy itself (``-m``) loads typing and re: only compat's own count.
-    loaded = set(ast.literal_eval(run.stdout.strip())) - _runpy_loads()
+    loaded = set(ast.literal_eval(run.stdout.strip())) - _runpy_loads(tmp_path, site=False)
     assert loaded == set(), run.stdout + run.stderr
 
 
