@@ -3,7 +3,8 @@
 One spawn of 2 gloo ranks (NCCL where there is a GPU per rank) runs every case: clean
 ports must pass, and each port carrying a run-time bug of ``FSDP2-PORTS.md`` section 8
 must fail with that bug's cause named. The command and the pytest helper each cost one
-more spawn.
+more spawn. On a GPU machine (``.ci/gpu.sh``) the same cases run again on NCCL, one
+rank per GPU (a 2-rank spawn there is gloo's where the machine has one GPU).
 """
 
 from __future__ import annotations
@@ -226,6 +227,40 @@ def test_the_command(tmp_path):
     data = json.loads(done.stdout)
     assert "optimizer-before-sharding" in data["causes"] and len(data["step_rows"]) == 2
     assert json.loads(out.read_text()) == data
+
+
+#: The bugs one rank shows: a missed broadcast from rank 0 needs a second rank to differ.
+ONE_RANK_BUGS = {name: bug for name, bug in BUGS.items() if name != "missed-rank0-broadcast"}
+
+
+@pytest.mark.gpu
+@pytest.mark.distributed
+def test_every_case_is_judged_alike_on_nccl_with_a_rank_per_gpu(tmp_path):
+    """The cases above on NCCL: CUDA tensors, NCCL's collectives, FSDP1's and FSDP2's
+    CUDA streams. Clean ports pass, each bug is named; then the command, on NCCL too."""
+    world_size = torch.cuda.device_count()
+    bugs = BUGS if world_size > 1 else ONE_RANK_BUGS
+    cases = {**CLEAN, **{name: case for name, (case, _, _) in bugs.items()}}
+    reports = check_ports(cases, world_size=world_size, backend="nccl", timeout=600)
+    for name in CLEAN:
+        report = reports[name]
+        report.assert_passed()
+        assert (report.backend, report.world_size) == ("nccl", world_size)
+        assert [f.cause for f in report.findings] == ["state-dict-kind"], name
+    for name, (_, cause, severity) in bugs.items():
+        report = reports[name]
+        assert not report.passed, name
+        assert any(f.cause == cause and f.severity == severity for f in report.findings), (
+            report.render()
+        )
+    out = tmp_path / "report.json"
+    command = [sys.executable, "-m", "compat.portcheck", P + "fsdp1", P + "fsdp2"]
+    command += ["--batch", P + "batch", "--backend", "nccl", "--world-size", str(world_size)]
+    done = subprocess.run(
+        [*command, "--json", "--output", str(out)], capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(out.read_text())["backend"] == "nccl"
 
 
 @pytest.mark.distributed
