@@ -170,6 +170,7 @@ class Detector:
         quiet: bool = False,
         unsafe_here: bool = False,
         why_not: str | None = None,
+        detail: str | None = None,
     ) -> bool:
         """Record a finding (see ``Engine.report``); False: nothing is rewritten here."""
         self.touched.append(node)
@@ -186,11 +187,11 @@ class Detector:
                     line,
                     column + 1,
                     rule.code,
-                    rule.message,
+                    f"{rule.message} ({detail})" if detail else rule.message,
                     fixable,
                     False,
                     unsafe=fixable and unsafe_here,
-                    no_fix=no_fix(self.settings, rule, fixable, why_not),
+                    no_fix=no_fix(self.settings, rule, fixable, why_not, explained=bool(detail)),
                 )
             )
         return False

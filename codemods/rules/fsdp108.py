@@ -2,7 +2,9 @@
 
 The unsafe fix states the implementation torch 2.2 and later use by default,
 ``CheckpointImpl.NO_REENTRANT`` (before 2.2 the default was reentrant, so the fix
-changes behaviour there). ``checkpoint_impl`` is the second parameter.
+changes behaviour there). ``checkpoint_impl`` is the second parameter. Where the call
+passes ``checkpoint_fn``, that function checkpoints and the implementation decides only
+how keyword inputs reach it; the finding says so (:data:`CUSTOM_FN`).
 
 ``apply_activation_checkpointing`` wraps with ``checkpoint_wrapper`` and its default
 where the call leaves ``checkpoint_wrapper_fn`` out (or passes torch's
@@ -35,6 +37,15 @@ _APPLY = f"{CHECKPOINT_WRAPPER}.apply_activation_checkpointing"
 _WRAPPER = f"{CHECKPOINT_WRAPPER}.checkpoint_wrapper"
 #: ``apply_activation_checkpointing``'s parameter for the wrapper, and its position.
 _WRAPPER_FN, _WRAPPER_AT = "checkpoint_wrapper_fn", 1
+#: ``checkpoint_wrapper``'s parameter for a checkpointing function of the caller's.
+_FN = "checkpoint_fn"
+#: What the default decides in a call that passes one (torch ignores ``checkpoint_impl``
+#: for the checkpointing then, but packs keyword inputs where it is reentrant).
+CUSTOM_FN = (
+    "with `checkpoint_fn`, that function checkpoints, reentrant or not as it does; "
+    "`checkpoint_impl` decides only how keyword inputs reach it: packed into positional "
+    "ones under the reentrant default before torch 2.2, as keywords since"
+)
 APPLY_WHY = (
     "`apply_activation_checkpointing` wraps with `checkpoint_wrapper`'s default here: pass "
     "`checkpoint_wrapper_fn=functools.partial(checkpoint_wrapper, "
@@ -73,11 +84,13 @@ class Fsdp108(DefaultChange):
 
     def fix(self, engine: Engine, original: cst.Call, updated: cst.Call, start: int) -> cst.Call:
         callee = original.func if start == 0 else original.args[0].value
+        detail = CUSTOM_FN if any(keyword(a) == _FN for a in original.args[start:]) else None
         local = None if _in_scope(engine, original) else _local_import(engine, callee)
         if local is not None and not isinstance(local[1], cst.ImportFrom):
-            engine.report(original, self.rule, fixable_here=False, why_not=_why_local(local[0]))
+            why = _why_local(local[0])
+            engine.report(original, self.rule, fixable_here=False, why_not=why, detail=detail)
             return updated
-        if not engine.report(original, self.rule):
+        if not engine.report(original, self.rule, detail=detail):
             return updated
         impl = new_keyword("checkpoint_impl", "CheckpointImpl.NO_REENTRANT")
         if local is not None:  # into the function's own import, not the module's
@@ -100,7 +113,7 @@ class Fsdp108(DefaultChange):
                 detector.report(call, self.rule, fixable_here=False, why_not=APPLY_WHY)
             return
         if not self.ast_passes(arguments(call)):
-            self._ast_report(detector, call, call.func)
+            self._ast_report(detector, call, call.func, arguments(call))
 
     def ast_partial(self, detector: Detector, call: ast.Call) -> None:
         from codemods.syntax.ast_nodes import arguments
@@ -109,14 +122,17 @@ class Fsdp108(DefaultChange):
         if found and _APPLY in detector.qualified(found[0]):
             return  # the partial's call may pass the wrapper
         if found and not self.ast_passes(found[1:]):
-            self._ast_report(detector, call, found[0])
+            self._ast_report(detector, call, found[0], found[1:])
 
-    def _ast_report(self, detector: Detector, call: ast.Call, callee: ast.AST) -> None:
+    def _ast_report(self, detector: Detector, call: ast.Call, callee: ast.AST, given: list) -> None:
+        fn = any(type(a) is ast.keyword and a.arg == _FN for a in given)
+        detail = CUSTOM_FN if fn else None
         local = _ast_local_import(detector, call, callee)
         if local is None:
-            detector.report(call, self.rule)
+            detector.report(call, self.rule, detail=detail)
         else:
-            detector.report(call, self.rule, fixable_here=False, why_not=_why_local(local))
+            why = _why_local(local)
+            detector.report(call, self.rule, fixable_here=False, why_not=why, detail=detail)
 
 
 def _why_local(function: str) -> str:

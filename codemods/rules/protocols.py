@@ -164,6 +164,7 @@ class Detector(Protocol):
         quiet: bool = False,
         unsafe_here: bool = False,
         why_not: str | None = None,
+        detail: str | None = None,
     ) -> bool:
         """Record a finding at ``node`` as :meth:`Engine.report` would; always False."""
 
