@@ -34,7 +34,9 @@ RULES = (
         why=(
             "Lightning 2.1 replaced `activation_checkpointing` (a class or list of classes) "
             "with `activation_checkpointing_policy`, which also takes a torch policy; the old "
-            "argument warns."
+            "argument warns. A strategy registered with it "
+            "(`StrategyRegistry.register(name, FSDPStrategy, activation_checkpointing=...)`) "
+            "warns when a Trainer builds it by name, and is reported and fixed alike."
         ),
         example=Example(
             before=(

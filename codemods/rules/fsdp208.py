@@ -1,10 +1,15 @@
-"""FSDP208: ``activation_checkpointing=Block`` as ``activation_checkpointing_policy={Block}``."""
+"""FSDP208: ``activation_checkpointing=Block`` as ``activation_checkpointing_policy={Block}``.
+
+In a call of the strategy, and in ``StrategyRegistry.register(name, FSDPStrategy, ...)``,
+which passes its other keywords to the strategy (:mod:`codemods.rules.strategy_registry`).
+"""
 
 from __future__ import annotations
 
 import ast
 
 from codemods.rules.api import Behaviour, Detector, Engine
+from codemods.rules.strategy_registry import REGISTERS, registers_ast, registers_cst
 from codemods.syntax.cst_nodes import keyword
 from codemods.syntax.lazy_libcst import cst
 
@@ -13,10 +18,13 @@ class Fsdp208(Behaviour):
     """A class, or a list/tuple/set display of classes, becomes a set under the new name."""
 
     def calls(self) -> tuple[str, ...]:
-        return self.rule.old
+        return (*self.rule.old, *REGISTERS)
 
     def call(self, engine: Engine, original: cst.Call, updated: cst.Call) -> cst.Call:
         rule = self.rule
+        registry = engine.qualified(original.func) & set(REGISTERS)
+        if registry and not registers_cst(engine, original, rule.old):
+            return updated
         args = list(updated.args)
         for index, arg in enumerate(original.args):
             if keyword(arg) != rule.argument:
@@ -29,6 +37,9 @@ class Fsdp208(Behaviour):
         return updated.with_changes(args=args)
 
     def ast_call(self, detector: Detector, call: ast.Call) -> None:
+        registry = detector.qualified(call.func) & set(REGISTERS)
+        if registry and not registers_ast(detector, call, self.rule.old):
+            return
         for arg in call.keywords:
             if arg.arg == self.rule.argument:
                 fixable = detector.class_set(arg.value) is not None
