@@ -84,6 +84,7 @@ class ImportMoves:
         libcst's ``RenameCommand`` moves the import and renames the uses.
         """
         moves = {}  # id of alias -> (new module, new name)
+        scope = id(self.scope(original_node))
         for alias, rule, old in self._imported_names(original_node):
             if old not in self.renames:
                 continue
@@ -94,10 +95,17 @@ class ImportMoves:
                 moves[id(alias)] = (module, name)
                 continue
             self.edits.local_renames[dotted(alias.name)] = name
-            uses = self._uses_to_rename(original_node, dotted(alias.name), name)
+            # The new name imported by this statement already (both Lightning strategies
+            # become FSDPStrategy): the old name's uses take it, and its alias goes.
+            beside = module == dotted(original_node.module) and _plainly_imports(
+                original_node, name
+            )
+            uses = self._uses_to_rename(original_node, dotted(alias.name), name, beside)
             if uses is None:
                 self.edits.renames[old] = self.renames[old]
                 continue
+            if beside:
+                self._moved_in.add((scope, module, name, None))
             moves[id(alias)] = (module, name)
             self._name_renames.update((id(use), name) for use in uses)
             for use in uses:
@@ -105,7 +113,6 @@ class ImportMoves:
         if not moves:
             return updated_node
         pairs = list(zip(original_node.names, updated_node.names))
-        scope = id(self.scope(original_node))
         # The statement's module itself moves (FSDP122's `_shard.checkpoint`): its other
         # names move with it, or the deprecated module would stay imported for them.
         whole = self.renames.get(dotted(original_node.module) or "")
@@ -153,16 +160,19 @@ class ImportMoves:
             kept[-1] = kept[-1].with_changes(comma=last.comma)
         return updated_node.with_changes(names=kept)
 
-    def _uses_to_rename(self, node: cst.ImportFrom, local: str, new: str) -> list[cst.Name] | None:
+    def _uses_to_rename(
+        self, node: cst.ImportFrom, local: str, new: str, beside: bool = False
+    ) -> list[cst.Name] | None:
         """The uses of the name ``local`` that ``node`` imports, if this visit can rename them.
 
         It can where the name is bound once in its scope, every use is a plain name that
         comes after the import (so it has not been visited yet) or an annotation that is
-        the name in quotes, and ``new`` is unbound wherever it is used. Otherwise (a
-        longer annotation in quotes, a rebinding, a use above a late import), None.
+        the name in quotes, and ``new`` is unbound wherever it is used (``beside``: bound
+        there only by ``node`` itself, which imports it). Otherwise (a longer annotation
+        in quotes, a rebinding, a use above a late import), None.
         """
         scope = self.scope(node)
-        if scope is None or new in scope:
+        if scope is None or (new in scope and not _bound_by(scope, new, node, beside)):
             return None
         assignments = list(scope.assignments[local])
         if len(assignments) != 1 or assignments[0].node is not node:
@@ -179,7 +189,8 @@ class ImportMoves:
             where = self.position(use).start
             if (where.line, where.column) <= (start.line, start.column):
                 return None
-            if new in self.get_metadata(cst.metadata.ScopeProvider, use, scope):
+            seen = self.get_metadata(cst.metadata.ScopeProvider, use, scope)
+            if new in seen and not _bound_by(seen, new, node, beside):
                 return None
             uses.append(use)
         self._string_renames.update((id(use), (local, new)) for use in quoted)
@@ -198,3 +209,15 @@ class ImportMoves:
         inner = re.sub(rf"\b{re.escape(old)}\b", new, updated_node.raw_value)
         quote = updated_node.quote
         return updated_node.with_changes(value=f"{updated_node.prefix}{quote}{inner}{quote}")
+
+
+def _plainly_imports(node: cst.ImportFrom, name: str) -> bool:
+    """Whether ``node`` imports ``name`` under its own name (no ``as``)."""
+    if isinstance(node.names, cst.ImportStar):
+        return False
+    return any(a.asname is None and dotted(a.name) == name for a in node.names)
+
+
+def _bound_by(scope: Any, name: str, node: cst.ImportFrom, beside: bool) -> bool:
+    """Whether ``beside`` holds and ``node`` is the only binding of ``name`` ``scope`` sees."""
+    return beside and all(a.node is node for a in scope[name])
