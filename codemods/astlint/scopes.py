@@ -26,11 +26,13 @@ from __future__ import annotations
 import ast
 import builtins
 
+from codemods.registry.names import lightning_strategy
 from codemods.syntax.ast_nodes import (
     Undecided,
     alias_assignment,
     dotted,
     import_names,
+    subclass_alias,
     tree_index,
 )
 
@@ -267,13 +269,14 @@ class Names:
         Where the module binds the name only there (no other assignment, import, ``del``
         or ``global`` rebinding) and the value is a dotted name whose first part only
         imports bind (or another such alias), a use of the name after it refers to what
-        the value refers to.
+        the value refers to; so does a Lightning strategy's subclass keeping its constructor.
         """
         module = self.module
         for statement in tree.body:
-            found = alias_assignment(statement)
+            found = alias_assignment(statement) or subclass_alias(statement)
             if found is None:
                 continue
+            subclass = type(statement) is ast.ClassDef
             name, value = found
             root = dotted(value).partition(".")[0]  # type: ignore[union-attr]
             if module.count.get(name) != 1 or name in self.deleted or name in module.imports:
@@ -281,7 +284,7 @@ class Names:
             if root not in self.aliases and (root in module.others or root not in module.imports):
                 continue
             targets = self.qualified(value)
-            if targets:
+            if targets and (not subclass or all(map(lightning_strategy, targets))):
                 self.aliases[name] = targets
 
     # Questions ----------------------------------------------------------------------

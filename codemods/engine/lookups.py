@@ -15,11 +15,12 @@ from libcst.metadata import CodeRange, QualifiedNameSource, Scope, ScopeProvider
 
 from codemods.engine.metadata.positions import Positions, positions
 from codemods.registry import Rule
+from codemods.registry.names import lightning_strategy
 from codemods.rules.index import INDEX
 from codemods.rules.plan import Found, keeps_spelling, new_name
 from codemods.rules.plan_aliases import answered_by_alias
 from codemods.screen.noqa import Suppressions
-from codemods.syntax.cst_nodes import alias_assignments, dotted
+from codemods.syntax.cst_nodes import alias_assignments, dotted, subclass_aliases
 from codemods.syntax.cst_tree import parent_map
 from codemods.syntax.gates import fallback_regions, inside_fallback
 from codemods.syntax.lazy_libcst import cst
@@ -73,17 +74,23 @@ class Lookups:
         The ``ast`` detector's rule (``Names._find_aliases``): the module binds the name
         only there (no other binding, no ``del``), and only imports (or another such
         alias) bind the value's first part; uses after it refer to what the value refers to.
+        A Lightning strategy's subclass that keeps its constructor is followed too.
         """
         self._aliases = {}
-        candidates = alias_assignments(self.module)
+        candidates: list = alias_assignments(self.module)
+        classes = subclass_aliases(self.module)
         self._alias_targets = {id(target) for target, _ in candidates}
+        self._alias_targets |= {id(node.name) for node, _ in classes}
+        candidates += classes
         scope = self.get_metadata(ScopeProvider, self.module, None) if candidates else None
         if scope is None:
             return
         deleted = {name for statement in self.nodes(cst.Del) for name in _names(statement.target)}
         imports = (cst.Import, cst.ImportFrom)
         for target, value in candidates:
-            name, root = target.value, dotted(value).partition(".")[0]  # type: ignore[union-attr]
+            subclass = isinstance(target, cst.ClassDef)
+            name = target.name.value if subclass else target.value
+            root = dotted(value).partition(".")[0]  # type: ignore[union-attr]
             own = scope.assignments[name]
             if len(own) != 1 or next(iter(own)).node is not target or name in deleted:
                 continue
@@ -92,6 +99,8 @@ class Lookups:
             if not imported and root not in self._aliases:
                 continue
             targets = self.qualified(value)
+            if subclass and not all(map(lightning_strategy, targets)):
+                continue  # only a strategy's subclass is followed, as in `ast`
             if targets:
                 self._aliases[name] = targets
 

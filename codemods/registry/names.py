@@ -79,6 +79,27 @@ COMPAT_STRATEGY_FLAVOURS = (
 )
 
 
+#: Where Lightning's strategy classes live (both sides), and compat's stand-ins for them.
+_STRATEGY_HOMES = tuple(f"{root}." for root in (*TRAINER_ROOTS, *FABRIC_ROOTS)) + (
+    "compat.strategies.",
+)
+
+
+def lightning_strategy(qualified: str) -> bool:
+    """Whether ``qualified`` names a Lightning strategy class (or compat's stand-in).
+
+    A module's subclass of one that keeps its constructor is called as one (both
+    detectors' subclass aliases).
+
+    Example:
+        >>> lightning_strategy("lightning.pytorch.strategies.FSDPStrategy")
+        True
+        >>> lightning_strategy("torch.distributed.fsdp.FullyShardedDataParallel")
+        False
+    """
+    return qualified.startswith(_STRATEGY_HOMES) and qualified.endswith("Strategy")
+
+
 def trainer_paths(*suffixes: str) -> tuple[str, ...]:
     """Qualify ``suffixes`` under every Trainer-side root.
 

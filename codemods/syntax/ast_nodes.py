@@ -80,6 +80,40 @@ def alias_assignment(statement: ast.AST) -> tuple[str, ast.expr] | None:
     return target.id, value  # type: ignore[attr-defined]
 
 
+#: What a class must not define for a call of it to be one of its base's constructor.
+CONSTRUCTORS = frozenset(("__init__", "__new__"))
+
+
+def subclass_alias(statement: ast.AST) -> tuple[str, ast.expr] | None:
+    r"""``(name, base)`` for a class that keeps its one base's constructor, else None.
+
+    One dotted base, no keywords (``metaclass=``) or decorators, and no ``__init__`` or
+    ``__new__`` of its own: a call of the class passes its arguments to the base's.
+    The ``libcst`` half is :func:`codemods.syntax.cst_nodes.subclass_aliases`.
+
+    Example:
+        >>> subclass_alias(ast.parse("class S(s.FSDPStrategy):\n    x = 1").body[0])[0]
+        'S'
+        >>> subclass_alias(ast.parse("class S(B):\n    def __init__(self): ...").body[0])
+    """
+    if type(statement) is not ast.ClassDef:
+        return None
+    node: ast.ClassDef = statement  # type: ignore[assignment]
+    if node.decorator_list or node.keywords or len(node.bases) != 1:
+        return None
+    if dotted(node.bases[0]) is None:
+        return None
+    for inner in node.body:
+        kind = type(inner)
+        if kind in (ast.FunctionDef, ast.AsyncFunctionDef) and inner.name in CONSTRUCTORS:  # type: ignore[attr-defined]
+            return None
+        if kind in (ast.Assign, ast.AnnAssign):
+            targets = inner.targets if kind is ast.Assign else [inner.target]  # type: ignore[attr-defined]
+            if any(dotted(t) in CONSTRUCTORS for t in targets):
+                return None
+    return node.name, node.bases[0]
+
+
 #: Fields that hold no expression or statement (``Load()``, ``Add()``): never visited.
 def import_names(node: ast.Import | ast.ImportFrom, full: str) -> set[str]:
     """What ``full`` (a dotted name starting with a name ``node`` binds) refers to.

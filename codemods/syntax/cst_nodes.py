@@ -44,6 +44,39 @@ def alias_assignments(module: cst.Module) -> list[tuple[cst.Name, cst.BaseExpres
     return found
 
 
+def subclass_aliases(module: cst.Module) -> list[tuple[cst.ClassDef, cst.BaseExpression]]:
+    """``(class, base)`` of each module-level class that keeps its one base's constructor.
+
+    The ``ast`` half (and the rule) is :func:`codemods.syntax.ast_nodes.subclass_alias`.
+    """
+    from codemods.syntax.ast_nodes import CONSTRUCTORS
+
+    found = []
+    for node in module.body:
+        if not isinstance(node, cst.ClassDef) or node.decorators or node.keywords:
+            continue
+        if len(node.bases) != 1 or node.bases[0].star or dotted(node.bases[0].value) is None:
+            continue
+        body = node.body.body
+        defined = [s.name.value for s in body if isinstance(s, cst.FunctionDef)]
+        small = [
+            x
+            for s in body
+            for x in (s.body if isinstance(s, cst.SimpleStatementLine) else (s,))
+            if isinstance(x, (cst.Assign, cst.AnnAssign))
+        ]
+        for statement in small:
+            targets = (
+                [t.target for t in statement.targets]
+                if isinstance(statement, cst.Assign)
+                else [statement.target]
+            )
+            defined += [dotted(t) for t in targets]
+        if not CONSTRUCTORS.intersection(defined):
+            found.append((node, node.bases[0].value))
+    return found
+
+
 def literal(node: cst.BaseExpression) -> Any:
     """The value of an integer, string or ``True``/``False``/``None`` literal, else None.
 
