@@ -151,6 +151,9 @@ def test_below_torch_2_2_a_policy_passed_on_or_called_is_left_with_why(source, w
 def test_from_torch_2_2_it_is_fixed(source, unsafe):
     finding, new = _outcome(source, "2.2..")
     assert finding.fixable and finding.unsafe is unsafe and finding.no_fix is None
+    # an unsafe fix says, in its finding, what it changes (no longer a partial)
+    assert ("(unsafe: the policy is returned to the callers of" in finding.message) is unsafe
+    assert ("no `functools.partial`" in finding.message) is unsafe
     assert (
         "ModuleWrapPolicy(" in new.decode() and "transformer_auto_wrap_policy" not in new.decode()
     )

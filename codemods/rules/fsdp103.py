@@ -13,18 +13,26 @@ from __future__ import annotations
 
 import ast
 
-from codemods.records import Frozen
-from codemods.registry import REGISTRY, Rule
+from codemods.registry import REGISTRY
 from codemods.registry.names import COMPAT_FAIRSCALE
 from codemods.rules.api import PARTIAL, Behaviour, Detector, Engine
 from codemods.rules.kinds.parameter_rename import TORCH_POLICY_CONSUMERS
+from codemods.rules.policy_sites import (
+    CALLABLE_SINCE,
+    CALLED,
+    ELSEWHERE,
+    MODULE,
+    PASSED,
+    RETURNED,
+    UNREAD,
+    Site,
+    unsafe_detail,
+    verdict,
+)
 from codemods.syntax import ast_nodes as on_ast
 from codemods.syntax.cst_nodes import dotted, keyword
 from codemods.syntax.lazy_libcst import cst
 
-#: The torch release whose ``ModuleWrapPolicy`` is callable like the policy function it
-#: replaces (the ``module_wrap_policy`` capability's note).
-CALLABLE_SINCE = "2.2"
 #: Why a partial whose policy function is imported inside a function is left.
 LOCAL_IMPORT = (
     "its policy function is imported inside a function (which may be avoiding an import "
@@ -151,75 +159,6 @@ def _ast_lightning_takes_classes(detector: Detector, call: ast.Call) -> bool:
     )
 
 
-#: Where a partial goes that does not certainly reach a policy consumer (:class:`Site`).
-UNREAD, RETURNED, MODULE, CALLED, ELSEWHERE = "unread", "returned", "module", "called", "elsewhere"
-PASSED = "passed"
-
-
-class Site(Frozen):
-    """Where a policy partial goes, where it does not certainly reach a consumer.
-
-    Attributes:
-        kind: ``UNREAD`` (a local name nothing reads), ``RETURNED`` (returned by the
-            function ``name``, alone or in a tuple), ``MODULE`` (a module-level name,
-            which other modules may import), ``CALLED`` (a local name every use of
-            which is a policy consumer's or a call, the first on ``line``) or
-            ``ELSEWHERE`` (the name is used on ``line`` where the fix cannot follow it)
-            or ``PASSED`` (an argument of ``name``, a callable the fix does not know to
-            take policy objects).
-        name: The variable, the returning function, or the callable it is passed to.
-        line: The first call (``CALLED``), or the use the fix cannot follow.
-    """
-
-    __slots__ = _fields = ("kind", "name", "line")
-
-    def __init__(self, kind: str, name: str, line: int = 0) -> None:
-        self._set(kind=kind, name=name, line=line)
-
-
-def verdict(rule: Rule, site: Site | None, callable_here: bool) -> tuple[bool, bool, str | None]:
-    """Whether the fix is made at ``site``, whether it is unsafe there, and why not.
-
-    ``ModuleWrapPolicy`` answers both uses of the partial, as ``auto_wrap_policy=`` and
-    called with the policy's arguments, from torch 2.2 (``callable_here``: the range
-    starts there). Where the file shows every use, that is certain; a policy passed on
-    to code it does not show (imported or returned elsewhere) gets an unsafe fix: it is
-    no longer a ``functools.partial``.
-
-    Example:
-        >>> rule = REGISTRY["FSDP103"]
-        >>> verdict(rule, Site(RETURNED, "get_wrapper"), True)
-        (True, True, None)
-        >>> print(verdict(rule, Site(RETURNED, "get_wrapper"), False)[2])
-        the policy is returned to the callers of `get_wrapper()`, which this file does not all show: `ModuleWrapPolicy` is called like the partial only from torch 2.2
-    """  # noqa: E501
-    new = (rule.new or "").rpartition(".")[2]
-    if site is None:
-        return False, False, None
-    if site.kind == UNREAD:
-        why = f"the policy is assigned to `{site.name}`, which nothing reads"
-        return False, False, f"{why}: a human decides whether it is still needed"
-    if site.kind == ELSEWHERE:
-        why = f"`{site.name}` is used on line {site.line}, where the fix cannot tell"
-        return False, False, f"{why} whether a `{new}` object would do"
-    if site.kind == PASSED:
-        why = f"the policy is passed to `{site.name}()`, which the fix does not know to take"
-        return False, False, f"{why} a `{new}` object"
-    if rule.code == "FSDP103" and callable_here:
-        return True, site.kind != CALLED, None
-    if site.kind == CALLED:
-        where = f"`{site.name}` is called on line {site.line}"
-    elif site.kind == MODULE:
-        where = f"`{site.name}` is a module-level policy that other modules may import"
-    else:
-        where = f"the policy is returned to the callers of `{site.name}()`, which this file"
-        where += " does not all show"
-    if rule.code != "FSDP103":
-        return False, False, f"{where}: a `{new}` object cannot be called like the partial"
-    since = f"`{new}` is called like the partial only from torch {CALLABLE_SINCE}"
-    return False, False, f"{where}: {since}"
-
-
 def _returned(engine: Engine, node: cst.CSTNode) -> bool:
     """Whether ``node`` is returned, alone or as an element of a returned tuple."""
     parent = engine.parent(node)
@@ -333,8 +272,9 @@ class PolicyPartial(Behaviour):
         fixed, unknown, why = verdict(rule, site, engine.target_at_least(CALLABLE_SINCE))
         why = LOCAL_IMPORT if form and not exact else why
         fixable = certain or fixed
+        detail = unsafe_detail(rule, site) if unknown else None
         applies = engine.report(
-            original, rule, fixable_here=fixable, unsafe_here=unknown, why_not=why
+            original, rule, fixable_here=fixable, unsafe_here=unknown, why_not=why, detail=detail
         )
         if not applies or not fixable:
             return updated
@@ -370,8 +310,10 @@ class PolicyPartial(Behaviour):
         site = ast_site_of(detector, call) if exact and not certain else None
         fixed, unknown, why = verdict(self.rule, site, detector.target_at_least(CALLABLE_SINCE))
         why = LOCAL_IMPORT if form and not exact else why
+        detail = unsafe_detail(self.rule, site) if unknown else None
+        fixable = certain or fixed
         detector.report(
-            call, self.rule, fixable_here=certain or fixed, unsafe_here=unknown, why_not=why
+            call, self.rule, fixable_here=fixable, unsafe_here=unknown, why_not=why, detail=detail
         )
 
 
