@@ -135,9 +135,9 @@ def test_an_unreadable_setup_py_gives_a_note_and_the_evidence_floor(here, capsys
     setup = "from setuptools import setup\nsetup(install_requires=read_requirements())\n"
     project(here, {"setup.py": setup, "load.py": LOAD})
     code, err = run_migrate(capsys, "load.py")
-    # nothing readable declared: the file's evidence (nothing newer than torch 1.0)
+    # nothing readable declared: the file's evidence (torch.distributed.checkpoint: 2.0)
     assert code == 1 and Path("load.py").read_text() == LOAD
-    assert "[no fix runs on torch 1.0..latest: it needs torch 2.4]" in err
+    assert "[no fix runs on torch 2.0..latest: it needs torch 2.4]" in err
     assert (
         "note: setup.py:2: install_requires is not a literal list (read_requirements()); "
         "its requirements are not read; it does not count"

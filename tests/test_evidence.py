@@ -119,8 +119,8 @@ OLD_FORM_FLOORS = {
     "FSDP116": {"torch": "1.11"},
     "FSDP117": {"torch": "1.11"},
     "FSDP118": {"torch": "1.12"},  # ShardingStrategy (torch 1.12)
-    "FSDP120": {"torch": "1.0"},
-    "FSDP121": {"torch": "1.0"},
+    "FSDP120": {"torch": "2.0"},
+    "FSDP121": {"torch": "2.0"},
     "FSDP122": {"torch": "1.0"},
     "FSDP123": {"torch": "2.0"},
     "FSDP124": {"torch": "1.0"},
@@ -128,10 +128,10 @@ OLD_FORM_FLOORS = {
     "FSDP126": {"torch": "1.0"},
     "FSDP127": {"torch": "2.2"},
     "FSDP128": {"torch": "2.2"},
-    "FSDP129": {"torch": "1.0"},
+    "FSDP129": {"torch": "2.0"},
     "FSDP130": {"torch": "2.0"},
     "FSDP131": {"torch": "2.0"},
-    "FSDP132": {"torch": "1.11"},
+    "FSDP132": {"torch": "2.0"},
     "FSDP133": {"torch": "1.11"},
     "FSDP134": {"torch": "2.0"},
     "FSDP135": {"torch": "1.11"},
@@ -368,3 +368,36 @@ def test_the_gate_test_agrees_on_every_if_of_the_realistic_tree():
     gates = [_gate(test) for test in tests]
     assert gates == [GATE.search(ast.unparse(test)) is not None for test in tests]
     assert any(gates) and not all(gates)
+
+
+@pytest.mark.parametrize(
+    ("source", "floor"),
+    [
+        # torch 2.0's: absent from the 1.13.1 wheel, present in 2.0.1's
+        (
+            "from torch.distributed.checkpoint.optimizer import load_sharded_optimizer_state_dict",
+            "2.0",
+        ),
+        ("import torch.distributed.checkpoint as dist_cp\ndist_cp.FileSystemWriter", "2.0"),
+        (
+            "from torch.distributed.fsdp import FullyShardedDataParallel as F\nF.optim_state_dict",
+            "2.0",
+        ),
+        (
+            "from torch.distributed.fsdp import FullyShardedDataParallel as F\n"
+            "F.optim_state_dict_to_load",
+            "2.0",
+        ),
+        ("from torch.distributed.fsdp import FullOptimStateDictConfig", "2.0"),
+        ("from torch.distributed.fsdp.api import ShardedOptimStateDictConfig", "2.0"),
+        # 1.13's: its checkpoint home and FSDP1's full optimizer state dict
+        ("from torch.distributed._shard.checkpoint import save_state_dict", "1.0"),
+        (
+            "from torch.distributed.fsdp import FullyShardedDataParallel as F\n"
+            "F.full_optim_state_dict",
+            "1.11",
+        ),
+    ],
+)
+def test_the_optimizer_and_checkpoint_apis_of_torch_2_0_evidence_it(source, floor):
+    assert str(evidence_floors(ast.parse(source))["torch"][0]) == floor

@@ -52,8 +52,21 @@ APPEARED: dict[str, tuple[str, str]] = {
     "torch.distributed.tensor.distribute_tensor": ("torch", "2.5"),
     "torch.distributed.tensor.Shard": ("torch", "2.5"),
     "torch.distributed.tensor.Replicate": ("torch", "2.5"),
-    # distributed checkpoint's state-dict API
+    # distributed checkpoint (torch 1.13 had it as `torch.distributed._shard.checkpoint`),
+    # then its state-dict API
+    "torch.distributed.checkpoint": ("torch", "2.0"),
     "torch.distributed.checkpoint.state_dict": ("torch", "2.2"),
+    # FSDP1's optimizer state-dict API of torch 2.0 (wheels of 1.13.1 and 2.0.1 read): the
+    # methods, and the configs (in `fsdp.api`; where the package exports them, 2.0 is the
+    # newest release a file importing them from there certainly needs)
+    "torch.distributed.fsdp.FullyShardedDataParallel.optim_state_dict": ("torch", "2.0"),
+    "torch.distributed.fsdp.FullyShardedDataParallel.optim_state_dict_to_load": ("torch", "2.0"),
+    "torch.distributed.fsdp.api.OptimStateDictConfig": ("torch", "2.0"),
+    "torch.distributed.fsdp.api.FullOptimStateDictConfig": ("torch", "2.0"),
+    "torch.distributed.fsdp.api.ShardedOptimStateDictConfig": ("torch", "2.0"),
+    "torch.distributed.fsdp.OptimStateDictConfig": ("torch", "2.0"),
+    "torch.distributed.fsdp.FullOptimStateDictConfig": ("torch", "2.0"),
+    "torch.distributed.fsdp.ShardedOptimStateDictConfig": ("torch", "2.0"),
     # Lightning's FSDP strategies (design notes' API history)
     "pytorch_lightning.strategies.DDPFullyShardedStrategy": ("lightning", "1.6"),
     "pytorch_lightning.strategies.DDPFullyShardedNativeStrategy": ("lightning", "1.7"),
