@@ -57,8 +57,8 @@ APPEARED: dict[str, tuple[str, str]] = {
     "torch.distributed.checkpoint": ("torch", "2.0"),
     "torch.distributed.checkpoint.state_dict": ("torch", "2.2"),
     # FSDP1's optimizer state-dict API of torch 2.0 (wheels of 1.13.1 and 2.0.1 read): the
-    # methods, and the configs (in `fsdp.api`; where the package exports them, 2.0 is the
-    # newest release a file importing them from there certainly needs)
+    # methods, and the configs (2.0 has them in `fsdp.api`; the package may export them
+    # only later, so for an import from the package 2.0 is a sure lower bound)
     "torch.distributed.fsdp.FullyShardedDataParallel.optim_state_dict": ("torch", "2.0"),
     "torch.distributed.fsdp.FullyShardedDataParallel.optim_state_dict_to_load": ("torch", "2.0"),
     "torch.distributed.fsdp.api.OptimStateDictConfig": ("torch", "2.0"),
