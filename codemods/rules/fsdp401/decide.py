@@ -58,7 +58,7 @@ from codemods.rules.fsdp401.lookups import (
     tested_class,
 )
 from codemods.rules.fsdp401.meta import materialise
-from codemods.rules.fsdp401.outcome import Bridged, Conversion, Survey
+from codemods.rules.fsdp401.outcome import Bridged, Conversion, Survey, blocker_text
 from codemods.rules.fsdp401.policy import RUNTIME_UNITS, RuntimePolicy, unit_classes
 from codemods.rules.fsdp401.reach import method_model_reads, reached_models
 from codemods.rules.fsdp401.sharding import strategy_mesh
@@ -390,7 +390,7 @@ def survey(engine: Engine, rule_code: str) -> Survey:
     return Survey(
         conversions,
         uses,
-        blockers[0] if blockers else None,
+        blocker_text(blockers),
         frozenset(checks),
         frozenset(lists),
         frozenset(api_calls),

@@ -13,6 +13,29 @@ from codemods.rules.fsdp401.uses import Use
 from codemods.syntax.lazy_libcst import cst
 
 
+def blocker_text(blockers: list[str]) -> str | None:
+    """Why a file's FSDP4 fix is withheld: the first reason, and how many more there are.
+
+    Naming only the first left a user who removed it to meet the next; the count says
+    there are more (a later run names each once the one before is gone).
+
+    Example:
+        >>> blocker_text(["`a` at line 1 is FSDP1 only", "`b` at line 2 is FSDP1 only"])
+        '`a` at line 1 is FSDP1 only (and 1 more reason)'
+        >>> blocker_text(["r0", "r1", "r2", "r0"])
+        'r0 (and 2 more reasons)'
+        >>> blocker_text([]) is None
+        True
+    """
+    unique = list(dict.fromkeys(blockers))
+    if not unique:
+        return None
+    more = len(unique) - 1
+    if not more:
+        return unique[0]
+    return f"{unique[0]} (and {more} more reason{'s' if more > 1 else ''})"
+
+
 @dataclass(frozen=True)
 class Conversion:
     """How one wrapper call becomes FSDP2.
