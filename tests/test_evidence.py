@@ -390,6 +390,16 @@ def test_the_gate_test_agrees_on_every_if_of_the_realistic_tree():
         ),
         ("from torch.distributed.fsdp import FullOptimStateDictConfig", "2.0"),
         ("from torch.distributed.fsdp.api import ShardedOptimStateDictConfig", "2.0"),
+        (
+            "from torch.distributed.fsdp import FullyShardedDataParallel as F\n"
+            "F.set_state_dict_type",
+            "2.0",
+        ),
+        ("from torch.distributed.fsdp import ShardedStateDictConfig", "2.0"),
+        (
+            "from torch.distributed.fsdp.fully_sharded_data_parallel import ShardedStateDictConfig",
+            "1.11",
+        ),
         # 1.13's: its checkpoint home and FSDP1's full optimizer state dict
         ("from torch.distributed._shard.checkpoint import save_state_dict", "1.0"),
         (

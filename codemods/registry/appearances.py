@@ -36,6 +36,11 @@ APPEARED: dict[str, tuple[str, str]] = {
         "1.13",
     ),
     "torch.distributed.algorithms._checkpoint.checkpoint_wrapper.offload_wrapper": ("torch", "2.0"),
+    "torch.distributed.algorithms._checkpoint.checkpoint_wrapper.OffloadWrapper": ("torch", "2.0"),
+    "torch.distributed.algorithms._checkpoint.checkpoint_wrapper.ActivationWrapper": (
+        "torch",
+        "2.0",
+    ),
     # FSDP1's composable prototype (torch 2.0 to 2.5; FSDP134)
     "torch.distributed._composable.fully_shard": ("torch", "2.0"),
     # FSDP2: its first, private home, then its public one
@@ -61,6 +66,11 @@ APPEARED: dict[str, tuple[str, str]] = {
     # only later, so for an import from the package 2.0 is a sure lower bound)
     "torch.distributed.fsdp.FullyShardedDataParallel.optim_state_dict": ("torch", "2.0"),
     "torch.distributed.fsdp.FullyShardedDataParallel.optim_state_dict_to_load": ("torch", "2.0"),
+    # and the state-dict type's setter and getter, and the package's export of the sharded
+    # config (1.13.1 had the class only in `fully_sharded_data_parallel`)
+    "torch.distributed.fsdp.FullyShardedDataParallel.set_state_dict_type": ("torch", "2.0"),
+    "torch.distributed.fsdp.FullyShardedDataParallel.get_state_dict_type": ("torch", "2.0"),
+    "torch.distributed.fsdp.ShardedStateDictConfig": ("torch", "2.0"),
     "torch.distributed.fsdp.api.OptimStateDictConfig": ("torch", "2.0"),
     "torch.distributed.fsdp.api.FullOptimStateDictConfig": ("torch", "2.0"),
     "torch.distributed.fsdp.api.ShardedOptimStateDictConfig": ("torch", "2.0"),
