@@ -46,6 +46,10 @@ FABRIC = "from lightning.fabric.strategies import FSDPStrategy, STRATEGY_REGISTR
         (PL + "StrategyRegistry.register('a', Mine, activation_checkpointing=B)", None),
         (PL + "StrategyRegistry.register('a', activation_checkpointing=B)", None),
         (PL + "StrategyRegistry.register(*args, activation_checkpointing=B)", None),
+        (
+            PL + "StrategyRegistry.register('a', *rest, FSDPStrategy, activation_checkpointing=B)",
+            None,
+        ),
         # A registry of the user's own is not Lightning's.
         (
             "from mine import FSDPStrategy, registry\n"

@@ -9,7 +9,11 @@ from __future__ import annotations
 import ast
 
 from codemods.rules.api import Behaviour, Detector, Engine
-from codemods.rules.strategy_registry import REGISTERS, registers_ast, registers_cst
+from codemods.rules.strategy_registry import (
+    REGISTERS,
+    registers_another_ast,
+    registers_another_cst,
+)
 from codemods.syntax.cst_nodes import keyword
 from codemods.syntax.lazy_libcst import cst
 
@@ -22,8 +26,7 @@ class Fsdp208(Behaviour):
 
     def call(self, engine: Engine, original: cst.Call, updated: cst.Call) -> cst.Call:
         rule = self.rule
-        registry = engine.qualified(original.func) & set(REGISTERS)
-        if registry and not registers_cst(engine, original, rule.old):
+        if registers_another_cst(engine, original, rule.old):
             return updated
         args = list(updated.args)
         for index, arg in enumerate(original.args):
@@ -37,8 +40,7 @@ class Fsdp208(Behaviour):
         return updated.with_changes(args=args)
 
     def ast_call(self, detector: Detector, call: ast.Call) -> None:
-        registry = detector.qualified(call.func) & set(REGISTERS)
-        if registry and not registers_ast(detector, call, self.rule.old):
+        if registers_another_ast(detector, call, self.rule.old):
             return
         for arg in call.keywords:
             if arg.arg == self.rule.argument:

@@ -39,24 +39,28 @@ REGISTERS = (
 _STRATEGY, _STRATEGY_AT = "strategy", 1
 
 
-def registers_cst(engine: Engine, call: cst.Call, classes: Iterable[str]) -> bool:
-    """Whether ``call`` is a ``register`` that names one of ``classes`` as its strategy."""
+def registers_another_cst(engine: Engine, call: cst.Call, classes: Iterable[str]) -> bool:
+    """Whether ``call`` is a ``register`` that does not certainly register one of ``classes``.
+
+    False for any other call (its callee is the rule's own). The strategy is the
+    ``strategy`` keyword or the second positional argument, where no ``*args`` comes first.
+    """
     if not engine.qualified(call.func) & set(REGISTERS):
         return False
     given = [a.value for a in call.args if keyword(a) == _STRATEGY]
-    given += [a.value for a in call.args if is_plain_positional(a)][_STRATEGY_AT:][:1]
-    return bool(given) and bool(engine.qualified(given[0]) & set(classes))
+    if not any(a.star == "*" for a in call.args):  # a starred argument hides the positions
+        given += [a.value for a in call.args if is_plain_positional(a)][_STRATEGY_AT:][:1]
+    return not (given and engine.qualified(given[0]) & set(classes))
 
 
-def registers_ast(detector: Detector, call: ast.Call, classes: Iterable[str]) -> bool:
-    """:func:`registers_cst` on the ``ast`` tree."""
+def registers_another_ast(detector: Detector, call: ast.Call, classes: Iterable[str]) -> bool:
+    """:func:`registers_another_cst` on the ``ast`` tree."""
     if not detector.qualified(call.func) & set(REGISTERS):
         return False
     given = [k.value for k in call.keywords if k.arg == _STRATEGY]
-    plain = [a for a in call.args if type(a) is not ast.Starred]
-    if len(plain) == len(call.args):  # a starred argument hides the positions
-        given += plain[_STRATEGY_AT:][:1]
-    return bool(given) and bool(detector.qualified(given[0]) & set(classes))
+    if not any(type(a) is ast.Starred for a in call.args):
+        given += call.args[_STRATEGY_AT:][:1]
+    return not (given and detector.qualified(given[0]) & set(classes))
 
 
-__all__ = ["REGISTERS", "registers_ast", "registers_cst"]
+__all__ = ["REGISTERS", "registers_another_ast", "registers_another_cst"]
