@@ -272,7 +272,7 @@ class PolicyPartial(Behaviour):
         fixed, unknown, why = verdict(rule, site, engine.target_at_least(CALLABLE_SINCE))
         why = LOCAL_IMPORT if form and not exact else why
         fixable = certain or fixed
-        detail = unsafe_detail(rule, site) if unknown else None
+        detail = unsafe_detail(rule, site) if unknown and site is not None else None
         applies = engine.report(
             original, rule, fixable_here=fixable, unsafe_here=unknown, why_not=why, detail=detail
         )
@@ -310,7 +310,7 @@ class PolicyPartial(Behaviour):
         site = ast_site_of(detector, call) if exact and not certain else None
         fixed, unknown, why = verdict(self.rule, site, detector.target_at_least(CALLABLE_SINCE))
         why = LOCAL_IMPORT if form and not exact else why
-        detail = unsafe_detail(self.rule, site) if unknown else None
+        detail = unsafe_detail(self.rule, site) if unknown and site is not None else None
         fixable = certain or fixed
         detector.report(
             call, self.rule, fixable_here=fixable, unsafe_here=unknown, why_not=why, detail=detail

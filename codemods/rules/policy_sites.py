@@ -87,7 +87,7 @@ def _where(site: Site) -> str:
     return where + " does not all show"
 
 
-def unsafe_detail(rule: Rule, site: Site | None) -> str:
+def unsafe_detail(rule: Rule, site: Site) -> str:
     """What the unsafe fix at ``site`` changes, for its finding.
 
     Example:
@@ -96,9 +96,8 @@ def unsafe_detail(rule: Rule, site: Site | None) -> str:
         unsafe: `policy` is a module-level policy that other modules may import; they get a `ModuleWrapPolicy`, called like the partial and taken by `auto_wrap_policy=` from torch 2.2, but no `functools.partial` (no `.func`, `.args` or `.keywords`)
     """  # noqa: E501
     new = (rule.new or "").rpartition(".")[2]
-    where = _where(site) if site is not None else "the policy is passed on"
     return (
-        f"unsafe: {where}; they get a `{new}`, called like the partial and taken by "
+        f"unsafe: {_where(site)}; they get a `{new}`, called like the partial and taken by "
         f"`auto_wrap_policy=` from torch {CALLABLE_SINCE}, but no `functools.partial` "
         "(no `.func`, `.args` or `.keywords`)"
     )
