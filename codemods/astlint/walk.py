@@ -21,6 +21,7 @@ from codemods.registry import REGISTRY, ChangeKind, Rule
 from codemods.rules.api import PARTIAL, AstSite, Behaviour, unchanged
 from codemods.rules.index import INDEX, Behaviours, behaviour_for, fix_for
 from codemods.rules.plan import Planner, new_name, why_not, why_not_settled
+from codemods.rules.tested_uses import ast_detail
 from codemods.rules.unread_imports import UNREAD_IMPORT, unread_imports
 from codemods.screen.prefilter import rule_filter
 from codemods.screen.text_scan import Scan
@@ -162,7 +163,7 @@ class Walk:
 
     def _renaming(self, node: ast.AST, rule: Rule, fixable: set[str], quiet: bool = False) -> None:
         if fix_for(rule) is None:
-            self.d.report(node, rule, quiet=quiet)
+            self.d.report(node, rule, quiet=quiet, detail=ast_detail(rule, node, self.d.parent))
         else:
             why = self.why_not.get(rule.code)
             self.d.report(node, rule, fixable_here=rule.code in fixable, quiet=quiet, why_not=why)

@@ -14,9 +14,8 @@ reported or touched: such code deliberately bridges API generations.
 
 Given the lines the ``ast`` detector saw something in (``hot``, from
 :mod:`codemods.engine.pruning`), the visit enters only the statements on them or with a
-rewrite registered inside (:meth:`Engine.cold`, :mod:`codemods.engine.cold`).
-What the engine answers about the module (names, parents, positions, scopes) is
-:mod:`codemods.engine.lookups`.
+rewrite registered inside (:meth:`Engine.cold`, :mod:`codemods.engine.cold`). Its
+answers about the module (names, parents, positions, scopes): :mod:`codemods.engine.lookups`.
 """
 
 from __future__ import annotations
@@ -36,6 +35,7 @@ from codemods.registry import REGISTRY, Rule
 from codemods.rules.api import PARTIAL, Site
 from codemods.rules.index import INDEX, fix_for
 from codemods.rules.plan import Plan, Planner
+from codemods.rules.tested_uses import cst_detail
 from codemods.rules.unread_imports import UNREAD_IMPORT, unread_imports
 from codemods.screen.noqa import Suppressions
 from codemods.settings import Settings
@@ -258,7 +258,7 @@ class Engine(Lookups, ColdStatements, ImportMoves, LocalImports, Spellings, cst.
     def _renaming(self, node: cst.CSTNode, rule: Rule, quiet: bool = False) -> bool:
         """Report a use or import of ``rule``'s old name; whether this run renames it."""
         if fix_for(rule) is None:  # reported only; a call rule may still fix its call
-            self.report(node, rule, quiet=quiet)
+            self.report(node, rule, quiet=quiet, detail=cst_detail(rule, node, self.parent))
             return False
         fixable = rule.code in self._plan.fixable
         why = self._plan.why_not.get(rule.code)

@@ -23,7 +23,7 @@ in :mod:`codemods.rules.protocols` and re-exported here.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from codemods.records import Frozen
 from codemods.registry import Rule
@@ -270,6 +270,10 @@ class Behaviour:
         modules: :meth:`module` is called once, before any statement is visited: a fix
             that also rewrites code before the node it is found at (a name's earlier
             bindings) registers that rewrite there (``engine.replace``).
+        tested: For a rule that only reports its names' uses, the detail a use adds
+            where it only tests for the old name, by test
+            (:mod:`codemods.rules.tested_uses`: ``"comparison"``, ``"isinstance"``):
+            the message is worded for the use that chooses the old thing.
     """
 
     rename: ClassVar[CallSiteFix | None] = None
@@ -277,6 +281,7 @@ class Behaviour:
     classes: ClassVar[bool] = False
     blocks: ClassVar[bool] = False
     modules: ClassVar[bool] = False
+    tested: ClassVar[Mapping[str, str]] = {}
     ast_call: ClassVar[Callable[..., None] | None] = None
     ast_partial: ClassVar[Callable[..., None] | None] = None
     ast_function: ClassVar[Callable[..., None] | None] = None

@@ -3,7 +3,9 @@
 Reported only (switching to ``DistributedDataParallel`` changes the module tree and the
 state-dict keys). Lightning's ``FSDPStrategy`` also takes the strategy by name, matched
 case-insensitively as Lightning does (``ShardingStrategy[name.upper()]``):
-``FSDPStrategy(sharding_strategy="NO_SHARD")`` is the same deprecated choice.
+``FSDPStrategy(sharding_strategy="NO_SHARD")`` is the same deprecated choice. A
+comparison with the member (``if strategy != ShardingStrategy.NO_SHARD:``) chooses
+nothing: its finding says so (:mod:`codemods.rules.tested_uses`).
 """
 
 from __future__ import annotations
@@ -13,12 +15,20 @@ import ast
 from codemods.registry.lightning_strategy_rules import FSDP_STRATEGY
 from codemods.rules.api import Detector, Engine
 from codemods.rules.kinds.reference import Reported
+from codemods.rules.tested_uses import COMPARISON
 from codemods.syntax.cst_nodes import keyword, literal
 from codemods.syntax.lazy_libcst import cst
 
 
 class Fsdp118(Reported):
     """Every use of the enum member, and ``sharding_strategy="NO_SHARD"`` in Lightning."""
+
+    tested = {
+        COMPARISON: (
+            "a comparison: it tests whether something else chose `NO_SHARD`, and can go "
+            "once nothing does"
+        )
+    }
 
     def calls(self) -> tuple[str, ...]:
         return FSDP_STRATEGY
