@@ -131,6 +131,23 @@ def test_a_check_that_cannot_follow_withholds_the_projects_conversion(tmp_path, 
     assert "in another file of this project, which stays FSDP1: " + why in finding["withheld"]
 
 
+def test_a_files_own_reason_is_named_before_the_projects(tmp_path):
+    # lib.py's own reason (a read behind its check) comes last in the survey, after
+    # helper.py's check that stays FSDP1 because lib.py's calls stay: named first, the
+    # circle ("... which stays FSDP1: lib.py's FSDP1 wrapper calls stay") is only counted.
+    lib = (
+        LINKED
+        + "\n\ndef strategy(m):\n    if isinstance(m, FSDP):\n        return m.sharding_strategy\n"
+    )
+    helper = FSDP1 + "\n\ndef f(model):\n    return isinstance(model, FSDP)\n\n\nHOOKS = [f]\n"
+    _project(tmp_path, {"lib.py": lib, "helper.py": helper})
+    (finding,) = _fsdp401(tmp_path, ".")
+    assert finding["withheld"] == (
+        "fix withheld: `m.sharding_strategy` at line 13: exists only on FSDP1 models "
+        "(and 1 more reason)"
+    )
+
+
 def test_a_wrapper_call_that_stays_keeps_the_projects_checks_fsdp1(tmp_path):
     # `other.py` stays FSDP1 (it reads FSDP1's flat parameters), so the check must keep
     # answering for its models: neither it nor `lib.py` converts.

@@ -336,15 +336,15 @@ def survey(engine: Engine, rule_code: str) -> Survey:
             "`FSDPModule` is a name here: the file already tells FSDP1 from FSDP2, and "
             "its FSDP1 checks rewritten would take FSDP2 models for FSDP1 ones"
         )
-    if engine.settings.fsdp1_held:
-        blockers.append(engine.settings.fsdp1_held)
+    project = [engine.settings.fsdp1_held] if engine.settings.fsdp1_held else []
     elsewhere = engine.settings.fsdp1_elsewhere
     if elsewhere and any(isinstance(c, (Conversion, Bridged)) for c in conversions.values()):
         more = f" (and {len(elsewhere) - 1} more)" if len(elsewhere) > 1 else ""
-        blockers.append(
+        project.append(
             f"{elsewhere[0]}{more} expects an FSDP1 model in another file of this project, "
             f"which stays FSDP1: {engine.settings.fsdp1_elsewhere_why or 'convert them together'}"
         )
+    blockers += project
     calls_elsewhere = engine.settings.fsdp1_api_elsewhere
     if calls_elsewhere and any(isinstance(c, Conversion) for c in conversions.values()):
         # Plain FSDP2 models do not answer them; the bridge's model does.
@@ -390,7 +390,7 @@ def survey(engine: Engine, rule_code: str) -> Survey:
     return Survey(
         conversions,
         uses,
-        blocker_text(blockers),
+        blocker_text(sorted(blockers, key=project.__contains__)),  # the file's own first
         frozenset(checks),
         frozenset(lists),
         frozenset(api_calls),
