@@ -1,4 +1,4 @@
-"""FSDP208 in ``StrategyRegistry.register(name, FSDPStrategy, activation_checkpointing=...)``.
+"""FSDP208 (and FSDP209, FSDP118) in ``StrategyRegistry.register(name, FSDPStrategy, ...)``.
 
 The registry passes the keywords after its own parameters to the strategy it builds, so
 the old argument warns there as in a call of the class (perceiver-io registers its FSDP
@@ -96,3 +96,51 @@ def test_the_fixed_registration_builds_without_the_deprecation():
     strategy, warned = _registered(after, "fsdp208-after")
     assert not any("activation_checkpointing" in message for message in warned), warned
     assert type(strategy).__name__ == "FSDPStrategy" and strategy._activation_checkpointing_kwargs
+
+
+POLICY = (
+    "from functools import partial\n"
+    "from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("code", "source", "fixed"),
+    [
+        # FSDP209 (Lightning 2.1's classes for the partial), fixed as in a call of the class
+        (
+            "FSDP209",
+            PL + POLICY + "StrategyRegistry.register('a', FSDPStrategy, auto_wrap_policy="
+            "partial(transformer_auto_wrap_policy, transformer_layer_cls={B}))",
+            "StrategyRegistry.register('a', FSDPStrategy, auto_wrap_policy={B})",
+        ),
+        (
+            "FSDP209",
+            PL + POLICY + "StrategyRegistry.register('a', Mine, auto_wrap_policy="
+            "partial(transformer_auto_wrap_policy, transformer_layer_cls={B}))",
+            None,
+        ),
+        # FSDP118 (NO_SHARD by name), reported only
+        (
+            "FSDP118",
+            FABRIC + "STRATEGY_REGISTRY.register('a', FSDPStrategy, sharding_strategy='no_shard')",
+            "",
+        ),
+        (
+            "FSDP118",
+            PL + "StrategyRegistry.register('a', Mine, sharding_strategy='NO_SHARD')",
+            None,
+        ),
+    ],
+    ids=["fsdp209", "fsdp209-another-strategy", "fsdp118", "fsdp118-another-strategy"],
+)
+def test_the_strategys_other_argument_rules_follow_a_registration(code, source, fixed):
+    settings = SETTINGS.replace(select=(code,))
+    data = (source + "\n").encode()
+    outcome = run(data, settings)
+    assert [f.code for f in outcome.findings] == ([code] if fixed is not None else [])
+    if fixed:
+        assert outcome.new_source.decode().splitlines()[-1] == fixed
+    assert (
+        lint(data, settings.replace(fix=False)) == run(data, settings.replace(fix=False)).findings
+    )

@@ -2,6 +2,8 @@
 
 Since Lightning 2.1 the strategy takes the layer classes as a set and builds the
 ``ModuleWrapPolicy`` itself. A comment inside the partial is kept (moved after the set).
+Also in ``StrategyRegistry.register(name, FSDPStrategy, ...)``, which passes its other
+keywords to the strategy (:mod:`codemods.rules.strategy_registry`).
 """
 
 from __future__ import annotations
@@ -10,6 +12,11 @@ import ast
 
 from codemods.registry.names import TORCH_WRAP
 from codemods.rules.api import PARTIAL, Behaviour, Detector, Engine
+from codemods.rules.strategy_registry import (
+    REGISTERS,
+    registers_another_ast,
+    registers_another_cst,
+)
 from codemods.syntax import ast_nodes as on_ast
 from codemods.syntax.cst_nodes import keyword
 from codemods.syntax.lazy_libcst import cst
@@ -21,10 +28,12 @@ class Fsdp209(Behaviour):
     """The partial becomes the set of its layer classes."""
 
     def calls(self) -> tuple[str, ...]:
-        return self.rule.old
+        return (*self.rule.old, *REGISTERS)
 
     def call(self, engine: Engine, original: cst.Call, updated: cst.Call) -> cst.Call:
         rule = self.rule
+        if registers_another_cst(engine, original, rule.old):
+            return updated
         args = list(updated.args)
         for index, arg in enumerate(original.args):
             inner = arg.value
@@ -46,6 +55,8 @@ class Fsdp209(Behaviour):
         return updated.with_changes(args=args)
 
     def ast_call(self, detector: Detector, call: ast.Call) -> None:
+        if registers_another_ast(detector, call, self.rule.old):
+            return
         for arg in call.keywords:
             inner = arg.value
             if arg.arg != self.rule.argument or type(inner) is not ast.Call:
