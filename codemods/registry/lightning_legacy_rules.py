@@ -115,8 +115,8 @@ RULES = (
         + trainer_paths("lite.LightningLite", "lite"),
         new="lightning.fabric.Fabric",
         message=(
-            "`LightningLite` is now `Fabric`, launched with `fabric.launch()`; this Lite name "
-            "has no counterpart in `lightning.fabric`"
+            "Lightning Lite is now Fabric, and this Lite name has no counterpart in "
+            "`lightning.fabric` (`LightningLite` became `Fabric`, launched with `fabric.launch()`)"
         ),
         why=(
             "Lightning 1.9 renamed Lightning Lite Fabric. `LightningLite` became `Fabric`, "

@@ -107,8 +107,9 @@ RULES = (
         ),
         new=None,
         message=(
-            "`DDPShardedStrategy` (FairScale's sharded DDP) was removed in Lightning 2.0: "
-            'use `FSDPStrategy(sharding_strategy="SHARD_GRAD_OP")`, DeepSpeed stage 2 or DDP'
+            "FairScale's sharded DDP (`DDPShardedStrategy`, `DDPSpawnShardedStrategy`, their "
+            "plugins) was removed in Lightning 2.0: use "
+            '`FSDPStrategy(sharding_strategy="SHARD_GRAD_OP")`, DeepSpeed stage 2 or DDP'
         ),
         why=_SHARDED_WHY,
         example=Example(
