@@ -126,7 +126,9 @@ def test_dropped_arguments_that_change_something_are_noted():
     assert finding.fixed
     for note in ("buffer_dtype", "set_modules_to_backward_prefetch", "set_modules_to_forward"):
         assert note in finding.message
-    assert "torch.cuda.set_device" in finding.message
+    assert "`device_id` becomes the current device (`set_device_like_fsdp1(local_rank)`)" in (
+        finding.message
+    )
     assert "mp_policy=MixedPrecisionPolicy(param_dtype=torch.bfloat16)" in new
     assert "BackwardPrefetch" not in new and "MixedPrecision," not in new
 
@@ -1323,7 +1325,7 @@ def test_a_model_built_on_meta_is_materialised_unit_by_unit_as_fsdp1_did(built):
 
 
 def test_a_meta_model_with_param_init_fn_passes_it():
-    body = "import torch\nwith torch.device('meta'):\n    model = Net()\n"
+    body = "import torch\nrank = 1\nwith torch.device('meta'):\n    model = Net()\n"
     body += "model = FSDP(model, param_init_fn=init, device_id=rank)\n"
     new, (finding,) = _migrate(body)
     assert finding.fixed and "    materialize_like_fsdp1(unit, rank, init)\n" in new

@@ -146,6 +146,8 @@ def build():
 
 
 def main(rank, steps):
+    if torch.cuda.is_available():  # the device set here: FSDP2 needs no other
+        torch.cuda.set_device(local_device())
     model = build()
     optim = torch.optim.SGD(model.parameters(), lr=0.1)
     torch.manual_seed(1 + rank)
@@ -175,8 +177,12 @@ def test_a_package_that_imports_inside_trains_the_same(tmp_path):
     migrated = (tmp_path / "migrated" / "train.py").read_text()
     assert "    from torch.distributed.fsdp import fully_shard\n" in migrated
     assert "FullyShardedDataParallel" not in migrated
-    # `local_device` went with `device_id`, its one use (FSDP2 takes the current device)
-    assert _module_imports(migrated) == ["from torch import nn"]
+    # `device_id` went (`main` sets the device: FSDP2 takes the current one), and with it
+    # none of the module's imports (`local_device` is read in `main` too)
+    assert _module_imports(migrated) == [
+        "from torch import nn",
+        "from tests.models import local_device",
+    ]
     results = distributed.run(_train_copies, str(tmp_path), 3, world_size=2, timeout=300)
     _same_training(results)
     assert Path(tmp_path / "legacy" / "train.py").read_text() == TRAIN

@@ -285,7 +285,8 @@ def test_a_process_group_becomes_a_mesh_of_the_named_device(device, kind):
     """Without ``device_id`` the mesh is CUDA's, and the finding says so; no import of
     torch is written for a mesh that does not name it (it withheld the fix before)."""
     new, (finding,) = _migrate(
-        f"def shard(model, group):\n    return FSDP(model, process_group=group{device})\n"
+        f"def shard(model, group, local_rank):\n"
+        f"    return FSDP(model, process_group=group{device})\n"
     )
     assert finding.fixed, finding.withheld
     assert f"DeviceMesh.from_group(group, {kind})" in new

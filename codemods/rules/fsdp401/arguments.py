@@ -13,6 +13,8 @@ The translation of each kind of argument has a module of its own (``sharding``,
 from __future__ import annotations
 
 from codemods.rules.api import Engine
+from codemods.rules.fsdp401 import device
+from codemods.rules.fsdp401.device import is_current, sets_device
 from codemods.rules.fsdp401.keywords import Keywords, Untranslatable
 from codemods.rules.fsdp401.offload import cpu_offload
 from codemods.rules.fsdp401.precision import mixed_precision
@@ -91,7 +93,12 @@ MAPPING = (
         "dropped (FSDP2 always does so); without `use_orig_params=True` a note that the "
         "optimizer now gets the original parameters",
     ),
-    ("device_id", "dropped, with a note (FSDP2 uses the current device)"),
+    (
+        "device_id",
+        "set as the current device (`set_device_like_fsdp1(device_id)`) before `fully_shard` "
+        "where the file sets none, with a note; else dropped, with a note (FSDP2 uses the "
+        "current device)",
+    ),
     (
         "backward_prefetch, forward_prefetch",
         "dropped, with a note where not the default (`set_modules_to_*_prefetch`)",
@@ -235,10 +242,12 @@ def _translate_one(engine: Engine, arg: cst.Arg, out: Keywords) -> None:
         out.code.append(f"mesh={source(engine, value)}")
     elif name == "device_id":
         out.setup.device = source(engine, value)
-        out.notes.append(
-            "`device_id` dropped: FSDP2 moves the model to the current device "
-            "(call `torch.cuda.set_device(local_rank)` first)"
-        )
+        if is_current(engine, value) or sets_device(engine):
+            out.notes.append(device.DROPPED)
+        else:  # FSDP2 shards on the current device, which nothing else sets
+            out.setup.set_device = True
+            out.more_imports.append(("torch", None))
+            out.notes.append(device.SET.format(device=out.setup.device))
     elif name in _SILENT or (name == "ignored_modules" and is_none(value)):
         return
     elif name in ("sync_module_states", "process_group") and (

@@ -1,6 +1,6 @@
 """The module-level functions FSDP401's plain FSDP2 code calls, written once per file.
 
-Eight, each only where a converted call needs it:
+Nine, each only where a converted call needs it:
 
 - ``shard_like_fsdp1(module, policy, root, prepare, **kwargs)``: the units an FSDP1
   ``auto_wrap_policy`` known only at run time picks (a size threshold, a lambda, classes
@@ -18,12 +18,14 @@ Eight, each only where a converted call needs it:
 - ``no_sync_like_fsdp1(module)``: ``with module.no_sync():``'s plain form as a context,
   for the dual stack (:mod:`codemods.rules.fsdp401.dual_code`);
 - ``summon_full_params_like_fsdp1(module)``: a ``summon_full_params`` block that only
-  reads, each unit unsharded for it (:mod:`codemods.rules.fsdp401.summon`).
+  reads, each unit unsharded for it (:mod:`codemods.rules.fsdp401.summon`);
 - ``mesh_like_fsdp1(strategy, module, device, mesh, group)``: the mesh over the ranks a
   ``sharding_strategy`` FSDP1 has and FSDP2 does not (``NO_SHARD``, a hybrid one
   without a mesh, or one known only at run time) shards and replicates on
   (:mod:`codemods.rules.fsdp401.sharding`), and ``reshards_like_fsdp1(strategy)``,
-  whether such a strategy reshards after forward.
+  whether such a strategy reshards after forward;
+- ``set_device_like_fsdp1(device)``: FSDP1's ``device_id`` as the current device, where
+  the file sets none (:mod:`codemods.rules.fsdp401.device`).
 
 They name nothing but torch, so the rewritten file depends on nothing new.
 """
@@ -159,6 +161,12 @@ SOURCES = {
 {one}grid = torch.tensor(dist.get_process_group_ranks(group)).unsqueeze(1)
 {one}return from_group([group, alone], device_type, grid, mesh_dim_names=names)
 ''',
+    "device": '''def {device}(device):
+{one}"""The current device set to ``device``, where the old wrapper's ``device_id`` put units."""
+{one}device = torch.device(device)
+{one}if device.type != "cpu" and device.index is not None:  # else it took the current one
+{one}{one}getattr(torch, device.type).set_device(device)
+''',
     "reshards": '''def {reshards}(strategy):
 {one}"""Whether FSDP1's ``strategy`` (None: FULL_SHARD) reshards after forward."""
 {one}return getattr(strategy, "name", "FULL_SHARD") in ("FULL_SHARD", "HYBRID_SHARD")
@@ -196,6 +204,7 @@ NAMES = {
     "summon": "summon_full_params_like_fsdp1",
     "mesh": "mesh_like_fsdp1",
     "reshards": "reshards_like_fsdp1",
+    "device": "set_device_like_fsdp1",
 }
 #: What each needs besides itself.
 NEEDS: dict[str, tuple[str, ...]] = {
@@ -207,6 +216,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "summon": (),
     "mesh": (),
     "reshards": (),
+    "device": (),
 }
 
 
@@ -246,7 +256,7 @@ def write_helpers(engine: Engine, line: cst.SimpleStatementLine) -> list[cst.CST
     if "summon" in roles:  # (the dual stack's importer takes it from FSDP2's `try`)
         home = TORCH_FSDP if engine.target_at_least("2.6") else COMPOSABLE_FSDP
         engine.need_import(home, "FSDPModule")
-    if "mesh" in roles:  # it names torch's functions through `torch`, bound nowhere else
+    if {"mesh", "device"} & set(roles):  # they name torch's functions through `torch`
         engine.need_import("torch", None)
     blank = [cst.EmptyLine(), cst.EmptyLine()]
     parsed = [node.with_changes(leading_lines=blank) for node in cst.parse_module(text).body]

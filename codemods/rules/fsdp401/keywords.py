@@ -104,6 +104,9 @@ class Setup:
             passes ``param_init_fn``).
         sync: ``sync_module_states``'s source where not ``False`` (``True`` or a flag).
         group: ``process_group``'s source (None: every rank).
+        set_device: Whether the current CUDA device is set to ``device`` first: FSDP2
+            shards on the current device, and the file never sets it
+            (:func:`codemods.rules.fsdp401.device.sets_device`).
     """
 
     device: str | None = None
@@ -111,6 +114,7 @@ class Setup:
     materialise: bool = False
     sync: str | None = None
     group: str | None = None
+    set_device: bool = False
 
     def needed(self) -> bool:
         """Whether each unit needs steps of its own before ``fully_shard``."""

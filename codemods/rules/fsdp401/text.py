@@ -100,6 +100,8 @@ def statements_before(
     ``keywords``.
     """
     config = engine.module.config_for_parsing
+    setup = conversion.keywords.setup
+    set_device = helper_names(engine, ["device"])["device"] if setup.set_device else ""
     out = write_helpers(engine, conversion.line)  # a precision's, queued by the survey
     if conversion.before:
         out.append(cst.parse_statement(f"{conversion.before}\n", config))
@@ -109,7 +111,8 @@ def statements_before(
         out.append(_binding(name, _laid_out(engine, flat, indent, len(name) + 3), config))
     for binding in bindings:
         out.append(cst.parse_statement(f"{binding}\n", config))
-    setup = conversion.keywords.setup
+    if setup.set_device and not setup.needed():  # else after the steps bind the device
+        out.append(cst.parse_statement(f"{set_device}({setup.device})\n", config))
     by_policy = conversion.policy is not None or bool(conversion.classes and setup.needed())
     if by_policy or setup.needed():
         steps = _fsdp1_steps(engine, conversion, indent, keywords, by_policy)
@@ -196,6 +199,7 @@ def _fsdp1_steps(
     roles = ["units"] if by_policy else []
     roles += ["materialise"] if setup.materialise else []
     roles += ["broadcast"] if setup.sync is not None else []
+    roles += ["device"] if setup.set_device else []
     names = helper_names(engine, roles)
     if setup.needed():  # the helpers test for sharded units
         home = TORCH_FSDP if engine.target_at_least("2.6") else COMPOSABLE_FSDP
@@ -211,6 +215,8 @@ def _fsdp1_steps(
                 var = fresh(engine, SETUP_NAMES[field])
                 out.append(_binding(var, value, config))
                 setup = dataclasses.replace(setup, **{field: var})
+        if setup.set_device:
+            out.append(cst.parse_statement(f"{names['device']}({setup.device})\n", config))
         prepare = fresh(engine, "prepare_unit")
         mesh = next((k.partition("=")[2] for k in keywords if k.startswith("mesh=")), None)
         text = prepare_function(prepare, setup, mesh, one, names)
