@@ -92,6 +92,36 @@ def test_code_that_bridges_releases_evidences_nothing(source):
     ) == {"torch": "1.11"}
 
 
+@pytest.mark.parametrize(
+    ("bound", "expected"),
+    [
+        # bound one way inside the fallback: the code outside it calls torch 2.0's method
+        ("    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n", "2.0"),
+        # bound two ways there (the fallback's pair): nothing said of the use outside
+        (
+            "    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+            "    if old:\n        from torch.distributed import fsdp as FSDP\n",
+            "1.0",
+        ),
+    ],
+    ids=["one-way", "two-ways"],
+)
+def test_a_name_the_fallback_binds_evidences_its_uses_outside_it(bound, expected):
+    """``except ImportError:`` after another package's import (torch_xla's, on machines
+    without it) is the code's usual path: the name it binds is the one used below."""
+    source = (
+        "import torch\ntry:\n    import torch_xla.core.xla_model as xm\nexcept ImportError:\n"
+        + bound
+        + "    xm = None\n\n\ndef load(model, optim, state):\n"
+        "    return FSDP.optim_state_dict_to_load(model, optim, state)\n"
+    )
+    assert floors(source) == {"torch": expected}
+    called = source.replace("FSDP.optim_state_dict_to_load", "FSDP").replace(
+        "FullyShardedDataParallel as FSDP", "ShardedOptimStateDictConfig as FSDP"
+    )
+    assert floors(called) == {"torch": expected}  # a class only 2.0 has, called by name
+
+
 def test_the_floor_names_what_evidences_it():
     found = evidence_floors(ast.parse("from torch.distributed.fsdp import fully_shard\n"))
     assert found["torch"][1] == "`torch.distributed.fsdp.fully_shard` (torch 2.6)"

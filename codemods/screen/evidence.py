@@ -190,31 +190,29 @@ def _names(tree: ast.Module) -> Iterator[str]:
     index = tree_index(tree)
     by_type = index.by_type
     outside = _ungated(by_type, index.below)
-    bound: dict[str, str] = {}
+    every = [*by_type.get(ast.Import, ()), *by_type.get(ast.ImportFrom, ())]
+    # A name bound one way only inside a fallback or gate (`except ImportError:` after
+    # `import torch_xla`) still names that for the code outside it, which runs it: its
+    # uses there evidence. Its import does not; nor a name bound there two ways (the
+    # fallback's own pair of spellings).
+    hidden: dict[str, set[str]] = {}
+    for node in every:
+        if not outside(node):
+            for local, qualified, _ in _bound_by(node):
+                hidden.setdefault(local, set()).add(qualified)
+    bound = {local: next(iter(found)) for local, found in hidden.items() if len(found) == 1}
     # Statements never nest in an import, and their lists hold them in source order:
     # the walk meets them last first.
     imports = sorted(
-        filter(outside, [*by_type.get(ast.Import, ()), *by_type.get(ast.ImportFrom, ())]),
+        filter(outside, every),
         key=lambda node: (node.lineno, node.col_offset),  # type: ignore[attr-defined]
         reverse=True,
     )
     for node in imports:
-        if type(node) is ast.Import:
-            for alias in node.names:  # type: ignore[attr-defined]
-                yield alias.name
-                if alias.asname:
-                    bound[alias.asname] = alias.name
-                else:
-                    top = alias.name.partition(".")[0]
-                    bound[top] = top
-        elif node.module and not node.level:  # type: ignore[attr-defined]
-            for alias in node.names:  # type: ignore[attr-defined]
-                if alias.name == "*":
-                    yield node.module  # type: ignore[attr-defined]
-                    continue
-                qualified = f"{node.module}.{alias.name}"  # type: ignore[attr-defined]
-                yield qualified
-                bound[alias.asname or alias.name] = qualified
+        for local, qualified, named in _bound_by(node):
+            yield named
+            if local is not None:
+                bound[local] = qualified
     for node in _last_first(list(filter(outside, by_type.get(ast.Attribute, ())))):
         base = node
         while type(base) is ast.Attribute:
@@ -223,6 +221,33 @@ def _names(tree: ast.Module) -> Iterator[str]:
             continue  # most chains start at a local name: not written out
         root, _, rest = dotted(node).partition(".")  # type: ignore[union-attr]
         yield f"{bound[root]}.{rest}"
+    # A name only the fallback imports, read outside it (`ShardedOptimStateDictConfig(...)`)
+    only_hidden = {name for name in hidden if bound.get(name) in hidden[name]}
+    for node in by_type.get(ast.Name, ()) if only_hidden else ():
+        if node.id in only_hidden and outside(node):  # type: ignore[attr-defined]
+            yield bound[node.id]  # type: ignore[attr-defined]
+
+
+def _bound_by(node: ast.AST) -> Iterator[tuple[str | None, str, str]]:
+    """``(local name, what it names, the name the import evidences)`` for each name of an import.
+
+    A star import binds nothing known (None) and evidences its module; a relative import
+    gives nothing.
+    """
+    if type(node) is ast.Import:
+        for alias in node.names:  # type: ignore[attr-defined]
+            if alias.asname:
+                yield alias.asname, alias.name, alias.name
+            else:
+                top = alias.name.partition(".")[0]
+                yield top, top, alias.name
+    elif node.module and not node.level:  # type: ignore[attr-defined]
+        for alias in node.names:  # type: ignore[attr-defined]
+            if alias.name == "*":
+                yield None, node.module, node.module  # type: ignore[attr-defined]
+                continue
+            qualified = f"{node.module}.{alias.name}"  # type: ignore[attr-defined]
+            yield alias.asname or alias.name, qualified, qualified
 
 
 def _last_first(attributes: list[ast.AST]) -> list[ast.AST]:
