@@ -248,3 +248,71 @@ def test_the_helper_fix_keeps_the_layout():
             return wrap_policy
         """
     )
+
+
+COMBINED = """\
+import functools
+
+from torch.distributed.fsdp.wrap import _or_policy, lambda_auto_wrap_policy
+from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy
+
+
+def combined_policy(block_cls):
+    blocks = functools.partial(transformer_auto_wrap_policy, transformer_layer_cls={block_cls})
+    leaves = functools.partial(lambda_auto_wrap_policy, lambda_fn=lambda m: not list(m.children()))
+    return functools.partial(_or_policy, policies=[blocks, leaves])
+"""
+
+
+@pytest.mark.parametrize(
+    ("code", "span", "why"),
+    [
+        (
+            "FSDP103",
+            "2.0..",
+            "`blocks` goes to `_or_policy` on line 10, which calls each policy: "
+            "`ModuleWrapPolicy` is called like the partial only from torch 2.2",
+        ),
+        ("FSDP103", "2.2..", None),
+        (
+            "FSDP104",
+            "2.2..",
+            "`leaves` goes to `_or_policy` on line 10, which calls each policy: a "
+            "`CustomPolicy` object cannot be called like the partial",
+        ),
+    ],
+)
+def test_a_policy_that_or_policy_calls_is_fixed_where_the_object_is_called_alike(code, span, why):
+    """torch's ``_or_policy`` calls each of its ``policies`` with the policy's arguments."""
+    settings = Settings(select=(code,), releases=Releases.parse(torch=span))
+    (found,) = run(COMBINED.encode(), settings).findings
+    assert lint(COMBINED.encode(), settings) == [found]  # both detectors agree
+    assert found.fixable is (why is None) and found.no_fix == why and not found.unsafe
+
+
+def test_or_policy_calls_the_fixed_policy_as_it_called_the_partial():
+    """What the fix relies on, on the installed torch: the same units; `CustomPolicy` raises."""
+    torch = pytest.importorskip("torch")
+    from torch.distributed.fsdp import wrap
+
+    if "__call__" not in vars(wrap.ModuleWrapPolicy):
+        pytest.skip("ModuleWrapPolicy is called like the partial from torch 2.2")
+    settings = Settings(select=("FSDP103",), releases=Releases.parse(torch="2.2.."), fix=True)
+    new = run(COMBINED.encode(), settings).new_source.decode()
+    assert "blocks = ModuleWrapPolicy({block_cls})" in new
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Sequential(torch.nn.ReLU()))
+    picks = []
+    for text in (COMBINED, new):
+        namespace: dict = {}
+        exec(compile(text, "policy.py", "exec"), namespace)
+        policy = namespace["combined_policy"](torch.nn.Linear)
+        picks.append(
+            [
+                policy(module=m, recurse=r, nonwrapped_numel=0)
+                for m in model.modules()
+                for r in (True, False)
+            ]
+        )
+    assert picks[0] == picks[1]
+    with pytest.raises(TypeError):
+        wrap._or_policy(model, False, 0, policies=[wrap.CustomPolicy(lambda module: True)])

@@ -14,12 +14,13 @@ from __future__ import annotations
 import ast
 
 from codemods.registry import REGISTRY
-from codemods.registry.names import COMPAT_FAIRSCALE
+from codemods.registry.names import COMPAT_FAIRSCALE, TORCH_WRAP
 from codemods.rules.api import PARTIAL, Behaviour, Detector, Engine
 from codemods.rules.kinds.parameter_rename import TORCH_POLICY_CONSUMERS
 from codemods.rules.policy_sites import (
     CALLABLE_SINCE,
     CALLED,
+    COMBINED,
     ELSEWHERE,
     MODULE,
     PASSED,
@@ -32,6 +33,9 @@ from codemods.rules.policy_sites import (
 from codemods.syntax import ast_nodes as on_ast
 from codemods.syntax.cst_nodes import dotted, keyword
 from codemods.syntax.lazy_libcst import cst
+
+#: torch's policy combinator: it calls each of its ``policies`` like a policy function.
+OR_POLICY = f"{TORCH_WRAP}._or_policy"
 
 #: Why a partial whose policy function is imported inside a function is left.
 LOCAL_IMPORT = (
@@ -173,10 +177,30 @@ def _function(engine: Engine, node: cst.CSTNode) -> str:
     return node.name.value if node is not None else "?"
 
 
+def _or_policy_line(engine: Engine, node: cst.CSTNode) -> int:
+    """The line of the ``_or_policy`` (or its ``partial``) whose ``policies=`` hold ``node``.
+
+    0 where ``node`` is no such policy.
+    """
+    element = engine.parent(node)
+    display = engine.parent(element) if isinstance(element, cst.Element) else None
+    arg = engine.parent(display) if isinstance(display, (cst.List, cst.Tuple)) else None
+    call = engine.parent(arg) if isinstance(arg, cst.Arg) and keyword(arg) == "policies" else None
+    if not isinstance(call, cst.Call):
+        return 0
+    names = engine.qualified(call.func)
+    if PARTIAL in names and call.args:
+        names = engine.qualified(call.args[0].value)
+    return engine.position(call).start.line if OR_POLICY in names else 0
+
+
 def site_of(engine: Engine, call: cst.Call) -> Site | None:
     """Where ``call`` (a policy partial) goes, where it does not reach a consumer."""
     if _returned(engine, call):
         return Site(RETURNED, _function(engine, call))
+    combined = _or_policy_line(engine, call)
+    if combined:
+        return Site(COMBINED, "", combined)
     arg = engine.parent(call)
     callee = engine.parent(arg) if isinstance(arg, cst.Arg) else None
     if isinstance(callee, cst.Call) and dotted(callee.func) is not None:
@@ -190,18 +214,27 @@ def site_of(engine: Engine, call: cst.Call) -> Site | None:
     accesses = _accesses(target, scope)
     if not accesses:
         return Site(UNREAD, target.value)
-    returned, called = False, 0
+    returned, called, combined = False, 0, 0
     for access in sorted(accesses, key=lambda a: engine.position(a.node).start.line):
         use = engine.parent(access.node)
         if _returned(engine, access.node):
             returned = True
         elif isinstance(use, cst.Call) and use.func is access.node:
             called = called or engine.position(access.node).start.line
+        elif _or_policy_line(engine, access.node):
+            combined = combined or _or_policy_line(engine, access.node)
         elif not reaches_policy_consumers(engine, access.node, 1):
             return Site(ELSEWHERE, target.value, engine.position(access.node).start.line)
     if returned:
         return Site(RETURNED, _function(engine, target))
-    return Site(CALLED, target.value, called) if called else None
+    return _called_site(target.value, called, combined)
+
+
+def _called_site(name: str, called: int, combined: int) -> Site | None:
+    """The site of a local policy every use of which calls it (directly, or `_or_policy`)."""
+    if called:
+        return Site(CALLED, name, called)
+    return Site(COMBINED, name, combined) if combined else None
 
 
 def _ast_returned(detector: Detector, node: ast.AST) -> bool:
@@ -217,10 +250,26 @@ def _ast_function(detector: Detector, node: ast.AST | None) -> str:
     return node.name if node is not None else "?"  # type: ignore[attr-defined]
 
 
+def _ast_or_policy_line(detector: Detector, node: ast.AST) -> int:
+    """:func:`_or_policy_line` on the ``ast`` tree."""
+    display = detector.parent(node)
+    arg = detector.parent(display) if type(display) in (ast.List, ast.Tuple) else None
+    call = detector.parent(arg) if type(arg) is ast.keyword and arg.arg == "policies" else None
+    if type(call) is not ast.Call:
+        return 0
+    names = detector.qualified(call.func)  # type: ignore[attr-defined]
+    if PARTIAL in names and call.args:  # type: ignore[attr-defined]
+        names = detector.qualified(call.args[0])  # type: ignore[attr-defined]
+    return call.lineno if OR_POLICY in names else 0  # type: ignore[attr-defined]
+
+
 def ast_site_of(detector: Detector, call: ast.Call) -> Site | None:
     """The ``ast`` half of :func:`site_of`."""
     if _ast_returned(detector, call):
         return Site(RETURNED, _ast_function(detector, call))
+    combined = _ast_or_policy_line(detector, call)
+    if combined:
+        return Site(COMBINED, "", combined)
     parent = detector.parent(call)
     callee = detector.parent(parent) if type(parent) is ast.keyword else parent
     if type(callee) is ast.Call and call is not callee.func:  # type: ignore[attr-defined]
@@ -238,18 +287,20 @@ def ast_site_of(detector: Detector, call: ast.Call) -> Site | None:
     accesses = detector.names.references(scope, target.id)
     if not accesses:
         return Site(UNREAD, target.id)
-    returned, called = False, 0
+    returned, called, combined = False, 0, 0
     for use in sorted(accesses, key=lambda use: use.lineno):
         outer = detector.parent(use)
         if _ast_returned(detector, use):
             returned = True
         elif type(outer) is ast.Call and outer.func is use:  # type: ignore[attr-defined]
             called = called or use.lineno
+        elif _ast_or_policy_line(detector, use):
+            combined = combined or _ast_or_policy_line(detector, use)
         elif not ast_reaches_policy_consumers(detector, use, 1):
             return Site(ELSEWHERE, target.id, use.lineno)
     if returned:
         return Site(RETURNED, _ast_function(detector, parent))
-    return Site(CALLED, target.id, called) if called else None
+    return _called_site(target.id, called, combined)
 
 
 class PolicyPartial(Behaviour):

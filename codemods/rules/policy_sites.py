@@ -17,6 +17,8 @@ CALLABLE_SINCE = "2.2"
 #: Where a partial goes that does not certainly reach a policy consumer (:class:`Site`).
 UNREAD, RETURNED, MODULE, CALLED, ELSEWHERE = "unread", "returned", "module", "called", "elsewhere"
 PASSED = "passed"
+#: A partial in the ``policies`` of torch's ``_or_policy``, which calls each like a policy.
+COMBINED = "combined"
 
 
 class Site(Frozen):
@@ -29,7 +31,9 @@ class Site(Frozen):
             which is a policy consumer's or a call, the first on ``line``) or
             ``ELSEWHERE`` (the name is used on ``line`` where the fix cannot follow it)
             or ``PASSED`` (an argument of ``name``, a callable the fix does not know to
-            take policy objects).
+            take policy objects) or ``COMBINED`` (one of the ``policies`` of the
+            ``_or_policy`` on ``line``, which calls each; ``name`` empty where the
+            partial is written there).
         name: The variable, the returning function, or the callable it is passed to.
         line: The first call (``CALLED``), or the use the fix cannot follow.
     """
@@ -70,7 +74,7 @@ def verdict(rule: Rule, site: Site | None, callable_here: bool) -> tuple[bool, b
         why = f"the policy is passed to `{site.name}()`, which the fix does not know to take"
         return False, False, f"{why} a `{new}` object"
     if rule.code == "FSDP103" and callable_here:
-        return True, site.kind != CALLED, None
+        return True, site.kind not in (CALLED, COMBINED), None
     where = _where(site)
     if rule.code != "FSDP103":
         return False, False, f"{where}: a `{new}` object cannot be called like the partial"
@@ -81,6 +85,9 @@ def verdict(rule: Rule, site: Site | None, callable_here: bool) -> tuple[bool, b
 def _where(site: Site) -> str:
     if site.kind == CALLED:
         return f"`{site.name}` is called on line {site.line}"
+    if site.kind == COMBINED:
+        policy = f"`{site.name}`" if site.name else "the policy"
+        return f"{policy} goes to `_or_policy` on line {site.line}, which calls each policy"
     if site.kind == MODULE:
         return f"`{site.name}` is a module-level policy that other modules may import"
     where = f"the policy is returned to the callers of `{site.name}()`, which this file"
