@@ -310,7 +310,19 @@ PROBLEMS = {
     ),
     "setup.py **kwargs unknown": (
         {"setup.py": "from setuptools import setup\nsetup(**load_config())\n"},
-        "setup.py:2: setup() takes **load_config()",
+        "setup.py:2: setup() takes **load_config(), which is not a literal dict;",
+    ),
+    "setup.py **kwargs updated": (
+        {
+            "setup.py": """
+                from setuptools import setup
+                args = {"name": "p"}
+                if True:
+                    args.update(install_requires=["torch>=1.12"])
+                setup(**args)
+            """
+        },
+        "setup() takes **args, a dict the file changes after binding it;",
     ),
     "setup.py syntax error": (
         {"setup.py": "setup(install_requires=[\n"},

@@ -57,8 +57,8 @@ def setup_py_requirements(path: Path) -> tuple[list[tuple[str, str]], list[str]]
         keywords, unresolved = setup_py.keywords(call)
         for star in unresolved:
             problems.append(
-                f"setup.py:{call.lineno}: setup() takes **{star}, which is not a literal "
-                "dict; requirements passed through it are not read"
+                f"setup.py:{call.lineno}: setup() takes {star}; requirements passed "
+                "through it are not read"
             )
         if "install_requires" in keywords:
             _strings(setup_py, keywords["install_requires"], "install_requires", found, problems)
@@ -208,8 +208,17 @@ class SetupPy:
                     if item.arg is not None:
                         keywords.setdefault(item.arg, item.value)
             else:
-                unresolved.append(_source(keyword.value))
+                unresolved.append(f"**{_source(keyword.value)}, {self._not_dict(keyword.value)}")
         return keywords, unresolved
+
+    def _not_dict(self, node: ast.expr) -> str:
+        """Why ``**node`` is not read as one literal dict (a dict updated later, say)."""
+        name = node.id if isinstance(node, ast.Name) else None
+        if name in self.mutated:
+            return "a dict the file changes after binding it"
+        if name is not None and len(self.bindings.get(name, [])) != 1:
+            return "a name not bound once"
+        return "which is not a literal dict"
 
 
 def _is_dict_call(call: ast.Call) -> bool:

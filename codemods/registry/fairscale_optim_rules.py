@@ -172,8 +172,8 @@ RULES = (
         new="torch.distributed.fsdp.sharded_grad_scaler.ShardedGradScaler",
         message=(
             "FairScale's `ShardedGradScaler` is archived; use torch's "
-            "`torch.distributed.fsdp.sharded_grad_scaler.ShardedGradScaler` (by keyword: "
-            "torch's arguments come in another order)"
+            "`torch.distributed.fsdp.sharded_grad_scaler.ShardedGradScaler`, by keyword "
+            "(torch's takes `device` first, and `backoff_factor` before `growth_factor`)"
         ),
         why=(
             "torch 1.12 added its own shard-aware grad scaler (pytorch PR 76918), which, "
