@@ -122,6 +122,24 @@ def test_a_name_the_fallback_binds_evidences_its_uses_outside_it(bound, expected
     assert floors(called) == {"torch": expected}  # a class only 2.0 has, called by name
 
 
+@pytest.mark.parametrize(
+    "source",
+    [
+        # a release gate: the older releases take the other branch
+        "if _TORCH_GREATER_EQUAL_2_6:\n    from torch.distributed.fsdp import fully_shard\n"
+        "else:\n    fully_shard = None\n",
+        # a fallback between torch's own spellings, one of them bound to nothing
+        "try:\n    from torch.distributed.fsdp import fully_shard\nexcept ImportError:\n"
+        "    from torch.distributed._composable.fsdp import fully_shard as shard\n",
+    ],
+    ids=["gate", "torch-fallback"],
+)
+def test_a_name_bound_where_releases_are_bridged_evidences_nothing_outside(source):
+    assert floors(
+        "import torch\n" + source + "\n\ndef wrap(model):\n    return fully_shard(model)\n"
+    ) == {"torch": "1.0"}
+
+
 def test_the_floor_names_what_evidences_it():
     found = evidence_floors(ast.parse("from torch.distributed.fsdp import fully_shard\n"))
     assert found["torch"][1] == "`torch.distributed.fsdp.fully_shard` (torch 2.6)"

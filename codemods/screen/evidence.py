@@ -191,14 +191,13 @@ def _names(tree: ast.Module) -> Iterator[str]:
     by_type = index.by_type
     outside = _ungated(by_type, index.below)
     every = [*by_type.get(ast.Import, ()), *by_type.get(ast.ImportFrom, ())]
-    # A name bound one way only inside a fallback or gate (`except ImportError:` after
-    # `import torch_xla`) still names that for the code outside it, which runs it: its
-    # uses there evidence. Its import does not; nor a name bound there two ways (the
-    # fallback's own pair of spellings).
+    # A name bound one way only where another package is missing (`except ImportError:`
+    # after `import torch_xla`) names that for the code outside, the usual path: its uses
+    # there evidence, its import does not; nor a name bound there two ways.
     hidden: dict[str, set[str]] = {}
-    for node in every:
-        if not outside(node):
-            for local, qualified, _ in _bound_by(node):
+    for node in _where_another_is_missing(by_type, index.below):
+        for local, qualified, _ in _bound_by(node):
+            if local is not None:
                 hidden.setdefault(local, set()).add(qualified)
     bound = {local: next(iter(found)) for local, found in hidden.items() if len(found) == 1}
     # Statements never nest in an import, and their lists hold them in source order:
@@ -266,6 +265,58 @@ def _last_first(attributes: list[ast.AST]) -> list[ast.AST]:
     return [node for run in reversed(runs) for node in run]
 
 
+def _where_another_is_missing(
+    by_type: dict[type, list[ast.AST]], below: dict[ast.AST, list[ast.AST]]
+) -> list[ast.AST]:
+    """The imports of ``except ImportError:`` after a ``try`` that imports no framework.
+
+    ``try: import torch_xla ... except ImportError: from torch.distributed.fsdp import
+    ...``: the handler is the usual path, not an older spelling of the same API. Not
+    inside a release gate.
+    """
+    found: list[ast.AST] = []
+    for node in by_type.get(ast.Try, ()):
+        handlers = [h for h in node.handlers if catches_import_error(h)]  # type: ignore[attr-defined]
+        tried = [n for child in node.body for n in _walk(child, below)]  # type: ignore[attr-defined]
+        if handlers and not any(
+            root.partition(".")[0] in PACKAGES
+            for n in tried
+            if type(n) in (ast.Import, ast.ImportFrom)
+            for _, root, _ in _bound_by(n)
+        ):
+            found += [
+                n
+                for handler in handlers
+                for n in _walk(handler, below)
+                if type(n) in (ast.Import, ast.ImportFrom)
+            ]
+    if found:
+        gated = _spans([n for n in by_type.get(ast.If, ()) if _gate(n.test, below)])  # type: ignore[attr-defined]
+        found = [n for n in found if not _inside(n, gated)]
+    return found
+
+
+def _walk(node: ast.AST, below: dict[ast.AST, list[ast.AST]]) -> Iterator[ast.AST]:
+    """``node`` and every node below it, through the tree's index."""
+    stack = [node]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(below[node])
+
+
+def _spans(nodes: list[ast.AST]) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    return [
+        ((node.lineno, node.col_offset), (node.end_lineno, node.end_col_offset))  # type: ignore[attr-defined]
+        for node in nodes
+    ]
+
+
+def _inside(node: ast.AST, spans: list[tuple[tuple[int, int], tuple[int, int]]]) -> bool:
+    at = (node.lineno, node.col_offset)  # type: ignore[attr-defined]
+    return any(start <= at < end for start, end in spans)
+
+
 def _ungated(
     by_type: dict[type, list[ast.AST]], below: dict[ast.AST, list[ast.AST]]
 ) -> Callable[[ast.AST], bool]:
@@ -274,22 +325,15 @@ def _ungated(
     A node is inside a statement where it is written between the statement's first and
     last characters. The ``if`` tests are each read once (:func:`_gate`).
     """
-    spans = [
-        ((node.lineno, node.col_offset), (node.end_lineno, node.end_col_offset))  # type: ignore[attr-defined]
-        for node in by_type.get(ast.Try, ())
-        if any(map(catches_import_error, node.handlers))  # type: ignore[attr-defined]
-    ]
-    spans += [
-        ((node.lineno, node.col_offset), (node.end_lineno, node.end_col_offset))  # type: ignore[attr-defined]
-        for node in by_type.get(ast.If, ())
-        if _gate(node.test, below)  # type: ignore[attr-defined]
-    ]
+    spans = _spans(
+        [n for n in by_type.get(ast.Try, ()) if any(map(catches_import_error, n.handlers))]  # type: ignore[attr-defined]
+    )
+    spans += _spans([n for n in by_type.get(ast.If, ()) if _gate(n.test, below)])  # type: ignore[attr-defined]
     if not spans:
         return lambda node: True
 
     def outside(node: ast.AST) -> bool:
-        at = (node.lineno, node.col_offset)  # type: ignore[attr-defined]
-        return not any(start <= at < end for start, end in spans)
+        return not _inside(node, spans)
 
     return outside
 
