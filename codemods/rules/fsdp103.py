@@ -221,8 +221,8 @@ def site_of(engine: Engine, call: cst.Call) -> Site | None:
             returned = True
         elif isinstance(use, cst.Call) and use.func is access.node:
             called = called or engine.position(access.node).start.line
-        elif _or_policy_line(engine, access.node):
-            combined = combined or _or_policy_line(engine, access.node)
+        elif line := _or_policy_line(engine, access.node):
+            combined = combined or line
         elif not reaches_policy_consumers(engine, access.node, 1):
             return Site(ELSEWHERE, target.value, engine.position(access.node).start.line)
     if returned:
@@ -294,8 +294,8 @@ def ast_site_of(detector: Detector, call: ast.Call) -> Site | None:
             returned = True
         elif type(outer) is ast.Call and outer.func is use:  # type: ignore[attr-defined]
             called = called or use.lineno
-        elif _ast_or_policy_line(detector, use):
-            combined = combined or _ast_or_policy_line(detector, use)
+        elif line := _ast_or_policy_line(detector, use):
+            combined = combined or line
         elif not ast_reaches_policy_consumers(detector, use, 1):
             return Site(ELSEWHERE, target.id, use.lineno)
     if returned:

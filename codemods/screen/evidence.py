@@ -189,13 +189,14 @@ def _names(tree: ast.Module) -> Iterator[str]:
     """
     index = tree_index(tree)
     by_type = index.by_type
-    outside = _ungated(by_type, index.below)
+    gated = _spans([n for n in by_type.get(ast.If, ()) if _gate(n.test, index.below)])  # type: ignore[attr-defined]
+    outside = _ungated(by_type, gated)
     every = [*by_type.get(ast.Import, ()), *by_type.get(ast.ImportFrom, ())]
     # A name bound one way only where another package is missing (`except ImportError:`
     # after `import torch_xla`) names that for the code outside, the usual path: its uses
     # there evidence, its import does not; nor a name bound there two ways.
     hidden: dict[str, set[str]] = {}
-    for node in _where_another_is_missing(by_type, index.below):
+    for node in _where_another_is_missing(by_type, index.below, gated):
         for local, qualified, _ in _bound_by(node):
             if local is not None:
                 hidden.setdefault(local, set()).add(qualified)
@@ -266,13 +267,15 @@ def _last_first(attributes: list[ast.AST]) -> list[ast.AST]:
 
 
 def _where_another_is_missing(
-    by_type: dict[type, list[ast.AST]], below: dict[ast.AST, list[ast.AST]]
+    by_type: dict[type, list[ast.AST]],
+    below: dict[ast.AST, list[ast.AST]],
+    gated: list[tuple[tuple[int, int], tuple[int, int]]],
 ) -> list[ast.AST]:
     """The imports of ``except ImportError:`` after a ``try`` that imports no framework.
 
     ``try: import torch_xla ... except ImportError: from torch.distributed.fsdp import
     ...``: the handler is the usual path, not an older spelling of the same API. Not
-    inside a release gate.
+    inside a release gate (``gated``: their spans).
     """
     found: list[ast.AST] = []
     for node in by_type.get(ast.Try, ()):
@@ -290,10 +293,7 @@ def _where_another_is_missing(
                 for n in _walk(handler, below)
                 if type(n) in (ast.Import, ast.ImportFrom)
             ]
-    if found:
-        gated = _spans([n for n in by_type.get(ast.If, ()) if _gate(n.test, below)])  # type: ignore[attr-defined]
-        found = [n for n in found if not _inside(n, gated)]
-    return found
+    return [n for n in found if not _inside(n, gated)]
 
 
 def _walk(node: ast.AST, below: dict[ast.AST, list[ast.AST]]) -> Iterator[ast.AST]:
@@ -318,17 +318,18 @@ def _inside(node: ast.AST, spans: list[tuple[tuple[int, int], tuple[int, int]]])
 
 
 def _ungated(
-    by_type: dict[type, list[ast.AST]], below: dict[ast.AST, list[ast.AST]]
+    by_type: dict[type, list[ast.AST]], gated: list[tuple[tuple[int, int], tuple[int, int]]]
 ) -> Callable[[ast.AST], bool]:
     """Whether a node is outside import fallbacks and release-gated ``if`` blocks.
 
     A node is inside a statement where it is written between the statement's first and
-    last characters. The ``if`` tests are each read once (:func:`_gate`).
+    last characters. ``gated``: the spans of the release-gated ``if`` statements (each
+    test read once, :func:`_gate`).
     """
     spans = _spans(
         [n for n in by_type.get(ast.Try, ()) if any(map(catches_import_error, n.handlers))]  # type: ignore[attr-defined]
     )
-    spans += _spans([n for n in by_type.get(ast.If, ()) if _gate(n.test, below)])  # type: ignore[attr-defined]
+    spans += gated
     if not spans:
         return lambda node: True
 
