@@ -264,6 +264,12 @@ def combined_policy(block_cls):
 """
 
 
+_CUSTOM_POLICY_NOT_CALLED_ALIKE = (
+    "`leaves` goes to `_or_policy` on line 10, which calls each policy: a "
+    "`CustomPolicy` object cannot be called like the partial"
+)
+
+
 @pytest.mark.parametrize(
     ("code", "span", "why"),
     [
@@ -274,12 +280,6 @@ def combined_policy(block_cls):
             "`ModuleWrapPolicy` is called like the partial only from torch 2.2",
         ),
         ("FSDP103", "2.2..", None),
-        (
-            "FSDP104",
-            "2.2..",
-            "`leaves` goes to `_or_policy` on line 10, which calls each policy: a "
-            "`CustomPolicy` object cannot be called like the partial",
-        ),
     ],
 )
 def test_a_policy_that_or_policy_calls_is_fixed_where_the_object_is_called_alike(code, span, why):
@@ -288,6 +288,24 @@ def test_a_policy_that_or_policy_calls_is_fixed_where_the_object_is_called_alike
     (found,) = run(COMBINED.encode(), settings).findings
     assert lint(COMBINED.encode(), settings) == [found]  # both detectors agree
     assert found.fixable is (why is None) and found.no_fix == why and not found.unsafe
+
+
+@pytest.mark.parametrize(
+    ("span", "no_fix"),
+    [
+        ("2.2..", None),
+        ("2.1..", None),
+        # Below CustomPolicy's release the releases are the reason for no fix, but the
+        # advice to write CustomPolicy must still say it does not fit here.
+        ("1.13..", "no fix runs on torch 1.13..latest: it needs torch 2.1"),
+    ],
+)
+def test_custom_policy_advice_says_it_does_not_fit_a_called_partial_on_every_range(span, no_fix):
+    settings = Settings(select=("FSDP104",), releases=Releases.parse(torch=span))
+    (found,) = run(COMBINED.encode(), settings).findings
+    assert lint(COMBINED.encode(), settings) == [found]  # both detectors agree
+    assert found.message.endswith(f"({_CUSTOM_POLICY_NOT_CALLED_ALIKE})")
+    assert not found.fixable and found.no_fix == no_fix
 
 
 def test_or_policy_calls_the_fixed_policy_as_it_called_the_partial():

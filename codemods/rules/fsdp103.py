@@ -27,6 +27,7 @@ from codemods.rules.policy_sites import (
     RETURNED,
     UNREAD,
     Site,
+    lasting,
     unsafe_detail,
     verdict,
 )
@@ -324,6 +325,8 @@ class PolicyPartial(Behaviour):
         why = LOCAL_IMPORT if form and not exact else why
         fixable = certain or fixed
         detail = unsafe_detail(rule, site) if unknown and site is not None else None
+        if why is not None and lasting(rule, site):
+            detail, why = why, None
         applies = engine.report(
             original, rule, fixable_here=fixable, unsafe_here=unknown, why_not=why, detail=detail
         )
@@ -362,6 +365,8 @@ class PolicyPartial(Behaviour):
         fixed, unknown, why = verdict(self.rule, site, detector.target_at_least(CALLABLE_SINCE))
         why = LOCAL_IMPORT if form and not exact else why
         detail = unsafe_detail(self.rule, site) if unknown and site is not None else None
+        if why is not None and lasting(self.rule, site):
+            detail, why = why, None
         fixable = certain or fixed
         detector.report(
             call, self.rule, fixable_here=fixable, unsafe_here=unknown, why_not=why, detail=detail

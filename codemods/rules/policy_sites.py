@@ -82,6 +82,26 @@ def verdict(rule: Rule, site: Site | None, callable_here: bool) -> tuple[bool, b
     return False, False, f"{where}: {since}"
 
 
+def lasting(rule: Rule, site: Site | None) -> bool:
+    """Whether :func:`verdict`'s reason at ``site`` holds on every torch release.
+
+    No ``CustomPolicy`` is called like the partial it would replace, so where the
+    partial is called (or may be), FSDP104's advice does not fit the site at all: the
+    reason belongs in the finding's text, not only where the releases allow the fix.
+
+    Example:
+        >>> from codemods.registry import REGISTRY
+        >>> site = Site(COMBINED, "lam", 8)
+        >>> lasting(REGISTRY["FSDP104"], site), lasting(REGISTRY["FSDP103"], site)
+        (True, False)
+    """
+    return (
+        site is not None
+        and rule.code != "FSDP103"
+        and site.kind in (CALLED, COMBINED, MODULE, RETURNED)
+    )
+
+
 def _where(site: Site) -> str:
     if site.kind == CALLED:
         return f"`{site.name}` is called on line {site.line}"
