@@ -134,6 +134,21 @@ def test_dropped_arguments_that_change_something_are_noted():
 
 
 @pytest.mark.parametrize(
+    ("value", "noted"),
+    [("False", True), ("config.rate_limit", True), ("True", False)],
+)
+def test_a_rate_limiter_fsdp1_may_not_have_run_is_named(value, noted):
+    """FSDP2 has no switch for its rate limiter: only ``True`` means what FSDP2 does."""
+    new, (finding,) = _migrate(
+        f"model = FSDP(model, auto_wrap_policy={{Block}}, limit_all_gathers={value})\n"
+    )
+    assert finding.fixed and "limit_all_gathers" not in new
+    assert (f"`limit_all_gathers={value}` dropped: FSDP2 always limits" in finding.message) is (
+        noted
+    )
+
+
+@pytest.mark.parametrize(
     ("call", "why"),
     [
         ("FSDP(model, auto_wrap_policy={get_class()})", "not certainly a class"),

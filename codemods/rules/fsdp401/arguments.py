@@ -91,7 +91,8 @@ MAPPING = (
     (
         "use_orig_params, limit_all_gathers",
         "dropped (FSDP2 always does so); without `use_orig_params=True` a note that the "
-        "optimizer now gets the original parameters",
+        "optimizer now gets the original parameters, and a note where `limit_all_gathers` "
+        "may be off",
     ),
     (
         "device_id",
@@ -165,7 +166,13 @@ LEFT = ("ignored_modules",)
 #: Keywords whose ``None`` is FSDP1's default: nothing to write.
 _NONE_IS_UNSET = ("sharding_strategy", "device_id", "device_mesh")
 #: Keywords with no FSDP2 meaning that are dropped without a note.
-_SILENT = ("use_orig_params", "limit_all_gathers")
+_SILENT = ("use_orig_params",)
+#: FSDP2 has no switch for its rate limiter: a call that may turn FSDP1's off changes.
+RATE_LIMITED = (
+    "`limit_all_gathers={value}` dropped: FSDP2 always limits the all-gathers in flight, "
+    "where FSDP1 here may have run them ahead without that limit: the same numbers, but "
+    "a lower peak memory and possibly slower steps"
+)
 
 #: What FSDP2 does otherwise for every call, named in its finding (FSDP2-PORTS.md 7.1,
 #: the differences real ports accepted). Without ``use_orig_params=True`` FSDP1 gave the
@@ -248,6 +255,9 @@ def _translate_one(engine: Engine, arg: cst.Arg, out: Keywords) -> None:
             out.setup.set_device = True
             out.more_imports.append(("torch", None))
             out.notes.append(device.SET.format(device=out.setup.device))
+    elif name == "limit_all_gathers":
+        if literal(value) is not True:
+            out.notes.append(RATE_LIMITED.format(value=source(engine, value)))
     elif name in _SILENT or (name == "ignored_modules" and is_none(value)):
         return
     elif name in ("sync_module_states", "process_group") and (
