@@ -603,6 +603,19 @@ def test_lowest_floor_wins_across_files(tmp_path):
     assert floors.problems == []
 
 
+@pytest.mark.parametrize(
+    "name",
+    ["REQUIREMENTS.txt", "Requirements-dev.txt", "requirements/Base.TXT", "REQUIREMENTS/base.txt"],
+)
+def test_requirements_files_are_found_in_any_case(tmp_path, name):
+    """A project whose ``setup.py`` reads its ``REQUIREMENTS.txt`` declares there."""
+    write(tmp_path / "project", {name: "numpy\ntorch>=2.4\n"})
+    floors = declared_floors(tmp_path / "project")
+    assert floors.torch == Version("2.4")
+    assert floors.sources["torch"] == f"{name}:2: torch>=2.4"
+    assert find_project_root(tmp_path / "project" / "train.py") == tmp_path / "project"
+
+
 def test_first_declaration_wins_a_tie(tmp_path):
     write(
         tmp_path,

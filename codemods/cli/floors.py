@@ -18,9 +18,9 @@ order (:mod:`codemods.cli.requirement_files` reads them):
 3. ``setup.py``: the ``install_requires`` and ``extras_require`` keywords of its
    ``setup(...)`` call, read with :mod:`ast` and never executed (see
    :mod:`codemods.cli.setup_py`); anything but a literal is reported as a problem.
-4. ``requirements*.txt`` in the root, then ``requirements/*.txt``, each in name order,
-   following ``-r``/``--requirement`` includes (relative to the including file, each file
-   read once, a cycle reported).
+4. ``requirements*.txt`` in the root, then ``requirements/*.txt`` (names in any case),
+   each in name order, following ``-r``/``--requirement`` includes (relative to the
+   including file, each file read once, a cycle reported).
 5. ``tox.ini`` ``deps`` of every ``[testenv...]``, conda's ``environment.yml`` (its
    ``pip:`` list too), ``Pipfile`` ``[packages]`` / ``[dev-packages]``, and each
    ``.github/workflows/*.yml`` job matrix that lists torch releases
@@ -54,6 +54,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from codemods.cli.requirement_names import requirements_files
 from codemods.records import Record
 from codemods.release_numbers import release
 
@@ -170,8 +171,7 @@ def is_project_root(directory: Path) -> bool:
         return False
     if any((directory / marker).is_file() for marker in ROOT_MARKERS):
         return True
-    candidates = [*directory.glob("requirements*.txt"), *directory.glob("requirements/*.txt")]
-    return any(candidate.is_file() and _declares(candidate) for candidate in candidates)
+    return any(_declares(candidate) for candidate in requirements_files(directory))
 
 
 def find_project_root(path: str | os.PathLike[str]) -> Path | None:

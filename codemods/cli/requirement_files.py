@@ -25,6 +25,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from codemods.cli.requirement_names import requirements_files
 from codemods.cli.setup_py import setup_py_requirements
 from codemods.cli.specifiers import (
     FRAMEWORKS,
@@ -293,11 +294,7 @@ class Reader:
             self.add_pep508(line, where)
 
     def _requirements_files(self) -> list[Path]:
-        found = sorted(p for p in self.root.glob("requirements*.txt") if p.is_file())
-        folder = self.root / "requirements"
-        if folder.is_dir():
-            found += sorted(p for p in folder.glob("*.txt") if p.is_file())
-        return [path.resolve() for path in found]
+        return [path.resolve() for path in requirements_files(self.root)]
 
     def _read_requirements(self, path: Path, stack: tuple[Path, ...]) -> None:
         path = path.resolve()
