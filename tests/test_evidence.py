@@ -45,6 +45,15 @@ def floors(source: str) -> dict[str, str]:
         ),
         ("from lightning.fabric import Fabric\n", {"lightning": "1.9"}),
         ("from fairscale.nn import FullyShardedDataParallel\n", {"torch": "1.0"}),
+        (
+            "from torch.distributed.fsdp.fully_sharded_data_parallel import MixedPrecision\n",
+            {"torch": "1.12"},
+        ),
+        (
+            "import torch.distributed.fsdp.fully_sharded_data_parallel as fsdp\n"
+            "fsdp.ShardingStrategy.FULL_SHARD\n",
+            {"torch": "1.12"},
+        ),
     ],
     ids=[
         "no framework",
@@ -57,6 +66,8 @@ def floors(source: str) -> dict[str, str]:
         "Lightning 1.7 strategy",
         "Fabric",
         "FairScale is dated by torch",
+        "MixedPrecision where 1.12 defined it",
+        "ShardingStrategy where 1.12 defined it",
     ],
 )
 def test_the_evidence_floor_is_the_newest_first_release_among_the_uses(source, expected):

@@ -24,6 +24,10 @@ APPEARED: dict[str, tuple[str, str]] = {
     "torch.distributed.fsdp.wrap.size_based_auto_wrap_policy": ("torch", "1.12"),
     "torch.distributed.fsdp.MixedPrecision": ("torch", "1.12"),
     "torch.distributed.fsdp.ShardingStrategy": ("torch", "1.12"),
+    # where 1.12 defined both (the package re-exports them; 2.0 moved them to `api`, and
+    # this module imports them from there)
+    "torch.distributed.fsdp.fully_sharded_data_parallel.MixedPrecision": ("torch", "1.12"),
+    "torch.distributed.fsdp.fully_sharded_data_parallel.ShardingStrategy": ("torch", "1.12"),
     "torch.distributed.fsdp.wrap.ModuleWrapPolicy": ("torch", "2.0"),
     "torch.distributed.fsdp.wrap.CustomPolicy": ("torch", "2.1"),
     "torch.distributed.fsdp.wrap._Policy": ("torch", "2.1"),
