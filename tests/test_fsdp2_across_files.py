@@ -133,8 +133,8 @@ def test_a_check_that_cannot_follow_withholds_the_projects_conversion(tmp_path, 
 
 def test_a_files_own_reason_is_named_before_the_projects(tmp_path):
     # lib.py's own reason (a read behind its check) comes last in the survey, after
-    # helper.py's check that stays FSDP1 because lib.py's calls stay: named first, the
-    # circle ("... which stays FSDP1: lib.py's FSDP1 wrapper calls stay") is only counted.
+    # helper.py's check that stays FSDP1 because lib.py's calls stay: named first, then
+    # the circle ("... which stays FSDP1: lib.py's FSDP1 wrapper calls stay").
     lib = (
         LINKED
         + "\n\ndef strategy(m):\n    if isinstance(m, FSDP):\n        return m.sharding_strategy\n"
@@ -143,8 +143,9 @@ def test_a_files_own_reason_is_named_before_the_projects(tmp_path):
     _project(tmp_path, {"lib.py": lib, "helper.py": helper})
     (finding,) = _fsdp401(tmp_path, ".")
     assert finding["withheld"] == (
-        "fix withheld: `m.sharding_strategy` at line 13: exists only on FSDP1 models "
-        "(and 1 more reason)"
+        "fix withheld: `m.sharding_strategy` at line 13: exists only on FSDP1 models; "
+        "helper.py:5: `isinstance(..., FSDP)` expects an FSDP1 model in another file of this "
+        "project, which stays FSDP1: lib.py's FSDP1 wrapper calls stay"
     )
 
 
@@ -158,7 +159,8 @@ def test_a_wrapper_call_that_stays_keeps_the_projects_checks_fsdp1(tmp_path):
     _project(tmp_path, {"lib.py": LINKED, "other.py": other, "helper.py": helper})
     findings = _fsdp401(tmp_path, ".")
     assert len(findings) == 2 and not any(f["fixed"] for f in findings)
-    (library,) = [f for f in findings if "another file" in (f["withheld"] or "")]
+    # lib.py has no reason of its own: the project's is its first
+    (library,) = [f for f in findings if f["withheld"].startswith("fix withheld: helper.py:")]
     assert "which stays FSDP1: other.py's FSDP1 wrapper calls stay" in library["withheld"]
 
 

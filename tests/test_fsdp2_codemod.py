@@ -1291,10 +1291,10 @@ def test_a_call_of_an_fsdp1_subclass_is_reported_as_staying(lint_only):
 def test_a_subclass_call_keeps_the_files_other_calls_fsdp1():
     new, findings = _migrate(SUBCLASS + "other = FSDP(other, auto_wrap_policy={Block})\n")
     assert new is None and len(findings) == 2
-    # the first reason, and a count of the others (here the class statement's base)
+    # every reason (here the class statement's base too)
     assert findings[1].withheld == (
-        "fix withheld: `ShardedModel` at line 10 subclasses FSDP1 and stays FSDP1 "
-        "(and 1 more reason)"
+        "fix withheld: `ShardedModel` at line 10 subclasses FSDP1 and stays FSDP1; "
+        "`FSDP` at line 5 is FSDP1 only"
     )
 
 

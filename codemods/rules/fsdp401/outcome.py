@@ -14,26 +14,20 @@ from codemods.syntax.lazy_libcst import cst
 
 
 def blocker_text(blockers: list[str]) -> str | None:
-    """Why a file's FSDP4 fix is withheld: the first reason, and how many more there are.
+    """Why a file's FSDP4 fix is withheld: every reason, each once, in order.
 
-    Naming only the first left a user who removed it to meet the next; the count says
-    there are more (a later run names each once the one before is gone).
+    A user porting the file by hand removes them all in one pass; naming only the first
+    (with a count of the others) left them to meet each in a later run.
 
     Example:
         >>> blocker_text(["`a` at line 1 is FSDP1 only", "`b` at line 2 is FSDP1 only"])
-        '`a` at line 1 is FSDP1 only (and 1 more reason)'
+        '`a` at line 1 is FSDP1 only; `b` at line 2 is FSDP1 only'
         >>> blocker_text(["r0", "r1", "r2", "r0"])
-        'r0 (and 2 more reasons)'
+        'r0; r1; r2'
         >>> blocker_text([]) is None
         True
     """
-    unique = list(dict.fromkeys(blockers))
-    if not unique:
-        return None
-    more = len(unique) - 1
-    if not more:
-        return unique[0]
-    return f"{unique[0]} (and {more} more reason{'s' if more > 1 else ''})"
+    return "; ".join(dict.fromkeys(blockers)) or None
 
 
 @dataclass(frozen=True)
