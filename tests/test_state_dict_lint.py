@@ -172,3 +172,41 @@ def test_a_rank0_only_save_on_a_subgroup_is_left_for_a_human(wrap, withheld):
         lint(source, settings.replace(fix=False))
         == run(source, settings.replace(fix=False)).findings
     )
+
+
+_YIELDING = """\
+from contextlib import contextmanager
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+from torch.distributed.fsdp import StateDictType
+
+
+@contextmanager
+def full_state_dict_context(module):
+    with FSDP.state_dict_type(module, StateDictType.FULL_STATE_DICT):
+        {body}
+"""
+
+
+@pytest.mark.parametrize(
+    ("body", "yields"),
+    [
+        ("yield", True),
+        ("yield from other()", False),
+        ("state = module.state_dict()\n        yield", False),
+        ("module.eval(); yield", False),
+        ("yield  # the caller saves", True),
+        ("state = module.state_dict()\n        yield state", False),
+        ("state = module.state_dict()", False),
+    ],
+)
+def test_a_block_that_yields_says_its_caller_takes_the_state_dicts(body, yields):
+    """A context manager's block (Lightning's state-dict contexts): its caller moves."""
+    from codemods.astlint.lint import lint
+
+    source, torch = _YIELDING.format(body=body).encode(), Releases.parse(torch="2.4")
+    (finding,) = run(source, Settings(select=("FSDP115",), releases=torch)).findings
+    assert lint(source, Settings(select=("FSDP115",), releases=torch)) == [finding]
+    said = (finding.no_fix or "").startswith("the block yields: the state dicts are taken by")
+    assert said is yields
+    assert finding.fixable is (body == "state = module.state_dict()")
+    assert not (yields and finding.fixable)

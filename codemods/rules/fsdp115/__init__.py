@@ -61,7 +61,7 @@ class Fsdp115(Behaviour):
     def call(self, engine: Engine, original: cst.Call, updated: cst.Call) -> cst.Call:
         plan = plan_for(engine, original)
         unsafe = plan is not None and unproven(plan.function, plan.options)
-        why_not = None
+        why_not = YIELDS if plan is None and _cst_yields(engine, original) else None
         if unsafe:
             line = _cst_subgroup_line(engine)
             if line is not None:
@@ -80,7 +80,7 @@ class Fsdp115(Behaviour):
     def ast_call(self, detector: Detector, call: ast.Call) -> None:
         plan = ast_plan_for(detector, call)
         unsafe = plan is not None and unproven(*plan)
-        why_not = None
+        why_not = YIELDS if plan is None and _ast_yields(detector, call) else None
         if unsafe:
             line = _ast_subgroup_line(detector)
             if line is not None:
@@ -137,6 +137,55 @@ SUBGROUP = (
     "each group's rank 0 the full dict, `cpu_offload=True` gives it to the global rank 0 "
     "alone, and every other group's rank 0 an empty dict"
 )
+YIELDS = (
+    "the block yields: the state dicts are taken by the code that resumes it (the caller "
+    "of a context manager), which this block does not show; that code is what moves to "
+    "`get_model_state_dict` / `set_model_state_dict`"
+)
+
+
+def _cst_yields(engine: Engine, call: cst.Call) -> bool:
+    """Whether ``call`` opens a ``with`` block whose only statement is a bare ``yield``.
+
+    What the block sets the state-dict type for then runs in its caller (a block that
+    takes a state dict itself, or yields one, is not this shape).
+    """
+    item = engine.parent(call)
+    block = engine.parent(item) if isinstance(item, cst.WithItem) else None
+    if not isinstance(block, cst.With):
+        return False
+    body = block.body
+    lines = body.body if isinstance(body, cst.IndentedBlock) else [body]
+    smalls = [
+        small
+        for line in lines
+        for small in (
+            line.body if isinstance(line, (cst.BaseSuite, cst.SimpleStatementLine)) else [line]
+        )
+    ]
+    return len(smalls) == 1 and _bare_yield(smalls[0])
+
+
+def _bare_yield(small: object) -> bool:
+    return (
+        isinstance(small, cst.Expr) and isinstance(small.value, cst.Yield) and not small.value.value
+    )
+
+
+def _ast_yields(detector: Detector, call: ast.Call) -> bool:
+    """:func:`_cst_yields` on ``ast``."""
+    item = detector.parent(call)
+    block = detector.parent(item) if type(item) is ast.withitem else None
+    if type(block) is not ast.With or len(block.body) != 1:  # type: ignore[attr-defined]
+        return False
+    (statement,) = block.body  # type: ignore[attr-defined]
+    return (
+        type(statement) is ast.Expr
+        and type(statement.value) is ast.Yield
+        and statement.value.value is None
+    )
+
+
 #: FSDP1's wrapper keywords that shard on a group other than every rank.
 _GROUP_KEYWORDS = frozenset({"process_group", "device_mesh"})
 _HYBRID = frozenset({"HYBRID_SHARD", "_HYBRID_SHARD_ZERO2"})
