@@ -89,27 +89,41 @@ def _call_of(source: str) -> ast.Call:
     return ast.parse(source, mode="eval").body  # type: ignore[return-value]
 
 
-def _codemod_fixes(source: bytes, code: str) -> bool:
-    """The codemod's verdict on the file's last line's call, with libcst and ast agreeing."""
+def _codemod_fixes(source: bytes, code: str, reasons: list[str]) -> bool:
+    """The codemod's verdict on the file's last line's call, with libcst and ast agreeing.
+
+    Where it leaves the call, its finding names ``reasons``.
+    """
     settings = Settings(select=(code,))
     findings = lint(source, settings)
     assert findings == run(source, settings).findings
-    (finding,) = [f for f in findings if f.line == source.count(b"\n")]
+    line = source.count(b"\n")
+    (finding,) = [f for f in findings if f.line == line]
+    if reasons:
+        assert f"(line {line}: {'; '.join(reasons)})" in (finding.no_fix or "")
     return finding.fixable
 
 
 @pytest.mark.parametrize(("call", "reasons"), FSDP301_CALLS)
 def test_fsdp301_blockers_are_the_codemods_decision(call, reasons):
     source = f"import torch\n{FAIRSCALE}wrapped = {call}\n".encode()
-    assert _codemod_fixes(source, "FSDP301") is (not reasons)
+    assert _codemod_fixes(source, "FSDP301", reasons) is (not reasons)
     arguments = [from_ast(arg) for arg in on_ast.arguments(_call_of(call))]
     assert fairscale_fsdp_blockers(arguments) == reasons
+
+
+def test_a_partial_of_the_class_is_named_as_the_reason():
+    source = (
+        f"import functools\n{FAIRSCALE}wrap = functools.partial(FSDP, flatten_parameters=True)\n"
+    )
+    reasons = ["a `functools.partial` of it, whose calls add arguments the fix does not see"]
+    assert not _codemod_fixes(source.encode(), "FSDP301", reasons)
 
 
 @pytest.mark.parametrize(("call", "reasons"), FSDP202_CALLS)
 def test_fsdp202_blockers_are_the_codemods_decision(call, reasons):
     source = f"{STRATEGY}strategy = {call}\n".encode()
-    assert _codemod_fixes(source, "FSDP202") is (not reasons)
+    assert _codemod_fixes(source, "FSDP202", reasons) is (not reasons)
     classes = "activation_checkpointing=[" in call  # what the codemod's resolver sees
     arguments = [from_ast(arg, classes) for arg in on_ast.arguments(_call_of(call))]
     assert ddp_fully_sharded_blockers(arguments) == reasons

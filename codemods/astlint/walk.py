@@ -264,7 +264,8 @@ class Walk:
                 certain.add(code)
                 continue
             line = d.position(doubtful[0])[0] if doubtful is not None else None
-            self.why_not[code] = why_not(code, line, code in held, False)  # type: ignore[assignment]
+            reasons = self._blockers(*doubtful) if doubtful is not None else []
+            self.why_not[code] = why_not(code, line, code in held, False, reasons)  # type: ignore[assignment]
         clashes = _Clashes.clashes(certain, olds)
         clashes |= self._shadowed(certain - clashes, olds)
         certain -= clashes
@@ -346,6 +347,18 @@ class Walk:
                     if found is not None and found[1].code == code:
                         return self._translates(found[1], found[0], outer)  # type: ignore[arg-type]
         return fix.bare_references
+
+    def _blockers(self, node: ast.AST, rule: Rule, old: str, qualified: str) -> list[str]:
+        """``Planner.blockers``: why the fix leaves this use, where it can say."""
+        fix, parent = fix_for(rule), self.d.parent(node)
+        if fix.blockers is None or qualified != old:
+            return []
+        if type(parent) is ast.Call and parent.func is node:  # type: ignore[attr-defined]
+            return fix.blockers(AstSite(self.d, old, parent))  # type: ignore[arg-type]
+        call = self._partial_of(node)
+        if call is not None:
+            return fix.blockers(AstSite(self.d, old, call, True))
+        return []
 
     def _translates(self, rule: Rule, old: str, call: ast.Call, partial: bool = False) -> bool:
         fix = fix_for(rule)

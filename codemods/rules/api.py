@@ -179,6 +179,8 @@ class CallSiteFix(Frozen):
             keeps every call, :func:`unchanged`, needs none).
         calls_of: The old names whose calls ``translate`` changes (None: every one); a
             call of another old name only takes the rename, which its import's fix makes.
+        blockers: Why ``translate`` leaves a call (a :class:`Site` or an :class:`AstSite`):
+            the reasons the file's findings name, the same from both detectors.
     """
 
     __slots__ = _fields = (
@@ -191,6 +193,7 @@ class CallSiteFix(Frozen):
         "supersedes",
         "certain",
         "calls_of",
+        "blockers",
     )
 
     translate: Translator
@@ -202,6 +205,7 @@ class CallSiteFix(Frozen):
     supersedes: tuple[str, ...]
     certain: Callable[[AstSite], bool] | None
     calls_of: tuple[str, ...] | None
+    blockers: Callable[[Site | AstSite], list[str]] | None
 
     def __init__(
         self,
@@ -214,6 +218,7 @@ class CallSiteFix(Frozen):
         supersedes: tuple[str, ...] = (),
         certain: Callable[[AstSite], bool] | None = None,
         calls_of: tuple[str, ...] | None = None,
+        blockers: Callable[[Site | AstSite], list[str]] | None = None,
     ) -> None:
         self._set(
             translate=translate,
@@ -225,6 +230,7 @@ class CallSiteFix(Frozen):
             supersedes=supersedes,
             certain=certain,
             calls_of=calls_of,
+            blockers=blockers,
         )
 
 

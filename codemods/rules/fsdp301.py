@@ -12,6 +12,7 @@ from __future__ import annotations
 from codemods.registry.names import FAIRSCALE_OFFLOAD, FAIRSCALE_PRECISION_DETAILS, TORCH_FSDP
 from codemods.rules.api import CallSiteFix, Import, Site, Translation
 from codemods.rules.call_blockers import (
+    Argument,
     fairscale_fsdp_blockers,
     fairscale_fsdp_keyword_blockers,
     from_ast,
@@ -149,6 +150,25 @@ def fsdp_certain(site: AstSite) -> bool:
     return not fairscale_fsdp_blockers([from_ast(arg) for arg in site.arguments])
 
 
+#: Why a call rule's fix leaves ``partial(Old, ...)``: the calls of the partial add theirs.
+PARTIAL_BLOCKER = "a `functools.partial` of it, whose calls add arguments the fix does not see"
+
+
+def from_cst(arg: cst.Arg, classes: bool = False) -> Argument:
+    """The :class:`~codemods.rules.call_blockers.Argument` a libcst call argument is."""
+    name = arg.keyword.value if arg.keyword is not None else None
+    return Argument(name, arg.star if isinstance(arg.star, str) else "", dotted(arg.value), classes)
+
+
+def fsdp_blockers(site: Site | AstSite) -> list[str]:
+    """Why :func:`fsdp_arguments` leaves a call, from either detector's site."""
+    if site.partial:
+        return [PARTIAL_BLOCKER]
+    if isinstance(site, Site):
+        return fairscale_fsdp_blockers([from_cst(arg) for arg in site.original.args])
+    return fairscale_fsdp_blockers([from_ast(arg) for arg in site.arguments])
+
+
 class Fsdp301(Reported):
     """Rename to torch's FSDP where every call's arguments translate."""
 
@@ -157,6 +177,7 @@ class Fsdp301(Reported):
         passed_as=(("FSDP302", "wrapper_cls"),),
         requires=("FSDP302",),
         certain=fsdp_certain,
+        blockers=fsdp_blockers,
     )
 
 

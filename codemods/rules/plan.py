@@ -23,6 +23,7 @@ from codemods.syntax.lazy_libcst import cst
 
 TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
     from codemods.rules.protocols import PlanningEngine
@@ -98,15 +99,24 @@ def why_not_settled(code: str, present: set[str]) -> str:
     return f"it moves only together with {', '.join(companions)}, which {verb} in this file"
 
 
-def why_not(code: str, uncertain_line: int | None, held: bool, clash: bool) -> str | None:
+def why_not(
+    code: str,
+    uncertain_line: int | None,
+    held: bool,
+    clash: bool,
+    reasons: Sequence[str] = (),
+) -> str | None:
     """Why rule ``code``'s rename is not certain in a file: the first reason that holds.
 
     Both planners (libcst's and the ``ast`` detector's) word it here, so lint and migrate
-    say the same.
+    say the same. ``reasons``: why the fix leaves the call on ``uncertain_line``, where
+    the fix says (``CallSiteFix.blockers``).
 
     Example:
         >>> why_not("FSDP301", 12, False, False)
         'not every use in this file is one its fix rewrites with certainty (line 12: a call whose arguments do not all translate, or a use it does not rewrite); it renames every use together'
+        >>> why_not("FSDP301", 5, False, False, ["`verbose` has no torch FSDP meaning"])
+        'not every use in this file is one its fix rewrites with certainty (line 5: `verbose` has no torch FSDP meaning); it renames every use together'
     """  # noqa: E501
     if held:
         return (
@@ -114,10 +124,12 @@ def why_not(code: str, uncertain_line: int | None, held: bool, clash: bool) -> s
             "assignment), or a noqa comment keeps one use"
         )
     if uncertain_line is not None:
+        why = "; ".join(reasons) or (
+            "a call whose arguments do not all translate, or a use it does not rewrite"
+        )
         return (
             f"not every use in this file is one its fix rewrites with certainty (line "
-            f"{uncertain_line}: a call whose arguments do not all translate, or a use it "
-            "does not rewrite); it renames every use together"
+            f"{uncertain_line}: {why}); it renames every use together"
         )
     if clash:
         return "its new name would also name something else in this file"
@@ -245,7 +257,8 @@ class Planner:
                 certain.add(code)
                 continue
             line = self.position(doubtful.node).start.line if doubtful is not None else None
-            plan.why_not[code] = why_not(code, line, code in collector.held, False)  # type: ignore[assignment]
+            reasons = self.blockers(doubtful) if doubtful is not None else []
+            plan.why_not[code] = why_not(code, line, code in collector.held, False, reasons)  # type: ignore[assignment]
         clashes = self._clashes(certain, collector.olds)
         clashes |= self._shadowed(certain - clashes, collector.olds)
         certain -= clashes
@@ -351,6 +364,19 @@ class Planner:
                     if found is not None and found[1].code == code:
                         return self.translate(found[1], found[0], outer, outer) is not None
         return fix.bare_references
+
+    def blockers(self, reference: Reference) -> list[str]:
+        """Why the fix leaves ``reference``, where it is a call the fix can say that of."""
+        fix, node = fix_for(reference.rule), reference.node
+        parent = self.parent(node)
+        if fix.blockers is None or reference.qualified != reference.old:
+            return []
+        if isinstance(parent, cst.Call) and parent.func is node:
+            return fix.blockers(Site(self.resolver, reference.old, parent, parent))
+        call = self.partial_of(node)
+        if call is not None:
+            return fix.blockers(Site(self.resolver, reference.old, call, call, True))
+        return []
 
     def translate(
         self, rule: Rule, old: str, original: cst.Call, updated: cst.Call, partial: bool = False
