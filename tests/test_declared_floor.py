@@ -697,7 +697,7 @@ def test_setup_py_is_never_executed(tmp_path):
     ["pyproject.toml", "setup.cfg", "setup.py", "requirements.txt", "requirements-dev.txt"],
 )
 def test_root_from_a_nested_file(tmp_path, marker):
-    content = "numpy\n" if marker.startswith("requirements") else ""
+    content = "numpy\ntorch\n" if marker.startswith("requirements") else ""
     write(tmp_path, {marker: content, "src/pkg/sub/model.py": "x = 1\n"})
     assert find_project_root(tmp_path / "src" / "pkg" / "sub" / "model.py") == tmp_path.resolve()
     assert find_project_root(tmp_path / "src" / "pkg") == tmp_path.resolve()
@@ -724,6 +724,35 @@ def test_empty_requirements_make_no_root(tmp_path):
         },
     )
     assert find_project_root(tmp_path / "proj" / "pkg" / "x.py") == tmp_path.resolve()
+
+
+@pytest.mark.parametrize(
+    ("tests_requirements", "root_is_tests"),
+    [
+        ("pytest>=7\ncoverage\n", False),  # the test tools only: the project's floor holds
+        ("torchvision\npytest_lightning_helpers\n", False),
+        ("-r ../requirements.txt\npytest\n", True),  # an include may declare: read it
+        ("torch>=2.4\n", True),
+        ("Lightning==2.2.0  # pinned for the tests\n", True),
+        (
+            "https://download.pytorch.org/whl/cu121/torch-2.2.0%2Bcu121-cp311-linux_x86_64.whl\n",
+            True,
+        ),
+    ],
+)
+def test_test_requirements_that_name_no_framework_keep_the_projects_floor(
+    tmp_path, tests_requirements, root_is_tests
+):
+    write(
+        tmp_path,
+        {
+            "requirements.txt": "lightning>=2.1\ntorch>=2.1\n",
+            "tests/requirements.txt": tests_requirements,
+            "tests/test_s.py": "",
+        },
+    )
+    root = find_project_root(tmp_path / "tests" / "test_s.py")
+    assert root == (tmp_path / "tests" if root_is_tests else tmp_path).resolve()
 
 
 def test_a_requirements_folder_that_declares_makes_a_root(tmp_path):

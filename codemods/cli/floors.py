@@ -52,6 +52,7 @@ Example:
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from codemods.cli.requirement_names import requirements_files
@@ -135,17 +136,35 @@ class DeclaredFloors(Record):
         self.unversioned = {} if unversioned is None else unversioned
 
 
-def _declares(path: Path) -> bool:
-    """Whether a requirements file holds a requirement (a line neither blank nor a comment).
+#: The distributions whose requirements make a folder of requirements files a project
+#: root (the names of :data:`codemods.cli.specifiers.FRAMEWORKS`, which imports
+#: ``packaging``: a hook's start does not).
+FRAMEWORK_NAMES = frozenset({"torch", "lightning", "pytorch-lightning", "lightning-fabric"})
+#: A requirement line's distribution name, or an include of another file.
+_NAME = re.compile(r"\s*(?:(-r|--requirement)\b|([A-Za-z0-9][A-Za-z0-9._-]*))")
 
-    An empty ``requirements.txt`` beside a package's modules declares nothing and must
-    not hide the project's own declarations above it.
+
+def _declares(path: Path) -> bool:
+    """Whether a requirements file declares torch or Lightning, or includes another file.
+
+    An empty ``requirements.txt`` beside a package's modules, or a ``tests/requirements.txt``
+    of pytest and coverage, declares nothing about them and must not hide the project's
+    own declarations above it.
     """
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return False
-    return any(line.strip() and not line.lstrip().startswith("#") for line in text.splitlines())
+    for line in text.splitlines():
+        found = _NAME.match(line)
+        if found is None:
+            continue
+        if found.group(1):
+            return True
+        name = re.sub(r"[-_.]+", "-", found.group(2)).lower()
+        if name in FRAMEWORK_NAMES or re.search(r"[/=]torch-\d", line):  # a wheel's URL
+            return True
+    return False
 
 
 def is_project_root(directory: Path) -> bool:
@@ -153,7 +172,8 @@ def is_project_root(directory: Path) -> bool:
 
     The markers are ``pyproject.toml``, ``setup.cfg`` and ``setup.py``; requirements are
     a ``requirements*.txt`` file, or a ``requirements/`` folder of ``*.txt`` files (a
-    project may keep only that), each counting only where it holds a requirement.
+    project may keep only that), each counting only where it declares torch or Lightning
+    (or includes another file).
     """
     try:
         # Most directories of a tree hold none of these names: one listing rules them
@@ -179,9 +199,10 @@ def find_project_root(path: str | os.PathLike[str]) -> Path | None:
 
     The rule: from ``path`` (a directory, or the directory of a file), walk up to the
     first directory that holds any of ``pyproject.toml``, ``setup.cfg``, ``setup.py``, or a
-    ``requirements*.txt`` file or ``requirements/*.txt`` file that declares something; the
-    closest one wins, whichever marker it holds (ruff likewise uses the closest
-    ``pyproject.toml``). An empty requirements file makes no root.
+    ``requirements*.txt`` file or ``requirements/*.txt`` file that declares torch or
+    Lightning (or includes another file); the closest one wins, whichever marker it holds
+    (ruff likewise uses the closest ``pyproject.toml``). A requirements file that names
+    neither (an empty one, a ``tests/requirements.txt`` of test tools) makes no root.
 
     Args:
         path: A file or directory; it need not exist.
