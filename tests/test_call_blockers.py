@@ -265,3 +265,45 @@ def test_without_columns_the_one_call_on_the_frames_line_is_read(tmp_path):
     assert position == (call_line, call_line + 2, len("strategy = "), 1)
     frame.f_lineno = len(lines)
     assert call_source._only_call_on_line(frame, "FSDP202") is None
+
+
+_TWO_WRAPPERS = """\
+from fairscale.nn.checkpoint import checkpoint_wrapper
+
+
+def build_a(layer, offload_to_cpu):
+    return checkpoint_wrapper(layer, {first})
+
+
+def build_b(layer):
+    return checkpoint_wrapper(layer, offload_to_cpu=True)
+"""
+
+
+_NOT_FALSE = "`offload_to_cpu` is not a literal False (True is torch's `offload_wrapper`)"
+
+
+@pytest.mark.parametrize(
+    ("first", "line", "reason"),
+    [
+        ("offload_to_cpu=offload_to_cpu", 5, _NOT_FALSE),
+        ("offload_to_cpu=False", 9, _NOT_FALSE),
+        ("debug=True", 5, "`debug` has no torch `checkpoint_wrapper` meaning"),
+    ],
+)
+@pytest.mark.parametrize("fix", [False, True])
+def test_every_run_names_the_files_first_call_the_fix_leaves_and_why(first, line, reason, fix):
+    """The libcst engine's walk is not in source order: it names the same call as lint."""
+    from codemods.releases import Releases
+
+    source = _TWO_WRAPPERS.format(first=first).encode()
+    torch = Releases.parse(torch="2.2..")
+    settings = Settings(select=("FSDP306",), fix=fix, unsafe_fixes=True, releases=torch)
+    findings = run(source, settings).findings
+    assert lint(source, Settings(select=("FSDP306",), releases=torch)) == [
+        f.replace(fixed=False) for f in findings
+    ]
+    assert {f.no_fix for f in findings} == {
+        "not every use in this file is one its fix rewrites with certainty "
+        f"(line {line}: {reason}); it renames every use together"
+    }

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from codemods.registry.names import CHECKPOINT_WRAPPER
 from codemods.rules.api import CallSiteFix, Site, Translation
+from codemods.rules.call_blockers import from_ast
+from codemods.rules.fsdp301 import PARTIAL_BLOCKER, from_cst
 from codemods.rules.kinds.reference import Reported
 from codemods.syntax import ast_nodes as on_ast
 from codemods.syntax.cst_nodes import (
@@ -57,6 +59,29 @@ def checkpoint_wrapper_certain(site: AstSite) -> bool:
     )
 
 
+def checkpoint_wrapper_blockers(site: Site | AstSite) -> list[str]:
+    """Why :func:`checkpoint_wrapper_arguments` leaves a call, from either detector's site."""
+    if site.partial:
+        return [PARTIAL_BLOCKER]
+    if isinstance(site, Site):
+        arguments = [from_cst(arg) for arg in site.original.args]
+    else:
+        arguments = [from_ast(arg) for arg in site.arguments]
+    first = arguments[0] if arguments else None
+    if first is None or first.keyword is not None or first.star:
+        return ["the module is not its first positional argument"]
+    reasons = []
+    for arg in arguments[1:]:
+        if arg.keyword != "offload_to_cpu":
+            name = f"`{arg.keyword}`" if arg.keyword else "an argument by position or `*`"
+            reasons.append(f"{name} has no torch `checkpoint_wrapper` meaning")
+        elif arg.flag is not False:
+            reasons.append(
+                "`offload_to_cpu` is not a literal False (True is torch's `offload_wrapper`)"
+            )
+    return reasons
+
+
 class Fsdp306(Reported):
     """Rename, each call asking for non-reentrant checkpointing."""
 
@@ -64,6 +89,7 @@ class Fsdp306(Reported):
         checkpoint_wrapper_arguments,
         requires=("FSDP301", "FSDP201", "FSDP202"),
         certain=checkpoint_wrapper_certain,
+        blockers=checkpoint_wrapper_blockers,
     )
 
 

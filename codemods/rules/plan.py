@@ -243,7 +243,9 @@ class Planner:
         plan = Plan(present=set(collector.olds))
         exported = self._exported(module) if plan.present else {}
         by_rule: dict[str, list[Reference]] = {}
-        for reference in (Reference(*found) for found in collector.references):
+        # The walk takes each node's last child first: reversed, its uses (none inside
+        # another) are in source order, and the first doubtful one is the ast planner's.
+        for reference in (Reference(*found) for found in reversed(collector.references)):
             by_rule.setdefault(reference.rule.code, []).append(reference)
         certain: set[str] = set()
         for code in plan.present:
