@@ -1298,9 +1298,13 @@ def test_a_subclass_call_keeps_the_files_other_calls_fsdp1():
     )
 
 
-def test_a_subclass_without_a_call_gives_no_finding():
-    new, findings = _migrate(SUBCLASS.replace("model = ShardedModel(", "model = f("))
-    assert new is None and findings == []
+def test_a_subclass_the_file_does_not_call_is_reported_at_its_base():
+    """Other files import and call it (toad's FSDPModule): said where it is defined."""
+    new, (finding,) = _migrate(SUBCLASS.replace("model = ShardedModel(", "model = f("))
+    assert new is None
+    assert (finding.code, finding.line, finding.col, finding.fixable) == ("FSDP401", 5, 20, False)
+    assert "`ShardedModel` (line 5) subclasses FSDP1's" in finding.message
+    assert "so its calls (in other files) stay FSDP1" in finding.message
 
 
 @pytest.mark.parametrize("target", ["2.1..2.13", "2.3..2.6"])

@@ -63,7 +63,7 @@ from codemods.rules.fsdp401.policy import RUNTIME_UNITS, RuntimePolicy, unit_cla
 from codemods.rules.fsdp401.reach import method_model_reads, reached_models
 from codemods.rules.fsdp401.sharding import strategy_mesh
 from codemods.rules.fsdp401.spread import named_arguments
-from codemods.rules.fsdp401.subclasses import subclass_calls
+from codemods.rules.fsdp401.subclasses import subclass_blockers, subclass_calls
 from codemods.rules.fsdp401.uses import Use, rewrite
 from codemods.rules.fsdp401.values import shown
 from codemods.syntax.cst_nodes import dotted, keyword
@@ -189,12 +189,8 @@ def survey(engine: Engine, rule_code: str) -> Survey:
     calls.sort(key=lambda call: source_order(engine, call))
     conversions: dict[int, Conversion | Bridged | str] = {}
     uses: dict[int, list[Use]] = {}
-    # The file's own FSDP1 subclasses stay FSDP1 (their finding says why), and so the file.
-    blockers = [
-        f"`{shown(engine, call.func)}` at line {line_of(engine, call)} subclasses FSDP1 "
-        "and stays FSDP1"
-        for call, _ in subclassed
-    ]
+    # Calls of the file's own FSDP1 subclasses stay FSDP1 (their finding says why): the file too.
+    blockers = subclass_blockers(engine, subclassed)
     wrapped = set()
     # (scope, name) -> (line, wrapper call) where a wrapper call's result is bound
     bound: dict[tuple[int, str], list[tuple[int, int]]] = {}

@@ -88,8 +88,9 @@ class Survey:
         companion: In a file with no wrapper call that converts with its project's
             (:mod:`codemods.rules.fsdp401.companion`), the node its finding is reported
             at: the first rewritten.
-        subclass_calls: Calls of the file's own subclasses of FSDP1's class, each with
-            why it stays FSDP1 (:mod:`codemods.rules.fsdp401.subclasses`).
+        subclass_calls: Calls of the file's own subclasses of FSDP1's class (or the FSDP1
+            base of one it never calls), each with why it stays FSDP1
+            (:mod:`codemods.rules.fsdp401.subclasses`).
         dual: Where the range starts before FSDP2, the name of the flag choosing FSDP2
             or FSDP1 at run time (:mod:`codemods.rules.fsdp401.dual`); None: plain code.
     """
@@ -101,7 +102,7 @@ class Survey:
     module_lists: frozenset[int] = frozenset()
     api_calls: frozenset[int] = frozenset()
     companion: cst.CSTNode | None = None
-    subclass_calls: tuple[tuple[cst.Call, str], ...] = ()
+    subclass_calls: tuple[tuple[cst.CSTNode, str], ...] = ()
     dual: str | None = None
 
     def converts(self) -> bool:
