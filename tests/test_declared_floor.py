@@ -732,6 +732,7 @@ def test_empty_requirements_make_no_root(tmp_path):
         ("pytest>=7\ncoverage\n", False),  # the test tools only: the project's floor holds
         ("torchvision\npytest_lightning_helpers\n", False),
         ("-r ../requirements.txt\npytest\n", True),  # an include may declare: read it
+        ("-r../requirements.txt\n", True),
         ("torch>=2.4\n", True),
         ("Lightning==2.2.0  # pinned for the tests\n", True),
         (

@@ -141,7 +141,7 @@ class DeclaredFloors(Record):
 #: ``packaging``: a hook's start does not).
 FRAMEWORK_NAMES = frozenset({"torch", "lightning", "pytorch-lightning", "lightning-fabric"})
 #: A requirement line's distribution name, or an include of another file.
-_NAME = re.compile(r"\s*(?:(-r|--requirement)\b|([A-Za-z0-9][A-Za-z0-9._-]*))")
+_NAME = re.compile(r"\s*(?:(-r|--requirement\b)|([A-Za-z0-9][A-Za-z0-9._-]*))")
 
 
 def _declares(path: Path) -> bool:
