@@ -202,11 +202,23 @@ def full_state_dict_context(module):
 def test_a_block_that_yields_says_its_caller_takes_the_state_dicts(body, yields):
     """A context manager's block (Lightning's state-dict contexts): its caller moves."""
     from codemods.astlint.lint import lint
+    from codemods.rules.fsdp115 import YIELDS
 
     source, torch = _YIELDING.format(body=body).encode(), Releases.parse(torch="2.4")
     (finding,) = run(source, Settings(select=("FSDP115",), releases=torch)).findings
     assert lint(source, Settings(select=("FSDP115",), releases=torch)) == [finding]
-    said = (finding.no_fix or "").startswith("the block yields: the state dicts are taken by")
+    said = finding.message.endswith(f"({YIELDS})")
     assert said is yields
+    assert finding.no_fix is None or not yields  # the text says why: nothing more to add
     assert finding.fixable is (body == "state = module.state_dict()")
     assert not (yields and finding.fixable)
+
+
+def test_below_the_fixs_release_the_yield_is_still_said():
+    from codemods.rules.fsdp115 import YIELDS
+
+    source = _YIELDING.format(body="yield").encode()
+    settings = Settings(select=("FSDP115",), releases=Releases.parse(torch="1.13.."))
+    (finding,) = run(source, settings).findings
+    assert finding.message.endswith(f"({YIELDS})")
+    assert finding.no_fix == "no fix runs on torch 1.13..latest: it needs torch 2.2"

@@ -61,7 +61,9 @@ class Fsdp115(Behaviour):
     def call(self, engine: Engine, original: cst.Call, updated: cst.Call) -> cst.Call:
         plan = plan_for(engine, original)
         unsafe = plan is not None and unproven(plan.function, plan.options)
-        why_not = YIELDS if plan is None and _cst_yields(engine, original) else None
+        # Said in the finding's text: the advice does not fit such a block on any release.
+        detail = YIELDS if plan is None and _cst_yields(engine, original) else None
+        why_not = None
         if unsafe:
             line = _cst_subgroup_line(engine)
             if line is not None:
@@ -72,6 +74,7 @@ class Fsdp115(Behaviour):
             fixable_here=plan is not None,
             unsafe_here=unsafe and plan is not None,
             why_not=why_not,
+            detail=detail,
         )
         if applies and plan is not None:
             adopt(engine, plan, original)
@@ -80,7 +83,8 @@ class Fsdp115(Behaviour):
     def ast_call(self, detector: Detector, call: ast.Call) -> None:
         plan = ast_plan_for(detector, call)
         unsafe = plan is not None and unproven(*plan)
-        why_not = YIELDS if plan is None and _ast_yields(detector, call) else None
+        detail = YIELDS if plan is None and _ast_yields(detector, call) else None
+        why_not = None
         if unsafe:
             line = _ast_subgroup_line(detector)
             if line is not None:
@@ -91,6 +95,7 @@ class Fsdp115(Behaviour):
             fixable_here=plan is not None,
             unsafe_here=unsafe and plan is not None,
             why_not=why_not,
+            detail=detail,
         )
 
     def ast_block(self, detector: Detector, statements: list[ast.stmt]) -> None:
