@@ -364,9 +364,12 @@ class Walk:
         fix = fix_for(rule)
         if fix.translate is unchanged:
             return True
-        if fix.certain is None:
-            raise Undecided(f"{rule.code}'s translator has no ast half", rule.code)
-        return fix.certain(AstSite(self.d, old, call, partial))
+        site = AstSite(self.d, old, call, partial)
+        if fix.certain is not None:
+            return fix.certain(site)
+        if fix.blockers is not None:  # a translator whose reasons say when it leaves a call
+            return not fix.blockers(site)
+        raise Undecided(f"{rule.code}'s translator has no ast half", rule.code)
 
     def _partial_of(self, node: ast.AST) -> ast.Call | None:
         call = self.d.parent(node)

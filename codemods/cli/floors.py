@@ -55,7 +55,7 @@ import os
 import re
 from pathlib import Path
 
-from codemods.cli.requirement_names import requirements_files
+from codemods.cli.requirement_names import FRAMEWORKS, requirements_files
 from codemods.records import Record
 from codemods.release_numbers import release
 
@@ -73,12 +73,12 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    """``FRAMEWORKS``, ``poetry_floor``, ``specifier_floor``: loaded when asked.
+    """``poetry_floor``, ``specifier_floor``: loaded when asked.
 
     ``packaging``'s requirement and specifier parsers cost a run with no project file
     to read more than its own work does.
     """
-    if name in ("FRAMEWORKS", "poetry_floor", "specifier_floor"):
+    if name in ("poetry_floor", "specifier_floor"):
         from codemods.cli import specifiers
 
         return getattr(specifiers, name)
@@ -136,10 +136,6 @@ class DeclaredFloors(Record):
         self.unversioned = {} if unversioned is None else unversioned
 
 
-#: The distributions whose requirements make a folder of requirements files a project
-#: root (the names of :data:`codemods.cli.specifiers.FRAMEWORKS`, which imports
-#: ``packaging``: a hook's start does not).
-FRAMEWORK_NAMES = frozenset({"torch", "lightning", "pytorch-lightning", "lightning-fabric"})
 #: A requirement line's distribution name, or an include of another file.
 _NAME = re.compile(r"\s*(?:(-r|--requirement\b)|([A-Za-z0-9][A-Za-z0-9._-]*))")
 
@@ -162,7 +158,7 @@ def _declares(path: Path) -> bool:
         if found.group(1):
             return True
         name = re.sub(r"[-_.]+", "-", found.group(2)).lower()
-        if name in FRAMEWORK_NAMES or re.search(r"[/=]torch-\d", line):  # a wheel's URL
+        if name in FRAMEWORKS or re.search(r"[/=]torch-\d", line):  # a wheel's URL
             return True
     return False
 

@@ -1,4 +1,4 @@
-"""Where a project keeps its requirements files: the names both readers look for.
+"""Where a project keeps its requirements files, and the distributions read in them.
 
 :mod:`codemods.cli.floors` asks whether a directory is a project root, and
 :mod:`codemods.cli.requirement_files` reads what it declares; both find the files here.
@@ -8,6 +8,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+
+#: Normalised distribution name -> the framework whose floor it sets.
+FRAMEWORKS: dict[str, str] = {
+    "torch": "torch",
+    "lightning": "lightning",
+    "pytorch-lightning": "lightning",
+    "lightning-fabric": "lightning",
+}
 
 
 def requirements_files(directory: Path) -> list[Path]:

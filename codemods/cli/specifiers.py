@@ -21,6 +21,7 @@ from typing import Optional
 from packaging.specifiers import Specifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from codemods.cli.requirement_names import FRAMEWORKS
 from codemods.releases import TITLES  # Framework -> how a summary names it
 
 __all__ = [
@@ -34,14 +35,6 @@ __all__ = [
     "release",
     "specifier_floor",
 ]
-
-#: Normalised distribution name -> the framework whose floor it sets.
-FRAMEWORKS: dict[str, str] = {
-    "torch": "torch",
-    "lightning": "lightning",
-    "pytorch-lightning": "lightning",
-    "lightning-fabric": "lightning",
-}
 
 
 #: A floor and a note on how it was taken (empty: exactly as written).

@@ -174,7 +174,8 @@ class CallSiteFix(Frozen):
         supersedes: Rules not reported where this fix applies (it rewrites the same
             arguments to the new callee's spelling).
         certain: The ``ast`` half of ``translate`` (:mod:`codemods.astlint.detector`): whether
-            it translates a call (an ``AstSite``) rather than returning None. None: the
+            it translates a call (an ``AstSite``) rather than returning None. None: where
+            ``blockers`` is given, a call is certain where it gives no reason; else the
             lint of a file with such a call goes to the libcst engine (a translator that
             keeps every call, :func:`unchanged`, needs none).
         calls_of: The old names whose calls ``translate`` changes (None: every one); a

@@ -4,7 +4,7 @@ The fixes translate FairScale's ``FullyShardedDataParallel(...)`` (FSDP301) and
 Lightning's FairScale ``DDPFullyShardedStrategy(...)`` (FSDP202) call by call, where
 every argument has a certain translation. The ``ast`` halves of those fixes
 (:func:`codemods.rules.fsdp301.fsdp_keywords_certain`,
-:func:`codemods.rules.fsdp202.ddp_fully_sharded_certain`) decide with the functions
+:func:`codemods.rules.fsdp202.ddp_fully_sharded_reasons`) decide with the functions
 here, and ``compat``'s run-time warnings for the same calls use them to say what
 ``migrate`` will do with *this* call. Each returns the reasons, empty where the fix
 translates the call. Nothing here imports libcst or torch.

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from codemods.registry.names import FAIRSCALE_ONLY_STRATEGY_ARGUMENTS, TORCH_WRAP
 from codemods.rules.api import CallSiteFix, Import, Site, Translation
-from codemods.rules.call_blockers import ddp_fully_sharded_blockers, from_ast
-from codemods.rules.fsdp301 import PARTIAL_BLOCKER, from_cst
+from codemods.rules.call_blockers import ddp_fully_sharded_blockers
+from codemods.rules.fsdp301 import PARTIAL_BLOCKER, site_arguments
 from codemods.rules.kinds.reference import Reported
 from codemods.rules.lightning_strategy import DROP, fabric, translate
-from codemods.syntax import ast_nodes as on_ast
 from codemods.syntax.cst_nodes import dotted, keyword_arg, string_like
 from codemods.syntax.lazy_libcst import cst
 
@@ -51,30 +50,12 @@ def ddp_fully_sharded_arguments(site: Site) -> Translation | None:
     return translate(site, specific)
 
 
-def ddp_fully_sharded_certain(site: AstSite) -> bool:
-    """The ``ast`` half of :func:`ddp_fully_sharded_arguments`."""
-    return not site.partial and not ddp_fully_sharded_reasons(site)
-
-
 def ddp_fully_sharded_reasons(site: Site | AstSite) -> list[str]:
     """Why :func:`ddp_fully_sharded_arguments` leaves a call, from either detector's site."""
     if site.partial:
         return [PARTIAL_BLOCKER]
-    if isinstance(site, Site):
-        arguments = [
-            from_cst(arg, classes=site.resolver.class_set(arg.value) is not None)
-            if arg.keyword is not None and arg.keyword.value == "activation_checkpointing"
-            else from_cst(arg)
-            for arg in site.original.args
-        ]
-    else:
-        arguments = [
-            from_ast(arg, classes=site.resolver.class_set(arg.value) is not None)
-            if on_ast.keyword(arg) == "activation_checkpointing"
-            else from_ast(arg)
-            for arg in site.arguments
-        ]
-    return ddp_fully_sharded_blockers(arguments, fabric=fabric(site))  # type: ignore[arg-type]
+    arguments = site_arguments(site, classes="activation_checkpointing")
+    return ddp_fully_sharded_blockers(arguments, fabric=fabric(site))
 
 
 class Fsdp202(Reported):
@@ -82,7 +63,6 @@ class Fsdp202(Reported):
 
     rename = CallSiteFix(
         ddp_fully_sharded_arguments,
-        certain=ddp_fully_sharded_certain,
         blockers=ddp_fully_sharded_reasons,
     )
 

@@ -18,6 +18,7 @@ from codemods.rules.call_blockers import (
     from_ast,
 )
 from codemods.rules.kinds.reference import Reported
+from codemods.syntax import ast_nodes as on_ast
 from codemods.syntax.cst_nodes import (
     dotted,
     is_plain_positional,
@@ -30,6 +31,8 @@ from codemods.syntax.lazy_libcst import cst
 
 TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
 if TYPE_CHECKING:
+    from typing import Any
+
     from codemods.rules.api import AstSite
 
 _FSDP = TORCH_FSDP
@@ -143,13 +146,6 @@ def fsdp_keywords_certain(site: AstSite, arguments: list) -> bool:
     return not fairscale_fsdp_keyword_blockers([from_ast(arg) for arg in arguments])
 
 
-def fsdp_certain(site: AstSite) -> bool:
-    """The ``ast`` half of :func:`fsdp_arguments`."""
-    if site.partial:
-        return False
-    return not fairscale_fsdp_blockers([from_ast(arg) for arg in site.arguments])
-
-
 #: Why a call rule's fix leaves ``partial(Old, ...)``: the calls of the partial add theirs.
 PARTIAL_BLOCKER = "a `functools.partial` of it, whose calls add arguments the fix does not see"
 
@@ -160,13 +156,28 @@ def from_cst(arg: cst.Arg, classes: bool = False) -> Argument:
     return Argument(name, arg.star if isinstance(arg.star, str) else "", dotted(arg.value), classes)
 
 
+def site_arguments(site: Site | AstSite, classes: str | None = None) -> list[Argument]:
+    """The arguments of either detector's call, as the blockers read them.
+
+    ``classes``: the keyword whose value is asked whether it names module classes.
+    """
+
+    def names_classes(keyword: str | None, arg: Any) -> bool:
+        if classes is None or keyword != classes:
+            return False
+        return site.resolver.class_set(arg.value) is not None
+
+    if isinstance(site, Site):
+        return [
+            from_cst(arg, names_classes(arg.keyword.value if arg.keyword else None, arg))
+            for arg in site.original.args
+        ]
+    return [from_ast(arg, names_classes(on_ast.keyword(arg), arg)) for arg in site.arguments]
+
+
 def fsdp_blockers(site: Site | AstSite) -> list[str]:
     """Why :func:`fsdp_arguments` leaves a call, from either detector's site."""
-    if site.partial:
-        return [PARTIAL_BLOCKER]
-    if isinstance(site, Site):
-        return fairscale_fsdp_blockers([from_cst(arg) for arg in site.original.args])
-    return fairscale_fsdp_blockers([from_ast(arg) for arg in site.arguments])
+    return [PARTIAL_BLOCKER] if site.partial else fairscale_fsdp_blockers(site_arguments(site))
 
 
 class Fsdp301(Reported):
@@ -176,7 +187,6 @@ class Fsdp301(Reported):
         fsdp_arguments,
         passed_as=(("FSDP302", "wrapper_cls"),),
         requires=("FSDP302",),
-        certain=fsdp_certain,
         blockers=fsdp_blockers,
     )
 

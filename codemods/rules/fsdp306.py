@@ -10,10 +10,8 @@ from __future__ import annotations
 
 from codemods.registry.names import CHECKPOINT_WRAPPER
 from codemods.rules.api import CallSiteFix, Site, Translation
-from codemods.rules.call_blockers import from_ast
-from codemods.rules.fsdp301 import PARTIAL_BLOCKER, from_cst
+from codemods.rules.fsdp301 import PARTIAL_BLOCKER, site_arguments
 from codemods.rules.kinds.reference import Reported
-from codemods.syntax import ast_nodes as on_ast
 from codemods.syntax.cst_nodes import (
     append_arg,
     is_plain_positional,
@@ -48,25 +46,11 @@ def checkpoint_wrapper_arguments(site: Site) -> Translation | None:
     return Translation(args, ((_CHECKPOINT, "CheckpointImpl"),))
 
 
-def checkpoint_wrapper_certain(site: AstSite) -> bool:
-    """The ``ast`` half of :func:`checkpoint_wrapper_arguments`."""
-    arguments = site.arguments
-    if site.partial or not arguments or not on_ast.plain_positional(arguments[0]):
-        return False
-    return all(
-        on_ast.keyword(a) == "offload_to_cpu" and on_ast.literal(site.resolver, a.value) is False
-        for a in arguments[1:]
-    )
-
-
 def checkpoint_wrapper_blockers(site: Site | AstSite) -> list[str]:
     """Why :func:`checkpoint_wrapper_arguments` leaves a call, from either detector's site."""
     if site.partial:
         return [PARTIAL_BLOCKER]
-    if isinstance(site, Site):
-        arguments = [from_cst(arg) for arg in site.original.args]
-    else:
-        arguments = [from_ast(arg) for arg in site.arguments]
+    arguments = site_arguments(site)
     first = arguments[0] if arguments else None
     if first is None or first.keyword is not None or first.star:
         return ["the module is not its first positional argument"]
@@ -88,7 +72,6 @@ class Fsdp306(Reported):
     rename = CallSiteFix(
         checkpoint_wrapper_arguments,
         requires=("FSDP301", "FSDP201", "FSDP202"),
-        certain=checkpoint_wrapper_certain,
         blockers=checkpoint_wrapper_blockers,
     )
 
