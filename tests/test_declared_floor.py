@@ -950,10 +950,12 @@ def test_a_matrix_include_repeating_its_releases_lists_each_once(tmp_path):
     ("workflow", "problems"),
     [
         ("jobs: [unclosed\n", 0),  # names no torch: not parsed, so no problem to report
-        ("jobs: [unclosed\n# PyTorch\n", 1),  # spells it (in any case): parsed, refused
+        ("jobs: [unclosed\n# PyTorch\n  - run: pip install torch\n", 0),  # no key of it
+        ("jobs: [unclosed\n  PyTorch_Version: 2.1\n", 1),  # a key (any case): parsed, refused
+        ("jobs: [unclosed\n  'torch'\n  : 2.1\n", 1),  # quoted, its colon on the next line
     ],
 )
-def test_only_a_workflow_spelling_torch_is_parsed(tmp_path, workflow, problems):
+def test_only_a_workflow_with_a_torch_key_is_parsed(tmp_path, workflow, problems):
     files = {"setup.py": "from setuptools import setup\nsetup()\n"}
     floors = declared_floors(write(tmp_path, {**files, ".github/workflows/ci.yml": workflow}))
     assert len(floors.problems) == problems, floors.problems

@@ -39,6 +39,9 @@ CONDA_NAMES = {**FRAMEWORKS, "pytorch": "torch"}
 #: A workflow matrix key that lists torch releases: ``torch``, ``torch-version``,
 #: ``pytorch_version``, ``torch-versions``.
 _MATRIX_KEY = re.compile(r"^(?:py)?torch(?:[-_](?:version|versions|ver))?$", re.IGNORECASE)
+#: Where a workflow's text may hold such a key (any case, quoted or not, the colon on
+#: the same line or the next): a workflow without one has no such matrix.
+_MATRIX_KEY_TEXT = re.compile(r"""torch(?:[-_](?:version|versions|ver))?['"]?\s*:""", re.IGNORECASE)
 _FACTOR = re.compile(r"^[\w!,.-]+:\s+")
 
 
@@ -157,14 +160,15 @@ def _read_pipfile(reader: Reader, path: Path) -> None:
 def _read_workflow(reader: Reader, path: Path) -> None:
     """A CI workflow's job matrices that list torch releases: their lowest and highest.
 
-    A workflow that never spells ``torch`` has no such matrix (:data:`_MATRIX_KEY`) and
-    is not parsed: most projects' workflows are of linting and publishing.
+    A workflow whose text holds no key of :data:`_MATRIX_KEY` has no such matrix and is
+    not parsed (:data:`_MATRIX_KEY_TEXT`): most projects' workflows are of linting and
+    publishing, and most that name torch only install it.
     """
     try:
         text: str | None = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         text = None  # _load_yaml says why it cannot be read
-    if text is not None and "torch" not in text.lower():
+    if text is not None and _MATRIX_KEY_TEXT.search(text) is None:
         return
     jobs = _matrices(text) if text is not None else None
     if jobs is None:  # not read so: the whole document (a YAML error is reported there)

@@ -25,7 +25,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from codemods.cli.requirement_names import requirements_files
+from codemods.cli.requirement_names import another_distribution, requirements_files
 from codemods.cli.setup_py import setup_py_requirements
 from codemods.cli.specifiers import (
     FRAMEWORKS,
@@ -115,6 +115,8 @@ class Reader:
 
     def add_pep508(self, text: str, where: str, parsed: Requirement | None = None) -> None:
         """Count one PEP 508 requirement string (``parsed``: it, read); ``where``: its source."""
+        if parsed is None and another_distribution(text):
+            return
         try:
             requirement = parsed or Requirement(text)
         except InvalidRequirement as exc:
@@ -326,6 +328,8 @@ class Reader:
                 self.problems.append(f"{where}: skipped unknown option {line!r}")
             return
         requirement = _TRAILING_OPTIONS.split(line, maxsplit=1)[0].strip()
+        if another_distribution(requirement):
+            return
         try:
             parsed: Requirement | None = Requirement(requirement)  # parsed once, not again
         except InvalidRequirement:

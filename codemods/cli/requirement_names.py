@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 #: Normalised distribution name -> the framework whose floor it sets.
@@ -16,6 +17,35 @@ FRAMEWORKS: dict[str, str] = {
     "pytorch-lightning": "lightning",
     "lightning-fabric": "lightning",
 }
+
+#: A requirement in the plainest form packaging takes: a name, extras, and release
+#: numbers after comparison operators (no markers, URLs, wildcards or pre-releases).
+_PLAIN = re.compile(
+    r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*"
+    r"(?:\[\s*[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
+    r"(?:\s*,\s*[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)*\s*\]\s*)?"
+    r"(?:(?:~=\s*\d+(?:\.\d+)+|(?:[<>]=?|[=!]=)\s*\d+(?:\.\d+)*)"
+    r"(?:\s*,\s*(?:~=\s*\d+(?:\.\d+)+|(?:[<>]=?|[=!]=)\s*\d+(?:\.\d+)*))*)?\s*"
+)
+
+
+def another_distribution(text: str) -> bool:
+    """Whether ``text`` is a plain, valid requirement of a distribution no framework is.
+
+    Most lines of a project's requirements name other packages (``numpy>=1.24``); such a
+    line sets no floor, and packaging's parser costs far more than this look. A line in
+    any other form is left to that parser (which may refuse it, and is then reported).
+
+    Example:
+        >>> another_distribution("numpy>=1.24,<2"), another_distribution("Torch>=2.0")
+        (True, False)
+        >>> another_distribution("numpy>=>1"), another_distribution("numpy; python_version<'3.9'")
+        (False, False)
+    """
+    match = _PLAIN.fullmatch(text)
+    if match is None:
+        return False
+    return re.sub(r"[-_.]+", "-", match.group(1)).lower() not in FRAMEWORKS
 
 
 def requirements_files(directory: Path) -> list[Path]:
