@@ -323,3 +323,47 @@ def test_the_server_warms_every_rule_before_it_forks():
     from codemods.registry import REGISTRY
 
     assert server._warm() == len(REGISTRY)
+
+
+#: Loads what the server loads, then runs one request's command in a forked child, as
+#: the server's spare does, and prints the modules the child had to import itself.
+_CHILD_IMPORTS = """\
+import os, sys
+from codemods.cli.resident import server
+from codemods.cli.resident.client import tool_main
+server._load()
+read, write = os.pipe()
+if os.fork() == 0:
+    before = set(sys.modules)
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    sys.argv = ["fsdp-lint", *sys.argv[1:]]
+    try:
+        tool_main("lint")()
+    except SystemExit:
+        pass
+    os.write(write, " ".join(sorted(set(sys.modules) - before)).encode())
+    os._exit(0)
+os.close(write)
+print(os.read(read, 65536).decode())
+"""
+
+
+def test_a_request_in_a_project_imports_nothing_the_server_has_not(project):
+    """The modules a run imports only when it needs them (the TOML reader of the
+    project's ``pyproject.toml``, the tokenizer of noqa comments) are loaded by the
+    server: each request would import them anew."""
+    (project / "pyproject.toml").write_text(
+        '[project]\nname = "p"\ndependencies = ["torch>=2.1"]\n'
+        '[tool.fsdp-compat]\ntarget-lightning = "2.1"\n'
+    )
+    (project / "pkg" / "noqa.py").write_text(LEGACY.replace("\n", "  # noqa: FSDP301\n", 1))
+    result = subprocess.run(
+        [sys.executable, "-c", _CHILD_IMPORTS, "pkg/legacy.py", "pkg/noqa.py"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == []

@@ -303,6 +303,7 @@ def check_version(text: str, option: str, where: str = "") -> Span:
     return span
 
 
+@functools.cache  # asked for each bound of each range a run reads: the registry's, fixed
 def newest_known(framework: str) -> Version:
     """The newest ``torch`` or ``lightning`` release the registry knows anything about.
 

@@ -15,6 +15,7 @@ import _signal
 import _socket
 import fcntl
 import os
+import sys
 
 from codemods.cli.resident.client import IDLE, ROOT
 
@@ -23,6 +24,10 @@ from codemods.cli.resident.client import IDLE, ROOT
 DEFAULT_IDLE = 3600.0
 #: libcst's modules a migration loads (the lint's ``ast`` path loads none of them).
 _LIBCST = ("libcst", "libcst.metadata", "libcst.matchers", "libcst.codemod")
+#: What the package imports only inside the functions that need it (so that a hook's
+#: own start is spared them), which a request in a project would otherwise import each
+#: time: the TOML reader of its ``pyproject.toml`` above all.
+_LATER = ("tomllib" if sys.version_info >= (3, 11) else "tomli", "tokenize", "json", "yaml")
 
 
 def serve(path: str) -> None:
@@ -101,7 +106,7 @@ def _load() -> dict[str, float]:
             name = _module(os.path.relpath(file, ROOT))
             if name is not None:
                 _try_import(name)
-        for name in _LIBCST:
+        for name in (*_LIBCST, *_LATER):
             _try_import(name)
         _warm()
     return stamps
@@ -118,9 +123,11 @@ def _warm() -> int:
         How many examples were screened (a rule whose example fails is left cold).
     """
     from codemods.batch.runner import _screen_source
+    from codemods.cli.config import newest_known
     from codemods.registry import REGISTRY
     from codemods.settings import Settings
 
+    newest_known("torch"), newest_known("lightning")  # each range read is checked against
     settings, screened = Settings(), 0
     for rule in REGISTRY:
         try:
