@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from pathlib import Path
@@ -20,7 +21,8 @@ FRAMEWORKS: dict[str, str] = {
 
 #: A requirement in the plainest form packaging takes: a name, extras, and release
 #: numbers after comparison operators (no markers, URLs, wildcards or pre-releases).
-_PLAIN = re.compile(
+#: Compiled when first asked: a hook's run on a plain file loads this module, not it.
+_PLAIN = (
     r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*"
     r"(?:\[\s*[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
     r"(?:\s*,\s*[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)*\s*\]\s*)?"
@@ -42,7 +44,7 @@ def another_distribution(text: str) -> bool:
         >>> another_distribution("numpy>=>1"), another_distribution("numpy; python_version<'3.9'")
         (False, False)
     """
-    match = _PLAIN.fullmatch(text)
+    match = _plain().fullmatch(text)
     if match is None:
         return False
     return re.sub(r"[-_.]+", "-", match.group(1)).lower() not in FRAMEWORKS
@@ -78,3 +80,8 @@ def _listed(directory: Path) -> list[str]:
         return sorted(os.listdir(directory))
     except OSError:  # missing, or not a directory
         return []
+
+
+@functools.cache
+def _plain() -> re.Pattern[str]:
+    return re.compile(_PLAIN)
