@@ -19,11 +19,13 @@ import pytest
 
 from codemods.astlint.lint import lint
 from codemods.engine.run import run
+from codemods.releases import Releases
 from codemods.rules.call_blockers import (
     ddp_fully_sharded_blockers,
     fairscale_fsdp_blockers,
     from_ast,
 )
+from codemods.rules.fsdp303 import GIVEN_MORE, NOT_ENTERED, STAYS_FAIRSCALE
 from codemods.settings import Settings
 from codemods.syntax import ast_nodes as on_ast
 from tests.distributed import NEEDS_FSDP1
@@ -307,3 +309,55 @@ def test_every_run_names_the_files_first_call_the_fix_leaves_and_why(first, line
         "not every use in this file is one its fix rewrites with certainty "
         f"(line {line}: {reason}); it renames every use together"
     }
+
+
+_TORCH_22 = Releases.parse(torch="2.2..")
+_WRAPS = """\
+from fairscale.nn.wrap import enable_wrap, wrap
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+
+def build(layer, other):
+    with enable_wrap(wrapper_cls=FSDP):
+        inner = wrap(layer)
+    return inner, {call}
+"""
+
+
+@pytest.mark.parametrize(
+    ("call", "reason"),
+    [
+        ("wrap(other)", NOT_ENTERED),
+        ("wrap(other, flatten_parameters=True)", GIVEN_MORE),
+    ],
+)
+@pytest.mark.parametrize("fix", [False, True])
+def test_fsdp303_names_why_a_wrap_stays_fairscales(call, reason, fix):
+    """A ``wrap`` outside ``enable_wrap``, or given FairScale's arguments: both detectors
+    name it, on its line (8)."""
+    source = _WRAPS.format(call=call).encode()
+    select = ("FSDP302", "FSDP303")
+    settings = Settings(select=select, fix=fix, unsafe_fixes=True, releases=_TORCH_22)
+    findings = [f for f in run(source, settings).findings if f.code == "FSDP303"]
+    assert lint(source, Settings(select=select, releases=_TORCH_22)) == [
+        f.replace(fixed=False)
+        for f in run(source, Settings(select=select, releases=_TORCH_22)).findings
+    ]
+    assert len(findings) == 3
+    assert {f.no_fix for f in findings} == {
+        "not every use in this file is one its fix rewrites with certainty "
+        f"(line 8: {reason}); it renames every use together"
+    }
+
+
+def test_fsdp303_says_its_enable_wrap_stays_fairscales_in_a_run_without_fsdp302():
+    """A safe-only migration leaves FSDP302's unsafe fix out: the ``wrap`` inside
+    FairScale's ``enable_wrap`` stays for that reason (lint, which asks what a fixing
+    run could do, says it moves only with FSDP302)."""
+    source = _WRAPS.format(call="None").encode()
+    settings = Settings(select=("FSDP302", "FSDP303"), fix=True, releases=_TORCH_22)
+    (finding,) = [f for f in run(source, settings).findings if f.code == "FSDP303" and f.line == 7]
+    assert finding.no_fix == (
+        "not every use in this file is one its fix rewrites with certainty "
+        f"(line 7: {STAYS_FAIRSCALE}); it renames every use together"
+    )

@@ -92,10 +92,69 @@ def wrap_certain(site: AstSite) -> bool:
     )
 
 
+#: Why a ``wrap`` is left FairScale's where its function's ``enable_wrap`` is FairScale's
+#: and FSDP302's fix, which would make it torch's, is not applied in the run.
+STAYS_FAIRSCALE = "its `enable_wrap` stays FairScale's: FSDP302's fix is not applied in this run"
+GIVEN_MORE = "`wrap` is given more than its module (FairScale's FSDP arguments)"
+NOT_ENTERED = (
+    "it is not inside a `with enable_wrap(...)` of its function (torch's `wrap` wraps "
+    "nothing outside one)"
+)
+
+
+def wrap_blockers(site: Site | AstSite) -> list[str]:
+    """Why :func:`wrap_arguments` leaves a call, from either detector's site."""
+    from codemods.rules.fsdp301 import PARTIAL_BLOCKER, site_arguments
+
+    if site.partial:
+        return [PARTIAL_BLOCKER]
+    arguments = site_arguments(site)
+    if len(arguments) != 1 or arguments[0].keyword is not None or arguments[0].star:
+        return [GIVEN_MORE]
+    if isinstance(site, Site):  # libcst's nodes, named only here: the lint never loads it
+        call, entered = site.original, _entered_here(site.resolver, site.original)
+        shape = ((cst.With,), (cst.FunctionDef, cst.Lambda, cst.ClassDef), cst.Call, "item")
+    else:
+        call, entered = site.call, _ast_entered_here(site.resolver, site.call)
+        shape = ((ast.With, ast.AsyncWith), _AST_SCOPES, ast.Call, "context_expr")
+    if entered:
+        return []
+    return [STAYS_FAIRSCALE if _in_fairscale_context(site.resolver, call, *shape) else NOT_ENTERED]
+
+
+def _in_fairscale_context(
+    resolver: Any,
+    call: Any,
+    withs: tuple[type, ...],
+    scopes: tuple[type, ...],
+    kind: type,
+    field: str,
+) -> bool:
+    """Whether ``call`` is inside a ``with`` of FairScale's ``enable_wrap``, in its function.
+
+    ``withs``, ``scopes``, ``kind``: the detector's ``with`` statements, the nodes that end
+    a function's body, its call type; ``field``: a ``with`` item's field for its manager.
+    """
+    node = resolver.parent(call)
+    while node is not None and not isinstance(node, scopes):
+        if isinstance(node, withs):
+            for item in node.items:
+                manager = getattr(item, field)
+                if (
+                    isinstance(manager, kind)
+                    and resolver.qualified(manager.func) & FAIRSCALE_ENABLE_WRAP
+                ):
+                    return True
+        node = resolver.parent(node)
+    return False
+
+
 class Fsdp303(Renamed):
     """Rename, only together with ``enable_wrap`` (FSDP302)."""
 
-    rename = CallSiteFix(wrap_arguments, requires=("FSDP302",), certain=wrap_certain)
+    rename = CallSiteFix(
+        wrap_arguments, requires=("FSDP302",), certain=wrap_certain, blockers=wrap_blockers
+    )
 
 
 BEHAVIOUR = Fsdp303
