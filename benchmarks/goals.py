@@ -14,10 +14,11 @@ the ratios of the medians against the goal:
   as pre-commit runs it: the ``fsdp-lint-hook`` script of a fresh environment where the
   project is installed, not editable (an editable install's import hook makes every
   start of this environment's Python, the yardstick's too, about 10 ms slower), on the
-  legacy file and on a module that names nothing legacy (most of a hook's calls),
-  answered by its resident server (whose own CPU time a line below the table gives:
-  benchmarks/resident_rows.py); on the legacy file with no server (a session's first
-  call), and by the ``fsdp-lint`` console script;
+  legacy file (in a folder with no project file, and in ``examples/legacy``, whose
+  ``pyproject.toml`` each call reads) and on a module that names nothing legacy (most
+  of a hook's calls), answered by its resident server (whose own CPU time a line below
+  the table gives: benchmarks/resident_rows.py); on the legacy file with no server (a
+  session's first call), and by the ``fsdp-lint`` console script;
 - ``fsdp-lint`` on the installed torch package's source tree (or ``--tree``) against
   ``ruff check --select UP --no-cache`` (goal: 2x);
 - ``fsdp-lint`` on the realistic 60-file tree of ``tests/realistic_tree.py`` and on a
@@ -219,6 +220,19 @@ def rows(
                 ("fsdp-lint (console script), 1 file", console, legacy, plain),
             )
         ]
+        # A repository's file sits in a project: its pyproject.toml is read at each call.
+        found.insert(
+            3,
+            Row(
+                "fsdp-lint-hook, 1 file of examples/legacy, installed",
+                [hook, "--force-exclude", legacy],
+                "its python -c pass",
+                [str(installed_bin / "python"), "-c", "pass"],
+                2.5,
+                HOOK_FILE.parent,
+                env=resident,
+            ),
+        )
     if corpus is not None:
         found += _one_process(f"real legacy files ({_count(corpus)})", corpus)
     # `python -m` itself costs a start: runpy and what it loads (importlib.util,
