@@ -55,7 +55,7 @@ import os
 import re
 from pathlib import Path
 
-from codemods.cli.requirement_names import FRAMEWORKS, requirements_files
+from codemods.cli.requirement_names import framework_of, requirements_files
 from codemods.records import Record
 from codemods.release_numbers import release
 
@@ -157,8 +157,7 @@ def _declares(path: Path) -> bool:
             continue
         if found.group(1):
             return True
-        name = re.sub(r"[-_.]+", "-", found.group(2)).lower()
-        if name in FRAMEWORKS or re.search(r"[/=]torch-\d", line):  # a wheel's URL
+        if framework_of(found.group(2)) or re.search(r"[/=]torch-\d", line):  # a wheel's URL
             return True
     return False
 

@@ -45,9 +45,17 @@ def another_distribution(text: str) -> bool:
         (False, False)
     """
     match = _plain().fullmatch(text)
-    if match is None:
-        return False
-    return re.sub(r"[-_.]+", "-", match.group(1)).lower() not in FRAMEWORKS
+    return match is not None and framework_of(match.group(1)) is None
+
+
+def framework_of(name: str) -> str | None:
+    """The framework whose floor the distribution ``name`` sets (any spelling), or None.
+
+    Example:
+        >>> framework_of("PyTorch_Lightning"), framework_of("numpy")
+        ('lightning', None)
+    """
+    return FRAMEWORKS.get(re.sub(r"[-_.]+", "-", name).lower())
 
 
 def requirements_files(directory: Path) -> list[Path]:

@@ -22,6 +22,7 @@ from codemods.syntax.lazy_libcst import cst
 
 TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any
 
     from codemods.rules.api import AstSite
@@ -42,31 +43,39 @@ def _torch_context(resolver: Any, manager: Any, call_kind: type) -> bool:
     return bool(names & FAIRSCALE_ENABLE_WRAP) and resolver.applies("FSDP302")
 
 
+def _managers(resolver: Any, call: Any, shape: tuple) -> Iterator[Any]:
+    """The context managers of the ``with`` statements around ``call``, in its function.
+
+    ``shape``: the detector's ``with`` types, the types that end a function's body, and
+    a ``with`` item's field for its manager (:func:`_cst_shape`, :data:`_AST_SHAPE`).
+    """
+    withs, scopes, field = shape
+    node = resolver.parent(call)
+    while node is not None and not isinstance(node, scopes):
+        if isinstance(node, withs):
+            yield from (getattr(item, field) for item in node.items)
+        node = resolver.parent(node)
+
+
+def _cst_shape() -> tuple:
+    """The :func:`_managers` shape of libcst's nodes, made when asked (the lint never loads it)."""
+    return ((cst.With,), (cst.FunctionDef, cst.Lambda, cst.ClassDef), "item")
+
+
 def _entered_here(resolver: Any, call: cst.Call) -> bool:
     """Whether ``call`` runs inside a ``with`` of torch's ``enable_wrap``, in its function."""
-    node = resolver.parent(call)
-    while node is not None and not isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-        if isinstance(node, cst.With) and any(
-            _torch_context(resolver, item.item, cst.Call) for item in node.items
-        ):
-            return True
-        node = resolver.parent(node)
-    return False
+    return any(
+        _torch_context(resolver, m, cst.Call) for m in _managers(resolver, call, _cst_shape())
+    )
 
 
 def _ast_entered_here(resolver: Any, call: ast.Call) -> bool:
     """The ``ast`` half of :func:`_entered_here` (no libcst on the lint path)."""
-    node = resolver.parent(call)
-    while node is not None and type(node) not in _AST_SCOPES:
-        if type(node) in (ast.With, ast.AsyncWith) and any(
-            _torch_context(resolver, item.context_expr, ast.Call) for item in node.items
-        ):
-            return True
-        node = resolver.parent(node)
-    return False
+    return any(_torch_context(resolver, m, ast.Call) for m in _managers(resolver, call, _AST_SHAPE))
 
 
 _AST_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+_AST_SHAPE = ((ast.With, ast.AsyncWith), _AST_SCOPES, "context_expr")
 
 
 def wrap_arguments(site: Site) -> Translation | None:
@@ -112,41 +121,18 @@ def wrap_blockers(site: Site | AstSite) -> list[str]:
     if len(arguments) != 1 or arguments[0].keyword is not None or arguments[0].star:
         return [GIVEN_MORE]
     if isinstance(site, Site):  # libcst's nodes, named only here: the lint never loads it
-        call, entered = site.original, _entered_here(site.resolver, site.original)
-        shape = ((cst.With,), (cst.FunctionDef, cst.Lambda, cst.ClassDef), cst.Call, "item")
+        call, kind, shape = site.original, cst.Call, _cst_shape()
+        entered = _entered_here(site.resolver, call)
     else:
-        call, entered = site.call, _ast_entered_here(site.resolver, site.call)
-        shape = ((ast.With, ast.AsyncWith), _AST_SCOPES, ast.Call, "context_expr")
+        call, kind, shape = site.call, ast.Call, _AST_SHAPE
+        entered = _ast_entered_here(site.resolver, call)
     if entered:
         return []
-    return [STAYS_FAIRSCALE if _in_fairscale_context(site.resolver, call, *shape) else NOT_ENTERED]
-
-
-def _in_fairscale_context(
-    resolver: Any,
-    call: Any,
-    withs: tuple[type, ...],
-    scopes: tuple[type, ...],
-    kind: type,
-    field: str,
-) -> bool:
-    """Whether ``call`` is inside a ``with`` of FairScale's ``enable_wrap``, in its function.
-
-    ``withs``, ``scopes``, ``kind``: the detector's ``with`` statements, the nodes that end
-    a function's body, its call type; ``field``: a ``with`` item's field for its manager.
-    """
-    node = resolver.parent(call)
-    while node is not None and not isinstance(node, scopes):
-        if isinstance(node, withs):
-            for item in node.items:
-                manager = getattr(item, field)
-                if (
-                    isinstance(manager, kind)
-                    and resolver.qualified(manager.func) & FAIRSCALE_ENABLE_WRAP
-                ):
-                    return True
-        node = resolver.parent(node)
-    return False
+    fairscale = any(
+        type(manager) is kind and site.resolver.qualified(manager.func) & FAIRSCALE_ENABLE_WRAP
+        for manager in _managers(site.resolver, call, shape)
+    )
+    return [STAYS_FAIRSCALE if fairscale else NOT_ENTERED]
 
 
 class Fsdp303(Renamed):
