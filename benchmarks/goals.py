@@ -71,6 +71,24 @@ def first_on_path(tree: Path) -> dict[str, str]:
     return {**ENV, "PYTHONPATH": os.pathsep.join(filter(None, [str(tree), ENV.get("PYTHONPATH")]))}
 
 
+def before_environment(env: dict[str, str] | None, tree: Path, scratch: Path) -> dict[str, str]:
+    """A row's environment for the earlier source ``tree`` (``--before``).
+
+    The row's own environment (the resident server's switch and idle time kept) with
+    ``tree`` first on ``PYTHONPATH``; the earlier tree's server, if any, in a folder of its
+    own, so the server line counts this tree's CPU time alone.
+    """
+    if env is None:
+        return first_on_path(tree)
+    earlier = {
+        **env,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(tree), env.get("PYTHONPATH")])),
+    }
+    if "FSDP_COMPAT_RUNTIME_DIR" in env:
+        earlier = resident_rows.environment(scratch, earlier, resident_rows.BEFORE_FOLDER)
+    return earlier
+
+
 AFTER = first_on_path(ROOT)
 LINT = [PYTHON, "-m", "codemods.lint", "--exit-zero", "--quiet"]
 #: The example's file that a hook sees: legacy code with findings.
@@ -312,22 +330,21 @@ def measure(found: list[Row], repeat: int, scratch: Path, before: Path | None = 
 
     With ``before``, also each row's command with that source tree first on the path.
     """
-    earlier = None
-    if before is not None:
-        earlier = first_on_path(before)
-    for row in found:
+    earlier: dict[int, dict[str, str]] = {}
+    for index, row in enumerate(found):
         row.cwd = row.cwd or scratch
         row.times = {"command": [], "yardstick": [], "before": []}
         timed(row.command, row.cwd, row.env)
         timed(row.yardstick, row.cwd, row.env)
-        if earlier is not None:
-            timed(row.command, row.cwd, earlier)
+        if before is not None:
+            earlier[index] = before_environment(row.env, before, scratch)
+            timed(row.command, row.cwd, earlier[index])
     for _ in range(repeat):
-        for row in found:
+        for index, row in enumerate(found):
             row.times["command"].append(timed(row.command, row.cwd, row.env))
             row.times["yardstick"].append(timed(row.yardstick, row.cwd, row.env))
-            if earlier is not None:
-                row.times["before"].append(timed(row.command, row.cwd, earlier))
+            if index in earlier:
+                row.times["before"].append(timed(row.command, row.cwd, earlier[index]))
 
 
 def report(found: list[Row], repeat: int) -> str:
@@ -399,7 +416,8 @@ def main(argv: list[str] | None = None) -> int:
                 folder = Path(scratch, resident_rows.FOLDER)
                 table += "\n" + resident_rows.server_note(folder, started, requests)
         finally:
-            resident_rows.stop(Path(scratch, resident_rows.FOLDER))
+            for name in (resident_rows.FOLDER, resident_rows.BEFORE_FOLDER):
+                resident_rows.stop(Path(scratch, name))
         print(table)
     if args.tests:
         table += "\n" + test_command()

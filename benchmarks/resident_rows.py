@@ -18,11 +18,13 @@ from codemods.cli.resident.server import pids
 
 #: Where the server's socket lives during a run of goals.py (inside its scratch folder).
 FOLDER = "resident"
+#: Where the earlier tree's server lives (``--before``): its CPU time is not counted.
+BEFORE_FOLDER = "resident-before"
 
 
-def environment(scratch: Path, base: dict[str, str]) -> dict[str, str]:
-    """``base`` with the server's socket in the scratch folder and a long idle time."""
-    folder = scratch / FOLDER
+def environment(scratch: Path, base: dict[str, str], name: str = FOLDER) -> dict[str, str]:
+    """``base`` with the server's socket in the scratch folder ``name`` and a long idle time."""
+    folder = scratch / name
     folder.mkdir(mode=0o700, exist_ok=True)
     return {**base, "FSDP_COMPAT_RUNTIME_DIR": str(folder), "FSDP_COMPAT_RESIDENT_IDLE": "900"}
 

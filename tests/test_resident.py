@@ -311,6 +311,7 @@ def test_sigterm_ends_the_server_with_its_spare_and_socket(project):
         os.kill(pid, 15)
         runtime.wait_for(lambda: not _alive(pid) and not _alive(spare))
         assert runtime.sockets() == []
+        assert list(runtime.folder.glob("*.warm-up")) == []  # the spares' file goes too
         answer, where = client(runtime, "lint", ["pkg/legacy.py"], project)
         assert where == "here" and answer == direct(runtime, "lint", ["pkg/legacy.py"], project)
     finally:
@@ -323,6 +324,45 @@ def test_the_server_warms_every_rule_before_it_forks():
     from codemods.registry import REGISTRY
 
     assert server._warm() == len(REGISTRY)
+
+
+def test_a_spare_lints_a_file_of_its_own_before_its_request(tmp_path, capsys):
+    """The warm-up run takes a legacy file's whole path (it has findings), prints nothing
+    and leaves the process's streams and arguments as it found them."""
+    from codemods.batch import gitignore
+    from codemods.cli.resident import child
+
+    file = server._warm_up_file(str(tmp_path / "s.sock"))
+    assert file is not None and (tmp_path / "s.sock.warm-up" / "pyproject.toml").is_file()
+    streams = sys.stdout, sys.stderr, sys.argv
+    assert child.warm_up(file) == 1
+    assert (sys.stdout, sys.stderr, sys.argv) == streams
+    assert capsys.readouterr() == ("", "")
+    assert gitignore._rules_of.cache_info().currsize == 0  # nothing of the folders kept
+    server._remove(file)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_request_waiting_already_is_taken_before_any_warm_up():
+    """Callers at once: the spare forked after one call takes the next call at once."""
+    import _socket
+
+    runtime = Runtime()
+    path = str(runtime.folder / "s.sock")
+    listener = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    caller = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        listener.bind(path)
+        listener.listen(4)
+        assert server._waiting(listener) is None  # no call: the spare warms up
+        caller.connect(path)
+        fd = server._waiting(listener)
+        assert fd is not None
+        os.close(fd)
+    finally:
+        caller.close()
+        listener.close()
+        runtime.close()
 
 
 #: Loads what the server loads, then runs one request's command in a forked child, as

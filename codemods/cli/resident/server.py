@@ -3,8 +3,9 @@
 :func:`serve` takes a lock beside the socket (a second server for the same socket
 stops at once), loads the modules a run of either tool loads, then accepts requests.
 Each request is run by a child forked from the server (:mod:`.child`), so it starts
-from the state of a fresh process that has just imported those modules: nothing a
-run caches or changes reaches the next one. Before it forks, the server checks that
+from the state of a fresh process that has just imported those modules and linted a
+file of the server's own (the spare's warm-up): nothing a request's run caches or
+changes reaches the next one. Before it forks, the server checks that
 no file of the package changed since it loaded them; if one did it answers ``b"S"``
 (the caller runs the command itself, with the new files) and stops.
 """
@@ -28,6 +29,8 @@ _LIBCST = ("libcst", "libcst.metadata", "libcst.matchers", "libcst.codemod")
 #: own start is spared them), which a request in a project would otherwise import each
 #: time: the TOML reader of its ``pyproject.toml`` above all.
 _LATER = ("tomllib" if sys.version_info >= (3, 11) else "tomli", "tokenize", "json", "yaml")
+#: The file each spare lints before its request (:func:`.child.warm_up`).
+_WARM_UP = "legacy.py"
 
 
 def serve(path: str) -> None:
@@ -46,6 +49,7 @@ def serve(path: str) -> None:
     # Loaded before the socket exists: meanwhile callers run their command themselves
     # rather than wait for it.
     stamps = _load()
+    warm = _warm_up_file(path)
     try:
         os.unlink(path)  # a server that died left it
     except FileNotFoundError:
@@ -55,9 +59,11 @@ def serve(path: str) -> None:
     listener.listen(64)
     node = os.stat(path).st_ino
     try:
-        _accept(listener, stamps, lock)
+        _accept(listener, stamps, lock, warm)
     finally:
         listener.close()
+        if warm is not None:
+            _remove(warm)
         try:
             if os.stat(path).st_ino == node:
                 os.unlink(path)
@@ -165,7 +171,9 @@ def _stamps() -> dict[str, float]:
     return stamps
 
 
-def _accept(listener: _socket.socket, stamps: dict[str, float], lock: int) -> None:
+def _accept(
+    listener: _socket.socket, stamps: dict[str, float], lock: int, warm: str | None
+) -> None:
     """Keep a spare child waiting for the next request, until idle or stale.
 
     The spare is forked before any request comes, so a caller waits for neither the fork
@@ -184,7 +192,7 @@ def _accept(listener: _socket.socket, stamps: dict[str, float], lock: int) -> No
             os.close(lock)  # the server's: a next server may start while this one runs
             status = 1
             try:
-                status = _spare(listener, tell, stamps)
+                status = _spare(listener, tell, stamps, warm)
             finally:
                 os._exit(status)
         os.close(tell)
@@ -208,17 +216,26 @@ def _end(spare: int) -> None:
         pass
 
 
-def _spare(listener: _socket.socket, tell: int, stamps: dict[str, float]) -> int:
-    """The spare child: take one request and run it, unless the package changed."""
-    from codemods.cli.resident.child import run_request
+def _spare(listener: _socket.socket, tell: int, stamps: dict[str, float], warm: str | None) -> int:
+    """The spare child: take one request and run it, unless the package changed.
+
+    Unless a request is waiting already (callers at once: each spare takes one as soon
+    as it is forked), it first lints ``warm`` (:func:`.child.warm_up`) while no caller
+    waits for it.
+    """
+    from codemods.cli.resident.child import run_request, warm_up
 
     _signal.signal(_signal.SIGTERM, _signal.SIG_DFL)
-    listener.settimeout(_idle())
-    try:
-        fd, _ = listener._accept()  # the fd: ``socket`` is not imported
-    except _socket.timeout:  # TimeoutError from Python 3.10, an OSError before
-        os.write(tell, b"I")
-        return 0
+    fd = _waiting(listener)
+    if fd is None:
+        if warm is not None:
+            warm_up(warm)
+        listener.settimeout(_idle())
+        try:
+            fd, _ = listener._accept()  # the fd: ``socket`` is not imported
+        except _socket.timeout:  # TimeoutError from Python 3.10, an OSError before
+            os.write(tell, b"I")
+            return 0
     listener.close()
     connection = _socket.socket(fileno=fd)
     connection.settimeout(None)
@@ -229,6 +246,45 @@ def _spare(listener: _socket.socket, tell: int, stamps: dict[str, float]) -> int
         _send(connection, b"S")
         return 0
     return run_request(connection)
+
+
+def _waiting(listener: _socket.socket) -> int | None:
+    """The connection of a request waiting already; None where none is."""
+    listener.settimeout(0.0)
+    try:
+        fd, _ = listener._accept()
+    except OSError:  # BlockingIOError: no request yet
+        return None
+    return fd
+
+
+def _warm_up_file(path: str) -> str | None:
+    """Write the spares' warm-up file beside the socket ``path``; None where it cannot be.
+
+    Its folder is the socket's (only the user's), so no one else's file is linted.
+    """
+    from codemods.cli.resident.child import WARM_UP_PROJECT, WARM_UP_SOURCE
+
+    folder = path + ".warm-up"
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        for name, text in (("pyproject.toml", WARM_UP_PROJECT), (_WARM_UP, WARM_UP_SOURCE)):
+            with open(os.path.join(folder, name), "w", encoding="utf-8") as out:
+                out.write(text)
+    except OSError:
+        return None
+    return os.path.join(folder, _WARM_UP)
+
+
+def _remove(file: str) -> None:
+    """Remove the warm-up ``file``'s folder and what the server wrote in it."""
+    folder = os.path.dirname(file)
+    try:
+        for name in ("pyproject.toml", _WARM_UP):
+            os.unlink(os.path.join(folder, name))
+        os.rmdir(folder)
+    except OSError:
+        pass
 
 
 def _mtime(file: str) -> float | None:
