@@ -11,6 +11,7 @@ import pytest
 import torch
 import torch.nn as nn
 
+from compat.deprecation import FSDPDeprecationWarning
 from compat.features import current
 from compat.fsdp import wrap as cw
 from tests import distributed
@@ -18,8 +19,9 @@ from tests.models import Block, make_model
 
 
 def test_a_policy_called_without_its_numel_argument():
-    with pytest.raises(TypeError, match="missing the numel argument: nonwrapped_numel="):
-        cw.transformer_auto_wrap_policy(nn.Linear(2, 2), False, transformer_layer_cls={Block})
+    with pytest.warns(FSDPDeprecationWarning, match="transformer_layer_cls"):
+        with pytest.raises(TypeError, match="missing the numel argument: nonwrapped_numel="):
+            cw.transformer_auto_wrap_policy(nn.Linear(2, 2), False, transformer_layer_cls={Block})
 
 
 def test_a_policy_called_with_an_extra_argument():
@@ -28,8 +30,9 @@ def test_a_policy_called_with_an_extra_argument():
 
 
 def test_a_lambda_policy_without_its_function():
-    with pytest.raises(TypeError, match="lambda_auto_wrap_policy needs lambda_fn="):
-        cw.lambda_auto_wrap_policy(nn.Linear(2, 2), False, nonwrapped_numel=4)
+    with pytest.warns(FSDPDeprecationWarning, match="lambda_fn"):
+        with pytest.raises(TypeError, match="lambda_auto_wrap_policy needs lambda_fn="):
+            cw.lambda_auto_wrap_policy(nn.Linear(2, 2), False, nonwrapped_numel=4)
 
 
 def _wrap_twice(rank: int, world_size: int) -> str:
@@ -68,8 +71,8 @@ def test_sharding_a_model_twice_with_fsdp2_names_the_units(single_rank):
     from compat.fsdp2 import fsdp2_unit_names, fully_shard_by_policy
 
     model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
-    fully_shard_by_policy(model, nn.Linear)
+    fully_shard_by_policy(model, nn.Linear, use_orig_params=True)
     with pytest.raises(ValueError, match=r"already FSDP2 units: '\(the root\)', '0', '2'"):
-        fully_shard_by_policy(model, nn.Linear)
+        fully_shard_by_policy(model, nn.Linear, use_orig_params=True)
     assert fsdp2_unit_names(model) == ["", "0", "2"]
     assert torch.isfinite(model(torch.ones(2, 4))).all()  # the model still works

@@ -121,9 +121,12 @@ def test_an_fp32_input_to_a_bf16_model_runs_as_under_fsdp1(one_rank):
             mixed_precision=precision,
             device_id=cpu,
         )
-    fsdp2 = fully_shard_like_fsdp1(
-        make_model(), auto_wrap_policy={Block}, mixed_precision=precision, device_id=cpu
-    )
+    from compat.fsdp2 import BridgeDifferenceWarning
+
+    with pytest.warns(BridgeDifferenceWarning, match="use_orig_params=False"):  # FSDP1's default
+        fsdp2 = fully_shard_like_fsdp1(
+            make_model(), auto_wrap_policy={Block}, mixed_precision=precision, device_id=cpu
+        )
     torch.testing.assert_close(fsdp2(x), fsdp1(x), atol=0, rtol=0)
 
 

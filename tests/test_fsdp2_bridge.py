@@ -902,7 +902,7 @@ def test_a_module_without_reset_parameters_on_meta_is_refused(one_rank):
 def test_sharded_models_and_tensor_parallel_parameters_are_refused(one_rank):
     from torch.distributed.tensor import distribute_tensor
 
-    sharded = fully_shard_like_fsdp1(make_model(), device_id=CPU)
+    sharded = fully_shard_like_fsdp1(make_model(), device_id=CPU, use_orig_params=True)
     with pytest.raises(ValueError, match=r"already FSDP2 units: '\(the root\)'"):
         fully_shard_like_fsdp1(sharded)
     with warnings.catch_warnings():

@@ -110,7 +110,7 @@ def test_nothing_inside_an_ignored_module_is_selected(form):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FSDPDeprecationWarning)
         selected = select_modules(model, FORMS[form][0](), ignored=[model.blocks[2]])
-    everything = select_modules(make_model(), FORMS[form][0]())
+        everything = select_modules(make_model(), FORMS[form][0]())
     assert "blocks.1" in selected
     assert selected == [name for name in everything if not name.startswith("blocks.2")]
 

@@ -22,7 +22,7 @@ def _packaging(text: str) -> Version:
     return Version(Version(text).base_version)
 
 
-@pytest.mark.parametrize(("left", "right"), itertools.product(TEXTS + OTHERS, repeat=2))
+@pytest.mark.parametrize(("left", "right"), list(itertools.product(TEXTS + OTHERS, repeat=2)))
 def test_releases_compare_as_packaging_s_versions(left, right):
     ours, theirs = release(left), _packaging(left)
     for compare in OPERATORS:

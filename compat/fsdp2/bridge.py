@@ -145,6 +145,7 @@ def fully_shard_like_fsdp1(
         ...     sharding_strategy=ShardingStrategy.SHARD_GRAD_OP,
         ...     device_id=torch.device("cpu"),
         ...     sync_module_states=True,
+        ...     use_orig_params=True,
         ... )
         >>> fsdp2_unit_names(model)
         ['', '0', '2']
@@ -354,7 +355,9 @@ def fully_shard_by_policy(model: nn.Module, policy: Any = None, **fsdp1_kwargs: 
         >>> import torch.nn as nn
         >>> dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
         >>> model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
-        >>> _ = fully_shard_by_policy(model, nn.Linear, sharding_strategy="SHARD_GRAD_OP")
+        >>> _ = fully_shard_by_policy(
+        ...     model, nn.Linear, sharding_strategy="SHARD_GRAD_OP", use_orig_params=True
+        ... )
         >>> fsdp2_unit_names(model)
         ['', '0', '2']
         >>> dist.destroy_process_group()
