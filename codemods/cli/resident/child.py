@@ -71,8 +71,8 @@ def warm_up(file: str) -> int:
 
     A forked child shares the server's memory pages until it writes to them, and a run
     writes to every object it touches (their reference counts): a request's lint copied
-    some 1,300 pages and made its run's first objects while its caller waited, about
-    two thirds of its CPU time. A spare that has run a lint of its own finds those pages
+    some 1,300 pages and made its run's first objects while its caller waited, more
+    than half of its CPU time. A spare that has run a lint of its own finds those pages
     copied when its request comes (its output is discarded). What that run leaves behind
     holds nothing of the request's files: the caches of pure functions (patterns, the
     rules' filters and plans) and the modules it imported. A file named on the command

@@ -29,8 +29,8 @@ _LIBCST = ("libcst", "libcst.metadata", "libcst.matchers", "libcst.codemod")
 #: own start is spared them), which a request in a project would otherwise import each
 #: time: the TOML reader of its ``pyproject.toml`` above all.
 _LATER = ("tomllib" if sys.version_info >= (3, 11) else "tomli", "tokenize", "json", "yaml")
-#: The file each spare lints before its request (:func:`.child.warm_up`).
-_WARM_UP = "legacy.py"
+#: The file each spare lints before its request (:func:`.child.warm_up`), and its project's.
+_WARM_UP_FILE, _PROJECT_FILE = "legacy.py", "pyproject.toml"
 
 
 def serve(path: str) -> None:
@@ -268,19 +268,19 @@ def _warm_up_file(path: str) -> str | None:
     folder = path + ".warm-up"
     try:
         os.makedirs(folder, mode=0o700, exist_ok=True)
-        for name, text in (("pyproject.toml", WARM_UP_PROJECT), (_WARM_UP, WARM_UP_SOURCE)):
+        for name, text in ((_PROJECT_FILE, WARM_UP_PROJECT), (_WARM_UP_FILE, WARM_UP_SOURCE)):
             with open(os.path.join(folder, name), "w", encoding="utf-8") as out:
                 out.write(text)
     except OSError:
         return None
-    return os.path.join(folder, _WARM_UP)
+    return os.path.join(folder, _WARM_UP_FILE)
 
 
 def _remove(file: str) -> None:
     """Remove the warm-up ``file``'s folder and what the server wrote in it."""
     folder = os.path.dirname(file)
     try:
-        for name in ("pyproject.toml", _WARM_UP):
+        for name in (_PROJECT_FILE, _WARM_UP_FILE):
             os.unlink(os.path.join(folder, name))
         os.rmdir(folder)
     except OSError:
