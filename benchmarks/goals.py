@@ -62,13 +62,17 @@ from tool_speed import torch_tree  # noqa: E402
 PYTHON = sys.executable
 
 
-def first_on_path(tree: Path) -> dict[str, str]:
-    """The environment with ``tree`` first on ``PYTHONPATH``.
+def first_on_path(tree: Path, env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment ``env`` (default: this one) with ``tree`` first on ``PYTHONPATH``.
 
     Every command runs in a scratch folder: ``python -m`` puts the working directory
     before ``PYTHONPATH``, and in the checkout it would import the checkout.
     """
-    return {**ENV, "PYTHONPATH": os.pathsep.join(filter(None, [str(tree), ENV.get("PYTHONPATH")]))}
+    base = ENV if env is None else env
+    return {
+        **base,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(tree), base.get("PYTHONPATH")])),
+    }
 
 
 def before_environment(env: dict[str, str] | None, tree: Path, scratch: Path) -> dict[str, str]:
@@ -78,13 +82,8 @@ def before_environment(env: dict[str, str] | None, tree: Path, scratch: Path) ->
     ``tree`` first on ``PYTHONPATH``; the earlier tree's server, if any, in a folder of its
     own, so the server line counts this tree's CPU time alone.
     """
-    if env is None:
-        return first_on_path(tree)
-    earlier = {
-        **env,
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(tree), env.get("PYTHONPATH")])),
-    }
-    if "FSDP_COMPAT_RUNTIME_DIR" in env:
+    earlier = first_on_path(tree, env)
+    if env is not None and "FSDP_COMPAT_RUNTIME_DIR" in env:
         earlier = resident_rows.environment(scratch, earlier, resident_rows.BEFORE_FOLDER)
     return earlier
 
