@@ -233,7 +233,10 @@ def _finish(
         _write_diff(results)
     if not args.silent:
         notes = [note for r in results for note in r.notes]
-        _print(args, chosen, items, fixed, errors, len(results), (unchecked, unreached), notes)
+        # --diff lists every finding, those its patch fixes too; --fix only those it left
+        unsafe = output.unsafe_fix_lines(results, applied=True) if args.fix else []
+        missed = (unchecked, unreached)
+        _print(args, chosen, items, fixed, errors, len(results), missed, notes, unsafe)
         if args.show_fixes and (args.fix or args.diff):
             # Beside the findings: stderr where stdout carries code or a patch.
             out = sys.stderr if args.diff or args.paths == ["-"] else sys.stdout
@@ -285,7 +288,10 @@ def fix_list(results: list[FileResult], written: bool) -> str:
     from codemods.cli import output
 
     done = [
-        (r.path, collections.Counter(f.code for f in r.findings if f.fixed))
+        (
+            r.path,
+            collections.Counter((f.code, output.fixed_unsafely(f)) for f in r.findings if f.fixed),
+        )
         for r in results
         if (r.written if written else r.new_source is not None)
     ]
@@ -297,8 +303,8 @@ def fix_list(results: list[FileResult], written: bool) -> str:
     for path, counts in done:
         lines.append(f"- {path}:")
         lines += [
-            f"    {count} × {code} ({output.rule_name(code)})"
-            for code, count in sorted(counts.items())
+            f"    {count} × {code} ({output.rule_name(code)}{', unsafe' * unsafe})"
+            for (code, unsafe), count in sorted(counts.items())
         ]
     return "\n".join(lines) + "\n"
 
@@ -326,7 +332,13 @@ def _print(
     files: int,
     missed: tuple[int, int] = (0, 0),
     notes: Sequence[str] = (),
+    unsafe: Sequence[str] = (),
 ) -> None:
+    """The findings in ``args``'s format, with the text format's summary and notes.
+
+    ``unsafe``: a line for each unsafe fix ``--fix`` applied, printed after the findings
+    it left in the text format (the other formats list only what is left, as ruff's do).
+    """
     from codemods.cli import output
 
     # With --fix on stdin (or --diff), stdout carries the code: the findings go to stderr.
@@ -349,6 +361,7 @@ def _print(
         out.write(output.statistics(items, settings))
     else:
         out.write(output.text(items, settings, chosen.settings_for))
+        out.write("".join(line + "\n" for line in unsafe))
         if not args.quiet:
             if not files and not errors:
                 out.write("No Python files found.\n")

@@ -88,6 +88,7 @@ def _report(path: Path, results: list[FileResult], summary: dict) -> None:
                         "message": f.message,
                         "fixable": f.fixable,
                         "fixed": f.fixed,
+                        "applicability": output.applicability_of(f),
                         "withheld": f.withheld,
                         "no_fix": f.no_fix,
                     }
@@ -177,6 +178,7 @@ def summarize(
     left = sum(not f.fixed for r in results for f in r.findings)
     unsafe = sum(output.needs_unsafe(f) for r in results for f in r.findings)
     fixes = sum(f.fixed for r in done for f in r.findings)
+    unsafely = sum(output.fixed_unsafely(f) for r in done for f in r.findings)
     withheld = sum(f.withheld is not None for r in results for f in r.findings)
     withheld_files = sum(any(f.withheld for f in r.findings) for r in results)
     verb = "changed" if write else "would change"
@@ -187,6 +189,7 @@ def summarize(
         "files_skipped": skipped,
         "files_not_reached": missing,
         "fixes_applied" if write else "fixes_available": fixes,
+        "unsafe_fixes_applied" if write else "unsafe_fixes_available": unsafely,
         "findings_left": left,
         "fixes_withheld": withheld,
         "errors": errors,
@@ -200,7 +203,8 @@ def summarize(
     if missing:
         parts.append(f"{missing} not reached")
     parts += [
-        f"{fixes} fixes {'applied' if write else 'available'}",
+        f"{fixes} fixes {'applied' if write else 'available'}"
+        + (f" ({unsafely} unsafe, listed above)" if unsafely else ""),
         f"{left} findings left for a human",
         f"{errors} errors",
     ]
@@ -237,6 +241,9 @@ def _finish(
         for finding in result.findings:
             if not finding.fixed and not args.silent:
                 print(output.finding_line(result.path, finding, target=target), file=out)
+    if not args.silent:  # what an unsafe fix changes is named, like what is left
+        for line in output.unsafe_fix_lines(results, write):
+            print(line, file=out)
     out.flush()
     errors = problems + [f"{r.path}: {r.error}" for r in results if r.error]
     for error in errors:
@@ -281,6 +288,8 @@ def _stdin(settings: Settings, write: bool, name: str = "-", exit_zero: bool = F
     for finding in result.findings:
         if not finding.fixed:
             print(output.finding_line(name, finding, target=settings), file=sys.stderr)
+    for line in output.unsafe_fix_lines([result], write):
+        print(line, file=sys.stderr)
     left = any(not f.fixed for f in result.findings)
     if exit_zero:
         return EXIT_CLEAN

@@ -417,6 +417,23 @@ def test_show_fixes_lists_what_fix_did(here, capsys):
     assert (here / "train.py").read_text() == MIGRATED
 
 
+def test_fix_names_each_unsafe_fix_it_applied(here, capsys):
+    """``--fix`` prints what it left; an unsafe fix it applied is printed too, with what it
+    changes (its message), and ``--show-fixes`` marks it."""
+    (here / "train.py").write_text(
+        "from pytorch_lightning import Trainer\n"
+        "t = Trainer(strategy='ddp_fully_sharded', precision=16)\n"
+    )
+    code, out, _ = run(capsys, lint, "--fix", "--unsafe-fixes", "--show-fixes", "train.py")
+    message = REGISTRY["FSDP205"].message
+    assert f"train.py:2:13: FSDP205 {message} [unsafe fix applied: behaviour may change]\n" in out
+    assert out.endswith(
+        f"- train.py:\n    1 × FSDP205 ({REGISTRY['FSDP205'].name}, unsafe)\n"
+        "    1 × FSDP206 (legacy-precision)\n"
+    ), out
+    assert "strategy='fsdp'" in (here / "train.py").read_text()
+
+
 def test_lint_diff_prints_a_patch_git_applies_and_writes_nothing(here, capsys):
     (here / "train.py").write_text(LEGACY)
     code, out, err = run(capsys, lint, "--diff", "train.py")

@@ -84,7 +84,10 @@ def test_fix_applies_safe_fixes_and_reports_the_rest(project, capsys):
     assert "Found 3 findings (1 fixed, 2 remaining)." in out
     code, out, _ = lint(capsys, "--fix", "--unsafe-fixes", "src")
     assert code == 1 and 'strategy="fsdp"' in (project / "src" / "legacy.py").read_text()
-    assert [line.split()[1] for line in out.splitlines()[:-1]] == ["FSDP304"]
+    # What it left, then the unsafe fix it applied, named with what it may change.
+    lines = out.splitlines()[:-1]
+    assert [line.split()[1] for line in lines] == ["FSDP304", "FSDP205"]
+    assert lines[1].endswith("[unsafe fix applied: behaviour may change]")
 
 
 def test_exit_codes(project, capsys):

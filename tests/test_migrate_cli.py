@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import stat
 import subprocess
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from codemods.migrate import main
+from codemods.registry import REGISTRY
 from tests.checkout_env import checkout_env
 
 
@@ -96,6 +98,49 @@ def test_findings_an_unsafe_fix_would_fix_are_marked(tmp_path, capsys):
     assert main(["--diff", "--unsafe-fixes", str(path)]) == 1
     out = capsys.readouterr().out
     assert out.startswith(f"--- {path}\n+++ {path}\n")  # an absolute path, shown as it is
+
+
+@pytest.mark.parametrize("mode", ["--diff", "--check", "write", "stdin"])
+def test_each_unsafe_fix_applied_is_named_with_what_it_changes(tmp_path, capsys, mode):
+    """The finding's message says what may change; a run that applies its fix prints it."""
+    path = tmp_path / "t.py"
+    path.write_text(
+        "from pytorch_lightning import Trainer\n"
+        "t = Trainer(strategy='ddp_fully_sharded', precision=16)\n"
+    )
+    message = REGISTRY["FSDP205"].message
+    report = tmp_path / "report.json"
+    if mode == "stdin":
+        with open(path, "rb") as stdin:
+            monkeypatched = sys.stdin
+            sys.stdin = io.TextIOWrapper(stdin)
+            try:
+                assert main(["--unsafe-fixes", "--stdin-filename", str(path), "-"]) == 1
+            finally:
+                sys.stdin = monkeypatched
+    else:
+        flags = [] if mode == "write" else [mode]
+        assert main([*flags, "--unsafe-fixes", "--report", str(report), str(path)]) == 1
+    out, err = capsys.readouterr()
+    state = "unsafe fix applied" if mode in ("write", "stdin") else "unsafe fix"
+    line = f"{path}:2:13: FSDP205 {message} [{state}: behaviour may change]\n"
+    # Where the findings left go: standard error where standard output carries code.
+    assert (err if mode in ("--diff", "stdin") else out).count(line) == 1
+    assert "FSDP206" not in out + err.partition("files scanned")[0]  # a safe fix: not listed
+    if mode != "stdin":
+        assert "2 fixes applied (1 unsafe, listed above)" in err or (
+            "2 fixes available (1 unsafe, listed above)" in err
+        )
+        data = json.loads(report.read_text())
+        verb = "applied" if mode == "write" else "available"
+        assert data["summary"][f"unsafe_fixes_{verb}"] == 1
+        found = {f["code"]: f["applicability"] for f in data["files"][0]["findings"]}
+        assert found == {"FSDP205": "unsafe", "FSDP206": "safe"}
+    # Without --unsafe-fixes nothing unsafe is applied, and no line says so.
+    path.write_text("from pytorch_lightning import Trainer\nt = Trainer(precision=16)\n")
+    assert main(["--diff", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "behaviour may change" not in err and "fixes available, " in err
 
 
 def test_select_ignore_and_unsafe_fixes(tmp_path):
