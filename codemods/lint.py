@@ -233,11 +233,16 @@ def _finish(
         _write_diff(results)
     if not args.silent:
         notes = [note for r in results for note in r.notes]
-        # --diff lists every finding, those its patch fixes too; --fix only those it left
-        unsafe = output.unsafe_fix_lines(results, applied=True) if args.fix else []
+        unsafe = []
+        if args.fix:  # --diff lists every finding, those its patch fixes too
+            from codemods.cli import fix_lines  # fixing runs only: not a hook's
+
+            unsafe = fix_lines.unsafe_fix_lines(results, applied=True)
         missed = (unchecked, unreached)
         _print(args, chosen, items, fixed, errors, len(results), missed, notes, unsafe)
         if args.show_fixes and (args.fix or args.diff):
+            from codemods.cli.fix_lines import fix_list
+
             # Beside the findings: stderr where stdout carries code or a patch.
             out = sys.stderr if args.diff or args.paths == ["-"] else sys.stdout
             out.write(fix_list(results, written=args.fix))
@@ -267,46 +272,6 @@ def _write_diff(results: list[FileResult]) -> None:
     write_stdout(patch)
     fixes = sum(f.fixed for r in results if r.new_source is not None for f in r.findings)
     print(f"Would fix {fixes} finding{'s' if fixes != 1 else ''}.", file=sys.stderr)
-
-
-def fix_list(results: list[FileResult], written: bool) -> str:
-    """``--show-fixes``: the fixes applied (or that ``--fix`` would apply), by file and rule.
-
-    Example:
-        >>> from codemods.batch.results import FileResult
-        >>> from codemods.findings import Finding
-        >>> result = FileResult("a.py", [Finding(1, 1, "FSDP101", "m", True, fixed=True)])
-        >>> result.new_source, result.written = b"", True
-        >>> print(fix_list([result], written=True), end="")
-        <BLANKLINE>
-        Fixed 1 finding:
-        - a.py:
-            1 × FSDP101 (default-auto-wrap-policy)
-    """
-    import collections  # --show-fixes only
-
-    from codemods.cli import output
-
-    done = [
-        (
-            r.path,
-            collections.Counter((f.code, output.fixed_unsafely(f)) for f in r.findings if f.fixed),
-        )
-        for r in results
-        if (r.written if written else r.new_source is not None)
-    ]
-    done = [(path, counts) for path, counts in done if counts]
-    total = sum(sum(counts.values()) for _, counts in done)
-    if not total:
-        return "\nNo fixes applied.\n" if written else "\nNo fixes available.\n"
-    lines = ["", f"{'Fixed' if written else 'Would fix'} {total} finding{'s' * (total != 1)}:"]
-    for path, counts in done:
-        lines.append(f"- {path}:")
-        lines += [
-            f"    {count} × {code} ({output.rule_name(code)}{', unsafe' * unsafe})"
-            for (code, unsafe), count in sorted(counts.items())
-        ]
-    return "\n".join(lines) + "\n"
 
 
 def _stdin(args: argparse.Namespace, chosen: Choices) -> FileResult:

@@ -21,7 +21,7 @@ from codemods.startup import long_lived
 with long_lived():  # they live as long as the run: the collector leaves them alone
     from codemods.batch import stopping
     from codemods.batch.runner import FileResult, process_files, process_source
-    from codemods.cli import output
+    from codemods.cli import fix_lines, output
     from codemods.cli.config import ConfigError
     from codemods.cli.diffs import unified_diff, write_stdout
     from codemods.cli.explaining import quiet_broken_pipe
@@ -60,6 +60,12 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--diff", action="store_true", help="print a unified diff, write nothing")
     mode.add_argument(
         "--check", action="store_true", help="write nothing; exit 1 if anything would change"
+    )
+    parser.add_argument(
+        "--show-fixes",
+        action="store_true",
+        help="list the fixes applied, by file and rule (with --diff or --check, those it "
+        "would apply)",
     )
     add_rule_options(parser)
     parser.add_argument("--report", type=Path, metavar="FILE", help="write a JSON report")
@@ -132,7 +138,7 @@ def _main(args: argparse.Namespace) -> int:
         print(f"configuration: {chosen.config.path or 'none (the defaults)'}", file=sys.stderr)
     if stdin:
         name = args.stdin_filename or "-"
-        return _stdin(chosen.settings_for(name), write, name, args.exit_zero)
+        return _stdin(chosen.settings_for(name), write, name, args.exit_zero, args.show_fixes)
     # SIGINT and SIGTERM stop the run between files, and the summary says what it did.
     with stopping.on_signals() as stop:
         chosen, files, problems = chosen.files(args)
@@ -178,7 +184,7 @@ def summarize(
     left = sum(not f.fixed for r in results for f in r.findings)
     unsafe = sum(output.needs_unsafe(f) for r in results for f in r.findings)
     fixes = sum(f.fixed for r in done for f in r.findings)
-    unsafely = sum(output.fixed_unsafely(f) for r in done for f in r.findings)
+    unsafely = sum(fix_lines.fixed_unsafely(f) for r in done for f in r.findings)
     withheld = sum(f.withheld is not None for r in results for f in r.findings)
     withheld_files = sum(any(f.withheld for f in r.findings) for r in results)
     verb = "changed" if write else "would change"
@@ -242,7 +248,7 @@ def _finish(
             if not finding.fixed and not args.silent:
                 print(output.finding_line(result.path, finding, target=target), file=out)
     if not args.silent:  # what an unsafe fix changes is named, like what is left
-        for line in output.unsafe_fix_lines(results, write):
+        for line in fix_lines.unsafe_fix_lines(results, write):
             print(line, file=out)
     out.flush()
     errors = problems + [f"{r.path}: {r.error}" for r in results if r.error]
@@ -262,6 +268,8 @@ def _finish(
             print(note, file=sys.stderr)
         for note in (note for r in results for note in r.notes):
             print(note, file=sys.stderr)
+    if args.show_fixes and not args.silent:  # beside the findings, after the summary
+        out.write(fix_lines.fix_list(results, written=write))
     if stop.signum or summary["files_not_reached"]:
         print("\n".join(stopped_lines(stop.signal_name, results, write)), file=sys.stderr)
     if args.report:
@@ -276,10 +284,17 @@ def _finish(
     return EXIT_FINDINGS if changed or summary["findings_left"] else EXIT_CLEAN
 
 
-def _stdin(settings: Settings, write: bool, name: str = "-", exit_zero: bool = False) -> int:
+def _stdin(
+    settings: Settings,
+    write: bool,
+    name: str = "-",
+    exit_zero: bool = False,
+    show_fixes: bool = False,
+) -> int:
     """Migrate standard input to standard output (it carries the code: findings on stderr)."""
     source = sys.stdin.buffer.read()
     result = process_source(name, source, settings)
+    result.written = write and result.new_source is not None  # to standard output
     if result.error:
         print(f"error: {name}: {result.error}", file=sys.stderr)
         sys.stdout.buffer.write(source)
@@ -288,8 +303,10 @@ def _stdin(settings: Settings, write: bool, name: str = "-", exit_zero: bool = F
     for finding in result.findings:
         if not finding.fixed:
             print(output.finding_line(name, finding, target=settings), file=sys.stderr)
-    for line in output.unsafe_fix_lines([result], write):
+    for line in fix_lines.unsafe_fix_lines([result], write):
         print(line, file=sys.stderr)
+    if show_fixes:
+        sys.stderr.write(fix_lines.fix_list([result], written=write))
     left = any(not f.fixed for f in result.findings)
     if exit_zero:
         return EXIT_CLEAN

@@ -143,6 +143,38 @@ def test_each_unsafe_fix_applied_is_named_with_what_it_changes(tmp_path, capsys,
     assert "behaviour may change" not in err and "fixes available, " in err
 
 
+@pytest.mark.parametrize("mode", ["--diff", "--check", "write", "stdin"])
+def test_show_fixes_lists_the_fixes_by_file_and_rule(tmp_path, capsys, mode):
+    """As ``fsdp-lint --fix --show-fixes`` (ruff's flag): after the summary, beside the
+    findings (standard error where standard output carries code)."""
+    path = tmp_path / "t.py"
+    path.write_text(
+        "from pytorch_lightning import Trainer\n"
+        "t = Trainer(strategy='ddp_fully_sharded', precision=16)\n"
+    )
+    listing = (
+        f" 2 findings:\n- {path}:\n    1 × FSDP205 ({REGISTRY['FSDP205'].name}, unsafe)\n"
+        f"    1 × FSDP206 ({REGISTRY['FSDP206'].name})\n"
+    )
+    if mode == "stdin":
+        with open(path, "rb") as stdin:
+            monkeypatched = sys.stdin
+            sys.stdin = io.TextIOWrapper(stdin)
+            try:
+                argv = ["--unsafe-fixes", "--show-fixes", "--stdin-filename", str(path), "-"]
+                assert main(argv) == 1
+            finally:
+                sys.stdin = monkeypatched
+    else:
+        flags = [] if mode == "write" else [mode]
+        assert main([*flags, "--unsafe-fixes", "--show-fixes", str(path)]) == 1
+    out, err = capsys.readouterr()
+    fixed = "Fixed" if mode in ("write", "stdin") else "Would fix"
+    assert (err if mode in ("--diff", "stdin") else out).endswith(f"\n{fixed}{listing}")
+    assert main(["--show-fixes", "--check", str(tmp_path / "none.py")]) == 2  # no such file
+    assert "No fixes available." in capsys.readouterr().out
+
+
 def test_select_ignore_and_unsafe_fixes(tmp_path):
     path = tmp_path / "t.py"
     path.write_text(

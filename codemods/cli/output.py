@@ -16,10 +16,6 @@ from codemods.records import Frozen
 from codemods.registry import REGISTRY, FixSafety
 from codemods.settings import Settings
 
-TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
-if TYPE_CHECKING:
-    from codemods.batch.results import FileResult
-
 FORMATS = ("text", "json", "github", "sarif")
 TOOL = "fsdp-lint"
 HOME = "https://github.com/fsdp-compat/fsdp-compat"
@@ -140,37 +136,6 @@ def target_too_old(finding: Finding, settings: Settings | None = None) -> str:
     if not REGISTRY[finding.code].fixable:
         return ""  # a manual rule: its message is the recipe (JSON and --report say so)
     return finding.no_fix or ""
-
-
-def fixed_unsafely(finding: Finding) -> bool:
-    """Whether an unsafe fix fixed ``finding`` (its message names what may change)."""
-    return finding.fixed and applicability_of(finding) == "unsafe"
-
-
-def unsafe_fix_lines(results: Sequence[FileResult], applied: bool) -> list[str]:
-    """A line for each unsafe fix in the files changed (``applied``: written, not shown).
-
-    An unsafe fix may change what the code does, and its finding's message says what: a
-    run that applies one prints it, as it prints the findings it leaves, so no change of
-    behaviour goes unnamed.
-
-    Example:
-        >>> from codemods.batch.results import FileResult
-        >>> fixed = Finding(3, 5, "FSDP202", "another backend", fixable=True, fixed=True)
-        >>> result = FileResult("a.py", [fixed])
-        >>> result.new_source = b""
-        >>> unsafe_fix_lines([result], applied=False)
-        ['a.py:3:5: FSDP202 another backend [unsafe fix: behaviour may change]']
-    """
-    state = "unsafe fix applied" if applied else "unsafe fix"
-    return [
-        f"{r.path}:{f.position}: {f.code} {f.message} [{state}: behaviour may change]"
-        for r in results
-        # a file not written (an error) or left alone (changed on disk meanwhile) is as it was
-        if r.new_source is not None and r.error is None and r.skipped is None
-        for f in r.findings
-        if fixed_unsafely(f)
-    ]
 
 
 def needs_unsafe(finding: Finding) -> bool:

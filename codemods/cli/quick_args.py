@@ -112,8 +112,13 @@ LINT = Tool(
 
 #: ``fsdp-migrate`` (:func:`codemods.migrate.build_parser`).
 MIGRATE = Tool(
-    {"diff": False, "check": False, **_SHARED, "report": None},
-    {"--diff": ("diff", True), "--check": ("check", True), **_SHARED_FLAGS},
+    {"diff": False, "check": False, "show_fixes": False, **_SHARED, "report": None},
+    {
+        "--diff": ("diff", True),
+        "--check": ("check", True),
+        "--show-fixes": ("show_fixes", True),
+        **_SHARED_FLAGS,
+    },
     (frozenset({"diff", "check"}), *_SHARED_EXCLUSIVE),
 )
 
