@@ -17,12 +17,11 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
 from codemods.cli.help_format import terminal_columns
-from codemods.registry import REGISTRY, built, prebuilt
+from codemods.registry import REGISTRY
 from codemods.rules import index
 from codemods.screen import filter_table
 from codemods.screen.prefilter import rule_filter
@@ -73,10 +72,6 @@ NOT_FOR_ONE_FILE = (
     "typing",  # for the checkers only (codemods/records.py), about 3 ms of CPU
     "packaging.version",  # rules' and ranges' releases are plain numbers (release_numbers.py)
     "signal",  # its enums: the handlers are installed through _signal (batch/stopping.py)
-    "codemods.registry.torch_rules",  # the registry's topics: its prebuilt table is read
-    "codemods.registry.torch_state_dict_rules",
-    "codemods.registry.lightning_trainer_rules",
-    "codemods.registry.to_fsdp2_rules",
 )
 
 
@@ -171,44 +166,6 @@ def test_the_pre_filter_table_is_the_registry_s():
     assert shared == filter_table.shared_words(REGISTRY) and shared
     for rule in REGISTRY:
         assert filter_table.row_for(rule) == filter_table.row(rule)
-
-
-def test_the_prebuilt_registry_is_the_registry_s():
-    rules = built()
-    assert Path(prebuilt.TABLE).read_text(encoding="utf-8") == prebuilt.text(
-        rules, prebuilt.sources()
-    ), "a file of codemods/registry changed: run `python -m codemods.registry.prebuilt`"
-    shipped = prebuilt.shipped()
-    assert shipped == rules == REGISTRY.rules
-    # Equal named tuples could still hold a plain string where a rule holds an enum.
-    for made, rule in zip(shipped, rules):
-        assert [type(field) for field in made] == [type(field) for field in rule]
-        assert [type(case) for case in made.cases] == [type(case) for case in rule.cases]
-
-
-_SIZES = prebuilt.sources()
-
-
-def _table(**changes: object) -> SimpleNamespace:
-    from codemods.registry import prebuilt_rules
-
-    names = ("FIELDS", "SIZES", "ROWS")
-    return SimpleNamespace(**{**{name: getattr(prebuilt_rules, name) for name in names}, **changes})
-
-
-@pytest.mark.parametrize(
-    "changes",
-    [
-        {"SIZES": {**_SIZES, "torch_rules.py": _SIZES["torch_rules.py"] + 1}},
-        {"SIZES": {**_SIZES, "a_topic_since_removed.py": 10}},
-        {"FIELDS": ("code", "name")},
-    ],
-    ids=["a-topic-edited", "a-file-gone", "the-rule-reshaped"],
-)
-def test_a_table_older_than_the_registry_s_files_is_not_read(changes):
-    """Then REGISTRY builds the rules from the topics, as without a table."""
-    assert prebuilt.shipped(table=_table()) == REGISTRY.rules
-    assert prebuilt.shipped(table=_table(**changes)) is None
 
 
 def test_a_rule_the_pre_filter_table_does_not_hold_is_derived():

@@ -58,27 +58,22 @@ _MODEL = ("Capability", "ChangeKind", "Example", "FixSafety", "Framework", "Regi
 def __getattr__(name: str) -> Any:
     # Built on first use: `python -m compat` reads the names of `codemods.registry.names`
     # and a prebuilt plan at start, and a program that imports nothing legacy never
-    # pays for the rules' dataclasses (about half of compat's start-up). The rules are
-    # read from the prebuilt table where it is current (codemods/registry/prebuilt.py).
+    # pays for the rules' dataclasses (about half of compat's start-up).
     if name in _MODEL:
         value = getattr(importlib.import_module("codemods.registry.model"), name)
     elif name == "REGISTRY":
         from codemods.registry.capabilities import CAPABILITIES
         from codemods.registry.model import Registry
-        from codemods.registry.prebuilt import shipped
 
-        rules = shipped()
-        value = Registry(rules=built() if rules is None else rules, capabilities=CAPABILITIES)
+        modules = [importlib.import_module(f"{__name__}.{m}") for m in _MODULES]
+        rules = (rule for m in modules for rule in m.RULES)
+        value = Registry(
+            rules=tuple(sorted(rules, key=lambda r: r.code)), capabilities=CAPABILITIES
+        )
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = value
     return value
-
-
-def built() -> tuple[Rule, ...]:
-    """The rules of the topic modules, in code order (what the prebuilt table holds)."""
-    modules = [importlib.import_module(f"{__name__}.{m}") for m in _MODULES]
-    return tuple(sorted((rule for m in modules for rule in m.RULES), key=lambda r: r.code))
 
 
 __all__ = [
