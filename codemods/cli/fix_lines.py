@@ -24,7 +24,7 @@ def fixed_unsafely(finding: Finding) -> bool:
 
 
 def unsafe_fix_lines(results: Sequence[FileResult], applied: bool) -> list[str]:
-    """A line for each unsafe fix in the files changed (``applied``: written, not shown).
+    """A line for each unsafe fix in the files changed (``applied``: written, else shown).
 
     Example:
         >>> from codemods.batch.results import FileResult
