@@ -38,11 +38,18 @@ def unsafe_fix_lines(results: Sequence[FileResult], applied: bool) -> list[str]:
     return [
         f"{r.path}:{f.position}: {f.code} {f.message} [{state}: behaviour may change]"
         for r in results
-        # a file not written (an error) or left alone (changed on disk meanwhile) is as it was
-        if r.new_source is not None and r.error is None and r.skipped is None
+        if _changed(r, applied)
         for f in r.findings
         if fixed_unsafely(f)
     ]
+
+
+def _changed(result: FileResult, written: bool) -> bool:
+    """Whether ``result``'s fixes took effect: written, or else shown as a change.
+
+    A file that could not be written, or that changed on disk meanwhile, is as it was.
+    """
+    return result.written if written else result.new_source is not None
 
 
 def fix_list(results: Sequence[FileResult], written: bool) -> str:
@@ -64,7 +71,7 @@ def fix_list(results: Sequence[FileResult], written: bool) -> str:
     done = [
         (r.path, Counter((f.code, fixed_unsafely(f)) for f in r.findings if f.fixed))
         for r in results
-        if (r.written if written else r.new_source is not None)
+        if _changed(r, written)
     ]
     done = [(path, counts) for path, counts in done if counts]
     total = sum(sum(counts.values()) for _, counts in done)
