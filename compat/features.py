@@ -49,8 +49,13 @@ def torch_version() -> Version:
     return parse_version(require_torch().__version__)
 
 
+@functools.cache
 def lightning_version() -> Version | None:
-    """The installed Lightning release (``lightning`` or ``pytorch_lightning``), or None."""
+    """The installed Lightning release (``lightning`` or ``pytorch_lightning``), or None.
+
+    Asked only where wanted: importing Lightning costs a process seconds (it brings
+    torchmetrics), which a torch-only script's ranks should not pay.
+    """
     for name in ("lightning", "pytorch_lightning"):
         try:
             module = importlib.import_module(name)
@@ -66,7 +71,6 @@ class Features:
 
     Attributes:
         torch: The torch release.
-        lightning: The Lightning release, or None when Lightning is not installed.
         distributed: ``torch.distributed`` is built in and FSDP's wrap module imports.
         module_wrap_policy: ``torch.distributed.fsdp.wrap.ModuleWrapPolicy`` exists.
         custom_policy: ``torch.distributed.fsdp.wrap.CustomPolicy`` exists.
@@ -82,7 +86,6 @@ class Features:
     """
 
     torch: Version
-    lightning: Version | None
     distributed: bool
     module_wrap_policy: bool
     custom_policy: bool
@@ -93,6 +96,14 @@ class Features:
     ac_auto_wrap_policy: bool
     checkpoint_no_reentrant_default: bool
     selective_ac: bool
+
+    @property
+    def lightning(self) -> Version | None:
+        """The Lightning release, or None when Lightning is not installed.
+
+        Read when first asked, not by :func:`current`.
+        """
+        return lightning_version()
 
     @property
     def fsdp2(self) -> bool:
@@ -193,7 +204,6 @@ def current() -> Features:
         no_reentrant = default is ac.CheckpointImpl.NO_REENTRANT
     return Features(
         torch=version,
-        lightning=lightning_version(),
         distributed=distributed,
         module_wrap_policy=distributed and hasattr(wrap, "ModuleWrapPolicy"),
         custom_policy=distributed and hasattr(wrap, "CustomPolicy"),

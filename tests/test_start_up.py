@@ -281,10 +281,15 @@ def test_python_m_compat_still_serves_a_program_that_imports_torch_later(tmp_pat
         "assert 'torch' not in sys.modules\n"
         "from torch.distributed.fsdp.wrap import default_auto_wrap_policy\n"
         "print(default_auto_wrap_policy.__module__)\n"
+        # what the drop-in asks of torch when it translates an old FSDP call
+        "from compat.features import current\n"
+        "current()\n"
     )
-    _, output = _modules_after(["compat", "script.py"], tmp_path)
+    modules, output = _modules_after(["compat", "script.py"], tmp_path)
     assert output.startswith("compat."), output
     assert "[FSDP101]" in output
+    # Lightning costs each rank of a torch-only script a second and 44 MB to import.
+    assert not {"lightning", "pytorch_lightning"} & modules
 
 
 def test_long_lived_leaves_the_collector_as_it_found_it():
