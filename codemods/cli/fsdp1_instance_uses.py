@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 
+from codemods.cli.shared_walks import walk
 from codemods.syntax.ast_nodes import dotted
 
 #: FSDP1 model attributes an FSDP2 model lacks, spelled by nothing else in common use.
@@ -60,9 +61,9 @@ def instance_uses(tree: ast.Module) -> list[tuple[int, str]]:
         [(3, 'model.clip_grad_norm_'), (6, 'model.no_sync')]
     """
     imported = _imported_names(tree)
-    calls = {id(node.func): node for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    calls = {id(node.func): node for node in walk(tree) if isinstance(node, ast.Call)}
     found = []
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if not isinstance(node, ast.Attribute) or node.attr not in METHODS:
             continue
         owner = dotted(node.value)
@@ -94,7 +95,7 @@ def _names_parameters(func: ast.expr) -> bool:
 def _imported_names(tree: ast.Module) -> set[str]:
     """The names an import binds anywhere in the module."""
     names = set()
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Import):
             names.update((alias.asname or alias.name).split(".", 1)[0] for alias in node.names)
         elif isinstance(node, ast.ImportFrom):

@@ -22,6 +22,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
+from codemods.cli.shared_walks import walk
 from codemods.syntax.ast_nodes import dotted
 
 _NO_ANSWER = object()
@@ -107,7 +108,7 @@ def _guarded(tree: ast.Module, answers: dict[str, object]) -> set[int]:
     holds FSDP1's code, which FSDP2 models (whose answer is 2) never reach.
     """
     found: set[int] = set()
-    for node in ast.walk(tree):
+    for node in walk(tree):
         test = node.test if isinstance(node, ast.If) else None
         both = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else []
         if any(_not_fsdp2s(part, answers) for part in [test, *both]):
@@ -159,7 +160,7 @@ def dispatched(
     """
     answers = {**(known or {}), **fsdp2_answers(tree, is_fsdp1, is_fsdp2)}
     found = _guarded(tree, answers)
-    for function in ast.walk(tree):
+    for function in walk(tree):
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         params = {argument.arg for argument in function.args.args}
@@ -179,9 +180,9 @@ def paired_checks(tree: ast.Module, is_fsdp1: Callable, is_fsdp2: Callable) -> s
     the file's own conversion). ``is_fsdp1``/``is_fsdp2`` tell a class's dotted name.
     Returns the ``id`` of each such call.
     """
-    elifs = {id(n.orelse[0]) for n in ast.walk(tree) if isinstance(n, ast.If) and _elif(n)}
+    elifs = {id(n.orelse[0]) for n in walk(tree) if isinstance(n, ast.If) and _elif(n)}
     found: set[int] = set()
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if not isinstance(node, ast.If) or id(node) in elifs:
             continue
         chain, tests = node, []
@@ -219,7 +220,7 @@ def aware(tree: ast.Module, is_fsdp2: Callable) -> set[int]:
     the way they meant. A function holds its nested ones; class calls are not checks.
     """
     found: set[int] = set()
-    for function in ast.walk(tree):
+    for function in walk(tree):
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         tests = [node for node in ast.walk(function) if _isinstance_call(node)]

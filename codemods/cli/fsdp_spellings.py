@@ -10,6 +10,7 @@ import functools
 from collections.abc import Iterable
 
 from codemods.cli.fsdp2_dispatch import fsdp2_answers
+from codemods.cli.shared_walks import walk
 
 #: The modules FSDP1's class is imported from.
 FSDP_MODULES = ("torch.distributed.fsdp", "torch.distributed.fsdp.fully_sharded_data_parallel")
@@ -25,7 +26,7 @@ def class_spellings(
 ) -> set[str]:
     """The dotted spellings of torch's FSDP1 class (or ``name`` of ``modules``) in a module."""
     found = {f"{module}.{name}" for module in modules}
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module in modules and not node.level:
             found.update(a.asname or a.name for a in node.names if a.name == name)
         elif isinstance(node, ast.Import):
@@ -41,7 +42,7 @@ def fsdp2_spellings(tree: ast.Module) -> set[str]:
     verl imports ``from verl.utils.fsdp_utils import FSDPModule as FSDP2``.
     """
     found = class_spellings(tree, FSDP2_HOMES, FSDP2_CLASS)
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.ImportFrom):
             found.update(a.asname for a in node.names if a.name == FSDP2_CLASS and a.asname)
     return found

@@ -46,6 +46,7 @@ from codemods.cli.project_bounds import shown as _shown
 from codemods.cli.project_bounds import vendored
 from codemods.cli.project_calls import Unreferred
 from codemods.cli.project_reach import ImportGraph, is_test
+from codemods.cli.shared_walks import SharedWalks, forget, walk
 from codemods.syntax.alias_positions import parse
 from codemods.syntax.ast_nodes import dotted
 
@@ -80,7 +81,7 @@ def scan(
     checks: Uses = []
     calls: Uses = []
     answered: Uses = []
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Call):
             if dotted(node.func) in spellings:
                 wraps.append(node.lineno)
@@ -145,6 +146,12 @@ class ProjectFsdp1Checks:
         # no rule visits them, so they only keep back the wrappers whose models reach them.
         self._instance: dict[Path, Uses] = {}
         self._unreferred = Unreferred(self._run, self._import_graph)
+        with SharedWalks():  # each module's questions share one walk of it
+            self._survey(paths)
+        self._project: dict[Path, Path] = {path: root or LOOSE for path, root in self._root.items()}
+
+    def _survey(self, paths: Iterable[Path]) -> None:
+        """Read and scan the files of the run that name or may use FSDP1's class."""
         parsed: list[tuple[Path, Path | None, ast.Module]] = []
         for path in paths:
             if not str(path).endswith(".py"):
@@ -169,6 +176,7 @@ class ProjectFsdp1Checks:
                 parsed.append((resolved, root, tree))
                 continue
             uses = instance_uses(tree)
+            forget(tree)  # asked nothing more: its nodes need not be kept
             if uses:
                 self._instance[resolved], self._root[resolved] = uses, root
                 self._unreferred.note(resolved, tree, [line for line, _ in uses])
@@ -185,7 +193,6 @@ class ProjectFsdp1Checks:
                     found[resolved] = sorted(uses)
             if wraps or checks or calls or answered:
                 self._root[resolved] = root
-        self._project: dict[Path, Path] = {path: root or LOOSE for path, root in self._root.items()}
 
     def elsewhere(self, path: str | Path, api: bool = False, tests: bool = False) -> tuple:
         """What the other files of ``path``'s project keep, as ``file:line: `text```.
