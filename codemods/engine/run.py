@@ -151,6 +151,7 @@ def _one_pass(
         return [], None, {}
     module = cst.parse_module(source)
     engine = Engine(settings, suppressions, hot)
+    engine.text = text = _text(source, module)
     # No copy of the module: libcst's nodes are immutable and the visit builds a new tree.
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     prime(wrapper)  # the contexts and scopes, quicker than libcst's resolver
@@ -158,7 +159,7 @@ def _one_pass(
     if not settings.fix:
         return sorted(engine.findings), None, {}
     if engine.edits:
-        new = finish(engine.edits, wrapper, new, filename, _text(source, module))
+        new = finish(engine.edits, wrapper, new, filename, text)
     final = _no_new_leading_blank_lines(module, new)
     new_bytes = engine.code_for(final).encode(final.encoding)
     changed = new_bytes if new_bytes != source else None

@@ -71,6 +71,7 @@ class Engine(Lookups, ColdStatements, ImportMoves, LocalImports, Spellings, cst.
         self.findings: list[Finding] = []
         self.edits = Edits()
         self.scratch: dict[str, Any] = {}
+        self.text: str | None = None  # the module's code, where the pass has it (run.py)
         self.renames: dict[str, str] = {}  # old qualified name -> new, where this run renames
         self._plan = Plan()
         self._fallback_depth = 0
@@ -95,9 +96,8 @@ class Engine(Lookups, ColdStatements, ImportMoves, LocalImports, Spellings, cst.
         self._whole = False
         self._by_type: dict[type, list[cst.CSTNode]] = {}
         self._positions: Any = None
-        # The line spans the ast detector saw something in (None: visit everything), the
-        # ids of the nodes with a rewrite registered and of their ancestors, and the
-        # statements the visit passed over (see cold).
+        # The line spans the ast detector saw something in (None: visit everything), the ids
+        # of the nodes rewritten and of their ancestors, the statements passed over (cold).
         self._hot = None if hot is None else Lines(hot)
         self._cold: dict[int, bool] = {}  # id of a statement -> whether its lines are cold
         self._dirty: set[int] = set()

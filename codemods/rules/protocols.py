@@ -47,11 +47,14 @@ class Engine(Resolver, Protocol):
     Attributes:
         scratch: State a behaviour keeps for the rest of the file, under its rule code.
         module: The module being visited (original nodes).
+        text: The module's code, as the pass read it (``module.code`` without
+            generating it); None where its bytes do not decode.
     """
 
     scratch: dict[str, Any]
     module: cst.Module
     settings: Settings
+    text: str | None
 
     def report(
         self,
