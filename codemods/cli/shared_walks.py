@@ -3,7 +3,7 @@ r"""One ``ast.walk`` of each module for the survey of a run's FSDP1 checks.
 The survey (:class:`codemods.cli.project_fsdp1.ProjectFsdp1Checks`) asks a dozen
 questions of each module that names FSDP1's class (its spellings of the class, FSDP2's,
 paired and dispatched checks, ...), each one a walk of the whole tree: on 520 real files,
-three quarters of the survey's time was ``ast.walk``. Inside :class:`SharedWalks`, a
+three quarters of the survey's profiled time was ``ast.walk``. Inside :class:`SharedWalks`, a
 module's walk is made once and its list of nodes handed to every question after.
 
 Example:
