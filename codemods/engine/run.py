@@ -151,7 +151,8 @@ def _one_pass(
         return [], None, {}
     module = cst.parse_module(source)
     engine = Engine(settings, suppressions, hot)
-    engine.text = text = _text(source, module)
+    text = _text(source, module)
+    engine.text = module.code if text is None else text  # (libcst decoded it: always text)
     # No copy of the module: libcst's nodes are immutable and the visit builds a new tree.
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     prime(wrapper)  # the contexts and scopes, quicker than libcst's resolver

@@ -71,7 +71,7 @@ class Engine(Lookups, ColdStatements, ImportMoves, LocalImports, Spellings, cst.
         self.findings: list[Finding] = []
         self.edits = Edits()
         self.scratch: dict[str, Any] = {}
-        self.text: str | None = None  # the module's code, where the pass has it (run.py)
+        self.text: str | None = None  # the module's code, as the pass read it (run.py)
         self.renames: dict[str, str] = {}  # old qualified name -> new, where this run renames
         self._plan = Plan()
         self._fallback_depth = 0

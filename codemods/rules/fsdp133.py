@@ -161,12 +161,12 @@ def _taken(engine: Engine | Detector) -> bool:
     key = f"{NEW_NAME}:taken"
     if key not in engine.scratch:
         tree = getattr(engine, "tree", None)  # the detector's; the engine's is libcst's
-        text = engine.source if tree is not None else engine.module.code  # type: ignore[union-attr]
+        text = engine.source if tree is not None else engine.text  # type: ignore[union-attr]
         spelled = NEW_NAME.encode() if isinstance(text, bytes) else NEW_NAME
         if text.isascii() and spelled not in text:
             engine.scratch[key] = False
         else:
-            engine.scratch[key] = name_taken(tree or parse(engine.module.code))  # type: ignore[union-attr]
+            engine.scratch[key] = name_taken(tree or parse(engine.text))  # type: ignore[union-attr]
     return engine.scratch[key]
 
 

@@ -72,8 +72,8 @@ def inner_indent(engine: Engine, node: cst.CSTNode, indent: str) -> str:
     """
     start = engine.position(node).start
     lines = engine.scratch.get("layout:lines")
-    if lines is None:  # the module's text, rendered once a file
-        lines = engine.scratch["layout:lines"] = engine.module.code.splitlines()
+    if lines is None:  # the module's text, split once a file
+        lines = engine.scratch["layout:lines"] = engine.text.splitlines()
     line = lines[start.line - 1]
     lead = line[: len(line) - len(line.lstrip())]
     if start.column != len(lead) or not lead.startswith(indent):

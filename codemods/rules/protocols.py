@@ -48,13 +48,13 @@ class Engine(Resolver, Protocol):
         scratch: State a behaviour keeps for the rest of the file, under its rule code.
         module: The module being visited (original nodes).
         text: The module's code, as the pass read it (``module.code`` without
-            generating it); None where its bytes do not decode.
+            generating it).
     """
 
     scratch: dict[str, Any]
     module: cst.Module
     settings: Settings
-    text: str | None
+    text: str
 
     def report(
         self,

@@ -162,7 +162,7 @@ class Fsdp401(Behaviour):
         # the text the pass read: generating the module's code again walks every node).
         if not engine.settings.enabled(self.rule):
             return
-        if "FSDP" not in (node.code if engine.text is None else engine.text).upper():
+        if "FSDP" not in engine.text.upper():
             return
         from codemods.rules.fsdp401.companion import companion_detail
         from codemods.rules.fsdp401.dead import dead_bindings
