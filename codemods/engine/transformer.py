@@ -25,6 +25,7 @@ from typing import Any, Callable
 from libcst.metadata import ScopeProvider
 
 from codemods.engine.cold import ColdStatements
+from codemods.engine.dispatch import CachedDispatch
 from codemods.engine.imports.finish import Edits
 from codemods.engine.imports.local import LocalImports
 from codemods.engine.imports.moves import ImportMoves
@@ -44,19 +45,18 @@ from codemods.syntax.lazy_libcst import cst
 from codemods.syntax.spans import Lines, Spans
 
 
-class Engine(Lookups, ColdStatements, ImportMoves, LocalImports, Spellings, cst.CSTTransformer):
+class Engine(Lookups, ColdStatements, ImportMoves, LocalImports, Spellings, CachedDispatch):
     """Find (and, with ``settings.fix``, rewrite) every registry finding in a module.
 
-    A plain transformer (see :func:`codemods.engine.run.run`): libcst's matcher-decorated
-    command base inspects every attribute of each instance, which cost more than the
-    whole visit of a small file.
+    A plain transformer (:func:`codemods.engine.run.run`; hooks found once per class,
+    :mod:`codemods.engine.dispatch`): libcst's matcher-decorated command base inspects
+    every attribute of each instance, which cost more than the whole visit of a small file.
     """
 
     # Qualified names come from the scopes on demand (see qualified): libcst's
-    # QualifiedNameProvider would visit every node of the module to offer the same;
-    # parents come from a walk of the module's fields (codemods.syntax.cst_tree) and
-    # positions from codemods.engine.metadata.positions, on demand: both cost a fraction of
-    # libcst's providers (benchmarks/README.md).
+    # QualifiedNameProvider would visit every node of the module to offer the same; parents
+    # (codemods.syntax.cst_tree) and positions (codemods.engine.metadata.positions) come on
+    # demand too, for a fraction of libcst's providers' cost (benchmarks/README.md).
     METADATA_DEPENDENCIES = (ScopeProvider,)
 
     def __init__(
@@ -251,7 +251,7 @@ class Engine(Lookups, ColdStatements, ImportMoves, LocalImports, Spellings, cst.
             new = self._replacements.pop(id(original_node), result)
             kept, result = result, new(result) if callable(new) else new
             self.note_new(result, kept)
-        return self.respell(result) if isinstance(original_node, cst.Module) else result
+        return self.respell(result) if type(original_node) is cst.Module else result
 
     # References and imports ------------------------------------------------------------
 

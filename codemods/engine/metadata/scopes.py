@@ -14,7 +14,8 @@ provider does not have). :func:`prime` instead:
 - runs it as :class:`_QuickScopes`: the same visitor, whose per-node ``on_leave`` asks
   whether a node binds names with a table of classes instead of ``isinstance`` on a
   tuple of eighteen libcst classes (each check going through ``ABCMeta``): a third of
-  the visitor's time.
+  the visitor's time; its hooks are found once per class, and libcst's no-op stubs
+  skipped (:class:`codemods.engine.dispatch.HookCache`).
 
 Each step leans on libcst's private layout (the wrapper's ``_metadata`` mapping, the
 provider's ``_computed``, the visitor's ``on_leave`` and ``visit_Module``'s code); where
@@ -31,6 +32,7 @@ from typing import Any
 from libcst.metadata import ExpressionContextProvider, MetadataWrapper, ScopeProvider
 from libcst.metadata import scope_provider as _libcst_scopes
 
+from codemods.engine.dispatch import HookCache, hook
 from codemods.engine.metadata.contexts import expression_contexts
 
 __all__ = ["prime"]
@@ -104,8 +106,8 @@ def _quick_scopes() -> type | None:
     binds: dict[type, bool] = {}
     leaves: dict[type, Any] = {}
 
-    class _QuickScopes(visitor):  # type: ignore[misc,valid-type]
-        """libcst's scope visitor, its per-node ``on_leave`` through tables."""
+    class _QuickScopes(HookCache, visitor):  # type: ignore[misc,valid-type]
+        """libcst's scope visitor, its per-node hooks and ``on_leave`` through tables."""
 
         def on_leave(self, original_node: Any) -> None:
             self.provider.set_metadata(original_node, self.scope)
@@ -117,7 +119,7 @@ def _quick_scopes() -> type | None:
                 self.scope._assignment_count += 1
             leave = leaves.get(kind, 0)
             if leave == 0:
-                leave = leaves[kind] = getattr(type(self), f"leave_{kind.__name__}", None)
+                leave = leaves[kind] = hook(type(self), "leave", kind)
             if leave is not None:
                 leave(self, original_node)
 

@@ -1,0 +1,102 @@
+"""libcst's visitor dispatch, looked up once per class instead of once per node.
+
+libcst's :class:`~libcst.CSTTransformer` finds ``visit_<Class>``, ``leave_<Class>`` and
+the per-attribute ``visit_<Class>_<attribute>`` / ``leave_<Class>_<attribute>`` hooks by
+formatting their names and calling ``getattr`` at every node and child attribute, then
+calls what it finds: for most nodes, the no-op stubs of its typed base classes.
+:class:`CachedDispatch` looks each hook up once per (transformer class, node class) and
+skips the stubs, so the hooks that run are exactly those libcst would run.
+"""
+
+from __future__ import annotations
+
+from codemods.syntax.lazy_libcst import cst
+
+TYPE_CHECKING = False  # typing is not imported at run time: see codemods/records.py
+if TYPE_CHECKING:
+    from typing import Any, Callable
+
+__all__ = ["CachedDispatch", "HookCache", "hook"]
+
+#: (transformer class, "visit" or "leave", node class, attribute or "") -> the hook, or None.
+_HOOKS: dict[tuple[type, str, type, str], Callable[..., Any] | None] = {}
+_UNKNOWN = object()  # not looked up yet
+
+
+def hook(owner: type, prefix: str, kind: type, attribute: str = "") -> Callable[..., Any] | None:
+    """``owner``'s hook for nodes of class ``kind`` (a plain function of the instance), or None.
+
+    Example:
+        >>> class Visitor(CachedDispatch):
+        ...     def visit_Name(self, node):
+        ...         return False
+        >>> hook(Visitor, "visit", cst.Name) is Visitor.visit_Name
+        True
+        >>> hook(Visitor, "visit", cst.Call), hook(Visitor, "visit", cst.Name, "value")
+        (None, None)
+    """
+    key = (owner, prefix, kind, attribute)
+    try:
+        return _HOOKS[key]
+    except KeyError:
+        name = f"{prefix}_{kind.__name__}_{attribute}" if attribute else f"{prefix}_{kind.__name__}"
+        found = getattr(owner, name, None)
+        # libcst's typed base classes define every hook as a no-op (marked so for its
+        # batched visitor): skipping one is what calling it does.
+        found = _HOOKS[key] = None if getattr(found, "_is_no_op", False) else found
+        return found
+
+
+def _attribute_hook(prefix: str) -> Callable[..., None]:
+    """The ``on_<prefix>_attribute`` method: call ``<prefix>_<Class>_<attribute>``, if defined."""
+
+    def on_attribute(self: Any, node: cst.CSTNode, attribute: str) -> None:
+        key = (type(self), prefix, type(node), attribute)
+        found = _HOOKS.get(key, _UNKNOWN)
+        if found is _UNKNOWN:
+            found = hook(*key)
+        if found is not None:
+            found(self, node)
+
+    on_attribute.__doc__ = f"Call ``{prefix}_<Class>_<attribute>``, if defined."
+    return on_attribute
+
+
+class HookCache:
+    """The hooks of a libcst visitor or transformer, found once per class (a mixin).
+
+    It goes before the libcst class among the bases; the hooks must be defined on the
+    class (as methods), not set on an instance.
+    """
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        """Call ``visit_<Class>``, if defined; whether to enter the node's children."""
+        key = (type(self), "visit", type(node), "")
+        visit = _HOOKS.get(key, _UNKNOWN)
+        if visit is _UNKNOWN:
+            visit = hook(*key)
+        return visit is None or visit(self, node) is not False
+
+    # The per-attribute hooks take the node alone, in a visitor and a transformer alike.
+    on_visit_attribute = _attribute_hook("visit")
+    on_leave_attribute = _attribute_hook("leave")
+
+
+class CachedDispatch(HookCache, cst.CSTTransformer):
+    r"""A transformer whose hooks are found as libcst finds them, once per node class.
+
+    Example:
+        >>> class Upper(CachedDispatch):
+        ...     def leave_Name(self, original_node, updated_node):
+        ...         return updated_node.with_changes(value=updated_node.value.upper())
+        >>> cst.parse_module("f(x)\n").visit(Upper()).code
+        'F(X)\n'
+    """
+
+    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> Any:
+        """Call ``leave_<Class>``, if defined; what takes the node's place."""
+        key = (type(self), "leave", type(original_node), "")
+        leave = _HOOKS.get(key, _UNKNOWN)
+        if leave is _UNKNOWN:
+            leave = hook(*key)
+        return updated_node if leave is None else leave(self, original_node, updated_node)
