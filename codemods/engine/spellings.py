@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from codemods.syntax.cst_dispatch import CachedDispatch
 from codemods.syntax.lazy_libcst import cst
 
 #: Packages whose modules' names are one object where two have the same name: FSDP's
@@ -136,7 +137,7 @@ def _dotted(node: cst.CSTNode) -> str:
     return node.value if isinstance(node, cst.Name) else ""
 
 
-class _Respell(cst.CSTTransformer):
+class _Respell(CachedDispatch):
     """Renames the noted Name nodes (by identity), leaving imports and attributes alone."""
 
     def __init__(self, noted: dict[int, cst.Name], spelled: dict[str, str]) -> None:

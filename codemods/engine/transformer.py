@@ -25,7 +25,6 @@ from typing import Any, Callable
 from libcst.metadata import ScopeProvider
 
 from codemods.engine.cold import ColdStatements
-from codemods.engine.dispatch import CachedDispatch
 from codemods.engine.imports.finish import Edits
 from codemods.engine.imports.local import LocalImports
 from codemods.engine.imports.moves import ImportMoves
@@ -40,6 +39,7 @@ from codemods.rules.tested_uses import cst_detail
 from codemods.rules.unread_imports import UNREAD_IMPORT, unread_imports
 from codemods.screen.noqa import Suppressions
 from codemods.settings import Settings
+from codemods.syntax.cst_dispatch import CachedDispatch
 from codemods.syntax.gates import fallback_regions, is_fallback
 from codemods.syntax.lazy_libcst import cst
 from codemods.syntax.spans import Lines, Spans
@@ -49,7 +49,7 @@ class Engine(Lookups, ColdStatements, ImportMoves, LocalImports, Spellings, Cach
     """Find (and, with ``settings.fix``, rewrite) every registry finding in a module.
 
     A plain transformer (:func:`codemods.engine.run.run`; hooks found once per class,
-    :mod:`codemods.engine.dispatch`): libcst's matcher-decorated command base inspects
+    :mod:`codemods.syntax.cst_dispatch`): libcst's matcher-decorated command base inspects
     every attribute of each instance, which cost more than the whole visit of a small file.
     """
 

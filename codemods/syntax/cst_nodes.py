@@ -161,8 +161,9 @@ def keep_ending(args: list[cst.Arg], original: list[cst.Arg]) -> list[cst.Arg]:
 @functools.cache
 def _collector() -> type:
     """The visitor of :func:`find_all`, defined on first use (subclassing reads libcst)."""
+    from codemods.syntax.cst_dispatch import CachedVisit
 
-    class Collect(cst.CSTVisitor):
+    class Collect(CachedVisit):
         def __init__(self, keep: Any) -> None:
             self.keep = keep
             self.found: list[cst.CSTNode] = []

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from codemods.engine.imports.adding import _merged
+from codemods.syntax.cst_dispatch import CachedDispatch, CachedVisit
 from codemods.syntax.lazy_libcst import cst
 
 
@@ -65,7 +66,7 @@ class LocalImports:
         return True
 
 
-class _Inserting(cst.CSTTransformer):
+class _Inserting(CachedDispatch):
     """Insert statements before the first line equal to ``line`` (its blank lines first)."""
 
     def __init__(self, line: cst.SimpleStatementLine, statements: list[Any]) -> None:
@@ -101,7 +102,7 @@ def _imports_in(node: cst.CSTNode) -> list[cst.ImportFrom]:
     """The ``from`` imports in ``node``'s body, nested functions and classes included."""
     found: list[cst.ImportFrom] = []
 
-    class _Collect(cst.CSTVisitor):
+    class _Collect(CachedVisit):
         def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
             found.append(node)
             return False

@@ -15,7 +15,7 @@ provider does not have). :func:`prime` instead:
   whether a node binds names with a table of classes instead of ``isinstance`` on a
   tuple of eighteen libcst classes (each check going through ``ABCMeta``): a third of
   the visitor's time; its hooks are found once per class, and libcst's no-op stubs
-  skipped (:class:`codemods.engine.dispatch.HookCache`).
+  skipped (:class:`codemods.syntax.cst_dispatch.HookCache`).
 
 Each step leans on libcst's private layout (the wrapper's ``_metadata`` mapping, the
 provider's ``_computed``, the visitor's ``on_leave`` and ``visit_Module``'s code); where
@@ -32,8 +32,8 @@ from typing import Any
 from libcst.metadata import ExpressionContextProvider, MetadataWrapper, ScopeProvider
 from libcst.metadata import scope_provider as _libcst_scopes
 
-from codemods.engine.dispatch import HookCache, hook
 from codemods.engine.metadata.contexts import expression_contexts
+from codemods.syntax.cst_dispatch import HookCache, hook
 
 __all__ = ["prime"]
 

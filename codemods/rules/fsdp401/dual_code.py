@@ -25,6 +25,7 @@ from codemods.rules.fsdp401.helpers import helper_names, write_helpers
 from codemods.rules.fsdp401.lookups import imported_here, in_module
 from codemods.rules.fsdp401.uses import Use
 from codemods.rules.layout import LINE_LENGTH, indentation, wrapped_call
+from codemods.syntax.cst_dispatch import CachedDispatch
 from codemods.syntax.cst_nodes import find_all
 from codemods.syntax.lazy_libcst import cst
 
@@ -186,7 +187,7 @@ def _branches(flag: str, fsdp2: list[cst.BaseStatement], fsdp1: cst.BaseStatemen
     )
 
 
-class _Swap(cst.CSTTransformer):
+class _Swap(CachedDispatch):
     """Puts new nodes in the place of original ones (by ``id``)."""
 
     def __init__(self, new: dict[int, cst.CSTNode]) -> None:

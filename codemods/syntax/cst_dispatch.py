@@ -4,8 +4,9 @@ libcst's :class:`~libcst.CSTTransformer` finds ``visit_<Class>``, ``leave_<Class
 the per-attribute ``visit_<Class>_<attribute>`` / ``leave_<Class>_<attribute>`` hooks by
 formatting their names and calling ``getattr`` at every node and child attribute, then
 calls what it finds: for most nodes, the no-op stubs of its typed base classes.
-:class:`CachedDispatch` looks each hook up once per (transformer class, node class) and
-skips the stubs, so the hooks that run are exactly those libcst would run.
+:class:`CachedDispatch` (a transformer) and :class:`CachedVisit` (a visitor) look each hook
+up once per (class, node class) and skip the stubs, so the hooks that run are exactly
+those libcst would run.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ TYPE_CHECKING = False  # typing is not imported at run time: see codemods/record
 if TYPE_CHECKING:
     from typing import Any, Callable
 
-__all__ = ["CachedDispatch", "HookCache", "hook"]
+__all__ = ["CachedDispatch", "CachedVisit", "HookCache", "hook"]
 
 #: (transformer class, "visit" or "leave", node class, attribute or "") -> the hook, or None.
 _HOOKS: dict[tuple[type, str, type, str], Callable[..., Any] | None] = {}
@@ -100,3 +101,28 @@ class CachedDispatch(HookCache, cst.CSTTransformer):
         if leave is _UNKNOWN:
             leave = hook(*key)
         return updated_node if leave is None else leave(self, original_node, updated_node)
+
+
+class CachedVisit(HookCache, cst.CSTVisitor):
+    r"""A visitor whose hooks are found as libcst finds them, once per node class.
+
+    Example:
+        >>> class Names(CachedVisit):
+        ...     def __init__(self):
+        ...         self.seen = []
+        ...     def leave_Name(self, original_node):
+        ...         self.seen.append(original_node.value)
+        >>> names = Names()
+        >>> _ = cst.parse_module("f(x)\n").visit(names)
+        >>> names.seen
+        ['f', 'x']
+    """
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        """Call ``leave_<Class>``, if defined."""
+        key = (type(self), "leave", type(original_node), "")
+        leave = _HOOKS.get(key, _UNKNOWN)
+        if leave is _UNKNOWN:
+            leave = hook(*key)
+        if leave is not None:
+            leave(self, original_node)
