@@ -19,8 +19,6 @@ if TYPE_CHECKING:
 
 __all__ = ["CachedDispatch", "CachedVisit", "HookCache", "hook"]
 
-#: (transformer class, "visit" or "leave", node class, attribute or "") -> the hook, or None.
-_HOOKS: dict[tuple[type, str, type, str], Callable[..., Any] | None] = {}
 _UNKNOWN = object()  # not looked up yet
 
 
@@ -36,26 +34,27 @@ def hook(owner: type, prefix: str, kind: type, attribute: str = "") -> Callable[
         >>> hook(Visitor, "visit", cst.Call), hook(Visitor, "visit", cst.Name, "value")
         (None, None)
     """
-    key = (owner, prefix, kind, attribute)
-    try:
-        return _HOOKS[key]
-    except KeyError:
+    cache = owner.__dict__.get("_hook_cache")
+    if cache is None:  # a class outside HookCache: found, not kept
+        cache = {}
+    key = (prefix, kind, attribute)
+    found = cache.get(key, _UNKNOWN)
+    if found is _UNKNOWN:
         name = f"{prefix}_{kind.__name__}_{attribute}" if attribute else f"{prefix}_{kind.__name__}"
         found = getattr(owner, name, None)
         # libcst's typed base classes define every hook as a no-op (marked so for its
         # batched visitor): skipping one is what calling it does.
-        found = _HOOKS[key] = None if getattr(found, "_is_no_op", False) else found
-        return found
+        found = cache[key] = None if getattr(found, "_is_no_op", False) else found
+    return found
 
 
 def _attribute_hook(prefix: str) -> Callable[..., None]:
     """The ``on_<prefix>_attribute`` method: call ``<prefix>_<Class>_<attribute>``, if defined."""
 
     def on_attribute(self: Any, node: cst.CSTNode, attribute: str) -> None:
-        key = (type(self), prefix, type(node), attribute)
-        found = _HOOKS.get(key, _UNKNOWN)
+        found = self._hook_cache.get((prefix, type(node), attribute), _UNKNOWN)
         if found is _UNKNOWN:
-            found = hook(*key)
+            found = hook(type(self), prefix, type(node), attribute)
         if found is not None:
             found(self, node)
 
@@ -67,15 +66,21 @@ class HookCache:
     """The hooks of a libcst visitor or transformer, found once per class (a mixin).
 
     It goes before the libcst class among the bases; the hooks must be defined on the
-    class (as methods), not set on an instance.
+    class (as methods), not set on an instance. Each class keeps its own table (a class
+    made in a function goes with it).
     """
+
+    _hook_cache: dict[tuple[str, type, str], Callable[..., Any] | None] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._hook_cache = {}
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         """Call ``visit_<Class>``, if defined; whether to enter the node's children."""
-        key = (type(self), "visit", type(node), "")
-        visit = _HOOKS.get(key, _UNKNOWN)
+        visit = self._hook_cache.get(("visit", type(node), ""), _UNKNOWN)
         if visit is _UNKNOWN:
-            visit = hook(*key)
+            visit = hook(type(self), "visit", type(node))
         return visit is None or visit(self, node) is not False
 
     # The per-attribute hooks take the node alone, in a visitor and a transformer alike.
@@ -96,10 +101,9 @@ class CachedDispatch(HookCache, cst.CSTTransformer):
 
     def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> Any:
         """Call ``leave_<Class>``, if defined; what takes the node's place."""
-        key = (type(self), "leave", type(original_node), "")
-        leave = _HOOKS.get(key, _UNKNOWN)
+        leave = self._hook_cache.get(("leave", type(original_node), ""), _UNKNOWN)
         if leave is _UNKNOWN:
-            leave = hook(*key)
+            leave = hook(type(self), "leave", type(original_node))
         return updated_node if leave is None else leave(self, original_node, updated_node)
 
 
@@ -120,9 +124,8 @@ class CachedVisit(HookCache, cst.CSTVisitor):
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
         """Call ``leave_<Class>``, if defined."""
-        key = (type(self), "leave", type(original_node), "")
-        leave = _HOOKS.get(key, _UNKNOWN)
+        leave = self._hook_cache.get(("leave", type(original_node), ""), _UNKNOWN)
         if leave is _UNKNOWN:
-            leave = hook(*key)
+            leave = hook(type(self), "leave", type(original_node))
         if leave is not None:
             leave(self, original_node)
