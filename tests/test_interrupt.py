@@ -55,7 +55,8 @@ LINT_FIX_2 = ("codemods.lint", ("--fix", "--jobs", "2"))
 
 
 def legacy_tree(root: Path, count: int = FILES) -> dict[Path, bytes]:
-    """900 legacy files in a few packages; each differs, so a mix-up would show."""
+    """``count`` legacy files (900 by default) in a few packages; each differs, so a mix-up
+    would show."""
     files = {}
     for number in range(count):
         folder = root / f"pkg{number % 4}"
