@@ -18,7 +18,9 @@ the ratios of the medians against the goal:
   ``pyproject.toml`` each call reads) and on a module that names nothing legacy (most
   of a hook's calls), answered by its resident server (whose own CPU time a line below
   the table gives: benchmarks/resident_rows.py); on the legacy file with no server (a
-  session's first call), and by the ``fsdp-lint`` console script;
+  session's first call), and by the ``fsdp-lint`` console script; beside them, shown
+  against no goal, the floor of a first call: the same Python importing ``ast`` and
+  parsing the legacy file, which any lint built on ``ast`` pays;
 - ``fsdp-lint`` on the installed torch package's source tree (or ``--tree``) against
   ``ruff check --select UP --no-cache`` (goal: 2x);
 - ``fsdp-lint`` on the realistic 60-file tree of ``tests/realistic_tree.py`` and on a
@@ -94,6 +96,8 @@ LINT = [PYTHON, "-m", "codemods.lint", "--exit-zero", "--quiet"]
 HOOK_FILE = ROOT / "examples" / "legacy" / "fairscale_script.py"
 #: What a hook sees most often: a module that names nothing legacy (224 lines of ours).
 PLAIN_FILE = ROOT / "codemods" / "batch" / "files.py"
+#: The floor of a first call: what any ``ast``-based lint of the file must do.
+FLOOR = "import ast, sys; ast.parse(open(sys.argv[1], 'rb').read())"
 
 
 @dataclass
@@ -237,6 +241,20 @@ def rows(
                 ("fsdp-lint (console script), 1 file", console, legacy, plain),
             )
         ]
+        # The least any lint on `ast` pays on the first call: its import and the parse.
+        found.insert(
+            5,  # after the call with no server
+            Row(
+                "floor: import ast, parse the file, installed",
+                [str(installed_bin / "python"), "-c", FLOOR, legacy],
+                "its python -c pass",
+                [str(installed_bin / "python"), "-c", "pass"],
+                2.5,
+                bare,
+                env=plain,
+                info=True,
+            ),
+        )
         # A repository's file sits in a project: its pyproject.toml is read at each call.
         found.insert(
             3,
