@@ -102,9 +102,12 @@ def _save_while_the_run_reads(path: Path, expected: str) -> subprocess.Popen | N
 
     The read is seen from the file's access time (set in the past first). Seeing it takes
     this process's polling, which a loaded machine can hold back for seconds, long enough
-    for the run to have written already: so the run is stopped (SIGSTOP) while the file is
-    checked and saved, and the save is made only where the file still holds what was read
-    (the run cannot write while stopped). None: the run had written first; nothing saved.
+    for the run to have begun its write: so the run is stopped (SIGSTOP, waited for until
+    it has stopped: a rename under way ends first) while the file is looked at, and the
+    save is made only where the run has not begun to write (no temporary file of its
+    beside the file, the file not replaced) and the file holds what was read; a save
+    between the run's last look and its rename would be lost, which no tool can prevent.
+    None: the run had begun to write first; nothing saved.
     """
     stat = path.stat()
     os.utime(path, ns=(stat.st_mtime_ns - 10**10, stat.st_mtime_ns))
@@ -119,14 +122,24 @@ def _save_while_the_run_reads(path: Path, expected: str) -> subprocess.Popen | N
         assert run.poll() is None and time.monotonic() < deadline, run.communicate()
         time.sleep(0.01)
     os.kill(run.pid, signal.SIGSTOP)
+    _, status = os.waitpid(run.pid, os.WUNTRACED)  # kill() only asks
+    stopped = os.WIFSTOPPED(status)
+    if not stopped:  # it had ended: its status is Popen's to report
+        run.returncode = os.waitstatus_to_exitcode(status)
     try:
-        written = path.read_text() != expected
-        if not written:
+        late = (
+            not stopped
+            or path.stat().st_ino != stat.st_ino
+            or any(path.parent.glob(f".{path.name}.*.tmp"))
+            or path.read_text() != expected
+        )
+        if not late:
             with path.open("a") as handle:
                 handle.write(SAVED)
     finally:
-        os.kill(run.pid, signal.SIGCONT)
-    if written:
+        if stopped:
+            os.kill(run.pid, signal.SIGCONT)
+    if late:
         run.communicate(timeout=300)
         return None
     return run
@@ -143,12 +156,12 @@ def test_a_real_save_during_a_slow_parse_survives_and_the_summary_says_so(tmp_pa
         f"\n\ndef strategy_{n}(model):\n    return Trainer(strategy='fsdp_native', precision=16)\n"
         for n in range(1500)
     )
-    for _ in range(3):  # a run that wrote before this process saw its read is run again
+    for _ in range(3):  # a run that began to write before this process saw its read is run again
         path.write_text(LEGACY + body)
         run = _save_while_the_run_reads(path, LEGACY + body)
         if run is not None:
             break
-    assert run is not None, "three runs wrote before their read was seen"
+    assert run is not None, "three runs began to write before their read was seen"
     _, err = run.communicate(timeout=300)
     assert path.read_text() == LEGACY + body + SAVED
     assert run.returncode == 1, err
